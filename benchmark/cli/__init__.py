@@ -1,0 +1,43 @@
+"""The `mmbench` command line: one module per command group, registered below."""
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+from typing import Sequence
+
+from . import commands_core
+from .errors import CLIError
+
+# Each module exposes `register(subparsers)`; its parsers set `func(args) -> int`.
+COMMAND_MODULES = [commands_core]
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="mmbench", description="Benchmarks for long-context multimodal embedding models.")
+    parser.add_argument("-v", "--verbose", action="store_true", help="debug logging")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    sub.required = True
+    for module in COMMAND_MODULES:
+        module.register(sub)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.DEBUG if args.verbose else logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    try:
+        return int(args.func(args) or 0)
+    except CLIError as exc:
+        print(f"mmbench: error: {exc}", file=sys.stderr)
+        return 2
+    except (FileNotFoundError, ValueError, RuntimeError) as exc:
+        if args.verbose:
+            raise
+        print(f"mmbench: error: {exc}", file=sys.stderr)
+        return 1
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -1,0 +1,121 @@
+"""The document model: every query and candidate is an ordered list of segments.
+
+Segments are `Text`, `Image` (a reference into a pool set's media folder) and `Video`
+(an ordered list of frame references sampled at `fps`). Reading order matters: needles
+have a depth. Documents serialise to plain JSON so pool sets stay readable without mmbench.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass, field
+from typing import Any, Union
+
+
+@dataclass(frozen=True)
+class Text:
+    text: str
+    kind: str = field(default="text", init=False)
+
+
+@dataclass(frozen=True)
+class Image:
+    """An image stored in the pool set's media folder; `ref` is its relative path."""
+
+    ref: str
+    width: int
+    height: int
+    kind: str = field(default="image", init=False)
+
+
+@dataclass(frozen=True)
+class Video:
+    """A video as frames already sampled at `fps` (each frame is an image ref)."""
+
+    frames: tuple[str, ...]
+    fps: float
+    width: int
+    height: int
+    kind: str = field(default="video", init=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "frames", tuple(self.frames))
+
+
+Segment = Union[Text, Image, Video]
+MODALITIES = ("text", "image", "video")
+
+
+@dataclass
+class Document:
+    """One query or candidate: ordered segments plus metadata written by the builder."""
+
+    id: str
+    segments: list[Segment]
+    tokens: int = 0
+    meta: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def modalities(self) -> set[str]:
+        return {s.kind for s in self.segments}
+
+    @property
+    def text(self) -> str:
+        """All text segments joined in reading order (what a text-only model sees)."""
+        return "\n".join(s.text for s in self.segments if isinstance(s, Text))
+
+    def content_hash(self) -> str:
+        """Hash of the segments only (not the id or metadata): keys the embedding cache."""
+        payload = json.dumps(segments_to_json(self.segments), sort_keys=True, ensure_ascii=False)
+        return hashlib.sha256(payload.encode("utf-8")).hexdigest()
+
+    def to_record(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "segments": json.dumps(segments_to_json(self.segments), ensure_ascii=False),
+            "tokens": int(self.tokens),
+            "meta": json.dumps(self.meta, sort_keys=True, ensure_ascii=False),
+        }
+
+    @classmethod
+    def from_record(cls, record: dict[str, Any]) -> "Document":
+        where = f"document {record.get('id', '?')!r}"
+        try:
+            segments = segments_from_json(json.loads(record["segments"]))
+            meta = json.loads(record.get("meta") or "{}")
+        except (KeyError, TypeError, ValueError) as exc:
+            raise ValueError(f"{where}: malformed record ({exc})") from exc
+        return cls(id=str(record["id"]), segments=segments, tokens=int(record.get("tokens") or 0), meta=meta)
+
+
+def segments_to_json(segments: list[Segment]) -> list[dict[str, Any]]:
+    out: list[dict[str, Any]] = []
+    for s in segments:
+        if isinstance(s, Text):
+            out.append({"kind": "text", "text": s.text})
+        elif isinstance(s, Image):
+            out.append({"kind": "image", "ref": s.ref, "width": s.width, "height": s.height})
+        elif isinstance(s, Video):
+            out.append({"kind": "video", "frames": list(s.frames), "fps": s.fps,
+                        "width": s.width, "height": s.height})
+        else:
+            raise TypeError(f"not a segment: {s!r}")
+    return out
+
+
+def segments_from_json(items: list[dict[str, Any]]) -> list[Segment]:
+    out: list[Segment] = []
+    for i, item in enumerate(items):
+        kind = item.get("kind")
+        try:
+            if kind == "text":
+                out.append(Text(item["text"]))
+            elif kind == "image":
+                out.append(Image(item["ref"], int(item["width"]), int(item["height"])))
+            elif kind == "video":
+                out.append(Video(tuple(item["frames"]), float(item["fps"]), int(item["width"]), int(item["height"])))
+            else:
+                raise ValueError(f"unknown segment kind {kind!r}")
+        except KeyError as exc:
+            raise ValueError(f"segment {i} ({kind}): missing field {exc}") from exc
+    return out

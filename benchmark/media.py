@@ -1,0 +1,76 @@
+"""Content-addressed media files of a pool set (images and video frames).
+
+A file's name is the SHA-256 of its bytes, so identical images are stored once and a
+pool set's content hash covers its media. Reading reports the file and the item on error.
+"""
+from __future__ import annotations
+
+import hashlib
+import io
+import os
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+from PIL import Image as PILImage, UnidentifiedImageError
+
+from .documents import Image
+
+
+class MediaError(RuntimeError):
+    """A media file is missing or unreadable; the message names the file and the item."""
+
+
+def atomic_write_bytes(path: Path, data: bytes) -> None:
+    """Write to a temporary file in the same folder, then rename: readers never see half a file."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+
+
+@dataclass
+class MediaStore:
+    """The `media/` folder of a pool set."""
+
+    root: Path
+
+    def __post_init__(self) -> None:
+        self.root = Path(self.root)
+
+    def put_bytes(self, data: bytes, suffix: str) -> str:
+        digest = hashlib.sha256(data).hexdigest()
+        ref = f"{digest[:2]}/{digest}{suffix}"
+        path = self.root / ref
+        if not path.exists():
+            atomic_write_bytes(path, data)
+        return ref
+
+    def put_image(self, image: PILImage.Image) -> Image:
+        """Store a PIL image losslessly (PNG) and return its segment."""
+        buf = io.BytesIO()
+        image.convert("RGB").save(buf, format="PNG", optimize=False)
+        ref = self.put_bytes(buf.getvalue(), ".png")
+        return Image(ref=ref, width=image.width, height=image.height)
+
+    def path(self, ref: str) -> Path:
+        if ref.startswith("/") or ".." in Path(ref).parts:
+            raise MediaError(f"media reference {ref!r} escapes the media folder")
+        return self.root / ref
+
+    def load_image(self, ref: str, item: str = "?") -> PILImage.Image:
+        path = self.path(ref)
+        if not path.is_file():
+            raise MediaError(f"missing media file {path} (referenced by {item})")
+        try:
+            with PILImage.open(path) as img:
+                img.load()
+                return img.convert("RGB")
+        except (UnidentifiedImageError, OSError, SyntaxError) as exc:
+            raise MediaError(f"corrupt media file {path} (referenced by {item}): {exc}") from exc

@@ -1,0 +1,68 @@
+"""The model protocol: what the runner needs from an embedding model.
+
+An adapter declares a `ModelCard` (identity, modalities, context window, similarity) and
+implements `encode(documents, role, media)`. The runner has already reduced each document
+to what the model can see and middle-truncated it to `card.max_tokens`, measured with
+`budget_tokenizer()` and `visual_tokens()`, so adapters never truncate inside a processor.
+"""
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from dataclasses import asdict, dataclass, field
+from typing import Any, Literal, Sequence
+
+import numpy as np
+
+from ..documents import Document
+from ..media import MediaStore
+from ..tokens import TextTokenizer, image_tokens
+
+Role = Literal["query", "document"]
+ROLES: tuple[Role, ...] = ("query", "document")
+
+
+@dataclass(frozen=True)
+class ModelCard:
+    """Identity and capabilities of a model; `settings` holds everything that changes vectors."""
+
+    name: str
+    family: str
+    modalities: frozenset[str]
+    max_tokens: int | None
+    similarity: Literal["cosine", "dot"] = "cosine"
+    revision: str = "unknown"
+    dim: int | None = None
+    settings: dict[str, Any] = field(default_factory=dict)
+    notes: str = ""
+
+    def identity(self) -> dict[str, Any]:
+        """Everything that determines an embedding; keys the cache and goes into results."""
+        d = asdict(self)
+        d["modalities"] = sorted(self.modalities)
+        d.pop("notes")
+        return d
+
+
+class EmbeddingModel(ABC):
+    """Base class for adapters: documents in, one L2-comparable vector per document out."""
+
+    card: ModelCard
+
+    @abstractmethod
+    def encode(self, documents: Sequence[Document], role: Role, media: MediaStore | None) -> np.ndarray:
+        """Return a float32 array of shape (len(documents), dim)."""
+
+    def budget_tokenizer(self) -> TextTokenizer | None:
+        """Tokenizer in which `card.max_tokens` is measured (None: no text limit)."""
+        return None
+
+    def visual_tokens(self, width: int, height: int) -> int:
+        """Tokens one image (or video frame) of this size costs the model."""
+        return image_tokens(width, height)
+
+    def fit(self, documents: Sequence[Document], media: MediaStore | None) -> None:
+        """Corpus-dependent models (BM25) see the candidate corpus first; embedders ignore it."""
+
+
+class EncodeError(RuntimeError):
+    """A model failed on specific documents; the message names them."""

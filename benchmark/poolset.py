@@ -1,0 +1,253 @@
+"""Pool sets: a built task as a folder anyone can read without mmbench.
+
+Layout::
+
+    manifest.json        task, version, builder parameters, seed, sources, counts, content hash
+    queries.parquet      one row per query document
+    candidates.parquet   one row per candidate document
+    pools.parquet        one row per evaluation item: which candidates a query is ranked against
+    media/               content-addressed images and frames
+
+Each table loads with ``datasets.load_dataset("parquet", data_files=...)``. The content hash
+covers every record and the task identity, and not the time of building, so the same
+sources, parameters and seed give a byte-identical hash.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterable
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from .documents import Document
+from .media import MediaStore, atomic_write_bytes
+
+MANIFEST = "manifest.json"
+TABLES = ("queries", "candidates", "pools")
+
+
+class PoolSetError(RuntimeError):
+    """A pool set folder is missing, incomplete or inconsistent; the message says where."""
+
+
+@dataclass
+class PoolItem:
+    """One evaluation item: a query ranked against its own candidates."""
+
+    id: str
+    query_id: str
+    subset: str
+    candidate_ids: list[str]
+    relevant_ids: list[str]
+    meta: dict[str, Any] = field(default_factory=dict)
+
+    def to_record(self) -> dict[str, Any]:
+        return {
+            "id": self.id, "query_id": self.query_id, "subset": self.subset,
+            "candidate_ids": list(self.candidate_ids), "relevant_ids": list(self.relevant_ids),
+            "meta": json.dumps(self.meta, sort_keys=True, ensure_ascii=False),
+        }
+
+    @classmethod
+    def from_record(cls, r: dict[str, Any]) -> "PoolItem":
+        try:
+            return cls(id=str(r["id"]), query_id=str(r["query_id"]), subset=str(r["subset"]),
+                       candidate_ids=[str(c) for c in r["candidate_ids"]],
+                       relevant_ids=[str(c) for c in r["relevant_ids"]],
+                       meta=json.loads(r.get("meta") or "{}"))
+        except (KeyError, TypeError, ValueError) as exc:
+            raise PoolSetError(f"pool item {r.get('id', '?')!r}: malformed record ({exc})") from exc
+
+
+@dataclass
+class PoolSet:
+    """A built task in memory; `root` is set once it is written or loaded."""
+
+    task: str
+    task_version: str
+    queries: list[Document]
+    candidates: list[Document]
+    pools: list[PoolItem]
+    builder: dict[str, Any] = field(default_factory=dict)
+    seed: int = 0
+    sources: dict[str, str] = field(default_factory=dict)
+    root: Path | None = None
+    manifest: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def content_hash(self) -> str:
+        return self.manifest.get("content_hash") or compute_content_hash(self)
+
+    @property
+    def media(self) -> MediaStore:
+        if self.root is None:
+            raise PoolSetError("pool set has not been written to disk, so it has no media folder")
+        return MediaStore(self.root / "media")
+
+    def query_by_id(self) -> dict[str, Document]:
+        return {d.id: d for d in self.queries}
+
+    def candidate_by_id(self) -> dict[str, Document]:
+        return {d.id: d for d in self.candidates}
+
+    def validate(self) -> None:
+        """Every pool references existing documents and has at least one relevant candidate."""
+        qids = {d.id for d in self.queries}
+        cids = {d.id for d in self.candidates}
+        for name, ids in (("query", [d.id for d in self.queries]), ("candidate", [d.id for d in self.candidates])):
+            if len(ids) != len(set(ids)):
+                raise PoolSetError(f"duplicate {name} ids in pool set {self.task}")
+        seen: set[str] = set()
+        for item in self.pools:
+            if item.id in seen:
+                raise PoolSetError(f"duplicate pool item id {item.id!r}")
+            seen.add(item.id)
+            if item.query_id not in qids:
+                raise PoolSetError(f"pool item {item.id!r}: unknown query {item.query_id!r}")
+            missing = [c for c in item.candidate_ids if c not in cids]
+            if missing:
+                raise PoolSetError(f"pool item {item.id!r}: unknown candidates {missing[:3]}")
+            if not item.relevant_ids or not set(item.relevant_ids) <= set(item.candidate_ids):
+                raise PoolSetError(f"pool item {item.id!r}: relevant ids must be a non-empty subset of its candidates")
+
+
+def compute_content_hash(ps: PoolSet) -> str:
+    """SHA-256 over the task identity and every record, in a canonical order."""
+    h = hashlib.sha256()
+    h.update(json.dumps({"task": ps.task, "task_version": ps.task_version}, sort_keys=True).encode())
+    for table, rows in _records(ps).items():
+        h.update(table.encode())
+        for row in sorted(rows, key=lambda r: r["id"]):
+            h.update(json.dumps(row, sort_keys=True, ensure_ascii=False).encode("utf-8"))
+    return h.hexdigest()
+
+
+def _records(ps: PoolSet) -> dict[str, list[dict[str, Any]]]:
+    return {
+        "queries": [d.to_record() for d in ps.queries],
+        "candidates": [d.to_record() for d in ps.candidates],
+        "pools": [p.to_record() for p in ps.pools],
+    }
+
+
+def write_poolset(ps: PoolSet, out: Path, media_from: Path | None = None) -> Path:
+    """Write `ps` to `out` atomically (a temporary sibling folder renamed into place).
+
+    `media_from` is the media folder the builder wrote into; only referenced files are kept.
+    """
+    ps.validate()
+    out = Path(out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(dir=out.parent, prefix=f".{out.name}.building."))
+    try:
+        records = _records(ps)
+        for table, rows in records.items():
+            rows = sorted(rows, key=lambda r: r["id"])
+            pq.write_table(pa.Table.from_pylist(rows, schema=_SCHEMAS[table]), tmp / f"{table}.parquet",
+                           compression="zstd")
+        refs = sorted(_media_refs(ps.queries + ps.candidates))
+        if refs:
+            if media_from is None:
+                raise PoolSetError("documents reference media but no media folder was given")
+            for ref in refs:
+                src = Path(media_from) / ref
+                if not src.is_file():
+                    raise PoolSetError(f"media file {src} referenced by the pool set does not exist")
+                dst = tmp / "media" / ref
+                dst.parent.mkdir(parents=True, exist_ok=True)
+                shutil.copyfile(src, dst)
+        ps.manifest = {
+            "task": ps.task,
+            "task_version": ps.task_version,
+            "builder": ps.builder,
+            "seed": ps.seed,
+            "sources": ps.sources,
+            "counts": {"queries": len(ps.queries), "candidates": len(ps.candidates), "pools": len(ps.pools),
+                       "media_files": len(refs),
+                       "candidates_per_query": _candidates_per_query(ps.pools)},
+            "content_hash": compute_content_hash(ps),
+            "format": "mmbench-poolset/1",
+        }
+        atomic_write_bytes(tmp / MANIFEST, (json.dumps(ps.manifest, indent=2, sort_keys=True) + "\n").encode())
+        if out.exists():
+            shutil.rmtree(out)
+        os.replace(tmp, out)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    ps.root = out
+    return out
+
+
+def _candidates_per_query(pools: list[PoolItem]) -> float | None:
+    return round(sum(len(p.candidate_ids) for p in pools) / len(pools), 4) if pools else None
+
+
+def _media_refs(docs: Iterable[Document]) -> set[str]:
+    refs: set[str] = set()
+    for d in docs:
+        for s in d.segments:
+            if s.kind == "image":
+                refs.add(s.ref)
+            elif s.kind == "video":
+                refs.update(s.frames)
+    return refs
+
+
+def load_poolset(root: Path, verify: bool = False) -> PoolSet:
+    """Read a pool set folder; `verify` recomputes the content hash and checks media files exist."""
+    root = Path(root)
+    manifest_path = root / MANIFEST
+    if not manifest_path.is_file():
+        raise PoolSetError(f"{root} is not a pool set: {MANIFEST} is missing")
+    try:
+        manifest = json.loads(manifest_path.read_text())
+    except ValueError as exc:
+        raise PoolSetError(f"{manifest_path}: invalid JSON ({exc})") from exc
+    for key in ("task", "task_version", "content_hash"):
+        if key not in manifest:
+            raise PoolSetError(f"{manifest_path}: missing field {key!r}")
+    tables = {}
+    for table in TABLES:
+        path = root / f"{table}.parquet"
+        if not path.is_file():
+            raise PoolSetError(f"pool set {root}: {path.name} is missing")
+        try:
+            tables[table] = pq.read_table(path).to_pylist()
+        except Exception as exc:  # pyarrow raises several types for corrupt files
+            raise PoolSetError(f"{path}: unreadable parquet ({exc})") from exc
+    ps = PoolSet(
+        task=manifest["task"], task_version=manifest["task_version"],
+        queries=[Document.from_record(r) for r in tables["queries"]],
+        candidates=[Document.from_record(r) for r in tables["candidates"]],
+        pools=[PoolItem.from_record(r) for r in tables["pools"]],
+        builder=manifest.get("builder", {}), seed=manifest.get("seed", 0),
+        sources=manifest.get("sources", {}), root=root, manifest=manifest,
+    )
+    if verify:
+        ps.validate()
+        actual = compute_content_hash(ps)
+        if actual != manifest["content_hash"]:
+            raise PoolSetError(f"pool set {root}: content hash mismatch (manifest {manifest['content_hash'][:12]}, "
+                               f"records {actual[:12]})")
+        for ref in sorted(_media_refs(ps.queries + ps.candidates)):
+            if not (root / "media" / ref).is_file():
+                raise PoolSetError(f"pool set {root}: missing media file media/{ref}")
+    return ps
+
+
+_DOC_SCHEMA = pa.schema([("id", pa.string()), ("segments", pa.string()), ("tokens", pa.int64()), ("meta", pa.string())])
+_SCHEMAS = {
+    "queries": _DOC_SCHEMA,
+    "candidates": _DOC_SCHEMA,
+    "pools": pa.schema([("id", pa.string()), ("query_id", pa.string()), ("subset", pa.string()),
+                        ("candidate_ids", pa.list_(pa.string())), ("relevant_ids", pa.list_(pa.string())),
+                        ("meta", pa.string())]),
+}

@@ -1,0 +1,113 @@
+"""Middle truncation at segment granularity: keep the head and the tail of a document.
+
+A document is a run of units: text tokens (cost 1 each), whole images, and video frames.
+The head keeps units from the start up to half the budget, the tail keeps units from the
+end with what is left; an image or frame that does not fit is dropped whole, and nothing
+after it on that side is kept. The report says exactly what was cut.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable, Sequence
+
+from .documents import Image, Segment, Text, Video
+from .tokens import TextTokenizer
+
+
+@dataclass
+class TruncationReport:
+    tokens_before: int
+    tokens_after: int
+    cut_text_tokens: int = 0
+    dropped_images: int = 0
+    dropped_frames: int = 0
+
+    @property
+    def truncated(self) -> bool:
+        return self.tokens_after < self.tokens_before
+
+
+def middle_truncate(
+    segments: Sequence[Segment],
+    budget: int,
+    tokenizer: TextTokenizer | None,
+    visual_tokens: Callable[[int, int], int],
+) -> tuple[list[Segment], TruncationReport]:
+    """Fit `segments` into `budget` tokens: ceil(budget/2) from the head, the rest from the tail."""
+    if budget < 0:
+        raise ValueError("budget must be non-negative")
+    ids: list[list[int] | None] = []
+    units: list[int] = []
+    unit_cost: list[int] = []
+    for seg in segments:
+        if isinstance(seg, Text):
+            if tokenizer is None:
+                raise ValueError("text segments need a tokenizer to be truncated")
+            toks = tokenizer.encode(seg.text)
+            ids.append(toks)
+            units.append(len(toks))
+            unit_cost.append(1)
+        elif isinstance(seg, Image):
+            ids.append(None)
+            units.append(1)
+            unit_cost.append(visual_tokens(seg.width, seg.height))
+        elif isinstance(seg, Video):
+            ids.append(None)
+            units.append(len(seg.frames))
+            unit_cost.append(visual_tokens(seg.width, seg.height))
+        else:
+            raise TypeError(f"not a segment: {seg!r}")
+    total = sum(u * c for u, c in zip(units, unit_cost))
+    if total <= budget:
+        return list(segments), TruncationReport(total, total)
+
+    n = len(segments)
+    head = [0] * n
+    left = (budget + 1) // 2
+    stop = n
+    for k in range(n):
+        take = min(units[k], left // unit_cost[k]) if unit_cost[k] else units[k]
+        head[k] = take
+        left -= take * unit_cost[k]
+        if take < units[k]:
+            stop = k
+            break
+    used_head = (budget + 1) // 2 - left
+
+    tail = [0] * n
+    left = budget - used_head
+    for k in range(n - 1, stop - 1, -1):
+        avail = units[k] - head[k]
+        take = min(avail, left // unit_cost[k]) if unit_cost[k] else avail
+        tail[k] = take
+        left -= take * unit_cost[k]
+        if take < avail:
+            break
+
+    kept: list[Segment] = []
+    report = TruncationReport(tokens_before=total, tokens_after=0)
+    for k, seg in enumerate(segments):
+        if head[k] + tail[k] >= units[k]:
+            kept.append(seg)
+        else:
+            if head[k]:
+                kept.append(_part(seg, ids[k], 0, head[k], tokenizer))
+            if tail[k]:
+                kept.append(_part(seg, ids[k], units[k] - tail[k], units[k], tokenizer))
+            cut = units[k] - head[k] - tail[k]
+            if isinstance(seg, Text):
+                report.cut_text_tokens += cut
+            elif isinstance(seg, Image):
+                report.dropped_images += cut
+            else:
+                report.dropped_frames += cut
+        report.tokens_after += min(units[k], head[k] + tail[k]) * unit_cost[k]
+    return kept, report
+
+
+def _part(seg: Segment, ids: list[int] | None, start: int, end: int, tokenizer: TextTokenizer | None) -> Segment:
+    if isinstance(seg, Text):
+        assert ids is not None and tokenizer is not None
+        return Text(tokenizer.decode(ids[start:end]))
+    assert isinstance(seg, Video)
+    return Video(seg.frames[start:end], seg.fps, seg.width, seg.height)
