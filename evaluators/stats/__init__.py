@@ -1,0 +1,28 @@
+"""Statistics over per-query results: pure functions, each returning a dataclass with `to_dict()`.
+
+* `paired_ttest`          paired t-test + bootstrap CI of the mean difference + Cohen's d_z
+* `bootstrap_ci`          percentile bootstrap CI of a mean (seeded)
+* `bootstrap_mean_diff_ci` paired percentile bootstrap CI of mean(a - b)
+* `mcnemar`, `mcnemar_table`, `contingency_table`   McNemar on paired binary outcomes (2x2 table)
+* `wilcoxon_signed_rank`  Wilcoxon signed-rank on paired continuous scores
+* `correct_pvalues`       Bonferroni / Holm across a family of tests
+* `positional_bias_lmm`   mixed-effects depth model, Wald joint test, quadratic U-shape test
+* `modality_robustness`   mean / sample sd across text, mixed, image backgrounds and a typing
+"""
+from .bootstrap import BootstrapCI, bootstrap_ci, bootstrap_mean_diff_ci
+from .correction import CorrectionResult, adjust_pvalues, correct_pvalues
+from .mcnemar import McNemarResult, contingency_table, mcnemar, mcnemar_table
+from .paired import EFFECT_SIZE_KIND, PairedTTestResult, cohens_dz, paired_ttest
+from .positional import PositionalBiasResult, positional_bias_lmm, sort_length_bins, wald_chi2
+from .robustness import MODALITIES, ModalityRobustness, modality_robustness
+from .wilcoxon import WilcoxonResult, wilcoxon_signed_rank
+
+__all__ = [
+    "BootstrapCI", "bootstrap_ci", "bootstrap_mean_diff_ci",
+    "CorrectionResult", "adjust_pvalues", "correct_pvalues",
+    "McNemarResult", "contingency_table", "mcnemar", "mcnemar_table",
+    "EFFECT_SIZE_KIND", "PairedTTestResult", "cohens_dz", "paired_ttest",
+    "PositionalBiasResult", "positional_bias_lmm", "sort_length_bins", "wald_chi2",
+    "MODALITIES", "ModalityRobustness", "modality_robustness",
+    "WilcoxonResult", "wilcoxon_signed_rank",
+]

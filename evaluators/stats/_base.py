@@ -1,0 +1,53 @@
+"""Shared helpers: result dataclasses that serialise to plain JSON, and input checks."""
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass
+from typing import Any, Sequence
+
+import numpy as np
+
+
+def jsonable(obj: Any) -> Any:
+    """Plain-JSON form: numpy scalars and arrays to Python, non-finite floats to None."""
+    if isinstance(obj, dict):
+        return {str(k): jsonable(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [jsonable(v) for v in obj]
+    if isinstance(obj, np.ndarray):
+        return jsonable(obj.tolist())
+    if isinstance(obj, np.bool_):
+        return bool(obj)
+    if isinstance(obj, np.integer):
+        return int(obj)
+    if isinstance(obj, (float, np.floating)):
+        value = float(obj)
+        return value if math.isfinite(value) else None
+    return obj
+
+
+@dataclass
+class StatResult:
+    """Base of every result dataclass: `to_dict()` gives JSON-ready values (NaN -> None)."""
+
+    def to_dict(self) -> dict[str, Any]:
+        return jsonable(asdict(self))
+
+
+def as_vector(values: Sequence[float] | np.ndarray, name: str = "values") -> np.ndarray:
+    arr = np.asarray(values, dtype=float)
+    if arr.ndim != 1:
+        raise ValueError(f"{name}: expected a 1-D sequence, got shape {arr.shape}")
+    if arr.size and not np.all(np.isfinite(arr)):
+        raise ValueError(f"{name}: contains NaN or infinite values")
+    return arr
+
+
+def as_pair(a: Sequence[float], b: Sequence[float]) -> tuple[np.ndarray, np.ndarray]:
+    """Two paired samples of equal length (query i of `a` is query i of `b`)."""
+    x, y = as_vector(a, "a"), as_vector(b, "b")
+    if x.shape != y.shape:
+        raise ValueError(f"paired samples differ in length: {x.size} vs {y.size}")
+    if x.size == 0:
+        raise ValueError("paired samples are empty")
+    return x, y
