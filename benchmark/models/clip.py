@@ -1,0 +1,140 @@
+"""CLIP / SigLIP dual encoders through transformers: text tower for text, image tower for images.
+
+A document holding both text and images is embedded as the mean of its L2-normalised text
+embedding and its L2-normalised image embeddings (one per image), renormalised. The image tower
+resizes every image to one fixed input, so images cost no tokens of the text window.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Sequence
+
+import numpy as np
+
+from ..documents import Document, Image, Text
+from ..media import MediaStore
+from .base import EmbeddingModel, EncodeError, ModelCard, Role
+from .sentence_transformer import _folder_revision, _HFTextTokenizer
+
+
+def resolve_device(device: str | None) -> str:
+    """`None`/"auto" picks CUDA when available, else CPU."""
+    import torch
+
+    if device in (None, "", "auto"):
+        return "cuda" if torch.cuda.is_available() else "cpu"
+    return device
+
+
+def resolve_dtype(dtype: str | None, device: str):
+    """Map a dtype name to torch; default float32 on CPU and bfloat16 on accelerators."""
+    import torch
+
+    if dtype in (None, "", "auto"):
+        return torch.float32 if device == "cpu" else torch.bfloat16
+    table = {"float32": torch.float32, "fp32": torch.float32, "float16": torch.float16, "fp16": torch.float16,
+             "bfloat16": torch.bfloat16, "bf16": torch.bfloat16}
+    if dtype not in table:
+        raise ValueError(f"unknown dtype {dtype!r}; choose one of {sorted(table)}")
+    return table[dtype]
+
+
+def _features(out: Any):
+    """transformers 5 returns a model output from get_*_features; older versions a tensor."""
+    return out if hasattr(out, "norm") else out.pooler_output
+
+
+class DualEncoderModel(EmbeddingModel):
+    """CLIP-style dual encoder (CLIP, SigLIP, SigLIP 2) loaded with AutoModel/AutoProcessor."""
+
+    def __init__(self, model_id: str | None = None, name: str | None = None, device: str | None = None,
+                 dtype: str | None = None, revision: str | None = None, model_path: str | None = None,
+                 trust_remote_code: bool = False, batch_images: int = 32, **_: Any) -> None:
+        import torch
+        from transformers import AutoModel, AutoProcessor
+
+        source = model_path or model_id
+        if not source:
+            raise ValueError("DualEncoderModel needs model_id or model_path")
+        local = Path(source).exists()
+        self._device = resolve_device(device)
+        self._dtype = resolve_dtype(dtype, self._device)
+        kw = dict(revision=revision, local_files_only=local, trust_remote_code=trust_remote_code)
+        self._model = AutoModel.from_pretrained(source, dtype=self._dtype, **kw).to(self._device).eval()
+        self._processor = AutoProcessor.from_pretrained(source, **kw)
+        self._tok = self._processor.tokenizer
+        self._torch = torch
+        self._batch_images = batch_images
+        mtype = getattr(self._model.config, "model_type", "clip")
+        # SigLIP was trained on text padded to the full length; CLIP pools at EOS, so padding is inert.
+        self._pad_to_max = mtype.startswith("siglip")
+        self._text_len = int(self._model.config.text_config.max_position_embeddings)
+        specials = self._tok.num_special_tokens_to_add(pair=False)
+        dim = getattr(self._model.config, "projection_dim", None) or self._model.config.text_config.hidden_size
+        self.card = ModelCard(
+            name=name or (Path(source).name if local else source), family=f"dual-encoder:{mtype}",
+            modalities=frozenset({"text", "image"}), max_tokens=self._text_len - specials, similarity="cosine",
+            revision=revision or _folder_revision(source), dim=int(dim),
+            settings={"model_id": Path(source).name if local else source, "dtype": str(self._dtype).split(".")[-1],
+                      "text_max_length": self._text_len, "pad_to_max_length": self._pad_to_max,
+                      "fusion": "mean of L2-normalised text and image embeddings, renormalised"},
+            notes=("text and image towers are separate: a document with text and images is the renormalised mean "
+                   "of its normalised text embedding and one normalised embedding per image; images are resized "
+                   "to the tower's fixed input, so they cost no text tokens (visual_tokens = 0); videos are not seen"),
+        )
+
+    def budget_tokenizer(self) -> _HFTextTokenizer:
+        return _HFTextTokenizer(self._tok)
+
+    def visual_tokens(self, width: int, height: int) -> int:
+        return 0
+
+    def encode(self, documents: Sequence[Document], role: Role, media: MediaStore | None) -> np.ndarray:
+        texts: list[str] = []
+        text_owner: list[int] = []
+        images: list[Any] = []
+        image_owner: list[int] = []
+        for i, doc in enumerate(documents):
+            parts = [s.text for s in doc.segments if isinstance(s, Text)]
+            refs = [s.ref for s in doc.segments if isinstance(s, Image)]
+            if refs and media is None:
+                raise EncodeError(f"document {doc.id!r} has images but no media store was given")
+            if parts or not refs:
+                texts.append("\n".join(parts))
+                text_owner.append(i)
+            for ref in refs:
+                images.append(media.load_image(ref, item=doc.id))
+                image_owner.append(i)
+        dim = int(self.card.dim or 0)
+        sums = np.zeros((len(documents), dim), dtype=np.float64)
+        for owner, vecs in ((text_owner, self._encode_texts(texts)), (image_owner, self._encode_images(images))):
+            for o, v in zip(owner, vecs):
+                sums[o] += v
+        norms = np.linalg.norm(sums, axis=1, keepdims=True)
+        return (sums / np.maximum(norms, 1e-12)).astype(np.float32)
+
+    def _encode_texts(self, texts: list[str]) -> np.ndarray:
+        if not texts:
+            return np.zeros((0, self.card.dim or 0), dtype=np.float32)
+        pad = dict(padding="max_length", max_length=self._text_len) if self._pad_to_max else dict(padding=True)
+        enc = self._tok(texts, truncation=True, max_length=self._text_len, return_tensors="pt", **pad)
+        enc = {k: v.to(self._device) for k, v in enc.items() if k in ("input_ids", "attention_mask")}
+        if self._pad_to_max:
+            enc.pop("attention_mask", None)  # SigLIP's text tower attends to padding by design
+        with self._torch.inference_mode():
+            feats = _features(self._model.get_text_features(**enc))
+        return self._unit(feats)
+
+    def _encode_images(self, images: list[Any]) -> np.ndarray:
+        out = []
+        for start in range(0, len(images), self._batch_images):
+            px = self._processor.image_processor(images[start:start + self._batch_images], return_tensors="pt")
+            with self._torch.inference_mode():
+                feats = _features(self._model.get_image_features(
+                    pixel_values=px["pixel_values"].to(self._device, self._dtype)))
+            out.append(self._unit(feats))
+        return np.concatenate(out) if out else np.zeros((0, self.card.dim or 0), dtype=np.float32)
+
+    def _unit(self, feats) -> np.ndarray:
+        v = feats.float().cpu().numpy()
+        return v / np.maximum(np.linalg.norm(v, axis=1, keepdims=True), 1e-12)

@@ -1,0 +1,90 @@
+"""DualEncoderModel on a tiny random CLIP built from a config and saved to a local folder."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from mmbench.documents import Document, Text  # noqa: E402
+from mmbench.media import MediaStore  # noqa: E402
+from mmbench.models.base import EncodeError  # noqa: E402
+from mmbench.models.clip import DualEncoderModel  # noqa: E402
+from mmbench.models.registry import load_model  # noqa: E402
+from mmbench.truncation import middle_truncate  # noqa: E402
+from tiny_models import build_clip, random_image  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def clip_dir(tmp_path_factory):
+    return build_clip(tmp_path_factory.mktemp("clip") / "tiny-clip")
+
+
+@pytest.fixture(scope="module")
+def model(clip_dir):
+    return DualEncoderModel(model_path=str(clip_dir), device="cpu", unknown_option="ignored")
+
+
+@pytest.fixture()
+def media(tmp_path):
+    return MediaStore(tmp_path / "media")
+
+
+def test_card_and_budget(model):
+    assert model.card.max_tokens == 77 - 2
+    assert model.card.modalities == frozenset({"text", "image"})
+    assert model.card.dim == 16
+    assert model.visual_tokens(4000, 3000) == 0
+    tok = model.budget_tokenizer()
+    ids = tok.encode("a cat sits on the mat")
+    assert ids and model._tok.bos_token_id not in ids and model._tok.eos_token_id not in ids
+
+
+def test_text_matches_reference_forward(model):
+    docs = [Document("a", [Text("a cat sits on the mat")]), Document("b", [Text("the lazy dog")])]
+    got = model.encode(docs, "query", None)
+    ref_model = model._model
+    enc = model._tok(["a cat sits on the mat", "the lazy dog"], padding=True, return_tensors="pt")
+    img = model._processor.image_processor([random_image(40, 40, 0)], return_tensors="pt")
+    with torch.no_grad():
+        ref = ref_model(input_ids=enc["input_ids"], attention_mask=enc["attention_mask"],
+                        pixel_values=img["pixel_values"]).text_embeds
+    ref = ref.numpy() / np.linalg.norm(ref.numpy(), axis=1, keepdims=True)
+    assert got.shape == (2, 16) and got.dtype == np.float32
+    np.testing.assert_allclose(got, ref, atol=1e-5)
+
+
+def test_image_and_fusion(model, media):
+    a, b = media.put_image(random_image(50, 40, 1)), media.put_image(random_image(64, 48, 2))
+    img_a = model.encode([Document("ia", [a])], "document", media)[0]
+    img_b = model.encode([Document("ib", [b])], "document", media)[0]
+    txt = model.encode([Document("t", [Text("a cat")])], "document", media)[0]
+    fused = model.encode([Document("f", [Text("a cat"), a, b])], "document", media)[0]
+    expected = txt + img_a + img_b
+    np.testing.assert_allclose(fused, expected / np.linalg.norm(expected), atol=1e-5)
+    assert abs(np.linalg.norm(fused) - 1) < 1e-5
+    assert not np.allclose(img_a, img_b)
+
+
+def test_batch_invariance_and_errors(model, media):
+    a = media.put_image(random_image(30, 30, 3))
+    docs = [Document(f"d{i}", [Text("word " * (i + 1))] + ([a] if i % 2 else [])) for i in range(5)]
+    together = model.encode(docs, "document", media)
+    alone = np.stack([model.encode([d], "document", media)[0] for d in docs])
+    np.testing.assert_allclose(together, alone, atol=1e-5)
+    with pytest.raises(EncodeError, match="d1"):
+        model.encode([docs[1]], "document", None)
+
+
+def test_budget_truncation_never_cut_by_tokenizer(model):
+    long = Text("the quick brown fox jumps over the lazy dog " * 40)
+    kept, report = middle_truncate([long], model.card.max_tokens, model.budget_tokenizer(), model.visual_tokens)
+    assert report.truncated
+    enc = model._tok(kept[0].text, truncation=False)
+    assert len(enc["input_ids"]) <= 77
+
+
+def test_registry_local_folder(clip_dir):
+    m = load_model(str(clip_dir), device="cpu")
+    assert isinstance(m, DualEncoderModel)
+    assert m.card.revision.startswith("local-")
