@@ -52,11 +52,16 @@ class MediaStore:
             atomic_write_bytes(path, data)
         return ref
 
-    def put_image(self, image: PILImage.Image) -> Image:
-        """Store a PIL image losslessly (PNG) and return its segment."""
+    def put_image(self, image: PILImage.Image, format: str = "PNG") -> Image:
+        """Store a PIL image (PNG, lossless, by default; JPEG for bulky backgrounds); return its segment."""
         buf = io.BytesIO()
-        image.convert("RGB").save(buf, format="PNG", optimize=False)
-        ref = self.put_bytes(buf.getvalue(), ".png")
+        if format == "JPEG":
+            image.convert("RGB").save(buf, format="JPEG", quality=90)
+            suffix = ".jpg"
+        else:
+            image.convert("RGB").save(buf, format="PNG")
+            suffix = ".png"
+        ref = self.put_bytes(buf.getvalue(), suffix)
         return Image(ref=ref, width=image.width, height=image.height)
 
     def path(self, ref: str) -> Path:

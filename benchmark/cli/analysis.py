@@ -1,0 +1,105 @@
+"""`mmbench compare` and `mmbench report`: statistics and reports over results folders.
+
+They read results only (per_query.parquet + results.json); they never re-run a model.
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Sequence
+
+from .errors import CLIError
+
+DEFAULT_METRIC = "precision_at_1"
+
+
+def register(sub) -> None:
+    p = sub.add_parser("compare", help="paired tests between runs of one pool set",
+                       description="Paired t-test (bootstrap CI, Cohen's d_z), McNemar on R@1, Wilcoxon on reciprocal rank, "
+                                   "Bonferroni/Holm, and bootstrap CIs of R@1, R@3, MRR for two or more runs of the same pool set.")
+    p.add_argument("results", nargs="+", type=Path, metavar="RESULTS", help="results folders (two or more, same content hash)")
+    p.add_argument("--metric", default=DEFAULT_METRIC, help="per-query metric of the paired t-test (default: %(default)s)")
+    p.add_argument("--resamples", type=int, default=10_000, help="bootstrap resamples, CI of the mean difference (default: %(default)s)")
+    p.add_argument("--ci-resamples", type=int, default=1_000, help="bootstrap resamples, per-run metric CIs (default: %(default)s)")
+    p.add_argument("--seed", type=int, default=0, help="bootstrap seed (default: %(default)s)")
+    p.add_argument("--alpha", type=float, default=0.05, help="family-wise significance level (default: %(default)s)")
+    p.add_argument("--out", type=Path, default=None, help="folder for compare.md and compare.json (default: print only)")
+    p.set_defaults(func=cmd_compare)
+
+    r = sub.add_parser("report", help="positional bias, heatmaps, length curves, Easy vs Hard, modality robustness",
+                       description="Markdown report with PNG figures and the same numbers as JSON.")
+    r.add_argument("results", nargs="+", type=Path, metavar="RESULTS", help="results folders")
+    r.add_argument("--metric", default=DEFAULT_METRIC, help="per-query score of tables, curves and the mixed model (default: %(default)s)")
+    r.add_argument("--heatmap-metric", default="precision_at_5", help="metric of the length×depth heatmaps (default: %(default)s)")
+    r.add_argument("--ci-resamples", type=int, default=1_000, help="bootstrap resamples for metric CIs (default: %(default)s)")
+    r.add_argument("--seed", type=int, default=0, help="bootstrap seed (default: %(default)s)")
+    r.add_argument("--out", type=Path, default=Path("mmbench-report"), help="output folder (default: %(default)s)")
+    r.set_defaults(func=cmd_report)
+
+
+def _load(paths: Sequence[Path]):
+    from mmbench.results import ResultsError, load_results
+
+    runs = []
+    for path in paths:
+        try:
+            runs.append(load_results(path))
+        except ResultsError as exc:
+            raise CLIError(str(exc)) from exc
+    return runs
+
+
+def _check_resamples(*values: int) -> None:
+    if any(v < 1 for v in values):
+        raise CLIError("resample counts must be positive")
+
+
+def cmd_compare(args: argparse.Namespace) -> int:
+    from mmbench.evaluators.reports import PoolSetMismatch, write_comparison
+
+    if len(args.results) < 2:
+        raise CLIError("compare needs two or more results folders")
+    _check_resamples(args.resamples, args.ci_resamples)
+    runs = _load(args.results)
+    try:
+        _, markdown = write_comparison(runs, args.out, metric=args.metric, resamples=args.resamples,
+                                       ci_resamples=args.ci_resamples, seed=args.seed, alpha=args.alpha)
+    except PoolSetMismatch as exc:
+        raise CLIError(str(exc)) from exc
+    print(markdown)
+    if args.out is not None:
+        print(f"wrote {args.out / 'compare.md'} and {args.out / 'compare.json'}", file=sys.stderr)
+    return 0
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    from mmbench.evaluators.reports import write_report
+
+    _check_resamples(args.ci_resamples)
+    runs = _load(args.results)
+    write_report(runs, args.out, metric=args.metric, heatmap_metric=args.heatmap_metric,
+                 ci_resamples=args.ci_resamples, seed=args.seed)
+    print(f"wrote {args.out / 'report.md'}, {args.out / 'report.json'} and figures in {args.out / 'figures'}")
+    return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Stand-alone entry (`python -m mmbench.cli.analysis`), same exit codes as `mmbench`."""
+    parser = argparse.ArgumentParser(prog="mmbench")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    sub.required = True
+    register(sub)
+    args = parser.parse_args(argv)
+    try:
+        return int(args.func(args) or 0)
+    except CLIError as exc:
+        print(f"mmbench: error: {exc}", file=sys.stderr)
+        return 2
+    except (FileNotFoundError, ValueError, RuntimeError) as exc:
+        print(f"mmbench: error: {exc}", file=sys.stderr)
+        return 1
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

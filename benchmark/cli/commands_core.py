@@ -1,0 +1,183 @@
+"""Core commands: list, build, run, show."""
+from __future__ import annotations
+
+import argparse
+import ast
+import os
+import re
+import time
+from pathlib import Path
+from typing import Any
+
+from .errors import CLIError
+
+
+def mmbench_home() -> Path:
+    """Where default pool sets and the embedding cache live (MMBENCH_HOME, else ~/.cache/mmbench)."""
+    return Path(os.environ.get("MMBENCH_HOME") or Path.home() / ".cache" / "mmbench")
+
+
+def default_poolset_dir(task: str, source: str, seed: int) -> Path:
+    return mmbench_home() / "poolsets" / f"{task}-{source}-seed{seed}"
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("list", help="list tasks or models")
+    p.add_argument("what", choices=("tasks", "models"))
+    p.set_defaults(func=cmd_list)
+
+    p = sub.add_parser("build", help="build a task's pool set")
+    p.add_argument("--task", required=True)
+    p.add_argument("--source", default="sample", help="'sample' (offline, built in) or 'real'")
+    p.add_argument("--out", type=Path, help="output folder (default: under MMBENCH_HOME)")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--param", action="append", default=[], metavar="KEY=VALUE",
+                   help="builder parameter, e.g. --param lengths=[256,512] --param haystack=obelics.parquet")
+    p.set_defaults(func=cmd_build)
+
+    p = sub.add_parser("run", help="evaluate a model on a task")
+    p.add_argument("--task", required=True)
+    p.add_argument("--model", required=True, help="registered name, local path, hub id, or mteb:<name>")
+    p.add_argument("--data", type=Path, help="pool set folder (default: build the sample source)")
+    p.add_argument("--limit", type=int, help="evaluate a deterministic spread of N items")
+    p.add_argument("--output", type=Path, help="results folder (default: runs/<task>/<model>)")
+    p.add_argument("--device", default=None)
+    p.add_argument("--dtype", default=None)
+    p.add_argument("--model-path", default=None, help="local folder with the model's weights")
+    p.add_argument("--attn-implementation", default=None)
+    p.add_argument("--trust-remote-code", action="store_true")
+    p.add_argument("--batch-tokens", type=int, default=32768, help="padded tokens per batch")
+    p.add_argument("--cache-dir", type=Path, help="embedding cache (default: MMBENCH_HOME/embeddings)")
+    p.add_argument("--no-cache", action="store_true")
+    p.add_argument("--seed", type=int, default=0, help="seed of the default build and of tie-breaking")
+    p.add_argument("--quiet", action="store_true", help="no progress bars")
+    p.set_defaults(func=cmd_run)
+
+    p = sub.add_parser("show", help="print the summary of a results folder")
+    p.add_argument("results", type=Path)
+    p.add_argument("--metric", default="precision_at_1")
+    p.set_defaults(func=cmd_show)
+
+
+def cmd_list(args: argparse.Namespace) -> int:
+    if args.what == "tasks":
+        from mmbench.tasks import task_specs
+
+        for t in task_specs():
+            print(f"{t.name:28s} v{t.version:5s} sources={','.join(t.sources):12s} bins={','.join(t.length_bins)}")
+            print(f"{'':28s} {t.description}")
+    else:
+        from mmbench.models.registry import model_specs
+
+        print(f"{'name':26s} {'modalities':22s} {'context':>8s}  description")
+        for m in model_specs():
+            ctx = str(m.context) if m.context else "-"
+            print(f"{m.name:26s} {','.join(m.modalities):22s} {ctx:>8s}  {m.description}")
+    return 0
+
+
+def parse_params(items: list[str]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for item in items:
+        if "=" not in item:
+            raise CLIError(f"--param {item!r}: expected KEY=VALUE")
+        key, raw = item.split("=", 1)
+        if not re.fullmatch(r"[a-z_][a-z0-9_]*", key):
+            raise CLIError(f"--param {item!r}: invalid key {key!r}")
+        try:
+            out[key] = ast.literal_eval(raw)
+        except (ValueError, SyntaxError):
+            out[key] = raw
+    return out
+
+
+def _task(name: str):
+    from mmbench.tasks import UnknownTaskError, get_task
+
+    try:
+        return get_task(name)
+    except UnknownTaskError as exc:
+        raise CLIError(str(exc)) from None
+
+
+def cmd_build(args: argparse.Namespace) -> int:
+    task = _task(args.task)
+    if args.source not in task.sources:
+        raise CLIError(f"task {task.name} has no source {args.source!r}; sources: {', '.join(task.sources)}")
+    out = args.out or default_poolset_dir(task.name, args.source, args.seed)
+    params = parse_params(args.param)
+    start = time.perf_counter()
+    try:
+        ps = task.build(args.source, out, seed=args.seed, **params)
+    except TypeError as exc:
+        raise CLIError(f"bad builder parameter for {task.name}: {exc}") from None
+    counts = ps.manifest.get("counts", {})
+    print(f"built {task.name} ({args.source}) in {time.perf_counter() - start:.1f}s -> {out}")
+    print(f"  {counts.get('queries')} queries, {counts.get('candidates')} candidates, {counts.get('pools')} items, "
+          f"{counts.get('media_files')} media files; content hash {ps.manifest['content_hash'][:16]}")
+    return 0
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    from mmbench.models.registry import UnknownModelError, load_model
+    from mmbench.poolset import PoolSetError, load_poolset
+    from mmbench.results import load_results, summary_json, write_results
+    from mmbench.runner import RunOptions, run_poolset
+    from mmbench.summary import format_summary
+
+    task = _task(args.task)
+    data = args.data
+    if data is None:
+        data = default_poolset_dir(task.name, "sample", args.seed)
+        if not (data / "manifest.json").is_file():
+            print(f"no pool set given: building the offline sample of {task.name} into {data}")
+            task.build("sample", data, seed=args.seed, progress=not args.quiet)
+    elif not Path(data).exists():
+        raise CLIError(f"pool set folder {data} does not exist (build one with `mmbench build --task {task.name}`)")
+    try:
+        ps = load_poolset(data)
+    except PoolSetError as exc:
+        raise CLIError(str(exc)) from None
+    if ps.task != task.name:
+        raise CLIError(f"{data} holds task {ps.task!r}, not {task.name!r}")
+    options = {k: v for k, v in {"device": args.device, "dtype": args.dtype, "model_path": args.model_path,
+                                 "attn_implementation": args.attn_implementation,
+                                 "trust_remote_code": args.trust_remote_code or None}.items() if v is not None}
+    try:
+        model = load_model(args.model, **options)
+    except UnknownModelError as exc:
+        raise CLIError(str(exc)) from None
+    if args.limit is not None and args.limit <= 0:
+        raise CLIError("--limit must be positive")
+    run_opts = RunOptions(batch_tokens=args.batch_tokens, cache_dir=args.cache_dir or mmbench_home() / "embeddings",
+                          use_cache=not args.no_cache, limit=args.limit, progress=not args.quiet, seed=args.seed)
+    start = time.perf_counter()
+    per_query, seen, info = run_poolset(ps, model, run_opts)
+    summary = summary_json(task.name, ps.task_version, ps.content_hash, model.card.identity(), per_query,
+                           {**info, "model_notes": model.card.notes}, time.perf_counter() - start)
+    out = args.output or Path("runs") / task.name / _safe(model.card.name)
+    write_results(out, per_query, seen, summary)
+    print(format_summary(load_results(out), task.summary_axes, task.main_score))
+    print(f"\nresults written to {out}")
+    return 1 if info["n_failed_items"] else 0
+
+
+def _safe(name: str) -> str:
+    return re.sub(r"[^A-Za-z0-9._-]+", "_", name).strip("._") or "model"
+
+
+def cmd_show(args: argparse.Namespace) -> int:
+    from mmbench.results import ResultsError, load_results
+    from mmbench.summary import format_summary
+
+    try:
+        res = load_results(args.results)
+    except ResultsError as exc:
+        raise CLIError(str(exc)) from None
+    axes = ("length_bin", "depth", "difficulty", "background_modality", "anchor_kind")
+    try:
+        axes = _task(res.task).summary_axes
+    except CLIError:
+        pass
+    print(format_summary(res, axes, args.metric))
+    return 0

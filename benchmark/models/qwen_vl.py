@@ -1,0 +1,274 @@
+"""A configurable last-token embedder for the Qwen-VL family (GME, Qwen3-VL-Embedding, VLM2Vec, kin).
+
+Documents are rendered with the model's template (`templates.py`), images and video frames are
+resized here with the model's own smart-resize bounds (so `visual_tokens` is exact and the
+processor never resizes or truncates), and the embedding is the final-norm hidden state of the
+last attended token, L2-normalised. Per-document token counts of each call are kept in
+`last_encode_info` for the results.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass, field, replace
+from pathlib import Path
+from typing import Any, Sequence
+
+import numpy as np
+
+from ..documents import Document, Image, Video
+from ..media import MediaStore
+from .base import EmbeddingModel, EncodeError, ModelCard, Role
+from .clip import resolve_device, resolve_dtype
+from .sentence_transformer import _folder_revision, _HFTextTokenizer
+from .templates import QwenVLTemplate, render
+
+
+@dataclass(frozen=True)
+class VisionBounds:
+    """Pixel bounds and video sampling of a model (min/max pixels are per image or per frame)."""
+
+    factor: int                  # patch size × spatial merge: 28 for Qwen2-VL, 32 for Qwen3-VL
+    min_pixels: int
+    max_pixels: int
+    video_min_pixels: int
+    video_max_pixels: int
+    fps: float | None = None     # resample videos down to this rate; None keeps the document's frames
+    temporal_patch: int = 2      # frames merged into one visual-token group
+
+
+def smart_resize(height: int, width: int, factor: int, min_pixels: int, max_pixels: int) -> tuple[int, int]:
+    """Qwen-VL resizing: sides multiples of `factor`, area within [min_pixels, max_pixels], aspect kept."""
+    if min(height, width) <= 0:
+        raise ValueError(f"image size {width}x{height} is empty")
+    if max(height, width) / min(height, width) > 200:
+        raise ValueError(f"image size {width}x{height}: aspect ratio above 200 is not supported by Qwen-VL")
+    h = max(factor, round(height / factor) * factor)
+    w = max(factor, round(width / factor) * factor)
+    if h * w > max_pixels:
+        beta = math.sqrt(height * width / max_pixels)
+        h = max(factor, math.floor(height / beta / factor) * factor)
+        w = max(factor, math.floor(width / beta / factor) * factor)
+    elif h * w < min_pixels:
+        beta = math.sqrt(min_pixels / (height * width))
+        h = math.ceil(height * beta / factor) * factor
+        w = math.ceil(width * beta / factor) * factor
+    return h, w
+
+
+@dataclass(frozen=True)
+class QwenVLPreset:
+    """Everything that defines one registered model: weights, template, window, vision bounds."""
+
+    name: str
+    hub_id: str | None
+    template: QwenVLTemplate
+    context: int
+    vision: VisionBounds
+    video: bool = True
+    notes: str = ""
+    settings: dict[str, Any] = field(default_factory=dict)
+
+
+def _attn(requested: str | None, device: str) -> str:
+    """flash-attention 2 when installed on CUDA, SDPA otherwise (or what the user asked for)."""
+    if requested:
+        return requested
+    import importlib.util
+
+    return "flash_attention_2" if device.startswith("cuda") and importlib.util.find_spec("flash_attn") else "sdpa"
+
+
+def resample_frames(frames: Sequence[str], fps: float, target: float | None) -> tuple[list[str], float]:
+    """Keep every k-th frame so the rate drops to `target`; never invent frames."""
+    if not target or fps <= target or len(frames) <= 1:
+        return list(frames), fps
+    step = fps / target
+    idx = sorted({min(len(frames) - 1, int(round(i * step))) for i in range(int(len(frames) / step + 0.5) or 1)})
+    return [frames[i] for i in idx], fps * len(idx) / len(frames)
+
+
+class QwenVLEmbedder(EmbeddingModel):
+    """Last-token pooled Qwen-VL embedder driven by a `QwenVLPreset`."""
+
+    def __init__(self, preset: QwenVLPreset, device: str | None = None, dtype: str | None = None,
+                 attn_implementation: str | None = None, model_path: str | None = None,
+                 trust_remote_code: bool = False, revision: str | None = None, query_instruction: str | None = None,
+                 document_instruction: str | None = None, video: bool | None = None, context: int | None = None,
+                 safety_margin: int | None = None, **_: Any) -> None:
+        import torch
+        from transformers import AutoModel, AutoProcessor
+
+        tpl = preset.template
+        if query_instruction is not None:
+            tpl = replace(tpl, query_instruction=query_instruction)
+        if document_instruction is not None:
+            tpl = replace(tpl, document_instruction=document_instruction)
+        self.preset = replace(preset, template=tpl, video=preset.video if video is None else bool(video),
+                              context=int(context or preset.context))
+        source = model_path or preset.hub_id
+        if not source:
+            raise ValueError(f"model {preset.name!r} has no known hub id: pass --model-path to a local checkpoint")
+        local = Path(source).exists()
+        if local and (Path(source) / "adapter_config.json").is_file():
+            raise ValueError(f"{source} is a LoRA adapter; merge it into its base model first "
+                             "(peft: PeftModel.from_pretrained(base, path).merge_and_unload().save_pretrained(out))")
+        self._torch = torch
+        self._device = resolve_device(device)
+        self._dtype = resolve_dtype(dtype, self._device)
+        self._attn = _attn(attn_implementation, self._device)
+        kw = dict(revision=revision, local_files_only=local, trust_remote_code=trust_remote_code)
+        self.processor = AutoProcessor.from_pretrained(source, **kw)
+        self.processor.tokenizer.padding_side = "right"
+        self.model = AutoModel.from_pretrained(source, dtype=self._dtype, attn_implementation=self._attn,
+                                               **kw).to(self._device).eval()
+        self._is_qwen3 = "qwen3" in getattr(self.model.config, "model_type", "")
+        self._tok = self.processor.tokenizer
+        self.last_encode_info: list[dict[str, Any]] = []
+        self._markup = self._placeholder_markup()
+        overhead = self._overhead()
+        window = self.preset.context
+        margin = safety_margin if safety_margin is not None else 16 + window // 100
+        vb = self.preset.vision
+        text_cfg = getattr(self.model.config, "text_config", self.model.config)
+        settings = {
+            **tpl.settings(), "pooling": "last attended token, final hidden state after the final norm",
+            "normalize": "l2", "dtype": str(self._dtype).split(".")[-1], "context": window,
+            "vision": asdict(vb), "video": self.preset.video, "padding_side": "right",
+            "model_id": Path(source).name if local else source, **preset.settings,
+        }
+        mods = {"text", "image"} | ({"video"} if self.preset.video else set())
+        self.card = ModelCard(
+            name=preset.name, family="qwen-vl-last-token", modalities=frozenset(mods),
+            max_tokens=window - overhead - margin, similarity="cosine",
+            revision=revision or _folder_revision(source), dim=int(text_cfg.hidden_size), settings=settings,
+            notes=(preset.notes + f" Window {window} tokens minus template overhead {overhead} and a safety margin "
+                   f"of {margin} for separators; video frames are budgeted at the cost of a whole frame pair "
+                   "(an upper bound). Attention: " + self._attn + ".").strip(),
+        )
+
+    # --- budgets -------------------------------------------------------------------------
+
+    def budget_tokenizer(self) -> _HFTextTokenizer:
+        return _HFTextTokenizer(self._tok)
+
+    def image_size(self, width: int, height: int) -> tuple[int, int]:
+        vb = self.preset.vision
+        return smart_resize(height, width, vb.factor, vb.min_pixels, vb.max_pixels)
+
+    def frame_size(self, width: int, height: int) -> tuple[int, int]:
+        vb = self.preset.vision
+        return smart_resize(height, width, vb.factor, vb.video_min_pixels, vb.video_max_pixels)
+
+    def visual_tokens(self, width: int, height: int) -> int:
+        """Exact tokens of an image with its placeholder markup; for a video frame an upper bound."""
+        f = self.preset.vision.factor
+        h, w = self.image_size(width, height)
+        cost = (h // f) * (w // f) + self._markup
+        if self.preset.video:
+            fh, fw = self.frame_size(width, height)
+            # one frame is budgeted as a whole temporal pair plus its markup and a timestamp allowance
+            cost = max(cost, (fh // f) * (fw // f) + self._markup + 8)
+        return cost
+
+    def _overhead(self) -> int:
+        """Template tokens around an empty document (instruction, chat markup, pooled token), worst case."""
+        tpl = self.preset.template
+        variants = [tpl.query_instruction]
+        doc = tpl.document_instruction
+        variants += [doc] if isinstance(doc, str) else list(doc.values())
+        empty = len(self._tok.encode(tpl.empty_content, add_special_tokens=False)) if tpl.empty_content else 0
+        worst = 0
+        for text in variants:
+            probe = replace(tpl, query_instruction=text)
+            worst = max(worst, len(self._tok.encode(render([], "query", probe).text, add_special_tokens=False)))
+        return worst - empty + 1  # +1: a merge across the content boundary
+
+    def _placeholder_markup(self) -> int:
+        """Tokens a visual placeholder adds besides its expanded pads (vision start/end, joiner)."""
+        tpl = self.preset.template
+        ids = self._tok.encode(tpl.image_placeholder, add_special_tokens=False)
+        pad = self._tok.convert_tokens_to_ids("<|image_pad|>")
+        joiner = len(self._tok.encode(tpl.boundary_joiner, add_special_tokens=False)) if tpl.boundary_joiner else 0
+        return sum(1 for i in ids if i != pad) + joiner
+
+    # --- encoding ------------------------------------------------------------------------
+
+    def encode(self, documents: Sequence[Document], role: Role, media: MediaStore | None) -> np.ndarray:
+        if not documents:
+            return np.zeros((0, self.card.dim or 0), dtype=np.float32)
+        prompts, images, videos, metas, info = [], [], [], [], []
+        for doc in documents:
+            rendered = render(doc.segments, role, self.preset.template)
+            degraded = ["single visual moved before the text (official form)"] if rendered.reordered else []
+            n_frames = 0
+            for seg in rendered.visuals:
+                if media is None:
+                    raise EncodeError(f"document {doc.id!r} has images or videos but no media store was given")
+                if isinstance(seg, Image):
+                    images.append(self._load(media, seg.ref, doc.id, self.image_size(seg.width, seg.height)))
+                else:
+                    if not self.preset.video:
+                        raise EncodeError(f"document {doc.id!r}: model {self.card.name} does not accept video")
+                    frames, fps = resample_frames(seg.frames, seg.fps, self.preset.vision.fps)
+                    if len(frames) < len(seg.frames):
+                        degraded.append(f"video resampled {seg.fps:g}->{fps:g} fps ({len(seg.frames)}->{len(frames)} "
+                                        "frames)")
+                    size = self.frame_size(seg.width, seg.height)
+                    videos.append(np.stack([np.asarray(self._load(media, r, doc.id, size)) for r in frames]))
+                    metas.append({"fps": fps, "frames_indices": list(range(len(frames))),
+                                  "total_num_frames": len(frames)})
+                    n_frames += len(frames)
+            prompts.append(rendered.text)
+            info.append({"id": doc.id, "frames": n_frames, "degradations": degraded})
+        kwargs: dict[str, Any] = {}
+        if videos:
+            kwargs["do_sample_frames"] = False
+            if self._is_qwen3:
+                from transformers.video_utils import VideoMetadata
+
+                kwargs["video_metadata"] = [VideoMetadata(**m) for m in metas]
+        inputs = self.processor(text=prompts, images=images or None, videos=videos or None, do_resize=False,
+                                padding=True, return_tensors="pt", **kwargs)
+        mask = inputs["attention_mask"]
+        lengths = mask.sum(dim=1).tolist()
+        for doc, n, rec in zip(documents, lengths, info):
+            rec["tokens"] = int(n)
+            if n > self.preset.context:
+                raise EncodeError(f"document {doc.id!r}: {n} tokens exceed the {self.preset.context}-token window "
+                                  "(it should have been truncated before encoding)")
+        inputs = {k: v.to(self._device) for k, v in inputs.items()}
+        if "pixel_values" in inputs:
+            inputs["pixel_values"] = inputs["pixel_values"].to(self._dtype)
+        if "pixel_values_videos" in inputs:
+            inputs["pixel_values_videos"] = inputs["pixel_values_videos"].to(self._dtype)
+        with self._torch.inference_mode():
+            hidden = self.model(**inputs).last_hidden_state
+        emb = self._pool_last(hidden, inputs["attention_mask"])
+        emb = self._torch.nn.functional.normalize(emb.float(), p=2, dim=-1)
+        self.last_encode_info = info
+        return emb.cpu().numpy().astype(np.float32)
+
+    @staticmethod
+    def _pool_last(hidden, mask):
+        """Hidden state at each row's last attended position (works for left or right padding)."""
+        import torch
+
+        last = mask.shape[1] - 1 - mask.flip(dims=[1]).argmax(dim=1)
+        return hidden[torch.arange(hidden.shape[0], device=hidden.device), last]
+
+    @staticmethod
+    def _load(media: MediaStore, ref: str, item: str, size: tuple[int, int]):
+        from PIL import Image as PILImage
+
+        img = media.load_image(ref, item=item)
+        h, w = size
+        return img if img.size == (w, h) else img.resize((w, h), PILImage.Resampling.BICUBIC)
+
+
+def load_preset(preset: str, **options: Any) -> QwenVLEmbedder:
+    """Registry factory: build the embedder for a named preset (see `qwen_vl_presets.PRESETS`)."""
+    from .qwen_vl_presets import PRESETS
+
+    if preset not in PRESETS:
+        raise ValueError(f"unknown Qwen-VL preset {preset!r}; known: {', '.join(sorted(PRESETS))}")
+    return QwenVLEmbedder(PRESETS[preset], **options)

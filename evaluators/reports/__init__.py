@@ -1,0 +1,51 @@
+"""Reports over results folders: `mmbench compare` (paired statistics) and `mmbench report`
+(positional bias, heatmaps, length curves, Easy vs Hard, modality robustness).
+
+Each writer produces a Markdown file and a JSON file holding the same numbers (and, for the
+report, PNG figures under ``figures/``).
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any, Sequence
+
+from mmbench.evaluators.stats._base import jsonable
+from mmbench.results import RunResults
+
+from .common import PoolSetMismatch, check_same_pool_set, run_labels
+from .compare import compare_runs, comparison_markdown
+from .figures import FigureInfo
+from .report import draw_figures, report_markdown, report_numbers
+
+COMPARE_MD, COMPARE_JSON = "compare.md", "compare.json"
+REPORT_MD, REPORT_JSON = "report.md", "report.json"
+
+
+def _write(out: Path, md_name: str, json_name: str, markdown: str, data: dict[str, Any]) -> None:
+    out.mkdir(parents=True, exist_ok=True)
+    (out / md_name).write_text(markdown + "\n")
+    (out / json_name).write_text(json.dumps(jsonable(data), indent=2) + "\n")
+
+
+def write_comparison(runs: Sequence[RunResults], out: Path | None = None, **kwargs: Any) -> tuple[dict[str, Any], str]:
+    """Compute the comparison; write compare.md and compare.json to `out` when given."""
+    data = compare_runs(runs, **kwargs)
+    markdown = comparison_markdown(data)
+    if out is not None:
+        _write(Path(out), COMPARE_MD, COMPARE_JSON, markdown, data)
+    return data, markdown
+
+
+def write_report(runs: Sequence[RunResults], out: Path, **kwargs: Any) -> tuple[dict[str, Any], str]:
+    """Compute the report, draw its figures into out/figures, write report.md and report.json."""
+    out = Path(out)
+    data = report_numbers(runs, **kwargs)
+    draw_figures(data, out)
+    markdown = report_markdown(data)
+    _write(out, REPORT_MD, REPORT_JSON, markdown, data)
+    return data, markdown
+
+
+__all__ = ["PoolSetMismatch", "check_same_pool_set", "run_labels", "compare_runs", "comparison_markdown", "FigureInfo",
+           "report_numbers", "report_markdown", "draw_figures", "write_comparison", "write_report"]

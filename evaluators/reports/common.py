@@ -1,0 +1,108 @@
+"""Helpers shared by `compare` and `report`: run labels, aligned items, aggregates, number formatting."""
+from __future__ import annotations
+
+import math
+from typing import Any, Sequence
+
+import numpy as np
+import pandas as pd
+
+from mmbench.results import RunResults, aggregate
+
+CI_METRICS = ("recall_at_1", "recall_at_3", "mrr")   # seed 003: bootstrap CIs for R@1, R@3 and MRR
+
+
+class PoolSetMismatch(ValueError):
+    """Runs compared pairwise must come from the same pool set (same content hash)."""
+
+
+def run_labels(runs: Sequence[RunResults]) -> list[str]:
+    """Model names, made unique with #2, #3 ... where two runs share one."""
+    labels, seen = [], {}
+    for run in runs:
+        name = run.model_name
+        seen[name] = seen.get(name, 0) + 1
+        labels.append(name if seen[name] == 1 else f"{name}#{seen[name]}")
+    return labels
+
+
+def check_same_pool_set(runs: Sequence[RunResults]) -> str:
+    hashes = {run.content_hash for run in runs}
+    if len(hashes) != 1 or "" in hashes:
+        detail = ", ".join(f"{label}: {run.task} {run.content_hash or '<no hash>'}" for label, run in zip(run_labels(runs), runs))
+        raise PoolSetMismatch(f"cannot compare runs of different pool sets (content hashes differ): {detail}")
+    return hashes.pop()
+
+
+def aligned_frames(runs: Sequence[RunResults]) -> tuple[list[pd.DataFrame], list[str], bool]:
+    """Each run's per-query rows restricted to the items all runs share, in one item order.
+
+    Returns the frames (index = item_id), the shared ids, and whether the runs' item sets were identical.
+    """
+    id_sets = [set(run.per_query["item_id"].astype(str)) for run in runs]
+    for run in runs:
+        if run.per_query["item_id"].duplicated().any():
+            raise ValueError(f"{run.root or run.model_name}: duplicate item_id in per_query")
+    shared = sorted(set.intersection(*id_sets))
+    if not shared:
+        raise PoolSetMismatch("the runs share no evaluation items (item_id)")
+    identical = all(s == id_sets[0] for s in id_sets)
+    frames = [run.per_query.assign(item_id=run.per_query["item_id"].astype(str)).set_index("item_id").loc[shared]
+              for run in runs]
+    return frames, shared, identical
+
+
+def hit_at_1(frame: pd.DataFrame) -> np.ndarray:
+    """Binary R@1 outcome per item: the first relevant candidate is ranked first."""
+    if "first_relevant_rank" in frame.columns:
+        return (pd.to_numeric(frame["first_relevant_rank"], errors="coerce") == 1).to_numpy(dtype=float)
+    return (frame["recall_at_1"].to_numpy(dtype=float) > 0).astype(float)
+
+
+def averages(per_query: pd.DataFrame) -> dict[str, Any]:
+    """Micro (over items) and macro (over subsets) averages from `mmbench.results.aggregate`."""
+    rows = {row.group: row for row in aggregate(per_query.reset_index())}
+    micro = rows["all"]
+    subsets = {g[len("subset="):]: {"n": r.n, **r.metrics} for g, r in rows.items() if g.startswith("subset=")}
+    macro = rows.get("macro_over_subsets")
+    return {
+        "micro": {"label": "micro average over items", "n": micro.n, **micro.metrics},
+        "macro": {"label": f"macro average over {len(subsets)} subsets", "n_subsets": len(subsets),
+                  **(macro.metrics if macro is not None else micro.metrics)},
+        "subsets": subsets,
+        "groups": {g: {"n": r.n, **r.metrics} for g, r in rows.items()
+                   if g not in ("all", "macro_over_subsets") and not g.startswith("subset=")},
+    }
+
+
+def fmt(value: Any, digits: int = 3) -> str:
+    if value is None:
+        return "–"
+    if isinstance(value, (bool, np.bool_)):
+        return "yes" if value else "no"
+    if isinstance(value, (int, np.integer)):
+        return str(int(value))
+    try:
+        v = float(value)
+    except (TypeError, ValueError):
+        return str(value)
+    if not math.isfinite(v):
+        return "–"
+    return f"{v:.{digits}f}"
+
+
+def fmt_p(p: Any) -> str:
+    if p is None:
+        return "–"
+    p = float(p)
+    if not math.isfinite(p):
+        return "–"
+    if p < 1e-4:
+        return f"{p:.1e}"
+    return f"{p:.4f}"
+
+
+def md_table(header: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
+    out = ["| " + " | ".join(str(h) for h in header) + " |", "|" + "|".join("---" for _ in header) + "|"]
+    out += ["| " + " | ".join(str(c) for c in row) + " |" for row in rows]
+    return "\n".join(out)

@@ -1,0 +1,137 @@
+"""`mmbench compare`: paired statistics between runs of one pool set.
+
+For every pair of runs (on the items they share):
+
+* paired t-test on the chosen per-query metric (default P@1), with a percentile bootstrap CI of
+  the mean difference (10,000 resamples by default) and Cohen's d_z;
+* McNemar's test on the binary R@1 outcome, with its 2x2 contingency table;
+* Wilcoxon signed-rank test on the per-query reciprocal rank (`mrr`);
+* Bonferroni- and Holm-adjusted p-values within each test family, over the m pairwise comparisons.
+
+For every run: micro and macro averages, and percentile bootstrap CIs (1,000 resamples by
+default) of R@1, R@3, MRR and the chosen metric.
+"""
+from __future__ import annotations
+
+import itertools
+from typing import Any, Sequence
+
+from mmbench.evaluators.stats import (bootstrap_ci, correct_pvalues, mcnemar, paired_ttest, wilcoxon_signed_rank)
+from mmbench.evaluators.stats.bootstrap import DEFAULT_DIFF_RESAMPLES, DEFAULT_RESAMPLES
+from mmbench.evaluators.stats.paired import EFFECT_SIZE_KIND
+from mmbench.results import RunResults
+
+from .common import CI_METRICS, aligned_frames, averages, check_same_pool_set, fmt, fmt_p, hit_at_1, md_table, run_labels
+
+TEST_FAMILIES = ("ttest", "mcnemar", "wilcoxon")
+CORRECTIONS = ("bonferroni", "holm")
+
+
+def compare_runs(runs: Sequence[RunResults], *, metric: str = "precision_at_1", resamples: int = DEFAULT_DIFF_RESAMPLES,
+                 ci_resamples: int = DEFAULT_RESAMPLES, seed: int = 0, alpha: float = 0.05) -> dict[str, Any]:
+    """All numbers of a comparison, as plain JSON-ready data."""
+    if len(runs) < 2:
+        raise ValueError("compare needs at least two runs")
+    content_hash = check_same_pool_set(runs)
+    frames, shared, identical = aligned_frames(runs)
+    for frame, run in zip(frames, runs):
+        if metric not in frame.columns:
+            raise ValueError(f"{run.root or run.model_name}: per-query metric {metric!r} is missing")
+    labels = run_labels(runs)
+    ci_metrics = list(dict.fromkeys([*CI_METRICS, metric]))
+    out_runs = []
+    for label, run, frame in zip(labels, runs, frames):
+        avg = averages(frame)
+        cis = {m: bootstrap_ci(frame[m].to_numpy(dtype=float), resamples=ci_resamples, seed=seed).to_dict()
+               for m in ci_metrics if m in frame.columns}
+        out_runs.append({"label": label, "model": run.info.get("model", {}), "root": str(run.root) if run.root else None,
+                         "n_items_total": int(len(run.per_query)), "micro": avg["micro"], "macro": avg["macro"],
+                         "subsets": avg["subsets"], "bootstrap_ci": cis})
+    pairs = []
+    for (i, a), (j, b) in itertools.combinations(enumerate(frames), 2):
+        pair_labels = [labels[i], labels[j]]
+        t = paired_ttest(a[metric].to_numpy(dtype=float), b[metric].to_numpy(dtype=float),
+                         resamples=resamples, seed=seed).to_dict()
+        mc = mcnemar(hit_at_1(a), hit_at_1(b), labels=pair_labels).to_dict()
+        wx = wilcoxon_signed_rank(a["mrr"].to_numpy(dtype=float), b["mrr"].to_numpy(dtype=float)).to_dict()
+        pairs.append({"a": labels[i], "b": labels[j], "ttest": t, "mcnemar": mc, "wilcoxon": wx})
+    corrections: dict[str, Any] = {}
+    for family in TEST_FAMILIES:
+        pvals = [p[family]["p_value"] for p in pairs]
+        corrections[family] = {}
+        for method in CORRECTIONS:
+            res = correct_pvalues(pvals, method, alpha)
+            corrections[family][method] = res.to_dict()
+            for pair, adj, rej in zip(pairs, res.adjusted, res.reject):
+                pair[family][f"p_{method}"] = adj
+                pair[family][f"reject_{method}"] = rej
+    return {
+        "kind": "mmbench.compare",
+        "task": runs[0].task, "content_hash": content_hash,
+        "n_items": len(shared), "items_identical": identical,
+        "settings": {"metric": metric, "resamples": resamples, "ci_resamples": ci_resamples, "seed": seed, "alpha": alpha,
+                     "ci_method": "percentile bootstrap, seeded numpy Generator", "effect_size": EFFECT_SIZE_KIND,
+                     "mcnemar": "R@1 hit per item; exact binomial when b + c < 25, else chi2 with continuity correction",
+                     "wilcoxon": "per-item reciprocal rank (mrr); zero differences dropped",
+                     "correction": f"Bonferroni and Holm over the {len(pairs)} pairwise comparisons, per test"},
+        "runs": out_runs, "pairs": pairs, "corrections": corrections,
+    }
+
+
+def comparison_markdown(data: dict[str, Any]) -> str:
+    s = data["settings"]
+    metric = s["metric"]
+    lines = [f"# mmbench compare: {data['task']}", "",
+             f"Pool set `{data['content_hash']}`; {data['n_items']} paired items"
+             + ("" if data["items_identical"] else " (the items all runs share; the runs' item sets differ)") + ".",
+             f"Significance level α = {s['alpha']}; {s['correction']}.", ""]
+    lines += ["## Averages", "",
+              "Micro = mean over items; macro = mean of the per-subset means. "
+              f"95 % CIs: {s['ci_method']}, {s['ci_resamples']} resamples, seed {s['seed']}.", ""]
+    ci_names = list(data["runs"][0]["bootstrap_ci"])
+    header = ["model", f"{metric} micro", f"{metric} macro"] + [f"{m} micro [95 % CI]" for m in ci_names if m != metric] \
+        + [f"{metric} [95 % CI]"]
+    rows = []
+    for r in data["runs"]:
+        ci = r["bootstrap_ci"]
+        cells = [f"{fmt(ci[m]['estimate'])} [{fmt(ci[m]['low'])}, {fmt(ci[m]['high'])}]" for m in ci_names if m != metric]
+        rows.append([r["label"], fmt(r["micro"].get(metric)), fmt(r["macro"].get(metric)), *cells,
+                     f"{fmt(ci[metric]['estimate'])} [{fmt(ci[metric]['low'])}, {fmt(ci[metric]['high'])}]"])
+    lines += [md_table(header, rows), ""]
+    subsets = sorted({k for r in data["runs"] for k in r["subsets"]})
+    if len(subsets) > 1:
+        lines += [f"### {metric} per subset (micro within each subset)", "",
+                  md_table(["subset", "n"] + [r["label"] for r in data["runs"]],
+                           [[sub, data["runs"][0]["subsets"].get(sub, {}).get("n", "–")]
+                            + [fmt(r["subsets"].get(sub, {}).get(metric)) for r in data["runs"]] for sub in subsets]), ""]
+    lines += [f"## Paired t-test on per-item {metric}", "",
+              f"Difference = A − B. CI of the mean difference: {s['ci_method']}, {s['resamples']} resamples. "
+              f"Effect size: {s['effect_size']}.", ""]
+    lines += [md_table(["A", "B", "mean A", "mean B", "mean diff [95 % CI]", "t (df)", "p", "p Bonferroni", "p Holm", "d_z"],
+                       [[p["a"], p["b"], fmt(p["ttest"]["mean_a"]), fmt(p["ttest"]["mean_b"]),
+                         f"{fmt(p['ttest']['mean_diff'], 4)} [{fmt(p['ttest']['ci_low'], 4)}, {fmt(p['ttest']['ci_high'], 4)}]",
+                         f"{fmt(p['ttest']['t'])} ({p['ttest']['df']})", fmt_p(p["ttest"]["p_value"]),
+                         fmt_p(p["ttest"]["p_bonferroni"]), fmt_p(p["ttest"]["p_holm"]), fmt(p["ttest"]["cohens_dz"])]
+                        for p in data["pairs"]]), ""]
+    lines += ["## McNemar's test on R@1", "", f"{s['mcnemar']}.", ""]
+    lines += [md_table(["A", "B", "both right", "A only", "B only", "both wrong", "method", "statistic", "p", "p Bonferroni", "p Holm"],
+                       [[p["a"], p["b"], p["mcnemar"]["table"][0][0], p["mcnemar"]["table"][0][1], p["mcnemar"]["table"][1][0],
+                         p["mcnemar"]["table"][1][1], p["mcnemar"]["method"], fmt(p["mcnemar"]["statistic"]),
+                         fmt_p(p["mcnemar"]["p_value"]), fmt_p(p["mcnemar"]["p_bonferroni"]), fmt_p(p["mcnemar"]["p_holm"])]
+                        for p in data["pairs"]]), ""]
+    lines += ["### 2×2 contingency tables (R@1)", ""]
+    for p in data["pairs"]:
+        t = p["mcnemar"]["table"]
+        lines += [f"**{p['a']} vs {p['b']}**", "",
+                  md_table(["", f"{p['b']} right", f"{p['b']} wrong"],
+                           [[f"{p['a']} right", t[0][0], t[0][1]], [f"{p['a']} wrong", t[1][0], t[1][1]]]), ""]
+    lines += ["## Wilcoxon signed-rank test on reciprocal rank", "", f"{s['wilcoxon']}.", ""]
+    lines += [md_table(["A", "B", "non-zero pairs", "W", "method", "p", "p Bonferroni", "p Holm", "rank-biserial r", "mean diff"],
+                       [[p["a"], p["b"], p["wilcoxon"]["n_nonzero"], fmt(p["wilcoxon"]["statistic"], 1), p["wilcoxon"]["method"],
+                         fmt_p(p["wilcoxon"]["p_value"]), fmt_p(p["wilcoxon"]["p_bonferroni"]), fmt_p(p["wilcoxon"]["p_holm"]),
+                         fmt(p["wilcoxon"]["rank_biserial"]), fmt(p["wilcoxon"]["mean_diff"], 4)] for p in data["pairs"]]), ""]
+    sig = [f"{p['a']} vs {p['b']} ({fam})" for p in data["pairs"] for fam in TEST_FAMILIES if p[fam].get("reject_bonferroni")]
+    lines += ["## Summary", "",
+              ("Significant after Bonferroni correction: " + "; ".join(sig) + ".") if sig
+              else "No difference is significant after Bonferroni correction.", ""]
+    return "\n".join(lines)

@@ -1,0 +1,260 @@
+"""`mmbench report`: averages, positional bias, length×depth heatmaps, length curves, Easy vs Hard,
+and modality robustness for one or more runs (any tasks; each task is reported on its own)."""
+from __future__ import annotations
+
+import math
+import re
+from pathlib import Path
+from typing import Any, Sequence
+
+import numpy as np
+import pandas as pd
+
+from mmbench.evaluators.stats import bootstrap_ci, modality_robustness, positional_bias_lmm, sort_length_bins
+from mmbench.evaluators.stats.bootstrap import DEFAULT_RESAMPLES
+from mmbench.evaluators.stats.robustness import MODALITIES, THRESHOLDS
+from mmbench.results import RunResults
+
+from . import figures
+from .common import CI_METRICS, averages, fmt, fmt_p, md_table, run_labels
+
+HEATMAP_METRIC = "precision_at_5"   # the seed's heatmaps are P@5
+
+
+def _slug(text: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_.-]+", "_", text).strip("_") or "task"
+
+
+def _mean_or_none(series: pd.Series) -> float | None:
+    return float(series.mean()) if len(series) else None
+
+
+def _group_col(pq: pd.DataFrame, task: str) -> pd.Series:
+    if "dataset" in pq.columns:
+        return pq["dataset"].astype("string").fillna(task).map(lambda d: f"{task} / {d}")
+    return pd.Series(task, index=pq.index)
+
+
+def heatmap_numbers(pq: pd.DataFrame, label: str, metric: str) -> list[dict[str, Any]]:
+    if not {"depth", "length_bin", metric} <= set(pq.columns):
+        return []
+    rows = pq[pq["depth"].notna()]
+    if rows.empty:
+        return []
+    anchors = rows["anchor_kind"].astype("string").fillna("?") if "anchor_kind" in rows.columns else pd.Series("all", index=rows.index)
+    lengths = sort_length_bins(rows["length_bin"].astype(str))
+    depths = sorted(float(d) for d in rows["depth"].unique())
+    out = []
+    for anchor in sorted(anchors.unique()):
+        part = rows[anchors == anchor]
+        cell = part.groupby([part["depth"].astype(float), part["length_bin"].astype(str)])[metric].agg(["mean", "size"])
+        values = [[float(cell.loc[(d, l), "mean"]) if (d, l) in cell.index else None for l in lengths] for d in depths]
+        counts = [[int(cell.loc[(d, l), "size"]) if (d, l) in cell.index else 0 for l in lengths] for d in depths]
+        out.append({"label": label, "anchor_kind": str(anchor), "metric": metric, "lengths": lengths, "depths": depths,
+                    "values": values, "n": counts})
+    return out
+
+
+def length_curve_numbers(pq: pd.DataFrame, label: str, task: str, metric: str) -> list[dict[str, Any]]:
+    if "length_bin" not in pq.columns or pq["length_bin"].isna().all():
+        return []
+    rows = pq[pq["length_bin"].notna()]
+    groups = _group_col(rows, task)
+    diffs = rows["difficulty"].astype("string").fillna("all") if "difficulty" in rows.columns else pd.Series("all", index=rows.index)
+    out = []
+    for group in sorted(groups.unique()):
+        for diff in sorted(diffs[groups == group].unique()):
+            part = rows[(groups == group) & (diffs == diff)]
+            lengths = sort_length_bins(part["length_bin"].astype(str))
+            means = part.groupby(part["length_bin"].astype(str))[metric].agg(["mean", "size"])
+            out.append({"label": label, "group": str(group), "difficulty": str(diff), "lengths": lengths,
+                        "values": [float(means.loc[l, "mean"]) for l in lengths], "n": [int(means.loc[l, "size"]) for l in lengths]})
+    return out
+
+
+def easy_hard_numbers(pq: pd.DataFrame, label: str, task: str, metric: str) -> list[dict[str, Any]]:
+    if "difficulty" not in pq.columns:
+        return []
+    diff = pq["difficulty"].astype("string").str.lower()
+    if not {"easy", "hard"} <= set(diff.dropna().unique()):
+        return []
+    groups = _group_col(pq, task)
+    out = []
+    for group in sorted(groups.unique()):
+        easy = pq.loc[(groups == group) & (diff == "easy"), metric]
+        hard = pq.loc[(groups == group) & (diff == "hard"), metric]
+        e, h = _mean_or_none(easy), _mean_or_none(hard)
+        drop = e - h if e is not None and h is not None else None
+        out.append({"label": label, "group": str(group), "easy": e, "hard": h, "n_easy": int(len(easy)), "n_hard": int(len(hard)),
+                    "drop": drop, "relative_drop": (drop / e) if drop is not None and e else None})
+    return out
+
+
+def robustness_numbers(pq: pd.DataFrame, label: str, metric: str) -> dict[str, Any] | None:
+    if "background_modality" not in pq.columns:
+        return None
+    groups = averages(pq)["groups"]
+    scores = {m: groups.get(f"background_modality={m}", {}).get(metric) for m in MODALITIES}
+    if any(v is None for v in scores.values()):
+        return None
+    res = modality_robustness(scores).to_dict()
+    res["n"] = {m: groups[f"background_modality={m}"]["n"] for m in MODALITIES}
+    return {"label": label, **res}
+
+
+def positional_numbers(pq: pd.DataFrame, label: str, metric: str) -> list[dict[str, Any]]:
+    if "depth" not in pq.columns or pq["depth"].dropna().nunique() < 2:
+        return []
+    rows = pq[pq["depth"].notna()]
+    subsets = [("all", rows)]
+    if "anchor_kind" in rows.columns and rows["anchor_kind"].nunique() > 1:
+        subsets += [(f"{k} anchor", rows[rows["anchor_kind"] == k]) for k in sorted(rows["anchor_kind"].dropna().unique())]
+    out = []
+    for name, part in subsets:
+        entry: dict[str, Any] = {"label": label, "rows": name}
+        try:
+            entry["result"] = positional_bias_lmm(part, score=metric).to_dict()
+        except Exception as exc:  # a report keeps going; the JSON says why this fit is missing
+            entry["error"] = f"{type(exc).__name__}: {exc}"
+        out.append(entry)
+    return out
+
+
+def report_numbers(runs: Sequence[RunResults], *, metric: str = "precision_at_1", heatmap_metric: str = HEATMAP_METRIC,
+                   ci_resamples: int = DEFAULT_RESAMPLES, seed: int = 0) -> dict[str, Any]:
+    labels = run_labels(runs)
+    tasks: dict[str, dict[str, Any]] = {}
+    for label, run in zip(labels, runs):
+        pq = run.per_query
+        for col in (metric, heatmap_metric):
+            if col not in pq.columns:
+                raise ValueError(f"{run.root or label}: per-query metric {col!r} is missing")
+        t = tasks.setdefault(run.task, {"task": run.task, "content_hashes": [], "runs": [], "positional_bias": [], "heatmaps": [],
+                                        "length_curves": [], "easy_hard": [], "modality_robustness": []})
+        if run.content_hash not in t["content_hashes"]:
+            t["content_hashes"].append(run.content_hash)
+        avg = averages(pq)
+        ci = {m: bootstrap_ci(pq[m].to_numpy(dtype=float), resamples=ci_resamples, seed=seed).to_dict()
+              for m in dict.fromkeys([*CI_METRICS, metric]) if m in pq.columns}
+        t["runs"].append({"label": label, "model": run.info.get("model", {}), "content_hash": run.content_hash,
+                          "root": str(run.root) if run.root else None, "micro": avg["micro"], "macro": avg["macro"],
+                          "subsets": avg["subsets"], "bootstrap_ci": ci})
+        t["positional_bias"] += positional_numbers(pq, label, metric)
+        t["heatmaps"] += heatmap_numbers(pq, label, heatmap_metric)
+        t["length_curves"] += length_curve_numbers(pq, label, run.task, metric)
+        t["easy_hard"] += easy_hard_numbers(pq, label, run.task, metric)
+        rob = robustness_numbers(pq, label, metric)
+        if rob is not None:
+            t["modality_robustness"].append(rob)
+    return {"kind": "mmbench.report",
+            "settings": {"metric": metric, "heatmap_metric": heatmap_metric, "ci_resamples": ci_resamples, "seed": seed,
+                         "ci_method": "percentile bootstrap, seeded numpy Generator",
+                         "positional_model": "score ~ C(depth) + C(length_bin) + (1 | needle_id), REML; "
+                                             "quadratic: score ~ depth + depth^2 + C(length_bin) + (1 | needle_id)",
+                         "robustness_thresholds": THRESHOLDS},
+            "tasks": list(tasks.values())}
+
+
+def draw_figures(data: dict[str, Any], out: Path) -> None:
+    """Draw every figure into out/figures and record it (relative path, panels) in `data`."""
+    s = data["settings"]
+    for t in data["tasks"]:
+        slug = _slug(t["task"])
+        figs = {}
+        if t["heatmaps"]:
+            figs["heatmap"] = figures.heatmap_figure(t["heatmaps"], out / "figures" / f"{slug}_heatmap.png", s["heatmap_metric"],
+                                                     title=f"{t['task']}: {s['heatmap_metric']} by length and depth")
+        if t["length_curves"]:
+            figs["length_curves"] = figures.length_curves_figure(t["length_curves"], out / "figures" / f"{slug}_length_curves.png",
+                                                                 s["metric"])
+        if t["easy_hard"]:
+            figs["easy_vs_hard"] = figures.easy_hard_figure(t["easy_hard"], out / "figures" / f"{slug}_easy_vs_hard.png", s["metric"])
+        if t["modality_robustness"]:
+            figs["modality_robustness"] = figures.robustness_figure(t["modality_robustness"],
+                                                                    out / "figures" / f"{slug}_modality.png", s["metric"])
+        t["figures"] = {}
+        for name, info in figs.items():
+            d = info.to_dict()
+            d["path"] = str(Path(d["path"]).relative_to(out))
+            t["figures"][name] = d
+
+
+def report_markdown(data: dict[str, Any]) -> str:
+    s = data["settings"]
+    metric, hm = s["metric"], s["heatmap_metric"]
+    lines = ["# mmbench report", "",
+             f"Main metric `{metric}`; heatmaps `{hm}`. 95 % CIs: {s['ci_method']}, {s['ci_resamples']} resamples, seed {s['seed']}.", ""]
+    for t in data["tasks"]:
+        figs = t.get("figures", {})
+        lines += [f"## Task `{t['task']}`", "", "Pool set(s): " + ", ".join(f"`{h}`" for h in t["content_hashes"]), ""]
+        ci_names = list(t["runs"][0]["bootstrap_ci"])
+        lines += ["### Averages", "", "Micro = mean over items; macro = mean of the per-subset means.", "",
+                  md_table(["model", "items", f"{metric} micro", f"{metric} macro (subsets)"]
+                           + [f"{m} [95 % CI]" for m in ci_names],
+                           [[r["label"], r["micro"]["n"], fmt(r["micro"].get(metric)),
+                             f"{fmt(r['macro'].get(metric))} ({r['macro']['n_subsets']})"]
+                            + [f"{fmt(r['bootstrap_ci'][m]['estimate'])} [{fmt(r['bootstrap_ci'][m]['low'])}, "
+                               f"{fmt(r['bootstrap_ci'][m]['high'])}]" for m in ci_names] for r in t["runs"]]), ""]
+        subsets = sorted({k for r in t["runs"] for k in r["subsets"]})
+        if len(subsets) > 1:
+            lines += [f"#### {metric} per subset", "",
+                      md_table(["subset"] + [r["label"] for r in t["runs"]],
+                               [[sub] + [fmt(r["subsets"].get(sub, {}).get(metric)) for r in t["runs"]] for sub in subsets]), ""]
+        if t["positional_bias"]:
+            lines += ["### Positional bias (linear mixed-effects model)", "", f"Model: {s['positional_model']}. "
+                      "Depth test: Wald χ² of all depth terms (k − 1 df for k depths). "
+                      "U-shape: Wald χ² (1 df) of the depth² term; U-shape when positive, significant, and its vertex lies in (0, 1).", ""]
+            rows = []
+            for e in t["positional_bias"]:
+                if "error" in e:
+                    rows.append([e["label"], e["rows"], "–", "–", "–", "–", "–", e["error"]])
+                    continue
+                r = e["result"]
+                rows.append([e["label"], e["rows"], f"{r['n_obs']} / {r['n_groups'] or '–'}",
+                             f"{fmt(r['depth_wald']['chi2'], 2)} ({r['depth_wald']['df']})", fmt_p(r["depth_wald"]["p_value"]),
+                             f"{fmt(r['quadratic_coef'])}, χ²={fmt(r['quadratic_wald']['chi2'], 2)}", fmt_p(r["quadratic_wald"]["p_value"]),
+                             f"{r['shape']}" + (f" (vertex {fmt(r['vertex'], 2)})" if r["vertex"] is not None else "")
+                             + ("" if r["model"].startswith("mixedlm") else f"; {r['model']}")
+                             + ("" if r["converged"] else "; did not converge")])
+            lines += [md_table(["model", "rows", "obs / needles", "depth Wald χ² (df)", "p", "depth² coef", "p (1 df)", "shape"], rows), ""]
+            for e in t["positional_bias"]:
+                if "error" in e or e["rows"] != "all":
+                    continue
+                r = e["result"]
+                lines += [f"<details><summary>{e['label']}: estimates (categorical depth model)</summary>", "",
+                          md_table(["term", "estimate", "SE", "z", "p", "95 % CI"],
+                                   [[x["term"], fmt(x["estimate"], 4), fmt(x["std_err"], 4), fmt(x["z"], 2), fmt_p(x["p_value"]),
+                                     f"[{fmt(x['ci_low'], 4)}, {fmt(x['ci_high'], 4)}]"] for x in r["estimates"]]),
+                          "", f"Random-intercept variance: {fmt(r['group_variance'], 4)}."
+                          + (f" Warnings: {'; '.join(r['warnings'])}" if r["warnings"] else ""), "", "</details>", ""]
+        if "heatmap" in figs:
+            lines += [f"### Length × depth heatmaps ({hm})", "",
+                      f"Rows: models; columns: anchor kinds; x: length bin, y: needle depth; brighter is higher. "
+                      f"Panels: {', '.join(figs['heatmap']['panels'])}. With one relevant item per query P@5 is at most 0.2.", "",
+                      f"![heatmaps]({figs['heatmap']['path']})", ""]
+        if "length_curves" in figs:
+            lines += [f"### {metric} by length", "", f"![length curves]({figs['length_curves']['path']})", ""]
+            for c in t["length_curves"]:
+                lines.append(f"- {c['label']}, {c['group']} ({c['difficulty']}): "
+                             + ", ".join(f"{l}: {fmt(v)}" for l, v in zip(c["lengths"], c["values"])))
+            lines.append("")
+        if t["easy_hard"]:
+            lines += [f"### Easy vs Hard ({metric})", "",
+                      md_table(["model", "group", "Easy", "Hard", "drop", "relative drop", "n easy / hard"],
+                               [[r["label"], r["group"], fmt(r["easy"]), fmt(r["hard"]), fmt(r["drop"]), fmt(r["relative_drop"]),
+                                 f"{r['n_easy']} / {r['n_hard']}"] for r in t["easy_hard"]]), ""]
+            if "easy_vs_hard" in figs:
+                lines += [f"![easy vs hard]({figs['easy_vs_hard']['path']})", ""]
+        if t["modality_robustness"]:
+            th = s["robustness_thresholds"]
+            lines += [f"### Modality robustness ({metric} by background modality)", "",
+                      "Mean and sample standard deviation (N − 1) across the text, mixed and image background columns. "
+                      f"Typing: stable if sd ≤ {th['STABLE_MAX_SD']}; else disrupted by mixed noise if mixed is more than "
+                      f"{th['MIXED_DROP_MIN']} below both pure columns; else modality-biased if |text − image| ≥ {th['MODALITY_GAP_MIN']}; "
+                      "else variable.", "",
+                      md_table(["model", "text", "mixed", "image", "mean", "sd", "type"],
+                               [[r["label"], fmt(r["scores"]["text"]), fmt(r["scores"]["mixed"]), fmt(r["scores"]["image"]),
+                                 fmt(r["mean"]), fmt(r["sd"]), r["kind"]] for r in t["modality_robustness"]]), ""]
+            if "modality_robustness" in figs:
+                lines += [f"![modality robustness]({figs['modality_robustness']['path']})", ""]
+    return "\n".join(lines)

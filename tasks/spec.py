@@ -1,0 +1,30 @@
+"""Typed task metadata: what a task is, how it is built, and how it is scored."""
+from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+
+@dataclass(frozen=True)
+class TaskSpec:
+    name: str
+    version: str
+    description: str
+    reference: str                      # the design the task follows
+    builder: str                        # "module:function"(source, out, seed, **params) -> PoolSet
+    sources: tuple[str, ...]            # "sample" is built in and offline; others read real data
+    length_bins: tuple[str, ...]
+    difficulties: tuple[str, ...] = ("easy",)
+    modalities: tuple[str, ...] = ("text",)
+    metrics: tuple[str, ...] = ("precision_at_1", "recall_at_5", "mrr_at_10", "ndcg_at_10")
+    main_score: str = "precision_at_1"
+    summary_axes: tuple[str, ...] = ("length_bin",)  # the run summary prints the main score by these
+    default_params: dict[str, Any] = field(default_factory=dict)
+    source_params: dict[str, str] = field(default_factory=dict)  # real-source parameter -> help text
+
+    def build(self, source: str, out: Path, seed: int = 0, **params: Any):
+        module, func = self.builder.split(":")
+        fn: Callable[..., Any] = getattr(importlib.import_module(module), func)
+        return fn(source=source, out=Path(out), seed=seed, **{**self.default_params, **params})

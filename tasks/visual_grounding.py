@@ -1,0 +1,29 @@
+"""Visual Grounding (MMLongEmbed Task 1): a multimodal needle in a haystack.
+
+25 text and 25 image query–anchor pairs in look-alike families; 8 length bins × 6 depths ×
+3 background modalities; each (length, depth) cell is its own 25-candidate corpus.
+"""
+from mmbench.builders.visual_grounding import DEPTHS, LENGTHS, TASK_NAME, TASK_VERSION, length_label
+
+from .spec import TaskSpec
+
+TASK = TaskSpec(
+    name=TASK_NAME,
+    version=TASK_VERSION,
+    description="Multimodal needle-in-a-haystack: find the haystack holding the anchor the query asks about",
+    reference="MMLongEmbed (seed 002), Task 1",
+    builder="mmbench.builders.visual_grounding:build",
+    sources=("sample", "real"),
+    length_bins=tuple(length_label(n) for n in LENGTHS),
+    difficulties=("hard",),
+    modalities=("text", "image"),
+    metrics=("precision_at_1", "precision_at_5", "recall_at_5", "mrr_at_10", "ndcg_at_10"),
+    summary_axes=("length_bin", "depth"),
+    default_params={"depths": DEPTHS, "lengths": LENGTHS},
+    source_params={
+        "text_needles": "NeedleBench needles JSONL (`needle`, `retrieval_question`, optional `family`)",
+        "image_needles": "MM-NIAH image-needle JSONL (`images_list` or `meta.needle_image`, `question`)",
+        "image_root": "folder the MM-NIAH image paths are relative to",
+        "haystack": "OBELICS-format parquet (`texts`, `images` as paths or bytes)",
+    },
+)

@@ -1,0 +1,141 @@
+"""`mmbench compare` and `mmbench report` on synthetic results folders written to disk."""
+import json
+
+import numpy as np
+import pytest
+from PIL import Image
+from scipy import stats
+from statsmodels.stats.contingency_tables import mcnemar as sm_mcnemar
+
+from mmbench.cli import analysis
+from mmbench.results import load_results
+
+from report_helpers import DEPTHS, LENGTHS, grounding_per_query, real_per_query, write_run
+
+
+def run_cli(argv):
+    """The real `mmbench` entry point when the core CLI is importable, else the same commands stand-alone."""
+    try:
+        from mmbench.cli import main
+    except ImportError:
+        main = analysis.main
+    return main(argv)
+
+
+@pytest.fixture(scope="module")
+def grounding_runs(tmp_path_factory):
+    root = tmp_path_factory.mktemp("vg")
+    a = write_run(root / "a", grounding_per_query(0, skill=0.75), "model-a")
+    b = write_run(root / "b", grounding_per_query(1, skill=0.55, mixed_loss=0.25), "model-b")
+    c = write_run(root / "c", grounding_per_query(2, skill=0.5, mid_loss=0.0), "model-c")
+    return root, [a, b, c]
+
+
+def test_compare_numbers_match_scipy(grounding_runs, capsys):
+    root, paths = grounding_runs
+    out = root / "cmp"
+    assert run_cli(["compare", *map(str, paths), "--resamples", "2000", "--out", str(out)]) == 0
+    md = (out / "compare.md").read_text()
+    data = json.loads((out / "compare.json").read_text())
+    assert "Paired t-test" in md and "McNemar" in md and "Wilcoxon" in md and "contingency" in md
+    assert "micro" in md and "macro" in md
+    assert len(data["pairs"]) == 3 and data["n_items"] == 432
+    runs = [load_results(p).per_query.set_index("item_id").sort_index() for p in paths]
+    pair = data["pairs"][0]
+    assert (pair["a"], pair["b"]) == ("model-a", "model-b")
+    a, b = runs[0], runs[1]
+    t = stats.ttest_rel(a["precision_at_1"], b["precision_at_1"])
+    assert pair["ttest"]["t"] == pytest.approx(t.statistic) and pair["ttest"]["p_value"] == pytest.approx(t.pvalue)
+    table = [[int(((a.recall_at_1 == 1) & (b.recall_at_1 == 1)).sum()), int(((a.recall_at_1 == 1) & (b.recall_at_1 == 0)).sum())],
+             [int(((a.recall_at_1 == 0) & (b.recall_at_1 == 1)).sum()), int(((a.recall_at_1 == 0) & (b.recall_at_1 == 0)).sum())]]
+    assert pair["mcnemar"]["table"] == table
+    ref = sm_mcnemar(np.array(table), exact=(table[0][1] + table[1][0]) < 25, correction=True)
+    assert pair["mcnemar"]["p_value"] == pytest.approx(ref.pvalue)
+    w = stats.wilcoxon(a["mrr"], b["mrr"])
+    assert pair["wilcoxon"]["p_value"] == pytest.approx(w.pvalue)
+    # Bonferroni over the three pairs
+    for fam in ("ttest", "mcnemar", "wilcoxon"):
+        for p in data["pairs"]:
+            assert p[fam]["p_bonferroni"] == pytest.approx(min(1.0, 3 * p[fam]["p_value"]))
+    ci = data["runs"][0]["bootstrap_ci"]
+    assert set(ci) >= {"recall_at_1", "recall_at_3", "mrr"} and ci["recall_at_1"]["resamples"] == 1000
+    ref_ci = stats.bootstrap((a["recall_at_3"].to_numpy(),), np.mean, n_resamples=1000, method="percentile",
+                             rng=np.random.default_rng(0)).confidence_interval
+    assert (ci["recall_at_3"]["low"], ci["recall_at_3"]["high"]) == pytest.approx((ref_ci.low, ref_ci.high))
+    assert data["runs"][0]["micro"]["precision_at_1"] == pytest.approx(a["precision_at_1"].mean())
+    assert "macro average over 6 subsets" == data["runs"][0]["macro"]["label"]
+
+
+def test_compare_refuses_different_pool_sets(grounding_runs, tmp_path, capsys):
+    _, paths = grounding_runs
+    other = write_run(tmp_path / "other", grounding_per_query(3), "model-d", content_hash="hash-bbbb")
+    assert run_cli(["compare", str(paths[0]), str(other)]) == 2
+    err = capsys.readouterr().err
+    assert "content hash" in err and "hash-bbbb" in err
+    assert run_cli(["compare", str(paths[0])]) == 2
+    assert run_cli(["compare", str(paths[0]), str(tmp_path / "missing")]) == 2
+
+
+def test_report_figures_and_json(grounding_runs, tmp_path):
+    root, paths = grounding_runs
+    real_a = write_run(tmp_path / "ra", real_per_query(0), "model-a", task="multi_source_reasoning", content_hash="hash-r")
+    real_b = write_run(tmp_path / "rb", real_per_query(1, easy=0.6, hard=0.1), "model-b", task="multi_source_reasoning",
+                       content_hash="hash-r")
+    out = tmp_path / "report"
+    assert run_cli(["report", str(paths[0]), str(paths[1]), str(real_a), str(real_b), "--out", str(out)]) == 0
+    md = (out / "report.md").read_text()
+    data = json.loads((out / "report.json").read_text())
+    tasks = {t["task"]: t for t in data["tasks"]}
+    assert set(tasks) == {"visual_grounding", "multi_source_reasoning"}
+    vg, real = tasks["visual_grounding"], tasks["multi_source_reasoning"]
+
+    # heatmap: rows = models, columns = anchor kinds
+    fig = vg["figures"]["heatmap"]
+    assert (fig["rows"], fig["cols"]) == (2, 2)
+    assert fig["panels"] == ["model-a | image anchor", "model-a | text anchor", "model-b | image anchor", "model-b | text anchor"]
+    hm = [h for h in vg["heatmaps"] if h["label"] == "model-a" and h["anchor_kind"] == "text"][0]
+    assert hm["lengths"] == LENGTHS and hm["depths"] == DEPTHS and hm["metric"] == "precision_at_5"
+    pq = load_results(paths[0]).per_query
+    cell = pq[(pq.anchor_kind == "text") & (pq.depth == 0.4) & (pq.length_bin == "4k")]["precision_at_5"].mean()
+    assert hm["values"][2][2] == pytest.approx(cell)
+
+    # positional bias: planted mid-sequence loss for both models
+    pb = {(e["label"], e["rows"]): e["result"] for e in vg["positional_bias"]}
+    assert pb[("model-a", "all")]["depth_wald"]["df"] == 5
+    assert pb[("model-a", "all")]["quadratic_coef"] > 0
+
+    # modality robustness: model-b has a planted mixed-background loss
+    rob = {r["label"]: r for r in vg["modality_robustness"]}
+    assert rob["model-b"]["kind"] == "disrupted by mixed noise"
+    s = rob["model-a"]["scores"]
+    assert rob["model-a"]["sd"] == pytest.approx(np.std([s["text"], s["mixed"], s["image"]], ddof=1))
+
+    # real task: per-length curves per dataset, Easy vs Hard
+    curves = real["figures"]["length_curves"]
+    assert curves["panels"] == ["multi_source_reasoning / hotpotqa", "multi_source_reasoning / mmdocrag"]
+    eh = real["figures"]["easy_vs_hard"]
+    assert eh["panels"] == curves["panels"]
+    drops = {(r["label"], r["group"]): r for r in real["easy_hard"]}
+    r = drops[("model-b", "multi_source_reasoning / hotpotqa")]
+    assert r["drop"] == pytest.approx(r["easy"] - r["hard"]) and r["drop"] > 0.2
+    assert "heatmap" not in real["figures"] and not real["positional_bias"]
+
+    for t in (vg, real):
+        for info in t["figures"].values():
+            png = out / info["path"]
+            assert png.is_file() and png.stat().st_size > 1000
+            with Image.open(png) as im:
+                assert im.format == "PNG" and im.size[0] > 200
+            assert info["path"] in md
+    for heading in ("Positional bias", "Length × depth heatmaps", "Easy vs Hard", "Modality robustness", "micro", "macro"):
+        assert heading in md
+
+
+def test_report_without_optional_columns(tmp_path):
+    """Runs with only the fixed columns still give averages and no empty figures."""
+    pq = real_per_query(0).drop(columns=["length_bin", "difficulty", "dataset"])
+    path = write_run(tmp_path / "plain", pq, "plain-model", task="plain")
+    out = tmp_path / "rep"
+    assert run_cli(["report", str(path), "--out", str(out)]) == 0
+    data = json.loads((out / "report.json").read_text())
+    assert data["tasks"][0]["figures"] == {} and data["tasks"][0]["runs"][0]["micro"]["n"] == len(pq)
