@@ -122,9 +122,12 @@ def positional_numbers(pq: pd.DataFrame, label: str, metric: str) -> list[dict[s
 
 def report_numbers(runs: Sequence[RunResults], *, metric: str = "precision_at_1", heatmap_metric: str = HEATMAP_METRIC,
                    ci_resamples: int = DEFAULT_RESAMPLES, seed: int = 0) -> dict[str, Any]:
-    labels = run_labels(runs)
+    by_task: dict[str, list[RunResults]] = {}
+    for run in runs:
+        by_task.setdefault(run.task, []).append(run)
+    labelled = [(label, run) for task_runs in by_task.values() for label, run in zip(run_labels(task_runs), task_runs)]
     tasks: dict[str, dict[str, Any]] = {}
-    for label, run in zip(labels, runs):
+    for label, run in labelled:
         pq = run.per_query
         for col in (metric, heatmap_metric):
             if col not in pq.columns:
