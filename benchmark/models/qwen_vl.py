@@ -122,6 +122,11 @@ class QwenVLEmbedder(EmbeddingModel):
         self.model = AutoModel.from_pretrained(source, dtype=self._dtype, attn_implementation=self._attn,
                                                **kw).to(self._device).eval()
         self._is_qwen3 = "qwen3" in getattr(self.model.config, "model_type", "")
+        vcfg = self.model.config.vision_config
+        factor = int(vcfg.patch_size) * int(vcfg.spatial_merge_size)
+        if factor != preset.vision.factor:
+            raise ValueError(f"{source}: vision patch x merge is {factor}, but preset {preset.name!r} assumes "
+                             f"{preset.vision.factor}; this checkpoint belongs to another Qwen-VL generation")
         self._tok = self.processor.tokenizer
         self.last_encode_info: list[dict[str, Any]] = []
         self._markup = self._placeholder_markup()
@@ -199,7 +204,7 @@ class QwenVLEmbedder(EmbeddingModel):
         prompts, images, videos, metas, info = [], [], [], [], []
         for doc in documents:
             rendered = render(doc.segments, role, self.preset.template)
-            degraded = ["single visual moved before the text (official form)"] if rendered.reordered else []
+            adapted = ["single visual moved before the text (official form)"] if rendered.reordered else []
             n_frames = 0
             for seg in rendered.visuals:
                 if media is None:
@@ -211,7 +216,7 @@ class QwenVLEmbedder(EmbeddingModel):
                         raise EncodeError(f"document {doc.id!r}: model {self.card.name} does not accept video")
                     frames, fps = resample_frames(seg.frames, seg.fps, self.preset.vision.fps)
                     if len(frames) < len(seg.frames):
-                        degraded.append(f"video resampled {seg.fps:g}->{fps:g} fps ({len(seg.frames)}->{len(frames)} "
+                        adapted.append(f"video resampled {seg.fps:g}->{fps:g} fps ({len(seg.frames)}->{len(frames)} "
                                         "frames)")
                     size = self.frame_size(seg.width, seg.height)
                     videos.append(np.stack([np.asarray(self._load(media, r, doc.id, size)) for r in frames]))
@@ -219,10 +224,11 @@ class QwenVLEmbedder(EmbeddingModel):
                                   "total_num_frames": len(frames)})
                     n_frames += len(frames)
             prompts.append(rendered.text)
-            info.append({"id": doc.id, "frames": n_frames, "degradations": degraded})
+            info.append({"id": doc.id, "frames": n_frames, "adaptations": adapted})
         kwargs: dict[str, Any] = {}
         if videos:
             kwargs["do_sample_frames"] = False
+            kwargs["cap_pixels_per_frame"] = False  # frames are already resized here with the model's bounds
             if self._is_qwen3:
                 from transformers.video_utils import VideoMetadata
 

@@ -1,0 +1,68 @@
+"""The registered Qwen-VL-family embedders: weights, template, context window and vision bounds.
+
+Values come from each model's official inference code or model card; where we could not verify
+a value, the preset's notes say so. Official code often caps inputs (GME: max_length 1800;
+Qwen3-VL-Embedding: max_length 8192 and 64 frames); mmbench uses the backbone's real window.
+"""
+from __future__ import annotations
+
+from dataclasses import replace
+
+from .qwen_vl import QwenVLPreset, VisionBounds
+from .templates import GME, QWEN3_VL_EMBEDDING, VLM2VEC
+
+# Qwen2-VL backbone: 14-px patches merged 2x2 -> factor 28; qwen-vl-utils video bounds 128..768 tokens/frame.
+QWEN2_VL_VIDEO = dict(video_min_pixels=128 * 28 * 28, video_max_pixels=768 * 28 * 28)
+# Qwen3-VL backbone: 16-px patches merged 2x2 -> factor 32.
+QWEN3_VL_VIDEO = dict(video_min_pixels=128 * 32 * 32, video_max_pixels=768 * 32 * 32)
+
+GME_VISION = VisionBounds(factor=28, min_pixels=256 * 28 * 28, max_pixels=1280 * 28 * 28, **QWEN2_VL_VIDEO)
+GME_NOTES = ("GME official code: system prompt = task instruction for queries and 'You are a helpful assistant.' "
+             "for documents, image before text, prompt ends with '<|endoftext|>' whose final hidden state is "
+             "pooled, L2-normalised; min/max image tokens 256/1280. Deviations: the official max_length of 1800 "
+             "tokens is replaced by the Qwen2-VL window (32768); several images are placed in reading order "
+             "(official code takes one image per input); video is off by default (GME was not trained on video; "
+             "video=True uses the Qwen2-VL backbone's native video path). The default query instruction is GME's "
+             "text-to-image one; set query_instruction for other tasks.")
+
+QWEN3_VISION = VisionBounds(factor=32, min_pixels=4 * 32 * 32, max_pixels=1800 * 32 * 32, fps=1.0,
+                            **QWEN3_VL_VIDEO)
+QWEN3_NOTES = ("Qwen3-VL-Embedding official script: system turn = instruction (a '.' appended when it does not end "
+               "in punctuation; default 'Represent the user's input.'), user turn = content, generation prompt, "
+               "last attended token of the final-norm hidden state, L2-normalised; images 4..1800 tokens at factor "
+               "32; videos at 1 fps. Deviations: the official max_length 8192 and 64-frame cap are replaced by a "
+               "32768-token window (model card: 32K context; unverified against the config); the official total "
+               "video pixel budget is not applied (the window bounds it instead); frames are resized with PIL "
+               "bicubic rather than torchvision. Query instruction from the README example.")
+
+VLM2VEC_VISION = VisionBounds(factor=28, min_pixels=56 * 56, max_pixels=12845056, **QWEN2_VL_VIDEO)
+VLM2VEC_NOTES = ("VLM2Vec (Qwen2-VL backbone) official format: '<|image_pad|> ' + instruction + ' ' + text with no "
+                 "chat markup, last-token pooling of the final hidden state, L2-normalised. Unverified: the image "
+                 "pixel bounds (we use the Qwen2-VL processor defaults 3136..12845056), whether V1 wraps the pad in "
+                 "vision start/end tokens (we do not), the document instructions per modality and the training "
+                 "max length (we use the 32768 window). Checkpoints published as LoRA adapters must be merged "
+                 "first. Several images are placed in reading order after the instruction.")
+
+UNVERIFIED = " UNVERIFIED: this model's template was not checked against its official code; it reuses {} by assumption."
+
+PRESETS: dict[str, QwenVLPreset] = {p.name: p for p in (
+    QwenVLPreset("gme-2b", "Alibaba-NLP/gme-Qwen2-VL-2B-Instruct", GME, 32768, GME_VISION, video=False,
+                 notes=GME_NOTES),
+    QwenVLPreset("gme-7b", "Alibaba-NLP/gme-Qwen2-VL-7B-Instruct", GME, 32768, GME_VISION, video=False,
+                 notes=GME_NOTES),
+    QwenVLPreset("qwen3-vl-embedding-2b", "Qwen/Qwen3-VL-Embedding-2B", QWEN3_VL_EMBEDDING, 32768, QWEN3_VISION,
+                 notes=QWEN3_NOTES),
+    QwenVLPreset("qwen3-vl-embedding-8b", "Qwen/Qwen3-VL-Embedding-8B", QWEN3_VL_EMBEDDING, 32768, QWEN3_VISION,
+                 notes=QWEN3_NOTES),
+    QwenVLPreset("vlm2vec-2b", "TIGER-Lab/VLM2Vec-Qwen2VL-2B", VLM2VEC, 32768, VLM2VEC_VISION, video=False,
+                 notes=VLM2VEC_NOTES + " V1 was trained on images only: video is off."),
+    QwenVLPreset("vlm2vec-v2", "VLM2Vec/VLM2Vec-V2.0", replace(VLM2VEC, version="2"), 32768, VLM2VEC_VISION,
+                 notes=VLM2VEC_NOTES + " V2 accepts video ('<|video_pad|> ' prefix); frames kept as sampled."),
+    QwenVLPreset("ops-mm-embedding-2b", "OpenSearch-AI/Ops-MM-embedding-v1-2B", replace(GME, name="ops-mm"),
+                 32768, GME_VISION, video=False, notes=UNVERIFIED.format("the GME template and bounds")),
+    QwenVLPreset("rzen-embed", None, replace(GME, name="rzen-embed"), 32768, GME_VISION, video=False,
+                 notes=UNVERIFIED.format("the GME template and bounds") + " No hub id recorded: pass --model-path."),
+    QwenVLPreset("embed-rl", None, replace(QWEN3_VL_EMBEDDING, name="embed-rl"), 32768, QWEN3_VISION,
+                 notes=UNVERIFIED.format("the Qwen3-VL-Embedding template and bounds")
+                 + " No hub id recorded: pass --model-path (a Qwen3-VL-based checkpoint is assumed)."),
+)}

@@ -1,0 +1,202 @@
+"""Qwen-VL embedders: golden template strings, smart resize, and tiny random Qwen2-VL / Qwen3-VL forwards."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from mmbench.documents import Document, Image, Text, Video  # noqa: E402
+from mmbench.media import MediaStore  # noqa: E402
+from mmbench.models.base import EncodeError  # noqa: E402
+from mmbench.models.qwen_vl import QwenVLEmbedder, resample_frames, smart_resize  # noqa: E402
+from mmbench.models.qwen_vl_presets import PRESETS  # noqa: E402
+from mmbench.models.registry import load_model  # noqa: E402
+from mmbench.models.templates import GME, QWEN3_VL_EMBEDDING, VLM2VEC, render  # noqa: E402
+from mmbench.truncation import middle_truncate  # noqa: E402
+from tiny_models import build_qwen2vl, build_qwen3vl, random_image  # noqa: E402
+
+IMG = Image("a.png", 100, 70)
+IMG2 = Image("b.png", 60, 90)
+VID = Video(("f0.png", "f1.png"), 1.0, 80, 60)
+V = "<|vision_start|><|image_pad|><|vision_end|>"
+
+
+# --- golden template strings ------------------------------------------------------------
+
+def test_gme_golden():
+    assert render([Text("a cat")], "query", GME).text == (
+        "<|im_start|>system\nFind an image that matches the given text.<|im_end|>\n"
+        "<|im_start|>user\na cat<|im_end|>\n<|im_start|>assistant\n<|endoftext|>")
+    r = render([Text("a cat"), IMG], "document", GME)
+    assert r.text == ("<|im_start|>system\nYou are a helpful assistant.<|im_end|>\n"
+                      f"<|im_start|>user\n{V}a cat<|im_end|>\n<|im_start|>assistant\n<|endoftext|>")
+    assert r.reordered and r.visuals == [IMG]
+    r = render([Text("one"), IMG, Text("two"), Text("three"), IMG2], "document", GME)
+    assert f"user\none{V}two\nthree{V}<|im_end|>" in r.text and r.visuals == [IMG, IMG2] and not r.reordered
+
+
+def test_qwen3_golden():
+    assert render([IMG, Text("a cat")], "document", QWEN3_VL_EMBEDDING).text == (
+        "<|im_start|>system\nRepresent the user's input.<|im_end|>\n"
+        f"<|im_start|>user\n{V}a cat<|im_end|>\n<|im_start|>assistant\n")
+    assert "system\nRetrieve images or text relevant to the user's query.<|im_end|>" in render(
+        [Text("q")], "query", QWEN3_VL_EMBEDDING).text
+    # the official script appends a period to an instruction that does not end in punctuation
+    from dataclasses import replace
+
+    tpl = replace(QWEN3_VL_EMBEDDING, query_instruction="Find the video")
+    assert "system\nFind the video.<|im_end|>" in render([Text("q")], "query", tpl).text
+    assert "user\nNULL<|im_end|>" in render([], "document", QWEN3_VL_EMBEDDING).text
+    assert "user\n<|video_pad|>clip<|im_end|>" in render([Text("clip"), VID], "document", QWEN3_VL_EMBEDDING).text
+
+
+def test_vlm2vec_golden():
+    assert render([Text("a cat")], "query", VLM2VEC).text == (
+        "Find me an everyday image that matches the given caption: a cat")
+    assert render([IMG], "document", VLM2VEC).text == "<|image_pad|> Represent the given image."
+    assert render([Text("a cat"), IMG], "document", VLM2VEC).text == (
+        "<|image_pad|> Represent the given image. a cat")
+    assert render([Text("plain text")], "document", VLM2VEC).text == "plain text"
+    assert render([Text("x"), IMG, Text("y"), IMG2], "document", VLM2VEC).text == (
+        "Represent the given image. x <|image_pad|> y <|image_pad|>")
+    assert render([VID], "document", VLM2VEC).text == "<|video_pad|> Represent the given video."
+
+
+def test_smart_resize_and_resample():
+    assert smart_resize(70, 100, 28, 256 * 784, 1280 * 784)[0] * smart_resize(70, 100, 28, 256 * 784,
+                                                                             1280 * 784)[1] >= 256 * 784
+    h, w = smart_resize(3000, 4000, 28, 256 * 784, 1280 * 784)
+    assert h % 28 == 0 and w % 28 == 0 and h * w <= 1280 * 784 and abs(w / h - 4 / 3) < 0.05
+    assert smart_resize(64, 96, 32, 4 * 1024, 1800 * 1024) == (64, 96)
+    with pytest.raises(ValueError, match="aspect"):
+        smart_resize(10, 5000, 28, 1, 10 ** 9)
+    frames, fps = resample_frames([f"f{i}" for i in range(8)], 4.0, 1.0)
+    assert frames == ["f0", "f4"] and fps == 1.0
+    assert resample_frames(["a", "b"], 1.0, 2.0) == (["a", "b"], 1.0)
+
+
+# --- tiny models --------------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def dirs(tmp_path_factory):
+    root = tmp_path_factory.mktemp("qwen")
+    return {"q2": build_qwen2vl(root / "q2"), "q3": build_qwen3vl(root / "q3"), "root": root}
+
+
+@pytest.fixture(scope="module")
+def media(dirs):
+    store = MediaStore(dirs["root"] / "media")
+    imgs = [store.put_image(random_image(w, h, s)) for s, (w, h) in enumerate([(100, 70), (60, 90), (40, 40)])]
+    frames = tuple(store.put_image(random_image(80, 60, 10 + i)).ref for i in range(4))
+    return store, imgs, Video(frames, 2.0, 80, 60)
+
+
+@pytest.fixture(scope="module")
+def gme(dirs):
+    return QwenVLEmbedder(PRESETS["gme-2b"], model_path=str(dirs["q2"]), context=2048, video=True)
+
+
+@pytest.fixture(scope="module")
+def qwen3(dirs):
+    return load_model("qwen3-vl-embedding-2b", model_path=str(dirs["q3"]), context=2048, device="cpu",
+                      dtype="float32", not_an_option=1)
+
+
+def _docs(media):
+    _, (a, b, c), vid = media
+    return [Document("text", [Text("a cat sits on the mat")]), Document("img", [a]),
+            Document("inter", [Text("the dog"), a, Text("sleeps near"), b, Text("the door"), c]),
+            Document("video", [Text("a video"), vid])]
+
+
+def test_gme_tiny_forward_matches_reference(gme, media, dirs):
+    from transformers import Qwen2VLForConditionalGeneration
+
+    store, (a, b, c), vid = media
+    docs = _docs(media)
+    got = gme.encode(docs, "document", store)
+    assert got.shape == (4, 64) and np.allclose(np.linalg.norm(got, axis=1), 1, atol=1e-5)
+    assert len({tuple(np.round(v, 4)) for v in got}) == 4
+    # independent reference: the full generation model's last hidden state at the final <|endoftext|>
+    ref_model = Qwen2VLForConditionalGeneration.from_pretrained(dirs["q2"]).eval()
+    prompt = render(docs[1].segments, "document", gme.preset.template).text
+    assert prompt.endswith("<|endoftext|>")
+    img = store.load_image(a.ref).resize((gme.image_size(100, 70)[1], gme.image_size(100, 70)[0]), 3)
+    enc = gme.processor(text=[prompt], images=[img], do_resize=False, return_tensors="pt")
+    with torch.no_grad():
+        h = ref_model(**enc, output_hidden_states=True).hidden_states[-1][0, -1]
+    np.testing.assert_allclose(got[1], (h / h.norm()).numpy(), atol=1e-5)
+    # every image costs exactly what visual_tokens says: its pads plus vision start/end
+    ids = enc["input_ids"][0].tolist()
+    n_pad = ids.count(gme.processor.tokenizer.convert_tokens_to_ids("<|image_pad|>"))
+    assert n_pad + 2 == gme.visual_tokens(100, 70) and n_pad >= 256  # GME: at least 256 image tokens
+    info = {r["id"]: r for r in gme.last_encode_info}
+    assert info["video"]["frames"] == 4 and info["inter"]["tokens"] > info["img"]["tokens"]
+
+
+def test_batch_size_invariance(gme, qwen3, media):
+    store = media[0]
+    docs = _docs(media)
+    for model in (gme, qwen3):
+        together = model.encode(docs, "document", store)
+        alone = np.stack([model.encode([d], "document", store)[0] for d in docs])
+        np.testing.assert_allclose(together, alone, atol=2e-4)
+        pair = model.encode(docs[2:0:-1], "query", store)
+        np.testing.assert_allclose(pair, np.stack([model.encode([d], "query", store)[0] for d in docs[2:0:-1]]),
+                                   atol=2e-4)
+
+
+def test_qwen3_video_and_budget(qwen3, media):
+    store, (a, _, _), vid = media
+    vecs = qwen3.encode([Document("v", [vid, Text("clip")]), Document("i", [a])], "document", store)
+    assert vecs.shape == (2, 64)
+    info = qwen3.last_encode_info
+    assert info[0]["frames"] == 2 and any("resampled 2->1" in x for x in info[0]["adaptations"])
+    # the processor expanded the bare video pad with timestamps, without doubling vision_start
+    prompt = render([vid, Text("clip")], "document", qwen3.preset.template).text
+    frames = [np.asarray(store.load_image(r).resize((96, 64))) for r in vid.frames[::2]]
+    from transformers.video_utils import VideoMetadata
+
+    enc = qwen3.processor(text=[prompt], videos=[np.stack(frames)], do_resize=False, do_sample_frames=False,
+                          video_metadata=[VideoMetadata(fps=1.0, frames_indices=[0, 1], total_num_frames=2)],
+                          cap_pixels_per_frame=False)
+    text = qwen3.processor.tokenizer.decode(enc["input_ids"][0])
+    assert "<0.5 seconds><|vision_start|><|video_pad|>" in text and "<|vision_start|><|vision_start|>" not in text
+    assert "<|vision_start|><0" not in text
+    # exact image budget at factor 32: 100x70 -> 96x64 -> 3*2 tokens + start/end
+    assert qwen3.image_size(100, 70) == (64, 96)
+    assert qwen3.card.modalities == frozenset({"text", "image", "video"})
+    assert qwen3.card.settings["vision"]["factor"] == 32 and qwen3.card.settings["context"] == 2048
+
+
+def test_truncation_keeps_window(dirs, media):
+    store, (a, b, c), _ = media
+    model = QwenVLEmbedder(PRESETS["vlm2vec-2b"], model_path=str(dirs["q2"]), context=300)
+    doc = Document("long", [Text("the needle is hidden in a very long haystack " * 40), a, b,
+                            Text("of ordinary words " * 40), c])
+    kept, report = middle_truncate(doc.segments, model.card.max_tokens, model.budget_tokenizer(),
+                                   model.visual_tokens)
+    assert report.truncated and report.tokens_after <= model.card.max_tokens
+    model.encode([Document("long", kept)], "document", store)
+    assert model.last_encode_info[0]["tokens"] <= 300
+    with pytest.raises(EncodeError, match="window"):
+        model.encode([doc], "document", store)
+    with pytest.raises(EncodeError, match="video"):
+        model.encode([Document("v", [media[2]])], "document", store)
+
+
+def test_reload_and_errors(dirs, gme, media, tmp_path):
+    store = media[0]
+    again = QwenVLEmbedder(PRESETS["gme-2b"], model_path=str(dirs["q2"]), context=2048, video=True)
+    docs = _docs(media)[:3]
+    np.testing.assert_allclose(again.encode(docs, "query", store), gme.encode(docs, "query", store), atol=1e-6)
+    assert again.card.identity() == gme.card.identity()
+    with pytest.raises(ValueError, match="another Qwen-VL generation"):
+        QwenVLEmbedder(PRESETS["gme-2b"], model_path=str(dirs["q3"]))
+    (tmp_path / "lora").mkdir()
+    (tmp_path / "lora" / "adapter_config.json").write_text("{}")
+    with pytest.raises(ValueError, match="LoRA"):
+        QwenVLEmbedder(PRESETS["vlm2vec-2b"], model_path=str(tmp_path / "lora"))
+    with pytest.raises(ValueError, match="model-path"):
+        load_model("rzen-embed")
