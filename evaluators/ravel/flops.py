@@ -33,6 +33,13 @@ def method_flops(method: str, *, n: int, p: int, d_v: int, d_t: int, vision_para
                  k: int = 100, r_v: int | None = None, r_t: int | None = None, gw_iters: int = 100,
                  cca_components: int = 10) -> dict:
     """Breakdown dict (FLOPs) with a ``total`` entry."""
+    method = method.replace("-", "_")
+    if method in ("mutualnn_pca", "mutualnn_abtt"):
+        method = "mutualnn_whiten"
+    elif method in ("mutualnn_centered", "mutualnn_standardized"):
+        method = "mutualnn"
+    elif method.endswith("_whiten") and method != "mutualnn_whiten":
+        method = method[: -len("_whiten")]
     out = extraction_flops(n, vision_params=vision_params, image_tokens=image_tokens or p,
                            llm_params=llm_params, text_tokens=text_tokens)
     r_v = min(d_v, n * p - 1) if r_v is None else r_v
