@@ -1,0 +1,125 @@
+"""What the API embedders share: keys from the environment, an optional embedding cache, images as data.
+
+Subclasses implement `_embed(documents, role, media)` for the documents not found in the cache.
+Keys are read from environment variables at construction and kept out of the model card,
+results and logs.
+"""
+from __future__ import annotations
+
+import base64
+import os
+from pathlib import Path
+from typing import Any, Sequence
+
+import numpy as np
+
+from ..documents import Document
+from ..media import MediaStore
+from ..tokens import TextTokenizer
+from .base import EmbeddingModel, EncodeError, Role
+from .http_client import HttpClient, RetryPolicy
+
+MIME = {".png": "image/png", ".jpg": "image/jpeg", ".jpeg": "image/jpeg", ".webp": "image/webp", ".gif": "image/gif"}
+
+
+def api_key(env_var: str, required: bool) -> str | None:
+    """The key stored in `env_var`; a clear error when a hosted service needs one and it is unset."""
+    value = os.environ.get(env_var, "").strip()
+    if not value and required:
+        raise ValueError(f"set the environment variable {env_var} to the API key (keys are never passed on the "
+                         "command line or written to results)")
+    return value or None
+
+
+def image_bytes(media: MediaStore | None, ref: str, item: str) -> tuple[bytes, str]:
+    """The stored file's bytes and MIME type (sent as-is: no re-encoding changes what the server sees)."""
+    if media is None:
+        raise EncodeError(f"document {item!r} has images but no media store was given")
+    path = media.path(ref)
+    if not path.is_file():
+        raise EncodeError(f"missing media file {path} (referenced by {item})")
+    return path.read_bytes(), MIME.get(path.suffix.lower(), "image/png")
+
+
+def data_url(media: MediaStore | None, ref: str, item: str) -> str:
+    data, mime = image_bytes(media, ref, item)
+    return f"data:{mime};base64,{base64.b64encode(data).decode('ascii')}"
+
+
+def load_text_tokenizer(spec: str | None) -> TextTokenizer | None:
+    """A budget tokenizer from a local tokenizer.json path, or None (then the runner does not cut text)."""
+    if not spec:
+        return None
+    path = Path(spec)
+    if not path.is_file():
+        raise ValueError(f"tokenizer file {path} does not exist (give the served model's tokenizer.json)")
+    from ..tokens import Qwen3Tokenizer
+
+    return Qwen3Tokenizer(path)  # a generic tokenizer.json reader: encode/decode without special tokens
+
+
+def client_from_options(timeout: float, max_attempts: int, max_concurrency: int,
+                        requests_per_second: float | None) -> HttpClient:
+    return HttpClient(retry=RetryPolicy(max_attempts=max_attempts), timeout=timeout,
+                      max_concurrency=max_concurrency, requests_per_second=requests_per_second)
+
+
+class APIEmbeddingModel(EmbeddingModel):
+    """Base for remote embedders: cache look-up, call, shape check, L2 normalisation."""
+
+    client: HttpClient
+    _tokenizer: TextTokenizer | None = None
+    _cache_dir: str | None = None
+
+    def budget_tokenizer(self) -> TextTokenizer | None:
+        return self._tokenizer
+
+    def _embed(self, documents: Sequence[Document], role: Role, media: MediaStore | None) -> list[list[float]]:
+        raise NotImplementedError
+
+    def encode(self, documents: Sequence[Document], role: Role, media: MediaStore | None) -> np.ndarray:
+        cache = self._cache()
+        out: list[np.ndarray | None] = [None] * len(documents)
+        todo = []
+        for i, doc in enumerate(documents):
+            hit = cache.get(role, doc.content_hash()) if cache else None
+            if hit is not None:
+                out[i] = hit[0]
+            else:
+                todo.append(i)
+        if todo:
+            vecs = self._embed([documents[i] for i in todo], role, media)
+            if len(vecs) != len(todo):
+                raise EncodeError(f"{self.card.name}: the API returned {len(vecs)} embeddings for {len(todo)} "
+                                  f"documents (first: {documents[todo[0]].id!r})")
+            for i, vec in zip(todo, vecs):
+                arr = self._check(vec, documents[i].id)
+                out[i] = arr
+                if cache:
+                    cache.put(role, documents[i].content_hash(), arr, {})
+        mat = np.stack(out).astype(np.float32)
+        return mat / np.maximum(np.linalg.norm(mat, axis=1, keepdims=True), 1e-12)
+
+    def _check(self, vec: Any, doc_id: str) -> np.ndarray:
+        try:
+            arr = np.asarray(vec, dtype=np.float32)
+        except (TypeError, ValueError) as exc:
+            raise EncodeError(f"{self.card.name}: malformed embedding for document {doc_id!r}: {exc}") from None
+        if arr.ndim != 1 or arr.size == 0 or not np.all(np.isfinite(arr)):
+            raise EncodeError(f"{self.card.name}: malformed embedding for document {doc_id!r} "
+                              f"(shape {arr.shape}, finite={bool(np.all(np.isfinite(arr)))})")
+        if self.card.dim and arr.size != self.card.dim:
+            raise EncodeError(f"{self.card.name}: document {doc_id!r} got a {arr.size}-dim embedding, "
+                              f"expected {self.card.dim}")
+        return arr
+
+    def _cache(self):
+        if not self._cache_dir:
+            return None
+        from ..cache import EmbeddingCache, model_key
+
+        return EmbeddingCache(Path(self._cache_dir), model_key(self.card.identity()))
+
+
+def batches(items: Sequence[Any], size: int) -> list[Sequence[Any]]:
+    return [items[i:i + size] for i in range(0, len(items), max(1, size))]

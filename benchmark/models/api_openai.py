@@ -1,0 +1,100 @@
+"""OpenAI-compatible `/v1/embeddings` (OpenAI, vLLM, most hosted services).
+
+Text-only documents go in batches through `input`. A document with images goes alone through
+the chat-style `messages` form vLLM's embedding endpoint accepts (images as data URLs); servers
+that do not accept it answer with an error, which is reported, never silently dropped.
+"""
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+from ..documents import Document, Image, Text
+from ..media import MediaStore
+from .api_common import APIEmbeddingModel, api_key, batches, client_from_options, data_url, load_text_tokenizer
+from .base import EncodeError, ModelCard, Role
+
+OPENAI_URL = "https://api.openai.com/v1"
+
+
+class OpenAIEmbeddingModel(APIEmbeddingModel):
+    """Embeddings from any server speaking the OpenAI embeddings protocol."""
+
+    def __init__(self, model: str = "text-embedding-3-small", base_url: str | None = None,
+                 api_key_env: str = "OPENAI_API_KEY", dimensions: int | None = None, batch_size: int = 64,
+                 images: bool = True, query_prefix: str = "", document_prefix: str = "",
+                 max_tokens: int | None = 8191, tokenizer: str | None = None, timeout: float = 60.0,
+                 max_attempts: int = 5, max_concurrency: int = 4, requests_per_second: float | None = None,
+                 cache_dir: str | None = None, name: str | None = None, revision: str | None = None,
+                 **_: Any) -> None:
+        import os
+
+        self.base_url = (base_url or os.environ.get("OPENAI_BASE_URL") or OPENAI_URL).rstrip("/")
+        self._key = api_key(api_key_env, required=self.base_url == OPENAI_URL)
+        self.model, self.dimensions, self.batch_size, self.images = model, dimensions, batch_size, images
+        self.prefixes = {"query": query_prefix, "document": document_prefix}
+        self.client = client_from_options(timeout, max_attempts, max_concurrency, requests_per_second)
+        self._tokenizer = load_text_tokenizer(tokenizer)
+        self._cache_dir = cache_dir
+        self.card = ModelCard(
+            name=name or f"openai:{model}", family="api:openai-embeddings",
+            modalities=frozenset({"text", "image"} if images else {"text"}),
+            max_tokens=max_tokens if self._tokenizer else None, similarity="cosine", revision=revision or "api",
+            dim=dimensions,
+            settings={"model": model, "base_url": self.base_url.split("?")[0], "dimensions": dimensions,
+                      "prefixes": self.prefixes, "images": "chat messages with data URLs" if images else "none",
+                      "normalize": "l2"},
+            notes=("remote model: its version can change behind the same name. Text is joined in reading order; "
+                   "documents with images use the vLLM-style messages form. Without a tokenizer file the runner "
+                   "cannot measure text, so documents are not truncated (the server may reject long inputs)."),
+        )
+
+    def _headers(self) -> dict[str, str]:
+        return {"Authorization": f"Bearer {self._key}"} if self._key else {}
+
+    def _embed(self, documents: Sequence[Document], role: Role, media: MediaStore | None) -> list[list[float]]:
+        prefix = self.prefixes[role]
+        visual = [i for i, d in enumerate(documents) if any(isinstance(s, Image) for s in d.segments)]
+        if visual and not self.images:
+            raise EncodeError(f"document {documents[visual[0]].id!r} has images but images=False for this model")
+        plain = [i for i in range(len(documents)) if i not in set(visual)]
+        jobs: list[tuple[list[int], dict[str, Any]]] = []
+        for chunk in batches(plain, self.batch_size):
+            jobs.append((list(chunk), self._payload(input=[prefix + documents[i].text for i in chunk])))
+        for i in visual:
+            jobs.append(([i], self._payload(messages=[{"role": "user", "content": self._content(
+                documents[i], prefix, media)}])))
+        results = self.client.map(lambda job: self._call(job, documents), jobs)
+        out: list[list[float]] = [[] for _ in documents]
+        for (idx, _), vecs in zip(jobs, results):
+            for i, v in zip(idx, vecs):
+                out[i] = v
+        return out
+
+    def _payload(self, **body: Any) -> dict[str, Any]:
+        payload = {"model": self.model, "encoding_format": "float", **body}
+        if self.dimensions:
+            payload["dimensions"] = self.dimensions
+        return payload
+
+    def _content(self, doc: Document, prefix: str, media: MediaStore | None) -> list[dict[str, Any]]:
+        parts: list[dict[str, Any]] = [{"type": "text", "text": prefix}] if prefix else []
+        for seg in doc.segments:
+            if isinstance(seg, Text):
+                parts.append({"type": "text", "text": seg.text})
+            elif isinstance(seg, Image):
+                parts.append({"type": "image_url", "image_url": {"url": data_url(media, seg.ref, doc.id)}})
+        return parts
+
+    def _call(self, job: tuple[list[int], dict[str, Any]], documents: Sequence[Document]) -> list[Any]:
+        idx, payload = job
+        body = self.client.post_json(f"{self.base_url}/embeddings", payload, self._headers())
+        first = documents[idx[0]].id
+        data = body.get("data") if isinstance(body, dict) else None
+        if not isinstance(data, list) or len(data) != len(idx):
+            raise EncodeError(f"{self.card.name}: response for documents starting at {first!r} has no 'data' list "
+                              f"of {len(idx)} items")
+        try:
+            ordered = sorted(data, key=lambda d: int(d.get("index", 0)))
+            return [d["embedding"] for d in ordered]
+        except (AttributeError, KeyError, TypeError, ValueError) as exc:
+            raise EncodeError(f"{self.card.name}: malformed item in response for {first!r}: {exc!r}") from None

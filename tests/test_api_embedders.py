@@ -1,0 +1,212 @@
+"""API embedders and the HTTP client against a scripted HTTP server on the loopback interface."""
+from __future__ import annotations
+
+import json
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import numpy as np
+import pytest
+
+from mmbench.documents import Document, Text
+from mmbench.media import MediaStore
+from mmbench.models.api_gemini import GeminiEmbeddingModel
+from mmbench.models.api_openai import OpenAIEmbeddingModel
+from mmbench.models.base import EncodeError
+from mmbench.models.http_client import APIError, HttpClient, RateLimiter, RetryPolicy
+from tiny_models import random_image
+
+KEY = "sk-test-SECRET-123"
+
+
+class Server:
+    """Answers POSTs from a script of (status, headers, body, delay); then falls back to `default`."""
+
+    def __init__(self):
+        self.script: list[tuple[int, dict, object, float]] = []
+        self.default = None  # callable(request_json) -> body
+        self.requests: list[dict] = []
+        self.in_flight = 0
+        self.max_in_flight = 0
+        self.lock = threading.Lock()
+        outer = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *a):
+                pass
+
+            def do_POST(self):
+                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+                with outer.lock:
+                    outer.requests.append({"path": self.path, "headers": {k.lower(): v for k, v in self.headers.items()}, "json": body})
+                    outer.in_flight += 1
+                    outer.max_in_flight = max(outer.max_in_flight, outer.in_flight)
+                    step = outer.script.pop(0) if outer.script else None
+                try:
+                    if step is None:
+                        status, headers, payload, delay = 200, {}, outer.default(body), 0.0
+                    else:
+                        status, headers, payload, delay = step
+                    if delay:
+                        time.sleep(delay)
+                    raw = payload if isinstance(payload, bytes) else json.dumps(payload).encode()
+                    self.send_response(status)
+                    for k, v in headers.items():
+                        self.send_header(k, v)
+                    self.send_header("Content-Length", str(len(raw)))
+                    self.end_headers()
+                    self.wfile.write(raw)
+                except (BrokenPipeError, ConnectionResetError):
+                    pass
+                finally:
+                    with outer.lock:
+                        outer.in_flight -= 1
+
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.httpd.daemon_threads = True
+        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}"
+        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
+        self.thread.start()
+
+    def close(self):
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+
+def _vec(text: str, dim: int = 8) -> list[float]:
+    rng = np.random.default_rng(abs(hash(text)) % (2 ** 32))
+    return rng.normal(size=dim).tolist()
+
+
+def openai_default(body):
+    if "input" in body:
+        data = [{"index": i, "embedding": _vec(t)} for i, t in enumerate(body["input"])]
+        return {"data": data[::-1]}  # out of order on purpose: the client must sort by index
+    return {"data": [{"index": 0, "embedding": _vec(json.dumps(body["messages"]))}]}
+
+
+@pytest.fixture()
+def server():
+    s = Server()
+    s.default = openai_default
+    yield s
+    s.close()
+
+
+def _fast(model, sleeps=None, **kw):
+    model.client = HttpClient(retry=RetryPolicy(max_attempts=kw.pop("max_attempts", 3)), timeout=kw.pop("timeout", 2),
+                              max_concurrency=kw.pop("max_concurrency", 2),
+                              sleep=(sleeps.append if sleeps is not None else (lambda s: None)))
+    return model
+
+
+def test_openai_batches_order_and_images(server, tmp_path, monkeypatch):
+    monkeypatch.setenv("MY_KEY", KEY)
+    model = _fast(OpenAIEmbeddingModel(model="m", base_url=server.url + "/v1", api_key_env="MY_KEY", batch_size=2,
+                                       query_prefix="query: "))
+    media = MediaStore(tmp_path / "media")
+    img = media.put_image(random_image(8, 8, 1))
+    docs = [Document(f"t{i}", [Text(f"text {i}")]) for i in range(3)] + [Document("im", [Text("cap"), img])]
+    vecs = model.encode(docs, "query", media)
+    assert vecs.shape == (4, 8) and np.allclose(np.linalg.norm(vecs, axis=1), 1)
+    expected = np.array(_vec("query: text 0")) / np.linalg.norm(_vec("query: text 0"))
+    np.testing.assert_allclose(vecs[0], expected, rtol=1e-5)
+    assert len(server.requests) == 3  # two text batches, one image document
+    assert all(r["path"] == "/v1/embeddings" and r["headers"]["authorization"] == f"Bearer {KEY}"
+               for r in server.requests)
+    msg = [r for r in server.requests if "messages" in r["json"]][0]["json"]["messages"][0]["content"]
+    assert msg[0] == {"type": "text", "text": "query: "} and msg[2]["image_url"]["url"].startswith("data:image/png;base64,")
+    assert KEY not in json.dumps(model.card.identity()) and KEY not in model.card.notes
+
+
+def test_retries_500_and_429_retry_after(server):
+    sleeps: list[float] = []
+    model = _fast(OpenAIEmbeddingModel(model="m", base_url=server.url), sleeps)
+    server.script = [(500, {}, {"error": "boom"}, 0), (429, {"Retry-After": "0.05"}, {"error": "slow down"}, 0)]
+    vecs = model.encode([Document("a", [Text("hello")])], "document", None)
+    assert vecs.shape == (1, 8) and len(server.requests) == 3
+    assert len(sleeps) == 2 and sleeps[1] == pytest.approx(0.05)
+    assert 0.4 <= sleeps[0] <= 0.6  # first exponential backoff step, with jitter
+
+
+def test_timeout_malformed_and_client_errors(server, monkeypatch):
+    model = _fast(OpenAIEmbeddingModel(model="m", base_url=server.url), timeout=0.2, max_attempts=2)
+    server.script = [(200, {}, {"data": []}, 0.6), (200, {}, {"data": []}, 0.6)]
+    with pytest.raises(APIError, match="after 2 attempts: network error"):
+        model.encode([Document("a", [Text("x")])], "document", None)
+    server.script = [(200, {}, b"{not json", 0), (200, {}, b"<html>", 0)]
+    with pytest.raises(APIError, match="malformed JSON"):
+        model.encode([Document("a", [Text("x")])], "document", None)
+    monkeypatch.setenv("OPENAI_API_KEY", KEY)
+    model = _fast(OpenAIEmbeddingModel(model="m", base_url=server.url), max_attempts=4)
+    n = len(server.requests)
+    server.script = [(400, {}, {"error": {"message": "bad input"}}, 0)]
+    with pytest.raises(APIError, match="HTTP 400: .*bad input") as err:
+        model.encode([Document("a", [Text("x")])], "document", None)
+    assert len(server.requests) == n + 1 and KEY not in str(err.value) and err.value.status == 400
+
+
+def test_wrong_shapes(server):
+    model = _fast(OpenAIEmbeddingModel(model="m", base_url=server.url, dimensions=8))
+    docs = [Document("a", [Text("x")]), Document("b", [Text("y")])]
+    server.script = [(200, {}, {"data": [{"index": 0, "embedding": [1.0] * 8}]}, 0)]
+    with pytest.raises(EncodeError, match="'a'"):
+        model.encode(docs, "document", None)
+    server.script = [(200, {}, {"data": [{"index": 0, "embedding": [1.0] * 8}, {"index": 1, "embedding": [1.0] * 3}]},
+                      0)]
+    with pytest.raises(EncodeError, match="3-dim"):
+        model.encode(docs, "document", None)
+    server.script = [(200, {}, {"data": [{"index": 0, "embedding": [1.0] * 8}, {"index": 1, "embedding": "nan"}]}, 0)]
+    with pytest.raises(EncodeError, match="malformed"):
+        model.encode(docs, "document", None)
+    server.script = [(200, {}, {"result": "ok"}, 0)]
+    with pytest.raises(EncodeError, match="no 'data'"):
+        model.encode(docs, "document", None)
+
+
+def test_gemini_parts_task_type_and_header(tmp_path, monkeypatch):
+    s = Server()
+    s.default = lambda body: {"embeddings": [{"values": _vec(json.dumps(r["content"]))} for r in body["requests"]]}
+    try:
+        monkeypatch.setenv("GEMINI_API_KEY", KEY)
+        model = _fast(GeminiEmbeddingModel(model="g", base_url=s.url + "/v1beta", batch_size=2, dimensions=8))
+        media = MediaStore(tmp_path / "media")
+        img = media.put_image(random_image(8, 8, 2))
+        docs = [Document("a", [Text("before"), img, Text("after")]), Document("b", [Text("x")]),
+                Document("c", [Text("y")])]
+        vecs = model.encode(docs, "query", media)
+        assert vecs.shape == (3, 8)
+        assert len(s.requests) == 2 and s.requests[0]["path"] == "/v1beta/models/g:batchEmbedContents"
+        assert s.requests[0]["headers"]["x-goog-api-key"] == KEY and KEY not in s.requests[0]["path"]
+        req = [r for r in s.requests if len(r["json"]["requests"]) == 2][0]["json"]["requests"][0]
+        assert req["taskType"] == "RETRIEVAL_QUERY" and req["outputDimensionality"] == 8
+        parts = req["content"]["parts"]
+        assert [list(p) for p in parts] == [["text"], ["inline_data"], ["text"]]
+        assert parts[1]["inline_data"]["mime_type"] == "image/png"
+    finally:
+        s.close()
+    with pytest.raises(ValueError, match="GEMINI_API_KEY"):
+        monkeypatch.delenv("GEMINI_API_KEY")
+        GeminiEmbeddingModel()
+
+
+def test_cache_and_concurrency(server, tmp_path):
+    model = _fast(OpenAIEmbeddingModel(model="m", base_url=server.url, batch_size=1, cache_dir=str(tmp_path / "c")),
+                  max_concurrency=2)
+    server.default = lambda body: (time.sleep(0.05), openai_default(body))[1]
+    docs = [Document(f"d{i}", [Text(f"t{i}")]) for i in range(6)]
+    first = model.encode(docs, "document", None)
+    assert len(server.requests) == 6 and 1 <= server.max_in_flight <= 2
+    again = model.encode(docs, "document", None)
+    assert len(server.requests) == 6  # every document came from the cache
+    np.testing.assert_allclose(first, again)
+
+
+def test_rate_limiter_spacing():
+    now = [0.0]
+    slept: list[float] = []
+    limiter = RateLimiter(4.0, clock=lambda: now[0], sleep=lambda s: slept.append(s))
+    for _ in range(3):
+        limiter.wait()
+    assert slept == pytest.approx([0.25, 0.5])
