@@ -21,7 +21,7 @@ from typing import Sequence
 import numpy as np
 import torch
 
-DEFAULT_CPU_BUDGET = 256 * 2**20
+DEFAULT_CPU_BUDGET = 32 * 2**20  # cache-friendly tiles measured faster on CPU than large ones
 DEFAULT_GPU_BUDGET = 2 * 2**30
 
 
