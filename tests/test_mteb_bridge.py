@@ -1,0 +1,118 @@
+"""The mteb bridge offline: a custom mteb encoder on mmbench documents, and a pool set run by mteb.evaluate."""
+from __future__ import annotations
+
+import hashlib
+
+import numpy as np
+import pytest
+
+mteb = pytest.importorskip("mteb")
+
+from mteb.models.abs_encoder import AbsEncoder  # noqa: E402
+from mteb.models.model_meta import ModelMeta  # noqa: E402
+from mteb.types import PromptType  # noqa: E402
+
+from mmbench.documents import Document, Text  # noqa: E402
+from mmbench.media import MediaStore  # noqa: E402
+from mmbench.models.base import EncodeError  # noqa: E402
+from mmbench.models.mteb_bridge import MtebEncoderModel, export_mteb_task, load_mteb_model  # noqa: E402
+from mmbench.poolset import PoolItem, PoolSet, write_poolset  # noqa: E402
+from tiny_models import random_image  # noqa: E402
+
+DIM = 64
+
+
+def _bow(text: str) -> np.ndarray:
+    v = np.zeros(DIM)
+    for w in text.lower().split():
+        v[int(hashlib.md5(w.encode()).hexdigest(), 16) % DIM] += 1
+    return v
+
+
+class BagOfWords(AbsEncoder):
+    """Hashed bag of words, plus the mean colour of an image when one is given."""
+
+    def __init__(self, modalities=("text",)):
+        self.calls: list[dict] = []
+        self.mteb_model_meta = ModelMeta(
+            loader=None, name="local/bow", revision="0", release_date=None, languages=["eng-Latn"], n_parameters=0,
+            memory_usage_mb=None, max_tokens=None, embed_dim=DIM, license=None, open_weights=True,
+            public_training_code=None, public_training_data=None, framework=["NumPy"], similarity_fn_name="cosine",
+            use_instructions=False, training_datasets=set(), modalities=list(modalities))
+
+    def encode(self, inputs, *, task_metadata, hf_split, hf_subset, prompt_type=None, **kw):
+        out = []
+        for batch in inputs:
+            self.calls.append({"keys": sorted(batch), "prompt_type": prompt_type, "n": len(batch["text"])})
+            for i, t in enumerate(batch["text"]):
+                v = _bow(t)
+                img = batch.get("image", [None] * len(batch["text"]))[i]
+                if img is not None:
+                    v[:3] += np.asarray(img.convert("RGB"), dtype=float).mean(axis=(0, 1)) / 255
+                out.append(v + 1e-3)
+        return np.stack(out)
+
+
+def test_mteb_model_on_mmbench_documents(tmp_path):
+    media = MediaStore(tmp_path / "media")
+    a, b = media.put_image(random_image(8, 8, 1)), media.put_image(random_image(8, 8, 2))
+    enc = BagOfWords(modalities=("text", "image"))
+    model = MtebEncoderModel(enc)
+    assert model.card.modalities == frozenset({"text", "image"}) and model.card.dim == DIM
+    docs = [Document("t", [Text("red apple")]), Document("m", [Text("green"), a, Text("pear"), b])]
+    vecs = model.encode(docs, "query", media)
+    assert vecs.shape == (2, DIM) and np.allclose(np.linalg.norm(vecs, axis=1), 1)
+    expected = _bow("red apple") + 1e-3
+    np.testing.assert_allclose(vecs[0], expected / np.linalg.norm(expected), atol=1e-6)
+    assert {c["prompt_type"] for c in enc.calls} == {PromptType.query}
+    assert any("image" in c["keys"] for c in enc.calls) and any("image" not in c["keys"] for c in enc.calls)
+    info = {r["id"]: r["dropped"] for r in model.last_encode_info}
+    assert info == {"t": {"images": 0, "videos": 0}, "m": {"images": 1, "videos": 0}}
+    model.encode(docs[:1], "document", media)
+    assert enc.calls[-1]["prompt_type"] == PromptType.document and "body" in enc.calls[-1]["keys"]
+
+
+def test_load_unknown_mteb_model_is_clear():
+    with pytest.raises(EncodeError, match="no/such-model"):
+        load_mteb_model("no/such-model")
+
+
+def _toy_poolset(tmp_path, with_image: bool):
+    media = MediaStore(tmp_path / "src_media")
+    topics = ["apple orchard harvest", "ocean wave surfing", "mountain snow climbing", "desert camel caravan"]
+    queries = [Document(f"q{i}", [Text(t.split()[0] + " " + t.split()[1])]) for i, t in enumerate(topics)]
+    cands = []
+    for i, t in enumerate(topics):
+        segs = [Text(t + " story")]
+        if with_image:
+            segs += [media.put_image(random_image(8, 8, i)), media.put_image(random_image(8, 8, 10 + i))]
+        cands.append(Document(f"c{i}", segs))
+    pools = [PoolItem(f"p{i}", f"q{i}", "all", [c.id for c in cands], [f"c{i}"],
+                      meta={"length_bin": "0-1k" if i < 2 else "1k-2k"}) for i in range(4)]
+    pools.append(PoolItem("p4", "q0", "all", ["c0", "c1"], ["c0"], meta={"length_bin": "1k-2k"}))
+    ps = PoolSet(task="toy-task", task_version="1", queries=queries, candidates=cands, pools=pools)
+    write_poolset(ps, tmp_path / "ps", media_from=media.root)
+    return tmp_path / "ps"
+
+
+def test_export_poolset_runs_in_mteb_evaluate(tmp_path):
+    task = export_mteb_task(_toy_poolset(tmp_path, with_image=False))
+    assert task.metadata.eval_splits == ["0-1k", "1k-2k"] and task.metadata.type == "Retrieval"
+    task.load_data()
+    split = task.dataset["default"]["1k-2k"]
+    assert split["top_ranked"]["p4"] == ["c0", "c1"] and split["relevant_docs"]["p4"] == {"c0": 1}
+    res = mteb.evaluate(BagOfWords(), task, cache=None, show_progress_bar=False)
+    scores = res.task_results[0].scores
+    assert set(scores) == {"0-1k", "1k-2k"}
+    assert all(s[0]["ndcg_at_10"] == pytest.approx(1.0) for s in scores.values())
+
+
+def test_export_with_images_records_loss(tmp_path):
+    task = export_mteb_task(_toy_poolset(tmp_path, with_image=True))
+    assert task.metadata.modalities == ["text", "image"]
+    assert task.export_report["dropped_images"] == 4  # second image of each candidate
+    task.load_data()
+    corpus = task.dataset["default"]["0-1k"]["corpus"]
+    assert corpus[0]["image"].size == (8, 8)
+    res = mteb.evaluate(BagOfWords(modalities=("text", "image")), task, cache=None, show_progress_bar=False)
+    assert res.task_results[0].scores["0-1k"][0]["main_score"] == pytest.approx(1.0)
