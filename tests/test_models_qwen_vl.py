@@ -200,3 +200,13 @@ def test_reload_and_errors(dirs, gme, media, tmp_path):
         QwenVLEmbedder(PRESETS["vlm2vec-2b"], model_path=str(tmp_path / "lora"))
     with pytest.raises(ValueError, match="model-path"):
         load_model("rzen-embed")
+
+
+def test_registry_lists_every_adapter():
+    from mmbench.models.registry import model_specs
+
+    specs = {s.name: s for s in model_specs()}
+    for name in PRESETS:
+        assert specs[name].context == PRESETS[name].context
+        assert ("video" in specs[name].modalities) == PRESETS[name].video
+    assert {"openai-embeddings", "gemini-embedding"} <= set(specs)

@@ -89,3 +89,23 @@ register(ModelSpec("clip-vit-b-32", "mmbench.models.clip:DualEncoderModel", ("te
                    "OpenAI CLIP ViT-B/32 dual encoder", {"model_id": "openai/clip-vit-base-patch32"}))
 register(ModelSpec("siglip-base", "mmbench.models.clip:DualEncoderModel", ("text", "image"), 64,
                    "SigLIP base patch16-224 dual encoder", {"model_id": "google/siglip-base-patch16-224"}))
+
+# --- model adapters (issue 6): Qwen-VL family, API embedders; see mmbench/models/qwen_vl_presets.py -------
+for _name, _ctx, _mods, _desc in (
+    ("gme-2b", 32768, ("text", "image"), "GME-Qwen2-VL-2B (Alibaba-NLP), last-token, GME chat template"),
+    ("gme-7b", 32768, ("text", "image"), "GME-Qwen2-VL-7B (Alibaba-NLP), last-token, GME chat template"),
+    ("qwen3-vl-embedding-2b", 32768, ("text", "image", "video"), "Qwen3-VL-Embedding-2B, last-token, 1 fps video"),
+    ("qwen3-vl-embedding-8b", 32768, ("text", "image", "video"), "Qwen3-VL-Embedding-8B, last-token, 1 fps video"),
+    ("vlm2vec-2b", 32768, ("text", "image"), "VLM2Vec-Qwen2VL-2B (TIGER-Lab, V1), last-token, plain prompt"),
+    ("vlm2vec-v2", 32768, ("text", "image", "video"), "VLM2Vec-V2.0 (Qwen2-VL-2B), last-token, plain prompt"),
+    ("ops-mm-embedding-2b", 32768, ("text", "image"), "Ops-MM-embedding-v1-2B; GME-style template (unverified)"),
+    ("rzen-embed", 32768, ("text", "image"), "RzenEmbed (Qwen2-VL); GME-style template (unverified); --model-path"),
+    ("embed-rl", 32768, ("text", "image", "video"),
+     "Embed-RL (Qwen3-VL assumed); Qwen3-VL-Embedding template (unverified); --model-path"),
+):
+    register(ModelSpec(_name, "mmbench.models.qwen_vl:load_preset", _mods, _ctx, _desc, {"preset": _name}))
+register(ModelSpec("openai-embeddings", "mmbench.models.api_openai:OpenAIEmbeddingModel", ("text", "image"), 8191,
+                   "any OpenAI-compatible /v1/embeddings server (OpenAI, vLLM, ...); key from OPENAI_API_KEY",
+                   {"model": "text-embedding-3-small"}))
+register(ModelSpec("gemini-embedding", "mmbench.models.api_gemini:GeminiEmbeddingModel", ("text", "image"), 2048,
+                   "Gemini embedContent API; key from GEMINI_API_KEY", {"model": "gemini-embedding-001"}))
