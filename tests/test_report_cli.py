@@ -139,3 +139,35 @@ def test_report_without_optional_columns(tmp_path):
     assert run_cli(["report", str(path), "--out", str(out)]) == 0
     data = json.loads((out / "report.json").read_text())
     assert data["tasks"][0]["figures"] == {} and data["tasks"][0]["runs"][0]["micro"]["n"] == len(pq)
+
+
+def test_failed_items_are_left_out(tmp_path):
+    """Items the runner could not score (error message, NaN metrics) are excluded and counted."""
+    a = grounding_per_query(0)
+    b = grounding_per_query(1)
+    a["error"], b["error"] = None, None
+    metrics = ["precision_at_1", "precision_at_3", "precision_at_5", "recall_at_1", "recall_at_3", "recall_at_5",
+               "recall_at_10", "mrr_at_10", "mrr", "ndcg_at_10"]
+    a.loc[:4, metrics] = np.nan
+    a.loc[:4, "error"] = "q: encoding failed"
+    pa_, pb_ = write_run(tmp_path / "a", a, "model-a"), write_run(tmp_path / "b", b, "model-b")
+    out = tmp_path / "cmp"
+    assert run_cli(["compare", str(pa_), str(pb_), "--resamples", "200", "--out", str(out)]) == 0
+    data = json.loads((out / "compare.json").read_text())
+    assert data["n_items"] == len(a) - 5 and data["n_failed_excluded"] == 5
+    assert "left out" in (out / "compare.md").read_text()
+    assert run_cli(["report", str(pa_), "--out", str(tmp_path / "rep")]) == 0
+    rep = json.loads((tmp_path / "rep" / "report.json").read_text())
+    run = rep["tasks"][0]["runs"][0]
+    assert run["n_failed_excluded"] == 5 and run["micro"]["n"] == len(a) - 5
+
+
+def test_constant_scores_do_not_break_the_report(tmp_path):
+    pq = grounding_per_query(0)
+    text = pq["anchor_kind"] == "text"
+    pq.loc[text, "precision_at_1"] = 1.0
+    path = write_run(tmp_path / "a", pq, "model-a")
+    assert run_cli(["report", str(path), "--out", str(tmp_path / "rep")]) == 0
+    rep = json.loads((tmp_path / "rep" / "report.json").read_text())
+    entries = {e["rows"]: e for e in rep["tasks"][0]["positional_bias"]}
+    assert "constant" in entries["text anchor"]["error"] and "result" in entries["all"]

@@ -34,22 +34,45 @@ def check_same_pool_set(runs: Sequence[RunResults]) -> str:
     return hashes.pop()
 
 
-def aligned_frames(runs: Sequence[RunResults]) -> tuple[list[pd.DataFrame], list[str], bool]:
-    """Each run's per-query rows restricted to the items all runs share, in one item order.
+def failed_mask(per_query: pd.DataFrame) -> pd.Series:
+    """Items the runner could not score (an `error` message, or NaN metrics): statistics leave them out."""
+    mask = pd.Series(False, index=per_query.index)
+    if "error" in per_query.columns:
+        mask |= per_query["error"].notna()
+    metrics = [m for m in ("precision_at_1", "recall_at_1", "mrr") if m in per_query.columns]
+    if metrics:
+        mask |= per_query[metrics].isna().any(axis=1)
+    return mask
 
-    Returns the frames (index = item_id), the shared ids, and whether the runs' item sets were identical.
+
+def scored(per_query: pd.DataFrame) -> tuple[pd.DataFrame, int]:
+    """The scored items of one run and the number of failed items left out."""
+    mask = failed_mask(per_query)
+    return per_query[~mask], int(mask.sum())
+
+
+def aligned_frames(runs: Sequence[RunResults]) -> tuple[list[pd.DataFrame], list[str], bool, int]:
+    """Each run's per-query rows restricted to the items all runs share and scored, in one item order.
+
+    Returns the frames (index = item_id), the shared ids, whether the runs' item sets were identical,
+    and how many shared items were left out because some run failed on them.
     """
-    id_sets = [set(run.per_query["item_id"].astype(str)) for run in runs]
+    id_sets, ok_sets = [], []
     for run in runs:
-        if run.per_query["item_id"].duplicated().any():
+        pq = run.per_query
+        if pq["item_id"].duplicated().any():
             raise ValueError(f"{run.root or run.model_name}: duplicate item_id in per_query")
-    shared = sorted(set.intersection(*id_sets))
+        ids = pq["item_id"].astype(str)
+        id_sets.append(set(ids))
+        ok_sets.append(set(ids[~failed_mask(pq)]))
+    common = set.intersection(*id_sets)
+    shared = sorted(common & set.intersection(*ok_sets))
     if not shared:
-        raise PoolSetMismatch("the runs share no evaluation items (item_id)")
+        raise PoolSetMismatch("the runs share no scored evaluation items (item_id)")
     identical = all(s == id_sets[0] for s in id_sets)
     frames = [run.per_query.assign(item_id=run.per_query["item_id"].astype(str)).set_index("item_id").loc[shared]
               for run in runs]
-    return frames, shared, identical
+    return frames, shared, identical, len(common) - len(shared)
 
 
 def hit_at_1(frame: pd.DataFrame) -> np.ndarray:

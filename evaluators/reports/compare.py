@@ -33,7 +33,7 @@ def compare_runs(runs: Sequence[RunResults], *, metric: str = "precision_at_1", 
     if len(runs) < 2:
         raise ValueError("compare needs at least two runs")
     content_hash = check_same_pool_set(runs)
-    frames, shared, identical = aligned_frames(runs)
+    frames, shared, identical, n_failed = aligned_frames(runs)
     for frame, run in zip(frames, runs):
         if metric not in frame.columns:
             raise ValueError(f"{run.root or run.model_name}: per-query metric {metric!r} is missing")
@@ -68,7 +68,7 @@ def compare_runs(runs: Sequence[RunResults], *, metric: str = "precision_at_1", 
     return {
         "kind": "mmbench.compare",
         "task": runs[0].task, "content_hash": content_hash,
-        "n_items": len(shared), "items_identical": identical,
+        "n_items": len(shared), "items_identical": identical, "n_failed_excluded": n_failed,
         "settings": {"metric": metric, "resamples": resamples, "ci_resamples": ci_resamples, "seed": seed, "alpha": alpha,
                      "ci_method": "percentile bootstrap, seeded numpy Generator", "effect_size": EFFECT_SIZE_KIND,
                      "mcnemar": "R@1 hit per item; exact binomial when b + c < 25, else chi2 with continuity correction",
@@ -83,7 +83,9 @@ def comparison_markdown(data: dict[str, Any]) -> str:
     metric = s["metric"]
     lines = [f"# mmbench compare: {data['task']}", "",
              f"Pool set `{data['content_hash']}`; {data['n_items']} paired items"
-             + ("" if data["items_identical"] else " (the items all runs share; the runs' item sets differ)") + ".",
+             + ("" if data["items_identical"] else " (the items all runs share; the runs' item sets differ)")
+             + (f"; {data['n_failed_excluded']} items some run failed to score are left out" if data["n_failed_excluded"] else "")
+             + ".",
              f"Significance level α = {s['alpha']}; {s['correction']}.", ""]
     lines += ["## Averages", "",
               "Micro = mean over items; macro = mean of the per-subset means. "

@@ -50,7 +50,7 @@ def heatmap_figure(heatmaps: Sequence[dict[str, Any]], path: Path, metric: str, 
     finite = [v for h in heatmaps for row in h["values"] for v in row if v is not None and math.isfinite(v)]
     vmax = max(finite) if finite and max(finite) > 0 else 1.0
     fig, axes = plt.subplots(len(models), len(anchors), squeeze=False, layout="constrained",
-                             figsize=(2.0 + 1.0 * max(len(h["lengths"]) for h in heatmaps) * len(anchors), 0.6 + 2.6 * len(models)))
+                             figsize=(2.0 + 0.8 * max(len(h["lengths"]) for h in heatmaps) * len(anchors), 0.6 + 2.6 * len(models)))
     drawn, image = [], None
     for r, model in enumerate(models):
         for c, anchor in enumerate(anchors):

@@ -16,7 +16,7 @@ from mmbench.evaluators.stats.robustness import MODALITIES, THRESHOLDS
 from mmbench.results import RunResults
 
 from . import figures
-from .common import CI_METRICS, averages, fmt, fmt_p, md_table, run_labels
+from .common import CI_METRICS, averages, fmt, fmt_p, md_table, run_labels, scored
 
 HEATMAP_METRIC = "precision_at_5"   # the seed's heatmaps are P@5
 
@@ -115,7 +115,7 @@ def positional_numbers(pq: pd.DataFrame, label: str, metric: str) -> list[dict[s
         try:
             entry["result"] = positional_bias_lmm(part, score=metric).to_dict()
         except Exception as exc:  # a report keeps going; the JSON says why this fit is missing
-            entry["error"] = f"{type(exc).__name__}: {exc}"
+            entry["error"] = f"not fitted: {exc}" if isinstance(exc, ValueError) else f"{type(exc).__name__}: {exc}"
         out.append(entry)
     return out
 
@@ -128,7 +128,7 @@ def report_numbers(runs: Sequence[RunResults], *, metric: str = "precision_at_1"
     labelled = [(label, run) for task_runs in by_task.values() for label, run in zip(run_labels(task_runs), task_runs)]
     tasks: dict[str, dict[str, Any]] = {}
     for label, run in labelled:
-        pq = run.per_query
+        pq, n_failed = scored(run.per_query)
         for col in (metric, heatmap_metric):
             if col not in pq.columns:
                 raise ValueError(f"{run.root or label}: per-query metric {col!r} is missing")
@@ -140,7 +140,7 @@ def report_numbers(runs: Sequence[RunResults], *, metric: str = "precision_at_1"
         ci = {m: bootstrap_ci(pq[m].to_numpy(dtype=float), resamples=ci_resamples, seed=seed).to_dict()
               for m in dict.fromkeys([*CI_METRICS, metric]) if m in pq.columns}
         t["runs"].append({"label": label, "model": run.info.get("model", {}), "content_hash": run.content_hash,
-                          "root": str(run.root) if run.root else None, "micro": avg["micro"], "macro": avg["macro"],
+                          "root": str(run.root) if run.root else None, "n_failed_excluded": n_failed, "micro": avg["micro"], "macro": avg["macro"],
                           "subsets": avg["subsets"], "bootstrap_ci": ci})
         t["positional_bias"] += positional_numbers(pq, label, metric)
         t["heatmaps"] += heatmap_numbers(pq, label, heatmap_metric)
@@ -191,7 +191,9 @@ def report_markdown(data: dict[str, Any]) -> str:
         figs = t.get("figures", {})
         lines += [f"## Task `{t['task']}`", "", "Pool set(s): " + ", ".join(f"`{h}`" for h in t["content_hashes"]), ""]
         ci_names = list(t["runs"][0]["bootstrap_ci"])
-        lines += ["### Averages", "", "Micro = mean over items; macro = mean of the per-subset means.", "",
+        failed = [f"{r['label']}: {r['n_failed_excluded']}" for r in t["runs"] if r["n_failed_excluded"]]
+        lines += ["### Averages", "", "Micro = mean over items; macro = mean of the per-subset means."
+                  + (f" Items the runner failed to score are left out ({', '.join(failed)})." if failed else ""), "",
                   md_table(["model", "items", f"{metric} micro", f"{metric} macro (subsets)"]
                            + [f"{m} [95 % CI]" for m in ci_names],
                            [[r["label"], r["micro"]["n"], fmt(r["micro"].get(metric)),

@@ -154,6 +154,9 @@ def positional_bias_lmm(df: pd.DataFrame, *, score: str = "precision_at_1", dept
     depth_levels = sorted(float(v) for v in data["_dnum"].unique())
     if len(depth_levels) < 2:
         raise ValueError("positional_bias_lmm: need at least two depth levels")
+    if data["_y"].nunique() < 2:
+        raise ValueError(f"positional_bias_lmm: {score} is constant ({data['_y'].iloc[0]:g}) on all "
+                         f"{len(data)} rows; there is no variation to model")
     labels = [_depth_label(d) for d in depth_levels]
     data["_depth"] = pd.Categorical(data["_dnum"].map(_depth_label), categories=labels)
     length_levels: list[str] = []
