@@ -102,8 +102,6 @@ def _sort_key(v: Any) -> tuple[int, Any]:
 def summary_json(task: str, task_version: str, content_hash: str, model_identity: dict[str, Any],
                  per_query: pd.DataFrame, run_info: dict[str, Any], evaluation_time: float) -> dict[str, Any]:
     """The aggregate JSON in mteb's TaskResult layout, with mmbench's own block beside it."""
-    import mteb
-
     scores = []
     for row in aggregate(per_query):
         entry = {"hf_subset": row.group, "languages": ["eng-Latn"], "main_score": row.metrics.get(MAIN_METRIC, float("nan")),
@@ -113,13 +111,23 @@ def summary_json(task: str, task_version: str, content_hash: str, model_identity
     return {
         "dataset_revision": content_hash,
         "task_name": task,
-        "mteb_version": mteb.__version__,
+        "mteb_version": _mteb_version(),
         "scores": {"test": scores},
         "evaluation_time": evaluation_time,
         "kg_co2_emissions": None,
         "mmbench": {"task": task, "task_version": task_version, "content_hash": content_hash,
                     "model": model_identity, "main_metric": MAIN_METRIC, **run_info},
     }
+
+
+def _mteb_version() -> str:
+    """The installed mteb's version, read from package metadata (importing mteb takes seconds)."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("mteb")
+    except PackageNotFoundError:
+        return "2.0.0"
 
 
 def write_results(out: Path, per_query: pd.DataFrame, seen: pd.DataFrame, summary: dict[str, Any]) -> Path:

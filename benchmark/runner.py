@@ -183,7 +183,9 @@ def run_poolset(ps: PoolSet, model: EmbeddingModel, options: RunOptions) -> tupl
     stats = EncodeStats()
     model.fit(c_docs, ps.media if ps.root is not None else None)
     c_vecs, c_seen = encode_documents(c_docs, "document", model, ps, options, stats)
+    document_seconds = stats.seconds
     q_vecs, q_seen = encode_documents(q_docs, "query", model, ps, options, stats)
+    query_seconds = stats.seconds - document_seconds
 
     start = time.perf_counter()
     rows = [_score_item(p, q_vecs, c_vecs, model.card.similarity, options.seed, stats.failures) for p in items]
@@ -203,6 +205,7 @@ def run_poolset(ps: PoolSet, model: EmbeddingModel, options: RunOptions) -> tupl
         "documents_truncated": int(sum(v["truncated"] for v in list(c_seen.values()) + list(q_seen.values()))),
         "encode": {"documents": stats.documents, "distinct_views": stats.distinct_views, "cache_hits": stats.cache_hits,
                    "encoded": stats.encoded, "batches": stats.batches, "seconds": round(stats.seconds, 3),
+                   "document_seconds": round(document_seconds, 3), "query_seconds": round(query_seconds, 3),
                    "batch_tokens": options.batch_tokens},
         "scoring_seconds": round(scoring_seconds, 3),
         "tie_break": f"scores rounded to {SCORE_DECIMALS} decimals; ties ordered by a permutation seeded from (seed={options.seed}, item id)",

@@ -5,8 +5,9 @@ and depth, a cell holds one haystack per needle of that kind, each with its own 
 that depth. Each query is ranked against the candidates of its own cell only, so the four
 look-alikes of its family are always among its distractors.
 
-The haystack of (kind, background, length, needle) is the same at every depth: only the
-insertion point moves, which isolates the depth effect.
+All needles of one look-alike family share one haystack per (kind, background, length), so
+target and look-alike distractors differ only in their anchor; the haystack is also the same
+at every depth (only the insertion point moves), which isolates the depth effect.
 """
 from __future__ import annotations
 
@@ -157,19 +158,19 @@ def assemble(needles: Sequence[Needle], background: Background, counter: Unified
             queries.append(Document(id=f"q-{nd.id}", segments=[Text(nd.query)], tokens=counter.text(nd.query),
                                     meta={"needle_id": nd.id, "anchor_kind": kind, "family": nd.family,
                                           "entity": nd.entity}))
-    by_id = {nd.id: nd for nd in needles}
     cells = [(k, b, L) for k in params.kinds for b in params.backgrounds for L in params.lengths]
     for kind, bg, length in tqdm(cells, desc="build cells", disable=not progress):
         cell_needles = select_needles(needles, kind, params.needles_per_kind)
-        units_by_needle = {}
-        for nd in cell_needles:
-            anchor_cost = counter.segment(anchors[nd.id])
-            rng = _rng(seed, kind, bg, length, nd.id)
-            units_by_needle[nd.id] = background_units(background, bg, length - anchor_cost, length, rng)
+        # One haystack per look-alike family: a family's candidates differ only in their anchor.
+        units_by_family = {}
+        for family in dict.fromkeys(nd.family for nd in cell_needles):
+            anchor_cost = max(counter.segment(anchors[nd.id]) for nd in cell_needles if nd.family == family)
+            rng = _rng(seed, kind, bg, length, family)
+            units_by_family[family] = background_units(background, bg, length - anchor_cost, length, rng)
         for depth in params.depths:
             cell_ids = []
             for nd in cell_needles:
-                doc = place_anchor(units_by_needle[nd.id], anchors[nd.id], depth, background, counter)
+                doc = place_anchor(units_by_family[nd.family], anchors[nd.id], depth, background, counter)
                 doc.id = f"vg-{kind}-{bg}-{length_label(length)}-d{round(depth * 100):03d}-{nd.id}"
                 doc.meta.update({"length_bin": length_label(length), "length_tokens": length, "depth": depth,
                                  "anchor_kind": kind, "background_modality": bg, "needle_id": nd.id,
@@ -181,7 +182,7 @@ def assemble(needles: Sequence[Needle], background: Background, counter: Unified
                     id=f"{kind}/{bg}/{length_label(length)}/d{round(depth * 100):03d}/{nd.id}", query_id=f"q-{nd.id}",
                     subset=f"{kind}_anchor/{bg}_background", candidate_ids=list(cell_ids), relevant_ids=[cid],
                     meta={"length_bin": length_label(length), "length_tokens": length, "depth": depth,
-                          "anchor_kind": kind, "background_modality": bg, "needle_id": by_id[nd.id].id,
+                          "anchor_kind": kind, "background_modality": bg, "needle_id": nd.id,
                           "family": nd.family}))
     return PoolSet(task=TASK_NAME, task_version=TASK_VERSION, queries=queries, candidates=candidates, pools=pools,
                    seed=seed)

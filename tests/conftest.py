@@ -1,0 +1,46 @@
+"""Shared fixtures: small pool sets built once per session, an isolated MMBENCH_HOME."""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+
+
+@pytest.fixture(autouse=True)
+def _isolated_home(tmp_path_factory, monkeypatch):
+    """Never touch the user's ~/.cache/mmbench from a test."""
+    monkeypatch.setenv("MMBENCH_HOME", str(tmp_path_factory.getbasetemp() / "mmbench_home"))
+
+
+@pytest.fixture(scope="session")
+def vg_small(tmp_path_factory) -> Path:
+    """Visual Grounding sample: 2 length bins, all depths and backgrounds, 10 needles per kind."""
+    from mmbench.tasks import get_task
+
+    out = tmp_path_factory.mktemp("vg") / "vg_small"
+    get_task("visual_grounding").build("sample", out, seed=0, lengths=(256, 2048), needles_per_kind=10,
+                                       progress=False)
+    return out
+
+
+@pytest.fixture(scope="session")
+def vg_tiny(tmp_path_factory) -> Path:
+    """Visual Grounding sample reduced to one bin, text backgrounds, text anchors: 60 candidates."""
+    from mmbench.tasks import get_task
+
+    out = tmp_path_factory.mktemp("vg") / "vg_tiny"
+    get_task("visual_grounding").build("sample", out, seed=0, lengths=(256,), backgrounds=("text",),
+                                       kinds=("text",), needles_per_kind=10, progress=False)
+    return out
+
+
+@pytest.fixture(scope="session")
+def minilm():
+    from mmbench.models.registry import load_model
+
+    return load_model("minilm")

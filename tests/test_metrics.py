@@ -1,0 +1,39 @@
+import numpy as np
+import pytest
+import pytrec_eval
+
+from mmbench.evaluators.metrics import item_metrics
+
+TREC = {"P_1": "precision_at_1", "P_5": "precision_at_5", "recall_1": "recall_at_1", "recall_5": "recall_at_5",
+        "recall_10": "recall_at_10", "ndcg_cut_10": "ndcg_at_10", "recip_rank": "mrr"}
+
+
+def test_metrics_agree_with_pytrec_eval():
+    rng = np.random.default_rng(0)
+    qrels, run, ours = {}, {}, {}
+    for q in range(60):
+        n = int(rng.integers(5, 30))
+        cands = [f"d{q}_{i}" for i in range(n)]
+        rel = set(rng.choice(cands, size=int(rng.integers(1, 4)), replace=False))
+        ranked = list(rng.permutation(cands))
+        qrels[f"q{q}"] = {c: int(c in rel) for c in cands}
+        # strictly decreasing scores so pytrec_eval's tie handling plays no part
+        run[f"q{q}"] = {c: float(n - i) for i, c in enumerate(ranked)}
+        ours[f"q{q}"] = item_metrics(ranked, rel)
+    measures = {"P_1", "P_5", "recall_1", "recall_5", "recall_10", "ndcg_cut_10", "recip_rank"}
+    theirs = pytrec_eval.RelevanceEvaluator(qrels, measures).evaluate(run)
+    for q, m in theirs.items():
+        for trec_name, name in TREC.items():
+            assert ours[q][name] == pytest.approx(m[trec_name], abs=1e-9), (q, name)
+
+
+def test_mrr_at_10_cuts_off():
+    ranked = [f"c{i}" for i in range(20)]
+    assert item_metrics(ranked, ["c10"])["mrr_at_10"] == 0.0
+    assert item_metrics(ranked, ["c10"])["mrr"] == pytest.approx(1 / 11)
+    assert item_metrics(ranked, ["c9"])["mrr_at_10"] == pytest.approx(0.1)
+
+
+def test_empty_relevance_is_rejected():
+    with pytest.raises(ValueError):
+        item_metrics(["a"], [])

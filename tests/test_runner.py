@@ -1,0 +1,133 @@
+"""Runner: encode-once, cache and resume, failures reported, token-budget batches, tie-breaking."""
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from mmbench.batching import fixed_size_batches, padding_ratio, token_budget_batches
+from mmbench.poolset import load_poolset
+from mmbench.runner import RunOptions, rank, run_poolset
+from toy_models import HashingModel
+
+
+def test_token_budget_batches_respect_budget_and_cover_everything():
+    rng = np.random.default_rng(0)
+    lengths = list(rng.integers(1, 500, size=300))
+    batches = token_budget_batches(lengths, budget=2000, max_batch_size=32)
+    assert sorted(i for b in batches for i in b) == list(range(300))
+    for b in batches:
+        assert len(b) <= 32
+        assert max(lengths[i] for i in b) * len(b) <= 2000 or len(b) == 1
+    assert padding_ratio(lengths, batches) < padding_ratio(lengths, fixed_size_batches(300, 16))
+
+
+def test_ties_are_broken_by_a_seeded_permutation_not_by_id():
+    ids = [f"c{i}" for i in range(10)]
+    scores = np.zeros(10)
+    firsts = {ids[rank(f"item{k}", ids, scores, seed=0)[0]] for k in range(60)}
+    assert len(firsts) > 5  # each item gets its own order
+    assert list(rank("x", ids, scores, 0)) == list(rank("x", ids, scores, 0))
+    assert rank("x", ids, np.arange(10.0), 0)[0] == 9
+
+
+def test_each_distinct_document_is_encoded_once_and_cached(vg_tiny, tmp_path):
+    ps = load_poolset(vg_tiny)
+    model = HashingModel()
+    opts = RunOptions(cache_dir=tmp_path / "cache", progress=False, batch_tokens=4096)
+    pq1, seen1, info1 = run_poolset(ps, model, opts)
+    assert info1["encode"]["encoded"] == info1["encode"]["distinct_views"] == len(ps.candidates) + len(ps.queries)
+    model2 = HashingModel()
+    pq2, seen2, info2 = run_poolset(ps, model2, opts)
+    assert model2.calls == [] and info2["encode"]["cache_hits"] == len(ps.candidates) + len(ps.queries)
+    pd.testing.assert_frame_equal(pq1, pq2)
+    # a different setting is a different cache key
+    model3 = HashingModel(dim=32)
+    run_poolset(ps, model3, opts)
+    assert sum(model3.calls) > 0
+
+
+def test_no_cache_option(vg_tiny, tmp_path):
+    ps = load_poolset(vg_tiny)
+    opts = RunOptions(cache_dir=tmp_path / "cache", use_cache=False, progress=False)
+    run_poolset(ps, HashingModel(), opts)
+    assert not (tmp_path / "cache").exists()
+
+
+def test_corrupt_and_missing_media_fail_only_their_items(vg_small, tmp_path):
+    ps_dir = tmp_path / "ps"
+    shutil.copytree(vg_small, ps_dir)
+    ps = load_poolset(ps_dir)
+    cand = next(c for c in ps.candidates if c.meta["anchor_kind"] == "image" and c.meta["background_modality"] == "text"
+                and c.meta["length_bin"] == "256" and c.meta["depth"] == 0.0)
+    ref = next(s.ref for s in cand.segments if s.kind == "image")
+    (ps_dir / "media" / ref).write_bytes(b"not an image")
+    other = next(c for c in ps.candidates if c.meta["background_modality"] == "image" and c.meta["length_bin"] == "2k")
+    other_ref = next(s.ref for s in other.segments if s.kind == "image" and s.ref != ref)
+    (ps_dir / "media" / other_ref).unlink()
+    per_query, _, info = run_poolset(ps, HashingModel(), RunOptions(progress=False, use_cache=False))
+    failed = per_query[per_query["error"].notna()]
+    assert info["n_failed_items"] == len(failed) > 0
+    assert any(str(ps_dir / "media" / ref) in e and cand.id in e and "corrupt" in e for e in failed["error"])
+    assert any("missing media file" in e and other_ref in e for e in failed["error"])
+    ok = per_query[per_query["error"].isna()]
+    # the corrupt file is a shared image anchor, so every cell holding it fails; the others do not
+    assert len(ok) > 0 and ok["precision_at_1"].notna().all()
+    assert set(failed["anchor_kind"]) == {"image"} or failed["error"].str.contains(other_ref).any()
+
+
+def test_text_model_reports_unseen_images(vg_small):
+    ps = load_poolset(vg_small)
+    model = HashingModel(modalities=("text",))
+    _, seen, info = run_poolset(ps, model, RunOptions(progress=False, use_cache=False, limit=100))
+    assert info["documents_with_unseen_modalities"] > 0
+    img_rows = seen[seen["unseen_images"] > 0]
+    assert (img_rows["unseen_modalities"].map(list) == pd.Series([["image"]] * len(img_rows), index=img_rows.index)).all()
+
+
+def test_limit_is_a_deterministic_spread(vg_small):
+    ps = load_poolset(vg_small)
+    a, _, _ = run_poolset(ps, HashingModel(), RunOptions(progress=False, use_cache=False, limit=50))
+    b, _, _ = run_poolset(ps, HashingModel(), RunOptions(progress=False, use_cache=False, limit=50))
+    assert list(a["item_id"]) == list(b["item_id"]) and len(a) == 50
+    assert a["subset"].nunique() > 2
+
+
+def _run_cli(args, env, **kw):
+    return subprocess.Popen([sys.executable, "-m", "mmbench", *args], env=env, stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True, **kw)
+
+
+def test_sigkill_midway_then_resume_gives_identical_results(vg_tiny, tmp_path):
+    env = {**os.environ, "MMBENCH_HOME": str(tmp_path / "home")}
+    base = ["run", "--task", "visual_grounding", "--model", "minilm", "--data", str(vg_tiny), "--quiet",
+            "--batch-tokens", "600"]
+    cache = tmp_path / "cache"
+    proc = _run_cli([*base, "--cache-dir", str(cache), "--output", str(tmp_path / "killed")], env)
+    deadline = time.time() + 240
+    while time.time() < deadline and len(list(cache.rglob("*.npz"))) < 8 and proc.poll() is None:
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    stored = len(list(cache.rglob("*.npz")))
+    assert stored >= 8 and not list(cache.rglob("*.tmp")) or stored >= 8
+    resumed = _run_cli([*base, "--cache-dir", str(cache), "--output", str(tmp_path / "resumed")], env)
+    out, _ = resumed.communicate(timeout=300)
+    assert resumed.returncode == 0, out
+    fresh = _run_cli([*base, "--cache-dir", str(tmp_path / "cache2"), "--output", str(tmp_path / "fresh")], env)
+    out2, _ = fresh.communicate(timeout=300)
+    assert fresh.returncode == 0, out2
+    a = pd.read_parquet(tmp_path / "resumed" / "per_query.parquet")
+    b = pd.read_parquet(tmp_path / "fresh" / "per_query.parquet")
+    assert list(a["ranked_ids"].map(list)) == list(b["ranked_ids"].map(list))
+    np.testing.assert_allclose(np.concatenate(a["scores"].to_list()), np.concatenate(b["scores"].to_list()), atol=1e-6)
+    import json
+
+    info = json.loads((tmp_path / "resumed" / "results.json").read_text())["mmbench"]["encode"]
+    assert info["cache_hits"] >= stored  # nothing stored before the kill was encoded again

@@ -1,0 +1,78 @@
+import random
+
+import pytest
+
+from mmbench.documents import Image, Text, Video
+from mmbench.tokens import UnifiedTokenCounter, image_tokens
+from mmbench.truncation import middle_truncate
+
+
+@pytest.fixture(scope="module")
+def tok():
+    return UnifiedTokenCounter.default().tokenizer
+
+
+def _count(segments, tok):
+    return sum(len(tok.encode(s.text)) if isinstance(s, Text) else
+               image_tokens(s.width, s.height) * (len(s.frames) if isinstance(s, Video) else 1) for s in segments)
+
+
+def test_fits_untouched(tok):
+    segs = [Text("short text"), Image("a", 64, 64)]
+    kept, rep = middle_truncate(segs, 100, tok, image_tokens)
+    assert kept == segs and not rep.truncated
+
+
+def test_keeps_head_and_tail_text(tok):
+    words = [f"w{i}" for i in range(400)]
+    text = " ".join(words)
+    kept, rep = middle_truncate([Text(text)], 40, tok, image_tokens)
+    assert rep.truncated and rep.tokens_after <= 40
+    assert len(kept) == 2
+    assert kept[0].text.startswith("w0 w1") and kept[1].text.rstrip().endswith("w399")
+    assert rep.cut_text_tokens == len(tok.encode(text)) - rep.tokens_after
+
+
+def test_images_are_dropped_whole_and_reported(tok):
+    segs = [Text("head"), *[Image(f"i{k}", 64, 64) for k in range(10)], Text("tail")]  # 4 tokens per image
+    kept, rep = middle_truncate(segs, 14, tok, image_tokens)
+    assert kept[0] == Text("head") and kept[-1] == Text("tail")
+    n_images = sum(isinstance(s, Image) for s in kept)
+    assert rep.dropped_images == 10 - n_images
+    assert rep.tokens_after <= 14
+    # reading order is preserved: head images come from the start, tail images from the end
+    refs = [s.ref for s in kept if isinstance(s, Image)]
+    assert refs == sorted(refs, key=lambda r: int(r[1:]))
+    assert refs[0] == "i0" and refs[-1] == "i9"
+
+
+def test_video_keeps_first_and_last_frames(tok):
+    video = Video(tuple(f"f{k}" for k in range(20)), 1.0, 64, 64)  # 4 tokens per frame
+    kept, rep = middle_truncate([video], 4 * 6, tok, image_tokens)
+    frames = [f for s in kept for f in s.frames]
+    assert frames == ["f0", "f1", "f2", "f17", "f18", "f19"]
+    assert rep.dropped_frames == 14
+
+
+def test_random_documents_respect_budget_and_order(tok):
+    rng = random.Random(7)
+    for trial in range(40):
+        segs = []
+        for k in range(rng.randint(1, 8)):
+            r = rng.random()
+            if r < 0.5:
+                segs.append(Text(" ".join(f"t{trial}x{k}y{j}" for j in range(rng.randint(0, 60)))))
+            elif r < 0.8:
+                segs.append(Image(f"img{k}", rng.choice([32, 64, 128]), 64))
+            else:
+                segs.append(Video(tuple(f"v{k}f{j}" for j in range(rng.randint(1, 6))), 1.0, 64, 64))
+        budget = rng.randint(0, 150)
+        kept, rep = middle_truncate(segs, budget, tok, image_tokens)
+        assert rep.tokens_after <= max(budget, _count(segs, tok))
+        if rep.truncated:
+            assert rep.tokens_after <= budget
+            # re-tokenising the kept text may merge at most a token at each cut
+            assert _count(kept, tok) <= budget + 2
+        media = [s.ref for s in segs if isinstance(s, Image)]
+        kept_media = [s.ref for s in kept if isinstance(s, Image)]
+        assert kept_media == [m for m in media if m in kept_media]
