@@ -73,6 +73,8 @@ def test_compare_refuses_different_pool_sets(grounding_runs, tmp_path, capsys):
     err = capsys.readouterr().err
     assert "content hash" in err and "hash-bbbb" in err
     assert run_cli(["compare", str(paths[0])]) == 2
+    assert run_cli(["compare", str(paths[0]), str(paths[1]), "--metric", "no_such_metric"]) == 2
+    assert run_cli(["report", str(paths[0]), "--metric", "no_such_metric", "--out", str(tmp_path / "r")]) == 2
     assert run_cli(["compare", str(paths[0]), str(tmp_path / "missing")]) == 2
 
 

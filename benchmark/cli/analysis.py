@@ -50,6 +50,13 @@ def _load(paths: Sequence[Path]):
     return runs
 
 
+def _check_metrics(runs, *metrics: str) -> None:
+    for run in runs:
+        for metric in metrics:
+            if metric not in run.per_query.columns:
+                raise CLIError(f"{run.root}: no per-query column {metric!r} (choose a metric column of per_query.parquet)")
+
+
 def _check_resamples(*values: int) -> None:
     if any(v < 1 for v in values):
         raise CLIError("resample counts must be positive")
@@ -62,6 +69,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
         raise CLIError("compare needs two or more results folders")
     _check_resamples(args.resamples, args.ci_resamples)
     runs = _load(args.results)
+    _check_metrics(runs, args.metric)
     try:
         _, markdown = write_comparison(runs, args.out, metric=args.metric, resamples=args.resamples,
                                        ci_resamples=args.ci_resamples, seed=args.seed, alpha=args.alpha)
@@ -78,6 +86,7 @@ def cmd_report(args: argparse.Namespace) -> int:
 
     _check_resamples(args.ci_resamples)
     runs = _load(args.results)
+    _check_metrics(runs, args.metric, args.heatmap_metric)
     write_report(runs, args.out, metric=args.metric, heatmap_metric=args.heatmap_metric,
                  ci_resamples=args.ci_resamples, seed=args.seed)
     print(f"wrote {args.out / 'report.md'}, {args.out / 'report.json'} and figures in {args.out / 'figures'}")
