@@ -95,9 +95,11 @@ def encode_documents(docs: Sequence[Document], role: Role, model: EmbeddingModel
     results: dict[str, Any] = {}
     for batch in tqdm(batches, desc=f"encode {role}s", unit="batch", disable=not options.progress or not batches):
         views = [pending[keys[i]][0] for i in batch]
-        for k, vec in zip((keys[i] for i in batch), _encode_batch(model, views, role, ps, stats)):
+        for k, (vec, info) in zip((keys[i] for i in batch), _encode_batch(model, views, role, ps, stats)):
             if vec is not None:
                 results[k] = vec
+                if info:  # the adapter's own account of what it fed the model (exact token count, drops)
+                    pending[k][1]["model_info"] = info
         stats.batches += 1
     doc_hash_to_view = {h: vh for vh, (_, _, hashes) in pending.items() for h in hashes}
     for h, group in by_hash.items():
@@ -119,18 +121,21 @@ def encode_documents(docs: Sequence[Document], role: Role, model: EmbeddingModel
 
 
 def _encode_batch(model: EmbeddingModel, views: list[Document], role: Role, ps: PoolSet,
-                  stats: EncodeStats) -> list[Any]:
+                  stats: EncodeStats) -> list[tuple[Any, dict[str, Any] | None]]:
+    """(vector, adapter info) per view; (None, None) for a view that failed."""
     media = ps.media if ps.root is not None else None
     try:
         out = _as_rows(model.encode(views, role, media), len(views))
         stats.encoded += len(views)
-        return out
     except Exception as exc:  # isolate the failing documents instead of losing the batch
         if len(views) == 1:
             stats.failures[views[0].id] = f"{type(exc).__name__}: {exc}"
             log.error("encoding %s %s failed: %s", role, views[0].id, exc)
-            return [None]
+            return [(None, None)]
         return [_encode_batch(model, [v], role, ps, stats)[0] for v in views]
+    info = getattr(model, "last_encode_info", None)
+    infos = info if isinstance(info, list) and len(info) == len(views) else [None] * len(views)
+    return list(zip(out, infos))
 
 
 def _as_rows(matrix: Any, n: int) -> list[Any]:
@@ -191,7 +196,7 @@ def run_poolset(ps: PoolSet, model: EmbeddingModel, options: RunOptions) -> tupl
     rows = [_score_item(p, q_vecs, c_vecs, model.card.similarity, options.seed, stats.failures) for p in items]
     scoring_seconds = time.perf_counter() - start
     per_query = pd.DataFrame(rows)
-    seen = pd.DataFrame([{"doc_id": k, "role": role, **v} for role, recs in (("query", q_seen), ("document", c_seen))
+    seen = pd.DataFrame([{"doc_id": k, "role": role, **_flat(v)} for role, recs in (("query", q_seen), ("document", c_seen))
                          for k, v in sorted(recs.items())])
     failed = per_query[per_query["error"].notna()] if len(per_query) else per_query
     run_info = {
@@ -211,6 +216,13 @@ def run_poolset(ps: PoolSet, model: EmbeddingModel, options: RunOptions) -> tupl
         "tie_break": f"scores rounded to {SCORE_DECIMALS} decimals; ties ordered by a permutation seeded from (seed={options.seed}, item id)",
     }
     return per_query, seen, run_info
+
+
+def _flat(record: dict[str, Any]) -> dict[str, Any]:
+    """A seen record as table columns; the adapter's free-form info becomes a JSON string."""
+    out = dict(record)
+    out["model_info"] = json.dumps(out["model_info"], sort_keys=True, default=str) if out.get("model_info") else None
+    return out
 
 
 def _score_item(p: PoolItem, q_vecs: dict[str, Any], c_vecs: dict[str, Any], similarity: str, seed: int,

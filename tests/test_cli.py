@@ -1,0 +1,92 @@
+"""The command line as a user meets it: listing, building, running, showing, and its errors."""
+import json
+
+import pytest
+
+from mmbench.cli import main
+
+
+def test_list_tasks_and_models(capsys):
+    assert main(["list", "tasks"]) == 0
+    out = capsys.readouterr().out
+    assert "visual_grounding" in out
+    assert main(["list", "models"]) == 0
+    out = capsys.readouterr().out
+    for name in ("minilm", "bm25", "clip-vit-b-32", "gme-2b"):
+        assert name in out
+    assert "text" in out and "256" in out
+
+
+@pytest.mark.parametrize("argv,needle", [
+    (["run", "--task", "nope", "--model", "minilm"], "unknown task"),
+    (["run", "--task", "visual_grounding", "--model", "no-such-model", "--data", "{vg}"], "unknown model"),
+    (["run", "--task", "visual_grounding", "--model", "minilm", "--data", "/nonexistent/ps"], "does not exist"),
+    (["build", "--task", "visual_grounding", "--source", "nowhere"], "has no source"),
+    (["build", "--task", "visual_grounding", "--param", "noequals"], "KEY=VALUE"),
+    (["show", "/nonexistent/results"], "does not exist"),
+])
+def test_user_errors_exit_2_with_a_clear_message(argv, needle, capsys, vg_tiny):
+    argv = [a.replace("{vg}", str(vg_tiny)) for a in argv]
+    assert main(argv) == 2
+    assert needle in capsys.readouterr().err
+
+
+def test_bad_argument_is_argparse_error(capsys):
+    with pytest.raises(SystemExit) as exc:
+        main(["run", "--task"])
+    assert exc.value.code == 2
+
+
+def test_build_real_source_without_paths_is_explained(tmp_path, capsys):
+    code = main(["build", "--task", "visual_grounding", "--source", "real", "--out", str(tmp_path / "x")])
+    assert code == 1
+    assert "needs parameters" in capsys.readouterr().err
+
+
+def test_run_and_show(vg_tiny, tmp_path, capsys):
+    out = tmp_path / "res"
+    assert main(["run", "--task", "visual_grounding", "--model", "bm25", "--data", str(vg_tiny), "--output", str(out),
+                 "--quiet"]) == 0
+    printed = capsys.readouterr().out
+    assert "precision_at_1 by length_bin" in printed and "256" in printed
+    summary = json.loads((out / "results.json").read_text())
+    assert summary["mmbench"]["content_hash"] == json.loads((vg_tiny / "manifest.json").read_text())["content_hash"]
+    assert summary["mmbench"]["model"]["name"] == "bm25"
+    assert main(["show", str(out)]) == 0
+    assert "precision_at_1 by depth" in capsys.readouterr().out
+
+
+def test_results_load_as_mteb_task_result(vg_tiny, tmp_path):
+    from mteb import TaskResult
+
+    out = tmp_path / "res"
+    assert main(["run", "--task", "visual_grounding", "--model", "bm25", "--data", str(vg_tiny), "--output", str(out),
+                 "--quiet"]) == 0
+    res = TaskResult.from_disk(out / "results.json")
+    assert res.task_name == "visual_grounding"
+    all_row = next(s for s in res.scores["test"] if s["hf_subset"] == "all")
+    import pandas as pd
+
+    pq = pd.read_parquet(out / "per_query.parquet")
+    assert all_row["main_score"] == pytest.approx(pq["precision_at_1"].mean())
+    by_bin = next(s for s in res.scores["test"] if s["hf_subset"] == "length_bin=256")
+    assert by_bin["n_items"] == len(pq)
+
+
+def test_run_builds_the_default_sample_when_no_data_is_given(monkeypatch, tmp_path, capsys):
+    """Without --data the sample pool set is built under MMBENCH_HOME (reduced here for speed)."""
+    from mmbench.cli.commands_core import default_poolset_dir
+    from mmbench.tasks.spec import TaskSpec
+
+    original = TaskSpec.build
+
+    def reduced(self, source, out, seed=0, **params):
+        return original(self, source, out, seed=seed, lengths=(256,), backgrounds=("image",), kinds=("text",),
+                        needles_per_kind=5, progress=False)
+
+    monkeypatch.setattr(TaskSpec, "build", reduced)
+    out = tmp_path / "res"
+    assert main(["run", "--task", "visual_grounding", "--model", "bm25", "--output", str(out), "--quiet"]) == 0
+    assert (default_poolset_dir("visual_grounding", "sample", 0) / "manifest.json").is_file()
+    assert "building the offline sample" in capsys.readouterr().out
+    assert (out / "per_query.parquet").is_file()
