@@ -2,9 +2,9 @@
 from __future__ import annotations
 
 from .spec import TaskSpec
-from . import visual_grounding
+from . import flickr_hard_negatives, visual_grounding
 
-_TASKS: dict[str, TaskSpec] = {m.TASK.name: m.TASK for m in (visual_grounding,)}
+_TASKS: dict[str, TaskSpec] = {m.TASK.name: m.TASK for m in (visual_grounding, flickr_hard_negatives)}
 
 
 class UnknownTaskError(LookupError):

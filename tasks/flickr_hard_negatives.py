@@ -1,0 +1,34 @@
+"""Flickr30k caption-space hard negatives (seed 003): text-to-image retrieval among 25 look-alikes.
+
+A pool of Flickr30k images (5,000 by default) with stratified query captions; each query is
+ranked against its image and the 24 images whose captions are most similar. Embedding models
+rank by similarity (`mmbench run`), LLM listwise rankers by one prompt per query (`mmbench rank`).
+"""
+from mmbench.builders.flickr_hard_negatives import SOURCES, TASK_NAME, TASK_VERSION
+
+from .spec import TaskSpec
+
+TASK = TaskSpec(
+    name=TASK_NAME,
+    version=TASK_VERSION,
+    description="Text-to-image retrieval: find a caption's image among 24 caption-space hard negatives",
+    reference="Can Frontier LLMs Match Natively Multimodal Embeddings? (seed 003)",
+    builder="mmbench.builders.flickr_hard_negatives:build",
+    sources=SOURCES,
+    length_bins=(),
+    difficulties=("hard",),
+    modalities=("text", "image"),
+    metrics=("recall_at_1", "recall_at_3", "mrr"),
+    main_score="recall_at_1",
+    summary_axes=("caption_index",),
+    default_params={},
+    source_params={
+        "dataset": "hf: parquet file/folder or `datasets` name with image + captions columns (e.g. nlphuji/flickr30k)",
+        "hf_split": "hf: the split to load (default test, the only split of nlphuji/flickr30k)",
+        "annotations": "karpathy: dataset_flickr30k.json; csv: results.csv / flickr_annotations_30k.csv",
+        "image_root": "karpathy/csv: folder holding the image files",
+        "split": "optional Karpathy split filter (train, val, test)",
+        "caption_model": "sentence-transformers model for caption similarity (default all-mpnet-base-v2; "
+                         "sample: packaged MiniLM)",
+    },
+)
