@@ -22,6 +22,7 @@ from mmbench.evaluators.stats.paired import EFFECT_SIZE_KIND
 from mmbench.results import RunResults
 
 from .common import CI_METRICS, aligned_frames, averages, check_same_pool_set, fmt, fmt_p, hit_at_1, md_table, run_labels
+from .timing import timing_markdown, timing_rows
 
 TEST_FAMILIES = ("ttest", "mcnemar", "wilcoxon")
 CORRECTIONS = ("bonferroni", "holm")
@@ -74,7 +75,7 @@ def compare_runs(runs: Sequence[RunResults], *, metric: str = "precision_at_1", 
                      "mcnemar": "R@1 hit per item; exact binomial when b + c < 25, else chi2 with continuity correction",
                      "wilcoxon": "per-item reciprocal rank (mrr); zero differences dropped",
                      "correction": f"Bonferroni and Holm over the {len(pairs)} pairwise comparisons, per test"},
-        "runs": out_runs, "pairs": pairs, "corrections": corrections,
+        "runs": out_runs, "pairs": pairs, "corrections": corrections, "timing": timing_rows(runs),
     }
 
 
@@ -136,4 +137,6 @@ def comparison_markdown(data: dict[str, Any]) -> str:
     lines += ["## Summary", "",
               ("Significant after Bonferroni correction: " + "; ".join(sig) + ".") if sig
               else "No difference is significant after Bonferroni correction.", ""]
+    if data.get("timing"):
+        lines += [timing_markdown(data["timing"])]
     return "\n".join(lines)

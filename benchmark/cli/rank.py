@@ -1,0 +1,105 @@
+"""`mmbench rank`: evaluate an LLM listwise ranker on a task; results compare with embedding runs."""
+from __future__ import annotations
+
+import argparse
+import re
+import time
+from pathlib import Path
+
+from .commands_core import _task, default_poolset_dir, mmbench_home
+from .errors import CLIError
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("rank", help="evaluate an LLM listwise ranker (OpenAI-compatible or Anthropic) on a task",
+                       description="One request per query: the query and all its candidate images, numbered in the "
+                                   "pool set's seeded order; the reply is a JSON array of image numbers. Keys come "
+                                   "from environment variables only.")
+    p.add_argument("--task", required=True)
+    p.add_argument("--ranker", required=True, choices=("openai-chat", "anthropic"))
+    p.add_argument("--model", required=True, help="model name the API expects, e.g. gpt-4.1 or claude-sonnet-4-6")
+    p.add_argument("--base-url", default=None, help="API base URL (default: the vendor's; e.g. http://host:8000/v1 for vLLM)")
+    p.add_argument("--api-key-env", default=None, help="environment variable holding the key "
+                                                        "(default OPENAI_API_KEY / ANTHROPIC_API_KEY)")
+    p.add_argument("--data", type=Path, help="pool set folder (default: build the sample source)")
+    p.add_argument("--limit", type=int, help="rank a deterministic spread of N items")
+    p.add_argument("--prompt-file", type=Path, help="JSON with system, intro ({query}, {n}), outro, optional label ({id})")
+    p.add_argument("--output", type=Path, help="results folder (default: runs/<task>/<ranker>_<model>)")
+    p.add_argument("--temperature", type=float, default=0.0)
+    p.add_argument("--max-output-tokens", type=int, default=1024)
+    p.add_argument("--max-concurrency", type=int, default=4, help="requests in flight at once")
+    p.add_argument("--max-attempts", type=int, default=5, help="attempts per request (retries with backoff)")
+    p.add_argument("--requests-per-second", type=float, default=None)
+    p.add_argument("--timeout", type=float, default=120.0, help="seconds per request")
+    p.add_argument("--price-input", type=float, default=None, help="USD per million input tokens (for the cost)")
+    p.add_argument("--price-output", type=float, default=None, help="USD per million output tokens")
+    p.add_argument("--image-detail", default=None, help="openai-chat: image_url detail (low, high, auto)")
+    p.add_argument("--cache-dir", type=Path, help="response cache (default: MMBENCH_HOME/llm_responses)")
+    p.add_argument("--no-cache", action="store_true")
+    p.add_argument("--seed", type=int, default=0, help="seed of the default sample build")
+    p.add_argument("--quiet", action="store_true", help="no progress bar")
+    p.set_defaults(func=cmd_rank)
+
+
+def cmd_rank(args: argparse.Namespace) -> int:
+    from mmbench.poolset import PoolSetError, load_poolset
+    from mmbench.rankers import Prices, load_prompt, load_ranker
+    from mmbench.rankers.run import RankOptions, rank_poolset
+    from mmbench.results import load_results, summary_json, write_results
+    from mmbench.summary import format_summary
+
+    task = _task(args.task)
+    if args.limit is not None and args.limit <= 0:
+        raise CLIError("--limit must be positive")
+    if args.max_concurrency < 1 or args.max_attempts < 1:
+        raise CLIError("--max-concurrency and --max-attempts must be at least 1")
+    try:
+        prompt = load_prompt(args.prompt_file)
+    except ValueError as exc:
+        raise CLIError(str(exc)) from None
+    options = {"base_url": args.base_url, "api_key_env": args.api_key_env, "prompt": prompt,
+               "temperature": args.temperature, "max_output_tokens": args.max_output_tokens,
+               "timeout": args.timeout, "max_attempts": args.max_attempts, "max_concurrency": args.max_concurrency,
+               "requests_per_second": args.requests_per_second,
+               "cache_dir": None if args.no_cache else (args.cache_dir or mmbench_home() / "llm_responses"),
+               "prices": Prices(args.price_input, args.price_output)}
+    if args.image_detail:
+        if args.ranker != "openai-chat":
+            raise CLIError("--image-detail applies to --ranker openai-chat only")
+        options["image_detail"] = args.image_detail
+    try:
+        ranker = load_ranker(args.ranker, args.model, **options)
+    except ValueError as exc:
+        raise CLIError(str(exc)) from None
+
+    data = args.data
+    if data is None:
+        data = default_poolset_dir(task.name, "sample", args.seed)
+        if not (data / "manifest.json").is_file():
+            print(f"no pool set given: building the offline sample of {task.name} into {data}")
+            task.build("sample", data, seed=args.seed, progress=not args.quiet)
+    elif not Path(data).exists():
+        raise CLIError(f"pool set folder {data} does not exist (build one with `mmbench build --task {task.name}`)")
+    try:
+        ps = load_poolset(data)
+    except PoolSetError as exc:
+        raise CLIError(str(exc)) from None
+    if ps.task != task.name:
+        raise CLIError(f"{data} holds task {ps.task!r}, not {task.name!r}")
+
+    start = time.perf_counter()
+    per_query, seen, info = rank_poolset(ps, ranker, RankOptions(limit=args.limit, progress=not args.quiet))
+    summary = summary_json(task.name, ps.task_version, ps.content_hash, ranker.card.identity(), per_query, info,
+                           time.perf_counter() - start)
+    out = args.output or Path("runs") / task.name / re.sub(r"[^A-Za-z0-9._-]+", "_", ranker.card.name)
+    write_results(out, per_query, seen, summary)
+    print(format_summary(load_results(out), task.summary_axes, task.main_score))
+    rep, tok = info["repairs"], info["tokens"]
+    kinds = ", ".join(f"{k} {v}" for k, v in rep.items() if k != "items_repaired" and v) or "none"
+    cost = "unknown" if info["cost_usd"] is None else f"${info['cost_usd']:.4f}"
+    print(f"repairs: {rep['items_repaired']} items repaired ({kinds}); failed {info['n_failed_items']}; "
+          f"tokens in {tok['input']} out {tok['output']}; cost {cost}; "
+          f"{info['timing']['api_seconds_sum']:.1f}s of requests, {info['timing']['wall_seconds']:.1f}s wall; "
+          f"{info['cache']['hits']} cached")
+    print(f"\nresults written to {out}")
+    return 1 if info["n_failed_items"] else 0
