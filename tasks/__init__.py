@@ -2,9 +2,9 @@
 from __future__ import annotations
 
 from .spec import TaskSpec
-from . import flickr_hard_negatives, visual_grounding
+from . import flickr_hard_negatives, visual_grounding, temporal_summarization
 
-_TASKS: dict[str, TaskSpec] = {m.TASK.name: m.TASK for m in (visual_grounding, flickr_hard_negatives)}
+_TASKS: dict[str, TaskSpec] = {m.TASK.name: m.TASK for m in (visual_grounding, flickr_hard_negatives, temporal_summarization)}
 
 
 class UnknownTaskError(LookupError):

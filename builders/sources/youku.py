@@ -1,0 +1,49 @@
+"""YoukuDenseCaption: Chinese dense event captions of Youku videos, with local video files.
+
+Accepted layouts (annotation fields as in ActivityNet Captions; Chinese sentences)::
+
+    annotations.json    {"<video_id>": {"duration": 63.2, "timestamps": [[0.0, 12.5], ...],
+                                        "sentences": ["一个男人走进厨房", ...]}, ...}
+    annotations.jsonl   one record per line: {"video_id": "<id>", "duration": ..., "timestamps": [...],
+                                              "sentences": [...]}
+    videos/             <video_id>.<ext>, ext one of mp4, mkv, webm, avi, mov, m4v
+
+`timestamps` may be null or absent: such a video is segmented by the shot detector.
+Queries are Chinese unless the chat rewrite (which translates into English) is enabled.
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from .activitynet import VideoRecord, attach_videos, limit_records, parse_record
+
+
+def read_youku(annotations: Path, video_root: Path, max_videos: int | None = None, seed: int = 0) -> list[VideoRecord]:
+    annotations = Path(annotations)
+    if not annotations.is_file():
+        raise FileNotFoundError(f"YoukuDenseCaption annotation file not found: {annotations}")
+    text = annotations.read_text(encoding="utf-8")
+    records = []
+    if annotations.suffix == ".jsonl":
+        for n, line in enumerate(text.splitlines(), 1):
+            if not line.strip():
+                continue
+            where = f"{annotations}, line {n}"
+            try:
+                rec = json.loads(line)
+            except ValueError as exc:
+                raise ValueError(f"{where}: invalid JSON ({exc})") from exc
+            vid = rec.get("video_id") if isinstance(rec, dict) else None
+            if not vid:
+                raise ValueError(f"{where}: missing field 'video_id'")
+            records.append(parse_record(str(vid), rec, where, "zh", "youku"))
+    else:
+        try:
+            data = json.loads(text)
+        except ValueError as exc:
+            raise ValueError(f"{annotations}: invalid JSON ({exc})") from exc
+        if not isinstance(data, dict):
+            raise ValueError(f"{annotations}: expected an object mapping video ids to records")
+        records = [parse_record(vid, rec, str(annotations), "zh", "youku") for vid, rec in data.items()]
+    return attach_videos(limit_records(records, max_videos, seed), Path(video_root))

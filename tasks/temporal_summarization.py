@@ -1,0 +1,36 @@
+"""Temporal Summarization (MMLongEmbed Task 4): retrieve the video an ordered event description tells.
+
+Candidates are whole videos at 1 FPS in 8K/16K/32K unified-length pools; Easy distractors are
+other videos, Hard distractors are event-level permutations (reversal, block permutation) of the
+target video itself, with the same frames and length.
+"""
+from mmbench.builders.temporal_summarization import DIFFICULTIES, LENGTHS, SOURCES, TASK_NAME, TASK_VERSION, \
+    length_label
+
+from .spec import TaskSpec
+
+TASK = TaskSpec(
+    name=TASK_NAME,
+    version=TASK_VERSION,
+    description="Find the video whose events happen in the order the query describes (1-FPS frame sequences)",
+    reference="MMLongEmbed (seed 002), Task 4",
+    builder="mmbench.builders.temporal_summarization:build",
+    sources=SOURCES,
+    length_bins=tuple(length_label(n) for n in LENGTHS),
+    difficulties=DIFFICULTIES,
+    modalities=("text", "video"),
+    metrics=("precision_at_1", "recall_at_5", "mrr_at_10", "ndcg_at_10"),
+    summary_axes=("length_bin", "difficulty"),
+    default_params={"lengths": LENGTHS, "distractors": 3},
+    source_params={
+        "annotations": "dense-caption annotations: ActivityNet Captions JSON ({id: {duration, timestamps, "
+                       "sentences}}); Youku: the same JSON or JSONL with a video_id field",
+        "video_root": "folder of video files named <id>.<ext> (ActivityNet: also without the 'v_' prefix)",
+        "max_videos": "use a seeded sample of this many annotated videos",
+        "rewrite": "'rule' (default, offline) or 'llm' (OpenAI-compatible chat API; translates Chinese)",
+        "rewrite_base_url": "chat API base URL for rewrite='llm' (key from rewrite_api_key_env, default "
+                            "OPENAI_API_KEY)",
+        "rewrite_model": "chat model name for rewrite='llm'",
+        "rewrite_cache": "JSONL file that stores and reuses chat rewrites (keyed by prompt version, model, captions)",
+    },
+)
