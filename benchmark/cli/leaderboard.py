@@ -1,0 +1,106 @@
+"""`mmbench leaderboard`: submit validated results to a board, list it, build its static site."""
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from .errors import CLIError
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    lb = sub.add_parser("leaderboard", help="validated submissions, the board store and its static site")
+    lsub = lb.add_subparsers(dest="leaderboard_command", metavar="SUBCOMMAND")
+    lsub.required = True
+
+    p = lsub.add_parser("submit", help="validate a results folder and add it to a board")
+    p.add_argument("results", type=Path, help="folder written by `mmbench run` (or one holding ravel_scores.json)")
+    p.add_argument("--board", type=Path, required=True, help="board folder (created if missing)")
+    p.add_argument("--replace", action="store_true", help="replace an existing submission of the same model identity")
+    p.add_argument("--official", type=Path, help="official hash registry JSON (default: $MMBENCH_OFFICIAL_HASHES, "
+                                                   "else the shipped one)")
+    p.add_argument("--max-file-mb", type=float, default=256.0, help="largest accepted Parquet file (MiB)")
+    p.set_defaults(func=cmd_submit)
+
+    p = lsub.add_parser("list", help="list a board's submissions")
+    p.add_argument("--board", type=Path, required=True)
+    p.set_defaults(func=cmd_list)
+
+    p = lsub.add_parser("build", help="render a board as a static HTML site")
+    p.add_argument("--board", type=Path, required=True)
+    p.add_argument("--out", type=Path, required=True, help="site folder (replaced)")
+    p.set_defaults(func=cmd_build)
+
+    p = lsub.add_parser("official", help="print (or add to a registry) the official entry of a built pool set")
+    p.add_argument("poolsets", type=Path, nargs="+", help="pool set folders (e.g. from `mmbench build --task T`)")
+    p.add_argument("--write", type=Path, help="registry JSON to create or update")
+    p.set_defaults(func=cmd_official)
+
+
+def _board(path: Path, create: bool):
+    from mmbench.leaderboards.store import DB_NAME, Board
+
+    if not create and not (path / DB_NAME).is_file():
+        raise CLIError(f"{path} is not a board (no {DB_NAME}); submit to it first")
+    return Board(path)
+
+
+def cmd_submit(args: argparse.Namespace) -> int:
+    from mmbench.leaderboards.files import Limits
+    from mmbench.leaderboards.official import OfficialRegistry
+    from mmbench.leaderboards.problems import SubmissionRejected
+    from mmbench.leaderboards.schema import validate_submission
+
+    if not args.results.exists():
+        raise CLIError(f"results folder {args.results} does not exist")
+    try:
+        registry = OfficialRegistry.load(args.official)
+    except (FileNotFoundError, ValueError) as exc:
+        raise CLIError(str(exc)) from None
+    limits = Limits(max_file_bytes=int(args.max_file_mb * 1024 * 1024))
+    try:
+        sub = validate_submission(args.results, registry, limits)
+        entry = _board(args.board, create=True).submit(sub, replace=args.replace)
+    except SubmissionRejected as exc:
+        raise CLIError(str(exc)) from None
+    print(f"accepted {entry.model_name!r} on {entry.task} v{entry.task_version} as {entry.id} -> {entry.folder}")
+    return 0
+
+
+def cmd_list(args: argparse.Namespace) -> int:
+    board = _board(args.board, create=False)
+    for e in board.entries():
+        main = e.scores.get("all", {}).get("precision_at_1")
+        shown = f"P@1 {main:.3f}" if main is not None else ""
+        print(f"{e.id}  {e.task:24s} v{e.task_version:6s} {e.model_name!r:40s} {shown}  {e.submitted_at}")
+    return 0
+
+
+def cmd_build(args: argparse.Namespace) -> int:
+    from mmbench.leaderboards.site import build_site
+
+    board = _board(args.board, create=False)
+    out = build_site(board, args.out)
+    print(f"site with {len(board.entries())} submissions written to {out} (open {out / 'index.html'})")
+    return 0
+
+
+def cmd_official(args: argparse.Namespace) -> int:
+    import json
+
+    from mmbench.leaderboards.official import OfficialRegistry, entry_from_poolset
+    from mmbench.poolset import PoolSetError, load_poolset
+
+    registry = OfficialRegistry.load(args.write) if args.write and args.write.is_file() else OfficialRegistry()
+    for folder in args.poolsets:
+        try:
+            ps = load_poolset(folder, verify=True)
+        except PoolSetError as exc:
+            raise CLIError(str(exc)) from None
+        entry = entry_from_poolset(ps, {"seed": ps.seed, "sources": ps.sources})
+        registry.add(entry)
+        print(json.dumps({entry.task: {entry.task_version: entry.to_json()}}, indent=1, sort_keys=True)
+              if not args.write else f"{entry.task} v{entry.task_version}: {entry.content_hash} ({entry.n_items} items)")
+    if args.write:
+        registry.save(args.write)
+        print(f"registry written to {args.write}")
+    return 0

@@ -1,0 +1,245 @@
+"""The leaderboard tables, computed from stored submissions (pure functions of the entries).
+
+* MMLongEmbed main table: P@1 macro over subsets, micro, Easy/Hard, per length bin, per subset.
+* Visual Grounding: P@1 by length bin and by needle depth.
+* Flickr hard negatives: R@1, R@3, MRR with percentile bootstrap CIs over queries.
+* RAVEL encoder board: each predictor's Spearman/Pearson against the measured MLLM averages.
+
+A `Table` keeps typed cells; the site renders it and writes it as CSV and JSON.
+"""
+from __future__ import annotations
+
+import csv
+import io
+import math
+from dataclasses import dataclass, field
+from typing import Any, Callable, Sequence
+
+import pandas as pd
+
+from mmbench.evaluators.stats import bootstrap_ci, sort_length_bins
+from mmbench.results import RunResults, load_results
+
+from .store import Entry
+
+MAIN = "precision_at_1"
+FLICKR_METRICS = (("recall_at_1", "R@1"), ("recall_at_3", "R@3"), ("mrr", "MRR"))
+CI_RESAMPLES = 1000
+AGG_METRICS = (("precision_at_1", "P@1"), ("precision_at_5", "P@5"), ("recall_at_5", "R@5"), ("mrr_at_10", "MRR@10"),
+               ("ndcg_at_10", "nDCG@10"))
+
+
+@dataclass(frozen=True)
+class Column:
+    key: str
+    label: str
+    kind: str = "number"  # number | text | model | ci
+
+
+@dataclass
+class Table:
+    id: str
+    title: str
+    description: str
+    columns: list[Column]
+    rows: list[dict[str, Any]] = field(default_factory=list)  # model cells carry "_page" (link) and "_id"
+
+    def records(self) -> list[dict[str, Any]]:
+        """Flat rows for download: CI cells become `<key>`, `<key>_ci_low`, `<key>_ci_high`."""
+        out = []
+        for row in self.rows:
+            rec: dict[str, Any] = {}
+            if "_id" in row:
+                rec["submission_id"] = row["_id"]
+            for c in self.columns:
+                v = row.get(c.key)
+                if c.kind == "ci":
+                    v = v or {}
+                    rec[c.key], rec[f"{c.key}_ci_low"], rec[f"{c.key}_ci_high"] = v.get("estimate"), v.get("low"), v.get("high")
+                else:
+                    rec[c.key] = _plain(v)
+            out.append(rec)
+        return out
+
+    def to_csv(self) -> str:
+        records = self.records()
+        header = list(dict.fromkeys(k for r in records for k in r)) or [c.key for c in self.columns]
+        buf = io.StringIO()
+        writer = csv.DictWriter(buf, fieldnames=header, lineterminator="\n")
+        writer.writeheader()
+        for r in records:
+            writer.writerow({k: _csv_cell(r.get(k)) for k in header})
+        return buf.getvalue()
+
+    def to_json(self) -> dict[str, Any]:
+        return {"id": self.id, "title": self.title, "description": self.description,
+                "columns": [{"key": c.key, "label": c.label, "kind": c.kind} for c in self.columns],
+                "rows": self.records()}
+
+
+def _plain(v: Any) -> Any:
+    if isinstance(v, float) and not math.isfinite(v):
+        return None
+    return v
+
+
+def _csv_cell(v: Any) -> Any:
+    # A cell starting with = + - @ would run as a formula in a spreadsheet; quote it as text.
+    if isinstance(v, str) and v[:1] in ("=", "+", "-", "@", "\t", "\r"):
+        return "'" + v
+    return "" if v is None else v
+
+
+def task_reference(task: str) -> str:
+    from mmbench.tasks import UnknownTaskError, get_task
+
+    try:
+        return get_task(task).reference
+    except UnknownTaskError:
+        return ""
+
+
+def is_mmlongembed(task: str) -> bool:
+    return task_reference(task).startswith("MMLongEmbed")
+
+
+def is_flickr(task: str) -> bool:
+    return "(seed 003)" in task_reference(task) or task.startswith("flickr")
+
+
+def model_cell(e: Entry) -> dict[str, Any]:
+    return {"model": e.model_name, "_page": f"models/{e.slug}.html", "_id": e.id}
+
+
+def _group_values(e: Entry, prefix: str, metric: str = MAIN) -> dict[str, float]:
+    return {g[len(prefix):]: m[metric] for g, m in e.scores.items() if g.startswith(prefix) and metric in m}
+
+
+def _order(values: Sequence[str]) -> list[str]:
+    try:
+        return sort_length_bins(values)
+    except Exception:  # labels that are not length bins keep their text order
+        return sorted(values)
+
+
+def mmlongembed_table(entries: Sequence[Entry]) -> Table:
+    rows_src = [e for e in entries if e.kind == "retrieval" and is_mmlongembed(e.task)]
+    lengths = _order({k for e in rows_src for k in _group_values(e, "length_bin=")})
+    subsets = sorted({k for e in rows_src for k in _group_values(e, "subset=")})
+    diffs = [d for d in ("easy", "hard") if any(d in _group_values(e, "difficulty=") for e in rows_src)]
+    cols = [Column("model", "Model", "model"), Column("task", "Task", "text"), Column("macro", "P@1 macro"),
+            Column("micro", "P@1 micro")]
+    cols += [Column(f"difficulty={d}", d.capitalize()) for d in diffs]
+    cols += [Column(f"length_bin={l}", f"P@1 {l}") for l in lengths]
+    cols += [Column(f"subset={s}", s) for s in subsets]
+    rows = []
+    for e in rows_src:
+        all_ = e.scores.get("all", {}).get(MAIN)
+        row = {**model_cell(e), "task": e.task, "micro": all_,
+               "macro": e.scores.get("macro_over_subsets", {}).get(MAIN, all_)}
+        for c in cols[4:]:
+            row[c.key] = e.scores.get(c.key, {}).get(MAIN)
+        rows.append(row)
+    rows.sort(key=lambda r: -(r["macro"] if r["macro"] is not None else -1))
+    return Table("mmlongembed", "MMLongEmbed",
+                 "P@1 of each model on each MMLongEmbed task: macro average over subsets, micro average over items, "
+                 "Easy/Hard, per length bin (unified tokens) and per subset.", cols, rows)
+
+
+def visual_grounding_table(entries: Sequence[Entry]) -> Table:
+    rows_src = [e for e in entries if e.kind == "retrieval" and e.task == "visual_grounding"]
+    lengths = _order({k for e in rows_src for k in _group_values(e, "length_bin=")})
+    depths = sorted({k for e in rows_src for k in _group_values(e, "depth=")}, key=float)
+    cols = [Column("model", "Model", "model"), Column("all", "P@1")]
+    cols += [Column(f"length_bin={l}", f"len {l}") for l in lengths]
+    cols += [Column(f"depth={d}", f"depth {100 * float(d):.0f}%") for d in depths]
+    rows = []
+    for e in rows_src:
+        row = {**model_cell(e), "all": e.scores.get("all", {}).get(MAIN)}
+        for c in cols[2:]:
+            row[c.key] = e.scores.get(c.key, {}).get(MAIN)
+        rows.append(row)
+    rows.sort(key=lambda r: -(r["all"] if r["all"] is not None else -1))
+    return Table("visual_grounding", "Visual Grounding by length and depth",
+                 "P@1 per length bin and per needle depth (0% = start of the haystack).", cols, rows)
+
+
+def flickr_table(entries: Sequence[Entry], loader: Callable[[Entry], RunResults] | None = None,
+                 resamples: int = CI_RESAMPLES, seed: int = 0) -> Table:
+    """R@1, R@3, MRR with 95% percentile bootstrap CIs over queries (the seed's 1,000 resamples)."""
+    loader = loader or (lambda e: load_results(e.folder))
+    rows_src = [e for e in entries if e.kind == "retrieval" and is_flickr(e.task)]
+    cols = [Column("model", "Model", "model"), Column("task", "Task", "text")]
+    cols += [Column(k, label, "ci") for k, label in FLICKR_METRICS] + [Column("n", "Queries")]
+    rows = []
+    for e in rows_src:
+        pq = loader(e).per_query
+        row = {**model_cell(e), "task": e.task, "n": len(pq)}
+        for key, _ in FLICKR_METRICS:
+            ci = bootstrap_ci(pd.to_numeric(pq[key]).to_numpy(float), resamples=resamples, seed=seed)
+            row[key] = {"estimate": ci.estimate, "low": ci.low, "high": ci.high}
+        rows.append(row)
+    rows.sort(key=lambda r: -r["recall_at_1"]["estimate"])
+    return Table("flickr_hard_negatives", "Flickr30k hard negatives",
+                 f"Text-to-image retrieval among caption-space hard negatives; 95% percentile bootstrap CIs "
+                 f"({resamples} resamples over queries, seed {seed}).", cols, rows)
+
+
+def ravel_table(entries: Sequence[Entry]) -> Table:
+    rows_src = [e for e in entries if e.kind == "ravel"]
+    llms = sorted({g[len("llm="):] for e in rows_src for g in e.scores if g.startswith("llm=")})
+    cols = [Column("model", "Predictor", "model")]
+    for llm in llms:
+        cols += [Column(f"llm={llm}:spearman", f"{llm} ρ"), Column(f"llm={llm}:pearson", f"{llm} r")]
+    cols.append(Column("mean_spearman", "mean ρ"))
+    rows = []
+    for e in rows_src:
+        row = model_cell(e)
+        rhos = []
+        for llm in llms:
+            s = e.scores.get(f"llm={llm}", {})
+            row[f"llm={llm}:spearman"], row[f"llm={llm}:pearson"] = s.get("spearman"), s.get("pearson")
+            if s.get("spearman") is not None and math.isfinite(s["spearman"]):
+                rhos.append(s["spearman"])
+        row["mean_spearman"] = sum(rhos) / len(rhos) if rhos else None
+        rows.append(row)
+    rows.sort(key=lambda r: -(r["mean_spearman"] if r["mean_spearman"] is not None else -2))
+    return Table("ravel", "RAVEL encoder board",
+                 "Training-free predictors of how well a vision encoder serves a language model: Spearman ρ and "
+                 "Pearson r of the predicted scores against the measured MLLM average (reference Table 7).", cols, rows)
+
+
+def all_tables(entries: Sequence[Entry]) -> list[Table]:
+    """The boards that have at least one row."""
+    tables = [mmlongembed_table(entries), visual_grounding_table(entries), flickr_table(entries), ravel_table(entries)]
+    return [t for t in tables if t.rows]
+
+
+def aggregates_table(e: Entry) -> Table:
+    """A model page's table: every recomputed aggregate group of one submission."""
+    if e.kind == "ravel":
+        cols = [Column("group", "Language model", "text"), Column("n", "Pairs"), Column("spearman", "Spearman ρ"),
+                Column("pearson", "Pearson r")]
+        rows = [{"group": g[len("llm="):], **m} for g, m in sorted(e.scores.items())]
+    else:
+        present = [(k, l) for k, l in AGG_METRICS if any(k in m for m in e.scores.values())]
+        cols = [Column("group", "Group", "text"), Column("n", "Items")] + [Column(k, l) for k, l in present]
+        rows = [{"group": g, **m} for g, m in e.scores.items()]
+    return Table(f"model-{e.id}", "Scores by group", "Aggregates recomputed from the per-query records at submission.",
+                 cols, rows)
+
+
+def ravel_predictions_table(e: Entry) -> Table:
+    """The predictor's scores beside the measured average they are meant to rank."""
+    import json
+
+    from mmbench.evaluators.ravel.correlate import canonical_encoder, canonical_llm, load_ground_truth, merge
+
+    doc = json.loads((e.folder / "ravel_scores.json").read_text())
+    scores = pd.DataFrame([{"encoder": canonical_encoder(r["encoder"]), "llm": canonical_llm(r["llm"]),
+                            "score": float(r["score"])} for r in doc["scores"]])
+    merged = merge(scores, load_ground_truth())
+    cols = [Column("llm", "Language model", "text"), Column("encoder", "Encoder", "text"),
+            Column("score", "Predicted score"), Column("Avg", "Measured average")]
+    rows = merged[["llm", "encoder", "score", "Avg"]].to_dict("records")
+    return Table(f"predictions-{e.id}", "Predicted scores", "One row per (encoder, language model) pair.", cols, rows)
