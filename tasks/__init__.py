@@ -3,8 +3,10 @@ from __future__ import annotations
 
 from .spec import TaskSpec
 from . import flickr_hard_negatives, visual_grounding, temporal_summarization
+from . import logical_summarization, multi_source_reasoning
 
-_TASKS: dict[str, TaskSpec] = {m.TASK.name: m.TASK for m in (visual_grounding, flickr_hard_negatives, temporal_summarization)}
+_TASKS: dict[str, TaskSpec] = {m.TASK.name: m.TASK for m in (visual_grounding, flickr_hard_negatives, temporal_summarization,
+                                                          multi_source_reasoning, logical_summarization)}
 
 
 class UnknownTaskError(LookupError):

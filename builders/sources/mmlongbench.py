@@ -1,0 +1,74 @@
+"""MMLongBench-style summarization documents: a summary and a document as page images.
+
+Expected layout (a JSONL next to, or pointing into, a folder of page images)::
+
+    {"id": "gov-0001", "summary": "...", "pages": ["gov-0001/p001.png", ...],
+     "extended_pages": ["gov-0001/p031.png", ...]}
+
+`pages` is the document in reading order; `extended_pages` are further, unseen consecutive
+pages of the same source document (its extended version), which the Hard variants splice in.
+`answer` is accepted for `summary` (MMLongBench stores the reference summary as the answer).
+Paths are relative to `image_root` or absolute.
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+from PIL import Image as PILImage, UnidentifiedImageError
+
+
+@dataclass
+class PagedDocument:
+    id: str
+    summary: str
+    pages: list[PILImage.Image]
+    extension: list[PILImage.Image]
+    page_names: list[str]
+    extension_names: list[str]
+
+
+def read_mmlongbench(path: Path, image_root: Path, limit: int | None = None) -> list[PagedDocument]:
+    path, image_root = Path(path), Path(image_root)
+    if not path.is_file():
+        raise FileNotFoundError(f"MMLongBench summarization JSONL {path} not found")
+    out: list[PagedDocument] = []
+    with path.open(encoding="utf-8") as fh:
+        for lineno, line in enumerate(fh, 1):
+            if not line.strip():
+                continue
+            where = f"{path}:{lineno}"
+            try:
+                rec = json.loads(line)
+            except ValueError as exc:
+                raise ValueError(f"{where}: invalid JSON ({exc})") from exc
+            summary = rec.get("summary", rec.get("answer"))
+            if not isinstance(summary, str) or not summary.strip():
+                raise ValueError(f"{where}: field 'summary' (or 'answer') missing or empty")
+            pages = rec.get("pages")
+            if not isinstance(pages, list) or not pages:
+                raise ValueError(f"{where}: field 'pages' must be a non-empty list of image paths")
+            extended = rec.get("extended_pages", [])
+            if not isinstance(extended, list):
+                raise ValueError(f"{where}: field 'extended_pages' must be a list of image paths")
+            out.append(PagedDocument(str(rec.get("id", lineno)), " ".join(summary.split()),
+                                     [_open(image_root, p, where) for p in pages],
+                                     [_open(image_root, p, where) for p in extended],
+                                     [str(p) for p in pages], [str(p) for p in extended]))
+            if limit is not None and len(out) >= limit:
+                break
+    if not out:
+        raise ValueError(f"{path}: no documents found")
+    return out
+
+
+def _open(root: Path, ref: str, where: str) -> PILImage.Image:
+    p = Path(ref) if Path(ref).is_absolute() else root / ref
+    if not p.is_file():
+        raise FileNotFoundError(f"{where}: page image {p} not found")
+    try:
+        with PILImage.open(p) as im:
+            return im.convert("RGB")
+    except (UnidentifiedImageError, OSError) as exc:
+        raise ValueError(f"{where}: corrupt page image {p} ({exc})") from exc

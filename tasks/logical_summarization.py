@@ -1,0 +1,33 @@
+"""Logical Summarization (MMLongEmbed Task 3): a summary retrieves the whole long document it summarizes.
+
+GovReport reports (text) and MMLongBench page-image documents padded to 8K/16K/32K unified
+tokens; Hard distractors replace the first 25 %, last 25 % or middle 50 % with BM25 look-alike
+paragraphs (text) or unseen consecutive pages of the same document's extended version (pages).
+"""
+from mmbench.builders.logical_summarization import TASK_NAME, TASK_VERSION
+from mmbench.builders.multi_source_reasoning import LENGTHS
+from mmbench.builders.visual_grounding import length_label
+
+from .spec import TaskSpec
+
+TASK = TaskSpec(
+    name=TASK_NAME,
+    version=TASK_VERSION,
+    description="Find the long document (report text or page images) a summary describes (Easy/Hard per length)",
+    reference="MMLongEmbed (seed 002), Task 3 and length-stratified pooling",
+    builder="mmbench.builders.logical_summarization:build",
+    sources=("sample", "real"),
+    length_bins=tuple(length_label(n) for n in LENGTHS),
+    difficulties=("easy", "hard"),
+    modalities=("text", "image"),
+    metrics=("precision_at_1", "recall_at_5", "mrr_at_10", "ndcg_at_10"),
+    summary_axes=("length_bin", "difficulty"),
+    default_params={"lengths": LENGTHS},
+    source_params={
+        "govreport": "GovReport parquet/JSONL with `report` (or `document`) and `summary`",
+        "mmlongbench": "JSONL with `id`, `summary`, `pages`, `extended_pages` (page image paths)",
+        "mmlongbench_images": "folder the page image paths are relative to",
+        "filler": "optional plain-text file of unrelated filler (default: Python's Language Reference)",
+        "max_reports": "read at most this many records of each source",
+    },
+)
