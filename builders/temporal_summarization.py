@@ -266,7 +266,8 @@ def _candidate(pv: ProcessedVideo, L: int, counter: UnifiedTokenCounter) -> Docu
     return Document(id=f"ts-{length_label(L)}-{pv.record.id}", segments=[video], tokens=counter.segment(video),
                     meta={"length_bin": length_label(L), "length_tokens": L, "video_id": pv.record.id,
                           "dataset": pv.record.dataset, "perturbation": "none",
-                          "event_order": list(range(len(pv.segments)))})
+                          "event_order": list(range(len(pv.segments))),
+                          "event_frames": [len(seg) for seg in pv.segments]})
 
 
 def _permuted(pv: ProcessedVideo, L: int, target: Document, perm, j: int, counter: UnifiedTokenCounter) -> Document:

@@ -1,0 +1,324 @@
+"""Temporal Summarization: events, the 0.5 s filter, permutations, queries, and the built pool sets."""
+from __future__ import annotations
+
+import json
+import math
+from collections import Counter
+
+import numpy as np
+import pytest
+
+from mmbench.builders.captions import PROMPT_VERSION, SYSTEM_PROMPT, ChatRewriter, language_of, rule_rewrite
+from mmbench.builders.events import (Event, anti_overlap, apply_order, assign_frames, block_permutation,
+                                     detect_shots, distractor_permutations, overlap, reversal, segment_events)
+from mmbench.builders.sources.activitynet import read_activitynet
+from mmbench.builders.sources.sample_videos import make_sample_videos
+from mmbench.builders.sources.youku import read_youku
+from mmbench.builders.temporal_summarization import build
+from mmbench.builders.video import colour_histogram
+from mmbench.documents import Video
+from mmbench.models.http_client import APIError, HttpClient, RetryPolicy
+from mmbench.poolset import load_poolset
+from mmbench.tasks import get_task
+
+from test_api_embedders import Server
+
+SMALL = dict(videos=5, lengths=[1024, 2048], distractors=3, progress=False)
+
+
+# --- events ------------------------------------------------------------------------------------
+
+def test_anti_overlap_filter_is_precise():
+    a, b, c, d, e = (Event(0, 10, "a"), Event(9.5, 20, "b"), Event(19.4, 30, "c"), Event(0, 30, "whole"),
+                     Event(25, 25.3, "e"))
+    kept, dropped = anti_overlap([d, c, b, a, e])
+    # earliest end first: a; b overlaps a by exactly 0.5 s (kept); e overlaps nothing kept;
+    # c overlaps b by 0.6 s (dropped); the whole-video event overlaps a by 10 s (dropped)
+    assert [x.caption for x in kept] == ["a", "b", "e"]
+    assert sorted(x.event.caption for x in dropped) == ["c", "whole"]
+    assert "0.60 s > 0.5 s" in next(x.reason for x in dropped if x.event.caption == "c")
+
+
+def test_anti_overlap_property_random():
+    rng = np.random.default_rng(0)
+    for _ in range(200):
+        starts = rng.uniform(0, 60, size=8)
+        events = [Event(float(s), float(s + rng.uniform(0.5, 20)), str(i)) for i, s in enumerate(starts)]
+        kept, dropped = anti_overlap(events)
+        assert len(kept) + len(dropped) == len(events)
+        for i, x in enumerate(kept):           # no two kept events overlap by more than 0.5 s
+            for y in kept[i + 1:]:
+                assert overlap(x, y) <= 0.5 + 1e-9
+        for dr in dropped:                     # every dropped event clashes with a kept one
+            assert max(overlap(dr.event, k) for k in kept) > 0.5
+        assert [k.start for k in kept] == sorted(k.start for k in kept)
+
+
+def test_frames_go_to_events_at_midpoint_cuts():
+    times = [float(t) for t in range(30)]
+    events, segments, dropped = assign_frames([Event(0, 10), Event(9.5, 20), Event(22, 30)], times)
+    # cuts at (10 + 9.5) / 2 = 9.75 and (20 + 22) / 2 = 21: the gap 20..22 is split at its middle
+    assert segments == [list(range(0, 10)), list(range(10, 21)), list(range(21, 30))]
+    assert not dropped
+    # an event with no 1-FPS frame of its own is dropped, the cut recomputed
+    events, segments, dropped = assign_frames([Event(0, 5.1), Event(5.1, 5.6), Event(5.6, 10)], times[:10])
+    assert [len(s) for s in segments] == [6, 4] and dropped[0].event == Event(5.1, 5.6)
+    # clipping to the video and the filter together; leading frames go to the first event
+    events, segments, dropped = segment_events([Event(3, 12), Event(11.8, 40), Event(-2, 1.0)], 20.0, times[:20])
+    assert [(e.start, e.end) for e in events] == [(0.0, 1.0), (3, 12), (11.8, 20.0)]
+    assert sum(len(s) for s in segments) == 20 and segments[0] == [0, 1]
+
+
+def test_shot_detector_finds_cuts():
+    rng = np.random.default_rng(1)
+    frames = []
+    for colour, n in (((200, 30, 30), 10), ((30, 200, 30), 12), ((30, 30, 200), 8)):
+        for _ in range(n):
+            f = np.full((64, 64, 3), colour, np.uint8)
+            y, x = rng.integers(0, 56, size=2)
+            f[y:y + 8, x:x + 8] = 255              # a small moving object is not a cut
+            frames.append(f)
+    times = [float(t) for t in range(len(frames))]
+    shots = detect_shots([colour_histogram(f) for f in frames], times, 30.0)
+    assert [(s.start, s.end) for s in shots] == [(0.0, 10.0), (10.0, 22.0), (22.0, 30.0)]
+
+
+def _segments(lengths):
+    return [[f"e{i}f{j}" for j in range(n)] for i, n in enumerate(lengths)]
+
+
+def _runs_intact(segments, frames, order):
+    """The permuted sequence is the events in `order`, each event's frames together and in order."""
+    pos = 0
+    for i in order:
+        assert frames[pos:pos + len(segments[i])] == segments[i]
+        pos += len(segments[i])
+    return pos == len(frames)
+
+
+def test_permutations_keep_every_event_intact():
+    segments = _segments([3, 1, 4, 2, 5])
+    original = apply_order(segments, range(5))
+    rev = reversal(5)
+    assert rev.order == (4, 3, 2, 1, 0)
+    assert _runs_intact(segments, apply_order(segments, rev.order), rev.order)
+    rng = np.random.default_rng(3)
+    for _ in range(100):
+        p = block_permutation(5, rng)
+        frames = apply_order(segments, p.order)
+        assert p.order != tuple(range(5))                       # never the identity
+        assert sorted(frames) == sorted(original)               # same frames: same length
+        assert _runs_intact(segments, frames, p.order)
+        assert sum(p.blocks) == 5 and len(p.blocks) >= 2
+        # blocks are contiguous runs of the original order
+        pos = 0
+        for size in p.blocks:
+            run = p.order[pos:pos + size]
+            assert list(run) == list(range(run[0], run[0] + size))
+            pos += size
+
+
+def test_distractor_permutations_are_distinct_and_not_identity():
+    segments = _segments([2, 3, 2, 4])
+    perms = distractor_permutations(segments, 5, np.random.default_rng(0))
+    assert perms[0].kind == "reversal" and {p.kind for p in perms[1:]} == {"block"}
+    seqs = [tuple(apply_order(segments, p.order)) for p in perms]
+    assert len(set(seqs)) == 5 and tuple(apply_order(segments, range(4))) not in seqs
+    assert len(distractor_permutations(_segments([2, 2]), 3, np.random.default_rng(0))) == 1   # only the swap
+    # two identical events: swapping them reproduces the original, so it is no distractor
+    assert distractor_permutations([["a", "b"], ["a", "b"]], 3, np.random.default_rng(0)) == []
+
+
+# --- queries -----------------------------------------------------------------------------------
+
+def test_rule_rewrite():
+    text = rule_rewrite(["A man walks into the room.", "  he sits   down ", "NBA players cheer!", "The man leaves"])
+    assert text == ("First, a man walks into the room. Then, he sits down. Next, NBA players cheer. "
+                    "Finally, the man leaves.")
+    assert rule_rewrite(["A dog runs."]) == "A dog runs."
+    zh = ["一个男人走进厨房。", "他切了一些蔬菜", "他把菜放进锅里"]
+    assert language_of(zh) == "zh" and language_of(["a dog"]) == "en"
+    assert rule_rewrite(zh) == "首先，一个男人走进厨房。然后，他切了一些蔬菜。最后，他把菜放进锅里。"
+    with pytest.raises(ValueError):
+        rule_rewrite(["  ", ""])
+
+
+def _chat_reply(body):
+    return {"choices": [{"message": {"role": "assistant", "content": " First the man cooks,\nthen he eats. "}}]}
+
+
+def test_chat_rewrite_stores_prompt_version_and_caches(tmp_path, monkeypatch):
+    monkeypatch.setenv("TS_TEST_KEY", "sk-test")
+    server = Server()
+    server.default = _chat_reply
+    try:
+        cache = tmp_path / "rewrites.jsonl"
+        rw = ChatRewriter(server.url, "qwen2.5-32b-instruct", "TS_TEST_KEY", cache)
+        out = rw.rewrite(["一个男人做饭", "他吃饭"], item="v1")
+        assert out.text == "First the man cooks, then he eats."
+        assert out.record() == {"method": "llm", "version": PROMPT_VERSION, "model": "qwen2.5-32b-instruct"}
+        req = server.requests[0]
+        assert req["path"] == "/chat/completions" and req["headers"]["authorization"] == "Bearer sk-test"
+        assert req["json"]["messages"][0]["content"] == SYSTEM_PROMPT and req["json"]["temperature"] == 0
+        assert "1. 一个男人做饭\n2. 他吃饭" in req["json"]["messages"][1]["content"]
+        line = json.loads(cache.read_text(encoding="utf-8").splitlines()[0])
+        assert line["prompt_version"] == PROMPT_VERSION and line["output"] == out.text
+        again = ChatRewriter(server.url, "qwen2.5-32b-instruct", "TS_TEST_KEY", cache)
+        assert again.rewrite(["一个男人做饭", "他吃饭"]).text == out.text
+        assert len(server.requests) == 1                      # served from the cache
+        server.default = lambda body: {"choices": []}
+        fast = HttpClient(retry=RetryPolicy(max_attempts=1))
+        with pytest.raises(APIError, match="v2: malformed chat response"):
+            ChatRewriter(server.url, "m", "TS_TEST_KEY", client=fast).rewrite(["x"], item="v2")
+    finally:
+        server.close()
+
+
+# --- built pool sets ---------------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory):
+    out = tmp_path_factory.mktemp("ts") / "ps"
+    return build("sample", out, seed=0, **SMALL), out
+
+
+def test_pools_are_length_binned_easy_and_hard(built):
+    ps, out = built
+    spec = get_task("temporal_summarization")
+    assert spec.summary_axes == ("length_bin", "difficulty") and spec.length_bins == ("8k", "16k", "32k")
+    cands = ps.candidate_by_id()
+    assert {p.subset for p in ps.pools} == {f"sample/{d}/{b}" for d in ("easy", "hard") for b in ("1k", "2k")}
+    assert {len(p.candidate_ids) for p in ps.pools} == {4}                     # C/Q constant
+    for item in ps.pools:
+        assert {"length_bin", "length_tokens", "difficulty", "dataset"} <= set(item.meta)
+        assert item.meta["dataset"] == "sample"
+        L = item.meta["length_tokens"]
+        for cid in item.candidate_ids:
+            doc = cands[cid]
+            (video,) = doc.segments
+            assert isinstance(video, Video) and video.fps == 1.0
+            assert video.width % 32 == 0 and video.height % 32 == 0
+            assert doc.tokens == len(video.frames) * (video.width // 32) * (video.height // 32)
+            assert abs(doc.tokens - L) <= 0.10 * L                               # stated tolerance
+    # every query is in both difficulties of every bin it appears in
+    by_query = Counter((p.query_id, p.meta["length_bin"]) for p in ps.pools)
+    assert set(by_query.values()) == {2}
+
+
+def test_hard_candidates_are_length_matched_event_permutations(built):
+    ps, _ = built
+    cands = ps.candidate_by_id()
+    hard = [p for p in ps.pools if p.meta["difficulty"] == "hard"]
+    assert hard
+    for item in hard:
+        target = cands[item.relevant_ids[0]]
+        frames = list(target.segments[0].frames)
+        lengths = target.meta["event_frames"]
+        segments, pos = [], 0
+        for n in lengths:
+            segments.append(frames[pos:pos + n])
+            pos += n
+        assert pos == len(frames) and len(lengths) >= 3
+        seen = {tuple(frames)}
+        for cid in item.candidate_ids:
+            doc = cands[cid]
+            assert doc.tokens == target.tokens                                   # length-matched exactly
+            if cid == target.id:
+                continue
+            assert doc.meta["perturbation"] in ("reversal", "block")
+            order = doc.meta["event_order"]
+            assert sorted(order) == list(range(len(lengths))) and order != sorted(order)
+            assert list(doc.segments[0].frames) == apply_order(segments, order)   # events intact
+            seen.add(tuple(doc.segments[0].frames))
+        assert len(seen) == 4                                                   # all distinct, none = target
+    for item in (p for p in ps.pools if p.meta["difficulty"] == "easy"):
+        others = [cands[c] for c in item.candidate_ids if c not in item.relevant_ids]
+        assert all(d.meta["perturbation"] == "none" and d.meta["video_id"] != item.meta["video_id"] for d in others)
+
+
+def test_queries_and_manifest(built):
+    ps, out = built
+    loaded = load_poolset(out, verify=True)
+    assert loaded.content_hash == ps.content_hash
+    q = loaded.queries[0]
+    assert q.segments[0].text.startswith("First, ") and "Finally, " in q.segments[0].text
+    assert q.meta["rewrite"]["method"] == "rule"
+    b = loaded.manifest["builder"]
+    assert b["length_tolerance"] == 0.10 and b["anti_overlap_s"] == 0.5 and b["failures"] == []
+    videos = b["videos"]
+    assert {v["segmentation"] for v in videos.values()} == {"annotations", "shots"}
+    # sample_02 carries a whole-video caption that the 0.5 s filter drops, and its query leaves it out
+    assert any("overlaps a kept event" in d["reason"] for d in videos["sample_02"]["events_dropped"])
+    q2 = loaded.query_by_id()["q-sample_02"]
+    assert "one after another" not in q2.segments[0].text
+
+
+def test_same_seed_same_hash(built, tmp_path):
+    ps, _ = built
+    again = build("sample", tmp_path / "again", seed=0, **SMALL)
+    assert again.content_hash == ps.content_hash
+    other = build("sample", tmp_path / "other", seed=1, **SMALL)
+    assert other.content_hash != ps.content_hash
+
+
+def _write_annotations(records, path):
+    data = {r.id: {"duration": r.duration, "timestamps": [[e.start, e.end] for e in r.events] if r.events else None,
+                   "sentences": list(r.captions) if r.events is None else [e.caption for e in r.events]}
+            for r in records}
+    path.write_text(json.dumps(data))
+    return data
+
+
+def test_corrupt_video_is_reported_and_build_survives(tmp_path, capsys):
+    videos = tmp_path / "videos"
+    records = make_sample_videos(videos, 4, seed=5)
+    data = _write_annotations(records, tmp_path / "ann.json")
+    data = {f"v_{k}": v for k, v in data.items()}      # ActivityNet ids; files are named without "v_"
+    data["v_broken"] = {"duration": 50.0, "timestamps": [[0, 20], [20, 50]], "sentences": ["a", "b"]}
+    data["v_missing"] = {"duration": 50.0, "timestamps": [[0, 20], [20, 50]], "sentences": ["a", "b"]}
+    (videos / "broken.mp4").write_bytes(b"\x00\x00\x00\x18ftypmp42" + b"corrupt" * 500)
+    ann = tmp_path / "ann.json"
+    ann.write_text(json.dumps(data))
+    ps = build("activitynet", tmp_path / "ps", annotations=str(ann), video_root=str(videos), lengths=[1024],
+               distractors=3, progress=False)
+    failures = {f["video_id"]: f for f in ps.manifest["builder"]["failures"]}
+    assert set(failures) == {"v_broken", "v_missing"}
+    assert "broken.mp4" in failures["v_broken"]["error"] and failures["v_broken"]["file"].endswith("broken.mp4")
+    assert "no video file for 'v_missing'" in failures["v_missing"]["error"]
+    assert "broken.mp4" in capsys.readouterr().err
+    assert {p.meta["dataset"] for p in ps.pools} == {"activitynet"} and len(ps.pools) == 8
+    assert ps.sources["annotations"].startswith("ann.json sha256:")
+
+
+def test_real_source_readers_validate(tmp_path):
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps({"v_x": {"duration": 10, "timestamps": [[0, 5]], "sentences": ["a", "b"]}}))
+    with pytest.raises(ValueError, match=r"bad.json: record 'v_x': field 'timestamps'"):
+        read_activitynet(bad, tmp_path)
+    jl = tmp_path / "youku.jsonl"
+    jl.write_text(json.dumps({"video_id": "yk1", "duration": 30, "timestamps": None,
+                              "sentences": ["一个女孩在跳舞", "她鞠躬"]}, ensure_ascii=False) + "\n"
+                  + json.dumps({"duration": 3, "sentences": ["x"]}) + "\n")
+    with pytest.raises(ValueError, match=r"youku.jsonl, line 2: missing field 'video_id'"):
+        read_youku(jl, tmp_path)
+    jl.write_text(jl.read_text(encoding="utf-8").splitlines()[0] + "\n", encoding="utf-8")
+    (rec,) = read_youku(jl, tmp_path)
+    assert rec.events is None and rec.lang == "zh" and rec.dataset == "youku" and rec.path is None
+    assert rule_rewrite(rec.captions, rec.lang).startswith("首先，一个女孩在跳舞。")
+
+
+def test_cli_build_and_run_offline(tmp_path, monkeypatch, capsys):
+    from mmbench.cli import main
+
+    monkeypatch.setenv("MMBENCH_HOME", str(tmp_path / "home"))
+    out = tmp_path / "ps"
+    assert main(["build", "--task", "temporal_summarization", "--out", str(out), "--param", "videos=4",
+                 "--param", "lengths=[1024]"]) == 0
+    assert "content hash" in capsys.readouterr().out
+    assert main(["run", "--task", "temporal_summarization", "--model", "minilm", "--data", str(out), "--quiet",
+                 "--output", str(tmp_path / "run")]) == 0
+    text = capsys.readouterr().out
+    assert "the model sees only text" in text and "precision_at_1 by difficulty" in text
+    per_query = __import__("pandas").read_parquet(next((tmp_path / "run").glob("per_query*.parquet")))
+    assert set(per_query["difficulty"]) == {"easy", "hard"} and set(per_query["length_bin"]) == {"1k"}
+    assert math.isclose(per_query["precision_at_1"].isin([0.0, 1.0]).mean(), 1.0)
