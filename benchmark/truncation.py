@@ -14,6 +14,10 @@ from .documents import Image, Segment, Text, Video
 from .tokens import TextTokenizer
 
 
+WINDOW_CHARS_PER_TOKEN = 8   # first guess of characters per token when cutting a long text's windows
+WINDOW_MARGIN = 4             # tokens kept unused at a window's cut edge, where tokenisation may differ
+
+
 @dataclass
 class TruncationReport:
     tokens_before: int
@@ -21,6 +25,7 @@ class TruncationReport:
     cut_text_tokens: int = 0
     dropped_images: int = 0
     dropped_frames: int = 0
+    exact: bool = True  # False when a very long text was tokenised only at its two ends (counts estimated)
 
     @property
     def truncated(self) -> bool:
@@ -36,16 +41,16 @@ def middle_truncate(
     """Fit `segments` into `budget` tokens: ceil(budget/2) from the head, the rest from the tail."""
     if budget < 0:
         raise ValueError("budget must be non-negative")
-    ids: list[list[int] | None] = []
+    ids: list[_Tokens | None] = []
     units: list[int] = []
     unit_cost: list[int] = []
     for seg in segments:
         if isinstance(seg, Text):
             if tokenizer is None:
                 raise ValueError("text segments need a tokenizer to be truncated")
-            toks = tokenizer.encode(seg.text)
+            toks = _tokens(seg.text, budget, tokenizer)
             ids.append(toks)
-            units.append(len(toks))
+            units.append(toks.count)
             unit_cost.append(1)
         elif isinstance(seg, Image):
             ids.append(None)
@@ -58,6 +63,7 @@ def middle_truncate(
         else:
             raise TypeError(f"not a segment: {seg!r}")
     total = sum(u * c for u, c in zip(units, unit_cost))
+    exact = all(t is None or t.exact for t in ids)
     if total <= budget:
         return list(segments), TruncationReport(total, total)
 
@@ -85,7 +91,7 @@ def middle_truncate(
             break
 
     kept: list[Segment] = []
-    report = TruncationReport(tokens_before=total, tokens_after=0)
+    report = TruncationReport(tokens_before=total, tokens_after=0, exact=exact)
     for k, seg in enumerate(segments):
         if head[k] + tail[k] >= units[k]:
             kept.append(seg)
@@ -105,9 +111,42 @@ def middle_truncate(
     return kept, report
 
 
-def _part(seg: Segment, ids: list[int] | None, start: int, end: int, tokenizer: TextTokenizer | None) -> Segment:
+@dataclass
+class _Tokens:
+    """A text's token ids, or for a very long text only its two end windows."""
+
+    head: list[int]
+    tail: list[int]
+    count: int
+    exact: bool
+
+    def slice(self, start: int, end: int) -> list[int]:
+        if self.exact:
+            return self.head[start:end]
+        if start == 0:
+            return self.head[:end]
+        return self.tail[len(self.tail) - (self.count - start):][: end - start]
+
+
+def _tokens(text: str, budget: int, tokenizer: TextTokenizer) -> _Tokens:
+    """Tokenise `text`, or only enough of each end when it is far longer than the budget."""
+    need = budget + WINDOW_MARGIN
+    width = need * WINDOW_CHARS_PER_TOKEN
+    while 2 * width < len(text):
+        head = tokenizer.encode(text[:width])
+        tail = tokenizer.encode(text[-width:])
+        if min(len(head), len(tail)) > need:
+            per_char = (len(head) + len(tail)) / (2 * width)
+            count = max(int(len(text) * per_char), len(head) + len(tail) + 1)
+            return _Tokens(head[: len(head) - WINDOW_MARGIN], tail[WINDOW_MARGIN:], count, exact=False)
+        width *= 2
+    ids = tokenizer.encode(text)
+    return _Tokens(ids, ids, len(ids), exact=True)
+
+
+def _part(seg: Segment, ids: _Tokens | None, start: int, end: int, tokenizer: TextTokenizer | None) -> Segment:
     if isinstance(seg, Text):
         assert ids is not None and tokenizer is not None
-        return Text(tokenizer.decode(ids[start:end]))
+        return Text(tokenizer.decode(ids.slice(start, end)))
     assert isinstance(seg, Video)
     return Video(seg.frames[start:end], seg.fps, seg.width, seg.height)

@@ -24,6 +24,7 @@ class SeenRecord:
     unseen_modalities: list[str] = field(default_factory=list)
     unseen_images: int = 0
     unseen_frames: int = 0
+    counts_exact: bool = True  # False: a very long text was tokenised at its ends only (cut count estimated)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -52,6 +53,7 @@ def model_view(doc: Document, model: EmbeddingModel) -> tuple[Document, SeenReco
         unseen_modalities=unseen,
         unseen_images=sum(1 for s in hidden if isinstance(s, Image)),
         unseen_frames=sum(len(s.frames) for s in hidden if isinstance(s, Video)),
+        counts_exact=report.exact if report else True,
     )
     return Document(id=doc.id, segments=kept, tokens=doc.tokens, meta=doc.meta), record
 

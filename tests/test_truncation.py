@@ -26,8 +26,8 @@ def test_fits_untouched(tok):
 def test_keeps_head_and_tail_text(tok):
     words = [f"w{i}" for i in range(400)]
     text = " ".join(words)
-    kept, rep = middle_truncate([Text(text)], 40, tok, image_tokens)
-    assert rep.truncated and rep.tokens_after <= 40
+    kept, rep = middle_truncate([Text(text)], 200, tok, image_tokens)
+    assert rep.truncated and rep.exact and rep.tokens_after <= 200
     assert len(kept) == 2
     assert kept[0].text.startswith("w0 w1") and kept[1].text.rstrip().endswith("w399")
     assert rep.cut_text_tokens == len(tok.encode(text)) - rep.tokens_after
@@ -76,3 +76,23 @@ def test_random_documents_respect_budget_and_order(tok):
         media = [s.ref for s in segs if isinstance(s, Image)]
         kept_media = [s.ref for s in kept if isinstance(s, Image)]
         assert kept_media == [m for m in media if m in kept_media]
+
+
+def test_long_text_windows_keep_exactly_what_full_tokenisation_keeps(tok):
+    """A text far over budget is tokenised only at its ends; the kept pieces must not change."""
+    import pydoc_data.topics as topics
+
+    from mmbench.truncation import _Tokens
+
+    text = "\n".join(topics.topics[k] for k in sorted(topics.topics))[:200_000]
+    kept, rep = middle_truncate([Text("intro"), Text(text), Image("x", 64, 64), Text("outro")], 300, tok, image_tokens)
+    assert not rep.exact and rep.tokens_after <= 300
+
+    ids = tok.encode(text)
+    full = _Tokens(ids, ids, len(ids), True)
+    head_n = 150 - len(tok.encode("intro"))
+    assert kept[1].text == tok.decode(full.slice(0, head_n))
+    assert kept[-1] == Text("outro") and kept[-2] == Image("x", 64, 64)
+    tail_n = rep.tokens_after - 150 - 4 - len(tok.encode("outro"))
+    assert kept[2].text == tok.decode(ids[len(ids) - tail_n:])
+    assert abs(rep.cut_text_tokens - (len(ids) - head_n - tail_n)) / len(ids) < 0.2
