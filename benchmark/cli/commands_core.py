@@ -18,7 +18,10 @@ def mmbench_home() -> Path:
 
 
 def default_poolset_dir(task: str, source: str, seed: int) -> Path:
-    return mmbench_home() / "poolsets" / f"{task}-{source}-seed{seed}"
+    """Default build location; the task version is part of it so a new version is rebuilt."""
+    from mmbench.tasks import get_task
+
+    return mmbench_home() / "poolsets" / f"{task}-v{get_task(task).version}-{source}-seed{seed}"
 
 
 def register(sub: argparse._SubParsersAction) -> None:
