@@ -124,7 +124,7 @@ class Board:
         final = self._inside(self.root / rel)
         final.parent.mkdir(parents=True, exist_ok=True)
         staging = Path(tempfile.mkdtemp(dir=self.root, prefix=".staging-"))
-        trash: Path | None = None
+        trash: Path | None = None  # where a replaced submission's folder waits until the commit
         moved = False
         try:
             digests = {}
@@ -162,7 +162,6 @@ class Board:
                         os.replace(final, staging)
                     if trash is not None:
                         os.replace(trash, final)
-                        trash = None
                     raise
         finally:
             shutil.rmtree(staging, ignore_errors=True)

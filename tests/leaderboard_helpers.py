@@ -39,3 +39,22 @@ def edit_summary(folder: Path, edit) -> None:
     data = json.loads(path.read_text())
     edit(data)
     path.write_text(json.dumps(data, allow_nan=True))
+
+
+def edit_per_query(folder: Path, edit, resummarise: bool = True) -> None:
+    """Apply `edit(per_query) -> per_query` and, if `resummarise`, rewrite results.json consistently with it,
+    so only the check under test can object."""
+    import pandas as pd
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    path = folder / "per_query.parquet"
+    frame = edit(pq.read_table(path).to_pandas())
+    pq.write_table(pa.Table.from_pandas(pd.DataFrame(frame), preserve_index=False), path)
+    if resummarise:
+        old = json.loads((folder / "results.json").read_text())
+        info = dict(old["mmbench"])
+        task, version, content_hash, model = (info.pop(k) for k in ("task", "task_version", "content_hash", "model"))
+        info.pop("main_metric", None)
+        summary = summary_json(task, version, content_hash, model, frame, info, old["evaluation_time"])
+        (folder / "results.json").write_text(json.dumps(summary, allow_nan=True))
