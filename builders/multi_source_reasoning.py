@@ -40,7 +40,7 @@ DATASETS = ("hotpotqa", "mmdocrag")
 VARIANTS = ("first", "last", "middle")
 LENGTH_TOLERANCE = 0.01      # every candidate is within ±1 % of its pool's nominal length
 HARD_EASY_TOLERANCE = 0      # a Hard variant has exactly its undamaged counterpart's unified length
-POSITION_TOLERANCE = 0.01    # each unit's relative start moves by at most this much under expansion
+POSITION_TOLERANCE_TOKENS = 32  # each unit starts within this many tokens of its proportional position
 
 
 def build(source: str, out: Path, seed: int = 0, lengths: Sequence[int] = LENGTHS,
@@ -90,7 +90,7 @@ def build(source: str, out: Path, seed: int = 0, lengths: Sequence[int] = LENGTH
                                  "queries_per_dataset": queries_per_dataset,
                                  "candidates_per_query": candidates_per_query, "variants": list(VARIANTS)},
                       "candidates_per_query": candidates_per_query, "length_tolerance": LENGTH_TOLERANCE,
-                      "hard_easy_tolerance_tokens": HARD_EASY_TOLERANCE, "position_tolerance": POSITION_TOLERANCE,
+                      "hard_easy_tolerance_tokens": HARD_EASY_TOLERANCE, "position_tolerance_tokens": POSITION_TOLERANCE_TOKENS,
                       "filler": fill.name, "token_counter": getattr(counter.tokenizer, "name", "qwen3"),
                       "query_filter": {"rules_version": RULES_VERSION, "rule_params": asdict(rules),
                                        "auditor": auditor.describe() if auditor else None,

@@ -3,7 +3,7 @@
 Reports are runs of consecutive `pydoc_data.topics` entries (real prose that ships with Python)
 of roughly `report_chars` characters, split into paragraphs. Each report gets a project-written
 summary that draws on its opening, middle and closing parts, so it needs the whole report; every
-ninth summary instead paraphrases a single paragraph (a "local excerpt" the query filter drops).
+ninth summary (the 5th, 14th, ...) instead quotes one paragraph, a local excerpt the filter drops.
 Page-image documents render a report onto pages with PIL; the next report in reading order,
 rendered the same way, is the document's unseen extended version.
 """
@@ -71,7 +71,7 @@ def pydoc_reports(report_chars: int = 9000) -> tuple[Report, ...]:
         rid = f"pydoc-r{k:02d}"
         topics_txt = ", ".join(f"'{t}'" for t in topic_names[:-1]) + \
             (f" and '{topic_names[-1]}'" if len(topic_names) > 1 else f"'{topic_names[0]}'")
-        if k % 9 == 8:
+        if k % 9 == 4:
             p = ps[prose[len(prose) // 2]]
             summary = f"This report quotes the Language Reference: {' '.join(p.split()[:60])}"
         else:
