@@ -1,0 +1,175 @@
+"""Real-source readers on small files in the real layouts (written here), and `real` builds from them."""
+import json
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from PIL import Image as PILImage
+
+from mmbench.builders.sources import sample_reasoning as sr
+from mmbench.builders.sources.govreport import read_govreport
+from mmbench.builders.sources.hotpotqa import read_hotpotqa
+from mmbench.builders.sources.mmdocrag import read_mmdocrag
+from mmbench.builders.sources.mmlongbench import read_mmlongbench
+from mmbench.builders.sources.sample_reports import paged_documents, pydoc_reports
+from mmbench.documents import Image, Text
+from mmbench.media import MediaStore
+from mmbench.tokens import UnifiedTokenCounter
+
+ORIGINAL = {
+    "_id": "5a8b57f25542995d1e6f1371", "question": "Were Scott Derrickson and Ed Wood of the same nationality?",
+    "answer": "yes", "type": "comparison", "level": "hard",
+    "supporting_facts": [["Scott Derrickson", 0], ["Ed Wood", 0]],
+    "context": [["Ed Wood (film)", [" Ed Wood is a 1994 biopic.", " It stars Johnny Depp."]],
+                ["Scott Derrickson", [" Scott Derrickson is an American director.", " He lives in Los Angeles."]],
+                ["Ed Wood", [" Edward Davis Wood Jr. was an American filmmaker.", " He made cult films."]]],
+}
+
+
+@pytest.fixture(scope="module")
+def counter():
+    return UnifiedTokenCounter.default()
+
+
+def _hub_layout(rec):
+    return {"id": rec["_id"], "question": rec["question"], "answer": rec["answer"], "type": rec["type"],
+            "level": rec["level"],
+            "supporting_facts": {"title": [t for t, _ in rec["supporting_facts"]],
+                                 "sent_id": [k for _, k in rec["supporting_facts"]]},
+            "context": {"title": [t for t, _ in rec["context"]], "sentences": [s for _, s in rec["context"]]}}
+
+
+def test_hotpotqa_original_json_and_hub_parquet_agree(tmp_path, counter):
+    js = tmp_path / "hotpot_dev_distractor_v1.json"
+    js.write_text(json.dumps([ORIGINAL]))
+    pqf = tmp_path / "validation-00000-of-00001.parquet"
+    pq.write_table(pa.Table.from_pylist([_hub_layout(ORIGINAL)]), pqf)
+    jl = tmp_path / "distractor.jsonl"
+    jl.write_text(json.dumps(_hub_layout(ORIGINAL)) + "\n")
+    recs = [read_hotpotqa(p, counter)[0] for p in (js, pqf, jl)]
+    for r in recs:
+        assert r.id == ORIGINAL["_id"] and not r.problems
+        ev = [r.units[i] for i in r.evidence_indices]
+        assert [u.segment.text for u in ev] == [" Scott Derrickson is an American director.",
+                                                " Edward Davis Wood Jr. was an American filmmaker."]
+        assert [u.info["title"] for u in ev] == ["Scott Derrickson", "Ed Wood"]
+        assert len(r.units) == 3 + 6 and r.tokens == sum(counter.text(u.segment.text) for u in r.units)
+    assert [u.segment for u in recs[0].units] == [u.segment for u in recs[1].units] == [u.segment for u in recs[2].units]
+
+
+def test_hotpotqa_errors_name_file_and_field(tmp_path, counter):
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps([{**ORIGINAL, "context": "oops"}]))
+    with pytest.raises(ValueError, match=r"bad.json: record 0: field 'context'"):
+        read_hotpotqa(bad, counter)
+    missing = tmp_path / "missing.json"
+    missing.write_text(json.dumps([{**ORIGINAL, "supporting_facts": [["Nobody", 3]]}]))
+    (rec,) = read_hotpotqa(missing, counter)
+    assert rec.problems == ["supporting fact ('Nobody', 3) not found in the context"]
+    with pytest.raises(FileNotFoundError, match="nope.json"):
+        read_hotpotqa(tmp_path / "nope.json", counter)
+
+
+def _write_mmdocrag(folder, n):
+    records, images = sr.mmdocrag_records(5, n)
+    for path, img in images.items():
+        (folder / "images" / path).parent.mkdir(parents=True, exist_ok=True)
+        img.save(folder / "images" / path)
+    jl = folder / "dev_15.jsonl"
+    jl.write_text("".join(json.dumps(r) + "\n" for r in records))
+    return jl, records
+
+
+def test_mmdocrag_jsonl_with_image_folder(tmp_path, counter):
+    jl, raw = _write_mmdocrag(tmp_path, 2)
+    recs = read_mmdocrag(jl, tmp_path / "images", counter, MediaStore(tmp_path / "media"))
+    assert [r.id for r in recs] == [r["q_id"] for r in raw]
+    r = recs[0]
+    assert sorted(r.units[i].info["quote_id"] for i in r.evidence_indices) == sorted(raw[0]["gold_quotes"])
+    assert all(r.units[i].role == "evidence" for i in r.evidence_indices) and len(r.units) == 14
+    kinds = [type(u.segment) for u in r.units]
+    assert Image in kinds and Text in kinds
+    pages = [(int(q["page_id"]), int(q["layout_id"])) for q in raw[0]["text_quotes"] + raw[0]["img_quotes"]]
+    assert [u.info["quote_id"] for u in r.units][:2] == \
+        [q["quote_id"] for _, q in sorted(zip(pages, raw[0]["text_quotes"] + raw[0]["img_quotes"]),
+                                          key=lambda x: x[0])][:2]      # document order (page, layout)
+    img = next(u for u in r.units if isinstance(u.segment, Image))
+    assert (tmp_path / "media" / img.segment.ref).is_file() and img.tokens == 12 * 8
+    (tmp_path / "images" / raw[1]["img_quotes"][0]["img_path"]).unlink()
+    with pytest.raises(FileNotFoundError, match=r"dev_15.jsonl:2: quote image1: image file .* not found"):
+        read_mmdocrag(jl, tmp_path / "images", counter, MediaStore(tmp_path / "media"))
+
+
+def test_govreport_parquet_and_jsonl(tmp_path):
+    rows = [{"id": "GAO-1", "report": "First paragraph.\nSecond paragraph.\n\nThird.", "summary": "A  summary."},
+            {"id": "CRS-2", "report": "Only one.", "summary": "Another."}]
+    pqf = tmp_path / "test.parquet"
+    pq.write_table(pa.Table.from_pylist(rows), pqf)
+    jl = tmp_path / "test.jsonl"
+    jl.write_text("".join(json.dumps({"id": r["id"], "document": r["report"], "summary": r["summary"]}) + "\n"
+                          for r in rows))
+    for path in (pqf, jl):
+        reps = read_govreport(path)
+        assert [r.id for r in reps] == ["GAO-1", "CRS-2"]
+        assert reps[0].paragraphs == ["First paragraph.", "Second paragraph.", "Third."]
+        assert reps[0].summary == "A summary."
+    jl.write_text(json.dumps({"report": "x"}) + "\n")
+    with pytest.raises(ValueError, match=r"test.jsonl:1: field 'summary'"):
+        read_govreport(jl)
+
+
+def _write_mmlongbench(folder, n):
+    docs = paged_documents(n)
+    lines = []
+    for d in docs:
+        names = []
+        for kind, pages in (("p", d.pages), ("x", d.extension)):
+            for k, page in enumerate(pages):
+                rel = f"{d.id}/{kind}{k + 1:03d}.png"
+                (folder / "pages" / rel).parent.mkdir(parents=True, exist_ok=True)
+                page.save(folder / "pages" / rel)
+                names.append((kind, rel))
+        lines.append({"id": d.id, "answer": d.summary, "pages": [r for k, r in names if k == "p"],
+                      "extended_pages": [r for k, r in names if k == "x"]})
+    jl = folder / "summ.jsonl"
+    jl.write_text("".join(json.dumps(x) + "\n" for x in lines))
+    return jl, docs
+
+
+def test_mmlongbench_page_images(tmp_path):
+    jl, docs = _write_mmlongbench(tmp_path, 2)
+    got = read_mmlongbench(jl, tmp_path / "pages")
+    assert [d.id for d in got] == [d.id for d in docs]
+    assert len(got[0].pages) == len(docs[0].pages) and len(got[0].extension) == len(docs[0].extension)
+    assert got[0].pages[0].size == docs[0].pages[0].size and got[0].summary == docs[0].summary
+    assert got[0].page_names[0].endswith("p001.png")
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text(json.dumps({"id": "x", "summary": "s", "pages": ["nowhere.png"]}) + "\n")
+    with pytest.raises(FileNotFoundError, match=r"bad.jsonl:1: page image .*nowhere.png not found"):
+        read_mmlongbench(bad, tmp_path / "pages")
+
+
+def test_real_builds_from_files_in_real_layouts(tmp_path):
+    from mmbench.tasks import get_task
+
+    hp = tmp_path / "hotpot.json"
+    hp.write_text(json.dumps(sr.hotpot_records(9, 7)))
+    md, _ = _write_mmdocrag(tmp_path, 6)
+    ps = get_task("multi_source_reasoning").build(
+        "real", tmp_path / "msr", seed=0, lengths=(2048,), queries_per_dataset=4, candidates_per_query=3,
+        hotpotqa=str(hp), mmdocrag=str(md), mmdocrag_images=str(tmp_path / "images"), progress=False)
+    assert {p.subset for p in ps.pools} == {"hotpotqa/easy/2k", "hotpotqa/hard/2k", "mmdocrag/easy/2k",
+                                            "mmdocrag/hard/2k"}
+    assert ps.sources["hotpotqa"].startswith("hotpot.json sha256:") and ps.sources["filler"].startswith("pydoc")
+
+    gov = tmp_path / "gov.parquet"
+    pq.write_table(pa.Table.from_pylist([{"id": r.id, "report": r.text, "summary": r.summary}
+                                         for r in pydoc_reports()[:12]]), gov)
+    mlb, _ = _write_mmlongbench(tmp_path, 5)
+    ps = get_task("logical_summarization").build(
+        "real", tmp_path / "ls", seed=0, lengths=(4096,), queries_per_dataset=4, candidates_per_query=3,
+        govreport=str(gov), mmlongbench=str(mlb), mmlongbench_images=str(tmp_path / "pages"), progress=False)
+    assert {p.subset for p in ps.pools} == {"govreport/easy/4k", "govreport/hard/4k", "mmlongbench/easy/4k",
+                                            "mmlongbench/hard/4k"}
+    assert ps.builder["datasets"]["govreport"]["lookalike_index"]["documents"] == 12   # whole corpus indexed
+    assert all(len(p.candidate_ids) == 3 for p in ps.pools)
