@@ -32,6 +32,7 @@ class BM25Model(EmbeddingModel):
         self.vocab: dict[str, int] = {}
         self.idf = np.zeros(0)
         self.avgdl = 0.0
+        self._fitted = False  # a fitted corpus may have an empty vocabulary (e.g. video-only candidates)
         self.card = ModelCard(name="bm25", family="lexical", modalities=frozenset({"text"}), max_tokens=None,
                               similarity="dot", revision="1", settings={"k1": self.k1, "b": self.b,
                                                                         "tokenizer": r"lowercase \w+"},
@@ -49,9 +50,10 @@ class BM25Model(EmbeddingModel):
         freq = np.array([df[t] for t in sorted(df)], dtype=np.float64)
         self.idf = np.log1p((n - freq + 0.5) / (freq + 0.5))
         self.avgdl = float(np.mean(lengths)) if lengths else 0.0
+        self._fitted = True
 
     def encode(self, documents: Sequence[Document], role: Role, media: MediaStore | None) -> sp.csr_matrix:
-        if not self.vocab:
+        if not self._fitted:
             raise RuntimeError("BM25 needs fit() on the candidate corpus before encoding")
         rows, cols, vals = [], [], []
         for r, d in enumerate(documents):
