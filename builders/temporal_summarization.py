@@ -170,15 +170,12 @@ def _load_records(source: str, scratch: Path, seed: int, p: TSParams, annotation
 
 def process_video(rec: VideoRecord, media: MediaStore, p: TSParams) -> ProcessedVideo:
     """Decode at 1 FPS, store the frames once per bin at the bin's frame size, and segment into events."""
-    sv = open_video(rec.path, FPS, p.reader)
-    sizes = {L: fit_frame_size(sv.n_frames, L, sv.width, sv.height, LENGTH_TOLERANCE, p.min_frame_pixels,
-                               p.max_frame_pixels) for L in p.lengths}
-    refs: dict[int, list[str]] = {L: [] for L, s in sizes.items() if s}
-    hists = []
-    for frame in sv.frames():
-        hists.append(colour_histogram(frame))
-        for L in refs:
-            refs[L].append(media.put_image(resize_frame(frame, sizes[L]), format=p.frame_format).ref)
+    try:
+        sv, sizes, refs, hists = _decode(rec.path, media, p, p.reader)
+    except VideoReadError:
+        if p.reader != "auto":
+            raise
+        sv, sizes, refs, hists = _decode(rec.path, media, p, "pyav")  # decord opened it but failed to decode
     if rec.events is not None and p.segmentation == "auto":
         events, method = list(rec.events), "annotations"
     else:
@@ -190,6 +187,20 @@ def process_video(rec: VideoRecord, media: MediaStore, p: TSParams) -> Processed
             "events_dropped": [{"start": d.event.start, "end": d.event.end, "reason": d.reason} for d in dropped],
             "frame_sizes": {length_label(L): (list(s) if s else None) for L, s in sizes.items()}}
     return ProcessedVideo(rec, renders, kept, segments, dropped, method, info)
+
+
+def _decode(path: Path, media: MediaStore, p: TSParams, reader: str):
+    """One decoding pass: per-bin frame sizes, stored frame refs per bin, and 1-FPS colour histograms."""
+    sv = open_video(path, FPS, reader)
+    sizes = {L: fit_frame_size(sv.n_frames, L, sv.width, sv.height, LENGTH_TOLERANCE, p.min_frame_pixels,
+                               p.max_frame_pixels) for L in p.lengths}
+    refs: dict[int, list[str]] = {L: [] for L, s in sizes.items() if s}
+    hists = []
+    for frame in sv.frames():
+        hists.append(colour_histogram(frame))
+        for L in refs:
+            refs[L].append(media.put_image(resize_frame(frame, sizes[L]), format=p.frame_format).ref)
+    return sv, sizes, refs, hists
 
 
 def _rng(seed: int, *parts: Any) -> np.random.Generator:
@@ -226,6 +237,9 @@ def assemble(processed: Sequence[ProcessedVideo], counter: UnifiedTokenCounter, 
     for L in p.lengths:
         label = length_label(L)
         in_bin = [pv for pv in processed if L in pv.renders]
+        excluded += [{"video_id": pv.record.id, "bin": label, "reason": f"{pv.info['frames']} frames cannot reach "
+                      f"{L} tokens within ±{LENGTH_TOLERANCE:.0%} inside the frame pixel budget"}
+                     for pv in processed if L not in pv.renders]
         originals = {pv.record.id: _candidate(pv, L, counter) for pv in in_bin}
         for pv in in_bin:
             vid, dataset = pv.record.id, pv.record.dataset

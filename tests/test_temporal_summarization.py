@@ -322,3 +322,68 @@ def test_cli_build_and_run_offline(tmp_path, monkeypatch, capsys):
     per_query = __import__("pandas").read_parquet(next((tmp_path / "run").glob("per_query*.parquet")))
     assert set(per_query["difficulty"]) == {"easy", "hard"} and set(per_query["length_bin"]) == {"1k"}
     assert math.isclose(per_query["precision_at_1"].isin([0.0, 1.0]).mean(), 1.0)
+
+
+def test_qwen_adapter_receives_the_counted_frames(built, tmp_path):
+    """A Qwen3-VL adapter (factor 32) gets every stored frame, unresized, in the candidate's order."""
+    from dataclasses import replace
+
+    from mmbench.models.qwen_vl import QwenVLEmbedder
+    from mmbench.models.qwen_vl_presets import PRESETS
+    from tiny_models import build_qwen3vl
+
+    ps, out = built
+    loaded = load_poolset(out)
+    preset = PRESETS["qwen3-vl-embedding-2b"]
+    # frame bounds as wide as the builder's, so the model's own resizing leaves the frames as they are
+    preset = replace(preset, vision=replace(preset.vision, video_min_pixels=4 * 32 * 32,
+                                            video_max_pixels=768 * 32 * 32))
+    model = QwenVLEmbedder(preset, model_path=str(build_qwen3vl(tmp_path / "q3")), context=4096, device="cpu",
+                           dtype="float32")
+    item = next(p for p in loaded.pools if p.meta["difficulty"] == "hard" and p.meta["length_bin"] == "1k")
+    cands = loaded.candidate_by_id()
+    target = cands[item.relevant_ids[0]]
+    reversed_ = next(cands[c] for c in item.candidate_ids if cands[c].meta["perturbation"] == "reversal")
+    vecs = model.encode([target, reversed_], "document", loaded.media)
+    for doc, info in zip((target, reversed_), model.last_encode_info):
+        video = doc.segments[0]
+        assert info["frames"] == len(video.frames) and not info["adaptations"]
+        h, w = model.frame_size(video.width, video.height)
+        assert (w, h) == (video.width, video.height)             # per-frame tokens = the unified count's
+    assert not np.allclose(vecs[0], vecs[1], atol=1e-4)         # same frames, other order: another vector
+
+
+def test_decode_failure_in_decord_falls_back_to_pyav(tmp_path, monkeypatch):
+    from mmbench.builders import video as video_mod
+    from mmbench.builders.temporal_summarization import TSParams, process_video
+    from mmbench.media import MediaStore
+
+    (rec,) = make_sample_videos(tmp_path / "v", 1, seed=2)
+    real = video_mod._OPENERS["decord"]
+
+    def flaky(path, fps):
+        sv = real(path, fps)
+
+        def boom():
+            yield from ()
+            raise RuntimeError("simulated decode error")
+        sv._iter = boom
+        return sv
+
+    monkeypatch.setitem(video_mod._OPENERS, "decord", flaky)
+    pv = process_video(rec, MediaStore(tmp_path / "m"), TSParams(lengths=(1024, 1 << 17)))
+    assert pv.info["reader"] == "pyav" and pv.info["frame_sizes"]["128k"] is None   # too few frames for 128K
+    assert set(pv.renders) == {1024} and len(pv.renders[1024].frames) == pv.info["frames"]
+    with pytest.raises(video_mod.VideoReadError, match="simulated decode error"):
+        process_video(rec, MediaStore(tmp_path / "m"), TSParams(lengths=(1024,), reader="decord"))
+
+
+def test_bm25_runs_on_video_only_candidates(built, tmp_path):
+    """A text-only lexical model fits an empty vocabulary and ranks every pool at chance, without failures."""
+    from mmbench.models.bm25 import BM25Model
+    from mmbench.runner import RunOptions, run_poolset
+
+    _, out = built
+    per_query, _, info = run_poolset(load_poolset(out), BM25Model(), RunOptions(cache_dir=tmp_path, progress=False))
+    assert info["n_failed_items"] == 0 and info["documents_with_unseen_modalities"] > 0
+    assert per_query["precision_at_1"].isin([0.0, 1.0]).all()
