@@ -4,7 +4,6 @@ import json
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from PIL import Image as PILImage
 
 from mmbench.builders.sources import sample_reasoning as sr
 from mmbench.builders.sources.govreport import read_govreport
