@@ -25,8 +25,8 @@ from .store import Entry
 MAIN = "precision_at_1"
 FLICKR_METRICS = (("recall_at_1", "R@1"), ("recall_at_3", "R@3"), ("mrr", "MRR"))
 CI_RESAMPLES = 1000
-AGG_METRICS = (("precision_at_1", "P@1"), ("precision_at_5", "P@5"), ("recall_at_5", "R@5"), ("mrr_at_10", "MRR@10"),
-               ("ndcg_at_10", "nDCG@10"))
+AGG_METRICS = (("precision_at_1", "P@1"), ("precision_at_5", "P@5"), ("recall_at_1", "R@1"), ("recall_at_3", "R@3"),
+               ("recall_at_5", "R@5"), ("mrr", "MRR"), ("mrr_at_10", "MRR@10"), ("ndcg_at_10", "nDCG@10"))
 
 
 @dataclass(frozen=True)

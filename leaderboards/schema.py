@@ -177,8 +177,12 @@ def _check_items(per_query: pd.DataFrame, official) -> list[Problem]:
         return [Problem(f"{PER_QUERY}: item_id", f"duplicate items {_item_ids(dup.unique())}")]
     lines: dict[str, list[str]] = {}
     for row in per_query.to_dict("records"):
-        lines.setdefault(str(row["subset"]), []).append(
-            item_line(row["item_id"], _as_list(row["relevant_ids"]), _as_list(row["ranked_ids"]), row))
+        try:
+            line = item_line(row["item_id"], _as_list(row["relevant_ids"]), _as_list(row["ranked_ids"]), row)
+        except (TypeError, ValueError) as exc:
+            return [Problem(f"{PER_QUERY}: ranked_ids", f"item {str(row['item_id'])!r}: relevant_ids and ranked_ids "
+                            f"must be lists of ids ({exc})")]
+        lines.setdefault(str(row["subset"]), []).append(line)
     submitted = fingerprint(lines)
     problems = []
     if len(per_query) != official.n_items:
@@ -229,7 +233,11 @@ def _check_rankings(per_query: pd.DataFrame, names: list[str]) -> list[Problem]:
     unordered, tampered = [], {}
     for row in per_query.to_dict("records"):
         ranked, relevant = _as_list(row["ranked_ids"]), _as_list(row["relevant_ids"])
-        scores = np.asarray(list(row["scores"]) if row["scores"] is not None else [], dtype=float)
+        try:
+            scores = np.asarray(list(row["scores"]), dtype=float)
+        except (TypeError, ValueError):
+            unordered.append(row["item_id"])
+            continue
         rounded = np.round(scores, SCORE_DECIMALS)
         if len(scores) != len(ranked) or not np.all(np.isfinite(scores)) or np.any(np.diff(rounded) > 0):
             unordered.append(row["item_id"])

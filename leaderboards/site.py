@@ -113,7 +113,8 @@ def _table_section(t: Table, data_href: str, root: str, level: int) -> str:
                    for c in t.columns)
     rows = "\n".join("<tr>" + "".join(_cell(c, r, root) for c in t.columns) + "</tr>" for r in t.rows)
     return (f'<section id="{esc(t.id)}"><h{level}>{esc(t.title)}</h{level}>\n<p class="desc">{esc(t.description)}</p>\n'
-            f'<table class="sortable" id="table-{esc(t.id)}"><thead><tr>{head}</tr></thead>\n<tbody>\n{rows}\n</tbody></table>\n'
+            f'<div class="scroll"><table class="sortable" id="table-{esc(t.id)}"><thead><tr>{head}</tr></thead>\n'
+            f'<tbody>\n{rows}\n</tbody></table></div>\n'
             f'<p class="downloads">Download: <a href="{data_href}/{esc(t.id)}.csv" download>CSV</a> · '
             f'<a href="{data_href}/{esc(t.id)}.json" download>JSON</a></p></section>')
 

@@ -198,6 +198,17 @@ def test_duplicate_via_cli_exits_2_and_names_replace(setup, tmp_path, capsys):
     assert main(args) == 2
     assert "--replace" in capsys.readouterr().err
     assert main([*args, "--replace"]) == 0
+    capsys.readouterr()
+    assert main(["leaderboard", "list", "--board", str(tmp_path / "b")]) == 0
+    assert "'model-a'" in capsys.readouterr().out
+
+
+def test_official_command_writes_a_registry_entry(vg_tiny, registry, tmp_path):
+    assert main(["leaderboard", "official", str(vg_tiny), "--write", str(tmp_path / "reg.json")]) == 0
+    written = OfficialRegistry.load(tmp_path / "reg.json").get("visual_grounding", "1.0")
+    expected = registry.get("visual_grounding", "1.0")
+    assert (written.content_hash, written.n_items, written.subsets) == (expected.content_hash, expected.n_items,
+                                                                        expected.subsets)
 
 
 def test_path_traversal_in_names_never_reaches_the_file_system(vg_tiny, registry, tmp_path):
@@ -335,6 +346,9 @@ def test_shipped_registry_names_every_registered_task():
 
     reg = OfficialRegistry.load(None)
     for spec in task_specs():
+        assert (spec.name, spec.version) in reg.entries, (
+            f"{spec.name} v{spec.version} has no official hash: build it with `mmbench build --task {spec.name}` and run "
+            "`mmbench leaderboard official DIR --write leaderboards/data/official_hashes.json`")
         entry = reg.get(spec.name, spec.version)
         assert len(entry.content_hash) == 64 and entry.n_items > 0
         assert sum(s.n_items for s in entry.subsets.values()) == entry.n_items
