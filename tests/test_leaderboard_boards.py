@@ -65,3 +65,29 @@ def test_ravel_table_means_and_downloads_neutralise_formulas():
     assert rows[0]["model"].startswith("'=")  # a spreadsheet shows it as text instead of running it
     assert float(rows[0]["llm=Qwen3-1.7B:spearman"]) == 0.5
     assert t.to_json()["rows"][0]["model"] == e.model_name  # JSON keeps the exact name
+
+
+def test_ravel_submission_reaches_the_site(tmp_path):
+    import json
+
+    from mmbench.evaluators.ravel.correlate import load_ground_truth
+    from mmbench.leaderboards.schema import validate_submission
+    from mmbench.leaderboards.site import build_site
+    from mmbench.leaderboards.store import Board
+
+    gt = load_ground_truth()
+    part = gt[gt["llm"].isin(["Qwen3-1.7B", "SmolLM2-1.7B-Instruct"])].groupby("llm").head(8)
+    folder = tmp_path / "ravel"
+    folder.mkdir()
+    scores = [{"encoder": r.encoder, "llm": r.llm, "score": float(-r.Avg)} for r in part.itertuples()]
+    (folder / "ravel_scores.json").write_text(json.dumps({"model": {"name": "loss-like", "settings": {}},
+                                                          "lower_is_better": True, "scores": scores}))
+    board = Board(tmp_path / "board")
+    entry = board.submit(validate_submission(folder))
+    assert entry.scores["llm=Qwen3-1.7B"]["spearman"] == pytest.approx(1.0)  # negated loss ranks perfectly
+    site = build_site(board, tmp_path / "site")
+    board_rows = json.loads((site / "data" / "ravel.json").read_text())["rows"]
+    assert board_rows[0]["model"] == "loss-like" and board_rows[0]["mean_spearman"] == pytest.approx(1.0)
+    predictions = list(csv.DictReader(io.StringIO((site / "data" / "models" / f"{entry.slug}-predictions.csv").read_text())))
+    assert len(predictions) == len(scores)
+    assert "Predicted scores" in (site / "models" / f"{entry.slug}.html").read_text()
