@@ -8,6 +8,7 @@ speed ratio) with Robertson IDF (negative IDF floored at 0), k1 = 1.5, b = 0.75.
 """
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass
 from typing import Sequence
 
@@ -33,6 +34,8 @@ class LookalikeIndex:
     def __init__(self, ids: Sequence[str], texts: Sequence[str], k1: float = K1, b: float = B) -> None:
         import bm25s
 
+        if logging.getLogger("bm25s").level == logging.DEBUG:   # bm25s sets DEBUG on import; quiet it
+            logging.getLogger("bm25s").setLevel(logging.WARNING)
         if len(ids) != len(texts) or len(ids) < 2:
             raise ValueError("a look-alike index needs at least two documents, one text per id")
         if len(set(ids)) != len(ids):
