@@ -21,7 +21,7 @@ from typing import Any, Sequence
 import numpy as np
 from tqdm.auto import tqdm
 
-from mmbench.documents import Document, Image, Segment, Text
+from mmbench.documents import Document, Segment, Text
 from mmbench.media import MediaStore
 from mmbench.poolset import PoolItem, PoolSet, write_poolset
 from mmbench.tokens import UnifiedTokenCounter, image_tokens

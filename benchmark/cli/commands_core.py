@@ -94,7 +94,8 @@ def parse_params(items: list[str]) -> dict[str, Any]:
     return out
 
 
-def _task(name: str):
+def task_or_error(name: str):
+    """The registered task, or a CLIError naming the known ones."""
     from mmbench.tasks import UnknownTaskError, get_task
 
     try:
@@ -104,7 +105,7 @@ def _task(name: str):
 
 
 def cmd_build(args: argparse.Namespace) -> int:
-    task = _task(args.task)
+    task = task_or_error(args.task)
     if args.source not in task.sources:
         raise CLIError(f"task {task.name} has no source {args.source!r}; sources: {', '.join(task.sources)}")
     out = args.out or default_poolset_dir(task.name, args.source, args.seed)
@@ -121,20 +122,15 @@ def cmd_build(args: argparse.Namespace) -> int:
     return 0
 
 
-def cmd_run(args: argparse.Namespace) -> int:
-    from mmbench.models.registry import UnknownModelError, load_model
+def resolve_poolset(task, data: Path | None, seed: int, quiet: bool = False):
+    """The pool set a run uses: `data`, or the offline sample (built on first use)."""
     from mmbench.poolset import PoolSetError, load_poolset
-    from mmbench.results import load_results, summary_json, write_results
-    from mmbench.runner import RunOptions, run_poolset
-    from mmbench.summary import format_summary
 
-    task = _task(args.task)
-    data = args.data
     if data is None:
-        data = default_poolset_dir(task.name, "sample", args.seed)
+        data = default_poolset_dir(task.name, "sample", seed)
         if not (data / "manifest.json").is_file():
             print(f"no pool set given: building the offline sample of {task.name} into {data}")
-            task.build("sample", data, seed=args.seed, progress=not args.quiet)
+            task.build("sample", data, seed=seed, progress=not quiet)
     elif not Path(data).exists():
         raise CLIError(f"pool set folder {data} does not exist (build one with `mmbench build --task {task.name}`)")
     try:
@@ -143,6 +139,17 @@ def cmd_run(args: argparse.Namespace) -> int:
         raise CLIError(str(exc)) from None
     if ps.task != task.name:
         raise CLIError(f"{data} holds task {ps.task!r}, not {task.name!r}")
+    return ps
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    from mmbench.models.registry import UnknownModelError, load_model
+    from mmbench.results import load_results, summary_json, write_results
+    from mmbench.runner import RunOptions, run_poolset
+    from mmbench.summary import format_summary
+
+    task = task_or_error(args.task)
+    ps = resolve_poolset(task, args.data, args.seed, quiet=args.quiet)
     options = {k: v for k, v in {"device": args.device, "dtype": args.dtype, "model_path": args.model_path,
                                  "attn_implementation": args.attn_implementation,
                                  "trust_remote_code": args.trust_remote_code or None}.items() if v is not None}
@@ -158,14 +165,15 @@ def cmd_run(args: argparse.Namespace) -> int:
     per_query, seen, info = run_poolset(ps, model, run_opts)
     summary = summary_json(task.name, ps.task_version, ps.content_hash, model.card.identity(), per_query,
                            {**info, "model_notes": model.card.notes}, time.perf_counter() - start)
-    out = args.output or Path("runs") / task.name / _safe(model.card.name)
+    out = args.output or Path("runs") / task.name / safe_name(model.card.name)
     write_results(out, per_query, seen, summary)
     print(format_summary(load_results(out), task.summary_axes, task.main_score))
     print(f"\nresults written to {out}")
     return 1 if info["n_failed_items"] else 0
 
 
-def _safe(name: str) -> str:
+def safe_name(name: str) -> str:
+    """A model name as a folder name."""
     return re.sub(r"[^A-Za-z0-9._-]+", "_", name).strip("._") or "model"
 
 
@@ -179,7 +187,7 @@ def cmd_show(args: argparse.Namespace) -> int:
         raise CLIError(str(exc)) from None
     axes = ("length_bin", "depth", "difficulty", "background_modality", "anchor_kind")
     try:
-        axes = _task(res.task).summary_axes
+        axes = task_or_error(res.task).summary_axes
     except CLIError:
         pass
     print(format_summary(res, axes, args.metric))

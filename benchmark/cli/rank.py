@@ -2,11 +2,10 @@
 from __future__ import annotations
 
 import argparse
-import re
 import time
 from pathlib import Path
 
-from .commands_core import _task, default_poolset_dir, mmbench_home
+from .commands_core import task_or_error, mmbench_home, resolve_poolset, safe_name
 from .errors import CLIError
 
 
@@ -42,13 +41,12 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def cmd_rank(args: argparse.Namespace) -> int:
-    from mmbench.poolset import PoolSetError, load_poolset
     from mmbench.rankers import Prices, load_prompt, load_ranker
     from mmbench.rankers.run import RankOptions, rank_poolset
     from mmbench.results import load_results, summary_json, write_results
     from mmbench.summary import format_summary
 
-    task = _task(args.task)
+    task = task_or_error(args.task)
     if args.limit is not None and args.limit <= 0:
         raise CLIError("--limit must be positive")
     if args.max_concurrency < 1 or args.max_attempts < 1:
@@ -72,26 +70,13 @@ def cmd_rank(args: argparse.Namespace) -> int:
     except ValueError as exc:
         raise CLIError(str(exc)) from None
 
-    data = args.data
-    if data is None:
-        data = default_poolset_dir(task.name, "sample", args.seed)
-        if not (data / "manifest.json").is_file():
-            print(f"no pool set given: building the offline sample of {task.name} into {data}")
-            task.build("sample", data, seed=args.seed, progress=not args.quiet)
-    elif not Path(data).exists():
-        raise CLIError(f"pool set folder {data} does not exist (build one with `mmbench build --task {task.name}`)")
-    try:
-        ps = load_poolset(data)
-    except PoolSetError as exc:
-        raise CLIError(str(exc)) from None
-    if ps.task != task.name:
-        raise CLIError(f"{data} holds task {ps.task!r}, not {task.name!r}")
+    ps = resolve_poolset(task, args.data, args.seed, quiet=args.quiet)
 
     start = time.perf_counter()
     per_query, seen, info = rank_poolset(ps, ranker, RankOptions(limit=args.limit, progress=not args.quiet))
     summary = summary_json(task.name, ps.task_version, ps.content_hash, ranker.card.identity(), per_query, info,
                            time.perf_counter() - start)
-    out = args.output or Path("runs") / task.name / re.sub(r"[^A-Za-z0-9._-]+", "_", ranker.card.name)
+    out = args.output or Path("runs") / task.name / safe_name(ranker.card.name)
     write_results(out, per_query, seen, summary)
     print(format_summary(load_results(out), task.summary_axes, task.main_score))
     rep, tok = info["repairs"], info["tokens"]
