@@ -4,7 +4,8 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from mmbench.evaluators.ravel import cli, correlate, selection
+from mmbench.cli import main as mmbench_main
+from mmbench.evaluators.ravel import correlate, selection
 
 DATA = Path(__file__).parent / "data" / "ravel_alignment_probing_210.csv"
 
@@ -37,7 +38,7 @@ def test_alignment_probing_correlations_pinned():
 
 
 def test_cli_prints_pinned_values(capsys):
-    assert cli.main(["ravel", "correlate", "--scores", str(DATA), "--score-column", "mean_recall_5cap"]) == 0
+    assert mmbench_main(["ravel", "correlate", "--scores", str(DATA), "--score-column", "mean_recall_5cap"]) == 0
     out = capsys.readouterr().out
     for llm, (rho, r) in EXPECTED.items():
         line = next(line for line in out.splitlines() if line.startswith(llm))

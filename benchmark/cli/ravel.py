@@ -1,2 +1,360 @@
-"""`mmbench ravel …`: RAVEL vision-encoder evaluation (implementation in mmbench.evaluators.ravel.cli)."""
-from mmbench.evaluators.ravel.cli import main, register  # noqa: F401
+"""`mmbench ravel …`: RAVEL vision-encoder evaluation (the methods live in mmbench.evaluators.ravel).
+
+Subcommands: calibrate · score · baselines · sweep · correlate · selection · ckax · flops · tiny-models.
+Encoders / LLMs are given as ``NAME=PATH`` (or just PATH; the folder name becomes the name);
+precomputed arrays as ``--features NAME=FILE.npy|npz`` and ``--text-features NAME=FILE.npy``.
+"""
+from __future__ import annotations
+
+import argparse
+import gc
+import json
+import sys
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+
+# ----------------------------------------------------------------------------- helpers
+def _named(spec: str) -> tuple[str, str]:
+    if "=" in spec:
+        name, path = spec.split("=", 1)
+        return name.strip(), path.strip()
+    return Path(spec.rstrip("/")).name, spec
+
+
+def _floats(s: str) -> list[float]:
+    return [float(v) for v in s.split(",") if v.strip()]
+
+
+def _ints(s: str) -> list[int]:
+    return [int(float(v)) for v in s.split(",") if v.strip()]
+
+
+def _add_calibration_args(p: argparse.ArgumentParser) -> None:
+    g = p.add_argument_group("calibration pairs")
+    g.add_argument("--manifest", help="reuse a manifest written by `ravel calibrate` (exact pairs)")
+    g.add_argument("--source", default="sample", help="llava-lcs | coco | karpathy | flickr | pairs | sample")
+    g.add_argument("--json", dest="json_path", help="source JSON (llava-lcs, coco, karpathy)")
+    g.add_argument("--image-root", help="image folder of the source")
+    g.add_argument("--pairs", dest="pairs_file", help="CSV/JSONL with image,text columns (source 'pairs')")
+    g.add_argument("--pool-size", type=int, default=5000, help="size of the generated 'sample' pool")
+    g.add_argument("--n", type=int, default=1000, help="number of pairs drawn (default 1000)")
+    g.add_argument("--seed", type=int, default=42, help="sampling seed (default 42)")
+
+
+def _calibration(args):
+    from mmbench.evaluators.ravel import calibration as C
+
+    if args.manifest:
+        return C.Calibration.read_manifest(args.manifest)
+    pool = C.load_source(args.source, json_path=args.json_path, image_root=args.image_root,
+                         pairs_file=args.pairs_file, pool_size=args.pool_size)
+    return C.sample_pairs(pool, min(args.n, len(pool)) if args.source == "sample" else args.n, args.seed, args.source)
+
+
+def _add_model_args(p: argparse.ArgumentParser) -> None:
+    g = p.add_argument_group("models and features")
+    g.add_argument("--encoder", action="append", default=[], metavar="NAME=PATH",
+                   help="vision encoder (transformers folder or hub id); repeatable")
+    g.add_argument("--features", action="append", default=[], metavar="NAME=FILE",
+                   help="precomputed visual patch features (.npy (n,P,d) or .npz with patches[,lengths]); repeatable")
+    g.add_argument("--llm", action="append", default=[], metavar="NAME=PATH", help="target language model; repeatable")
+    g.add_argument("--text-features", action="append", default=[], metavar="NAME=FILE",
+                   help="precomputed text features (.npy (n,d_t)); repeatable")
+    g.add_argument("--layer", default="last", help="vision layer: 'last' (default) or a hidden_states index")
+    g.add_argument("--text-layer", type=int, default=-2, help="LLM hidden_states index (default −2: penultimate)")
+    g.add_argument("--device", default="cpu")
+    g.add_argument("--batch-size", type=int, default=16)
+    g.add_argument("--cache-dir", default="mmbench_cache/ravel", help="feature cache ('' disables)")
+    g.add_argument("--online", action="store_true", help="allow hub downloads (default: local files only)")
+
+
+def _needs_calibration(args) -> bool:
+    return bool(args.encoder) or bool(args.llm)
+
+
+def _iter_text(args, cal, cache):
+    from mmbench.evaluators.ravel.features import TextModel, extract_text
+
+    for spec in args.text_features:
+        name, path = _named(spec)
+        yield name, np.load(path, allow_pickle=False).astype(np.float32)
+    for spec in args.llm:
+        name, path = _named(spec)
+        model = TextModel(path, device=args.device, layer=args.text_layer, local_files_only=not args.online)
+        feats = extract_text(model, cal, cache=cache)
+        del model
+        gc.collect()
+        yield name, feats
+
+
+def _iter_visual(args, cal, cache):
+    from mmbench.evaluators.ravel.features import VisionEncoder, extract_visual, load_feature_array
+
+    for spec in args.features:
+        name, path = _named(spec)
+        x, lengths = load_feature_array(path)
+        yield name, x, lengths
+    for spec in args.encoder:
+        name, path = _named(spec)
+        layer = args.layer if args.layer == "last" else int(args.layer)
+        enc = VisionEncoder(path, device=args.device, layer=layer, local_files_only=not args.online)
+        feats = extract_visual(enc, cal, batch_size=args.batch_size, cache=cache)
+        del enc
+        gc.collect()
+        yield name, feats, None
+
+
+def _load_all(args):
+    from mmbench.evaluators.ravel.features import FeatureCache
+
+    if not (args.encoder or args.features) or not (args.llm or args.text_features):
+        raise ValueError("need at least one --encoder/--features and one --llm/--text-features")
+    cal = _calibration(args) if _needs_calibration(args) else None
+    cache = FeatureCache(args.cache_dir or None)
+    texts = list(_iter_text(args, cal, cache))
+    return cal, cache, texts
+
+
+def _write(df: pd.DataFrame, out: str | None) -> None:
+    if out:
+        Path(out).parent.mkdir(parents=True, exist_ok=True)
+        df.to_csv(out, index=False) if not out.endswith(".json") else df.to_json(out, orient="records", indent=1)
+        print(f"wrote {out}", file=sys.stderr)
+
+
+def _print(df: pd.DataFrame) -> None:
+    with pd.option_context("display.max_rows", 500, "display.width", 200, "display.float_format", "{:.4f}".format):
+        print(df.to_string(index=False))
+
+
+# ----------------------------------------------------------------------------- commands
+def cmd_calibrate(args) -> int:
+    cal = _calibration(args)
+    cal.write_manifest(args.out)
+    print(f"drew {len(cal)} of {cal.pool_size} pairs from {cal.source!r} (seed {cal.seed}); "
+          f"fingerprint {cal.fingerprint()} → {args.out}")
+    return 0
+
+
+def cmd_score(args) -> int:
+    from mmbench.evaluators.ravel import methods as M
+
+    methods = M.parse_methods(args.methods)
+    cal, cache, texts = _load_all(args)
+    if cal is not None and args.out:
+        cal.write_manifest(Path(args.out).with_suffix(".manifest.jsonl"))
+    rows = []
+    for enc_name, patches, lengths in _iter_visual(args, cal, cache):
+        for llm_name, text in texts:
+            if len(text) != len(patches):
+                raise ValueError(f"{enc_name}: {len(patches)} images vs {llm_name}: {len(text)} texts")
+            k = min(args.k, len(text) - 1)
+            row = {"encoder": enc_name, "llm": llm_name, "n": len(text), "k": k, "eps": args.eps}
+            for m in methods:
+                row[m] = M.compute(m, patches, text, lengths=lengths, k=k, eps=args.eps, q=args.abtt_q,
+                                   device=args.device)
+            if "ravel" in methods:
+                row["chance"] = k / (len(text) - 1)
+            rows.append(row)
+    df = pd.DataFrame(rows)
+    _print(df)
+    _write(df, args.out)
+    return 0
+
+
+def cmd_sweep(args) -> int:
+    from mmbench.evaluators.ravel import sweeps
+
+    cal, cache, texts = _load_all(args)
+    rows = []
+    for enc_name, patches, lengths in _iter_visual(args, cal, cache):
+        for llm_name, text in texts:
+            base = {"encoder": enc_name, "llm": llm_name}
+            if args.ks:
+                rows += [{**base, **r} for r in sweeps.sweep_k(patches, text, _ints(args.ks), eps=args.eps,
+                                                                lengths=lengths, device=args.device)]
+            if args.epss:
+                rows += [{**base, **r} for r in sweeps.sweep_eps(patches, text, _floats(args.epss), k=args.k,
+                                                                  lengths=lengths, device=args.device)]
+            if args.ns:
+                rows += [{**base, **r} for r in sweeps.sweep_n(patches, text, _ints(args.ns), k=args.k, eps=args.eps,
+                                                                lengths=lengths, device=args.device)]
+            if args.ablation:
+                k = min(args.k, len(text) - 1)
+                abl = sweeps.patch_pooled_ablation(patches, text, k=k, eps=args.eps, lengths=lengths, device=args.device)
+                rows += [{**base, "param": "ablation", "value": name, "score": s} for name, s in abl.items()]
+    df = pd.DataFrame(rows)
+    _print(df)
+    _write(df, args.out)
+    return 0
+
+
+def _merged(args):
+    from mmbench.evaluators.ravel import correlate as C
+
+    scores = C.load_scores(args.scores, score_column=args.score_column, encoder_column=args.encoder_column,
+                           llm_column=args.llm_column)
+    return C.merge(scores, C.load_ground_truth(args.ground_truth), allow_missing=args.allow_missing)
+
+
+def cmd_correlate(args) -> int:
+    from mmbench.evaluators.ravel import correlate as C
+
+    res = C.correlate(_merged(args), negate=args.negate)
+    print(C.format_table(res))
+    _write(res, args.out)
+    return 0
+
+
+def cmd_selection(args) -> int:
+    from mmbench.evaluators.ravel import selection as S
+
+    merged = _merged(args)
+    if args.negate:
+        merged["score"] = -merged["score"]
+    curve = S.selection_curve(merged)
+    _print(S.summarize(curve))
+    _write(curve, args.out)
+    return 0
+
+
+def cmd_ckax(args) -> int:
+    from mmbench.evaluators.ravel import ckax
+    from mmbench.evaluators.ravel import correlate as C
+    from mmbench.evaluators.ravel.features import pooled
+
+    cal, cache, texts = _load_all(args)
+    feats = {name: pooled(x, lengths) for name, x, lengths in _iter_visual(args, cal, cache)}
+    gt = C.load_ground_truth(args.ground_truth)
+    rows, sweep_rows = [], []
+    for llm_name, text in texts:
+        canon = C.canonical_llm(llm_name)
+        g = gt[gt["llm"] == canon].set_index("encoder")
+        names = [n for n in feats if C.canonical_encoder(n) in g.index]
+        if len(names) < 4:
+            raise ValueError(f"CKA-X needs ≥4 encoders with ground truth for {llm_name!r}; found {len(names)}")
+        y = np.array([g.loc[C.canonical_encoder(n), "Avg"] for n in names], dtype=float)
+        inp = ckax.CKAXInputs.from_features({n: feats[n] for n in names}, text)
+        loo = ckax.leave_one_out(inp, y)
+        rows += [{"llm": llm_name, "encoder": n, "ckax_loo": p, "Avg": t} for n, p, t in zip(names, loo["predictions"], y)]
+        print(f"{llm_name}: CKA-X leave-one-out Spearman {loo['spearman']:.3f}  Pearson {loo['pearson']:.3f}  (M={len(names)})")
+        if args.budgets:
+            for r in ckax.budget_sweep(inp, y, _ints(args.budgets), repeats=args.repeats):
+                sweep_rows.append({"llm": llm_name, **r})
+                print(f"  budget {r['budget']:>3}: pooled Spearman {r['pooled_spearman']:.3f}")
+    _write(pd.DataFrame(rows), args.out)
+    if args.budget_out:
+        _write(pd.DataFrame(sweep_rows), args.budget_out)
+    return 0
+
+
+def cmd_flops(args) -> int:
+    from mmbench.evaluators.ravel import flops
+
+    rows = []
+    for m in (args.methods.split(",") if args.methods else flops.METHODS):
+        b = flops.method_flops(m, n=args.n, p=args.p, d_v=args.d_v, d_t=args.d_t, vision_params=args.vision_params,
+                               llm_params=args.llm_params, text_tokens=args.text_tokens, k=args.k)
+        rows.append({"method": m, "total_flops": b["total"],
+                     "scoring_flops": b["total"] - b["vision_forward"] - b["llm_forward"],
+                     "breakdown": json.dumps({k: float(f"{v:.4g}") for k, v in b.items() if k != "total"})})
+    df = pd.DataFrame(rows)
+    with pd.option_context("display.max_colwidth", 200, "display.width", 250):
+        print(df.to_string(index=False, formatters={"total_flops": "{:.3e}".format, "scoring_flops": "{:.3e}".format}))
+    _write(df, args.out)
+    return 0
+
+
+def cmd_tiny(args) -> int:
+    from mmbench.evaluators.ravel.tiny import build_tiny_models
+
+    for k, v in build_tiny_models(args.out).items():
+        print(f"{k}={v}")
+    return 0
+
+
+# ----------------------------------------------------------------------------- parser
+def _add_scores_args(p):
+    p.add_argument("--scores", required=True, help="CSV/JSON(L) with encoder, llm and score columns")
+    p.add_argument("--score-column", help="score column (default: score / ravel / final_score)")
+    p.add_argument("--ground-truth", help="measured table (default: shipped Table 7, 210 MLLMs)")
+    p.add_argument("--encoder-column")
+    p.add_argument("--llm-column")
+    p.add_argument("--negate", action="store_true", help="scores are losses (lower = better)")
+    p.add_argument("--allow-missing", action="store_true", help="drop scored pairs absent from the ground truth")
+    p.add_argument("--out")
+
+
+def register(subparsers) -> argparse.ArgumentParser:
+    ravel = subparsers.add_parser("ravel", help="RAVEL vision-encoder evaluation, baselines, correlation")
+    sub = ravel.add_subparsers(dest="ravel_command", metavar="SUBCOMMAND")
+    sub.required = True
+
+    p = sub.add_parser("calibrate", help="draw calibration pairs and write their manifest")
+    _add_calibration_args(p)
+    p.add_argument("--out", required=True)
+    p.set_defaults(func=cmd_calibrate)
+
+    for name, default, hlp in (("score", "ravel", "score encoders × LLMs with RAVEL (and any --methods)"),
+                               ("baselines", "all", "score with RAVEL and every training-free baseline")):
+        p = sub.add_parser(name, help=hlp)
+        _add_calibration_args(p)
+        _add_model_args(p)
+        p.add_argument("--methods", default=default, help="comma list: ravel, mutualnn[-centered|-standardized|"
+                       "-pca|-abtt|-whiten], patch-raw, rsa[-whiten], cca[-whiten], cka, gw[-whiten], all, baselines")
+        p.add_argument("--k", type=int, default=100)
+        p.add_argument("--eps", type=float, default=1e-4)
+        p.add_argument("--abtt-q", type=int, default=4)
+        p.add_argument("--out")
+        p.set_defaults(func=cmd_score)
+
+    p = sub.add_parser("sweep", help="hyperparameter sweeps (k, eps, n) and the patch/pooled ablation")
+    _add_calibration_args(p)
+    _add_model_args(p)
+    p.add_argument("--k", type=int, default=100)
+    p.add_argument("--eps", type=float, default=1e-4)
+    p.add_argument("--ks", help="e.g. 50,100,150")
+    p.add_argument("--epss", help="e.g. 0.5e-4,1e-4,5e-4")
+    p.add_argument("--ns", help="e.g. 500,1000")
+    p.add_argument("--ablation", action="store_true")
+    p.add_argument("--out")
+    p.set_defaults(func=cmd_sweep)
+
+    p = sub.add_parser("correlate", help="Spearman/Pearson of scores against measured MLLM performance")
+    _add_scores_args(p)
+    p.set_defaults(func=cmd_correlate)
+
+    p = sub.add_parser("selection", help="top-1 selection curve as the pool grows from the worst encoder")
+    _add_scores_args(p)
+    p.set_defaults(func=cmd_selection)
+
+    p = sub.add_parser("ckax", help="CKA-X supervised reference (leave-one-out, budget sweep)")
+    _add_calibration_args(p)
+    _add_model_args(p)
+    p.add_argument("--ground-truth", help="labels table (default: shipped Table 7); encoder names must match")
+    p.add_argument("--budgets", help="labelled-budget sweep, e.g. 8,16,24,32,40,48,56,64")
+    p.add_argument("--repeats", type=int, default=100)
+    p.add_argument("--out")
+    p.add_argument("--budget-out")
+    p.set_defaults(func=cmd_ckax)
+
+    p = sub.add_parser("flops", help="FLOPs accounting per method")
+    p.add_argument("--methods")
+    p.add_argument("--n", type=int, default=1000)
+    p.add_argument("--p", type=int, default=576, help="patch tokens per image")
+    p.add_argument("--d-v", type=int, default=1024)
+    p.add_argument("--d-t", type=int, default=2048)
+    p.add_argument("--k", type=int, default=100)
+    p.add_argument("--vision-params", type=float, default=3.0e8)
+    p.add_argument("--llm-params", type=float, default=1.7e9)
+    p.add_argument("--text-tokens", type=float, default=64)
+    p.add_argument("--out")
+    p.set_defaults(func=cmd_flops)
+
+    p = sub.add_parser("tiny-models", help="write tiny random vision encoders + LLM (offline demo)")
+    p.add_argument("--out", required=True)
+    p.set_defaults(func=cmd_tiny)
+    return ravel
