@@ -24,6 +24,7 @@ def test_list_tasks_and_models(capsys):
     (["build", "--task", "visual_grounding", "--source", "nowhere"], "has no source"),
     (["build", "--task", "visual_grounding", "--param", "noequals"], "KEY=VALUE"),
     (["show", "/nonexistent/results"], "does not exist"),
+    (["run", "--task", "visual_grounding", "--model", "gme-2b", "--data", "{vg}"], "could not load model 'gme-2b'"),
 ])
 def test_user_errors_exit_2_with_a_clear_message(argv, needle, capsys, vg_tiny):
     argv = [a.replace("{vg}", str(vg_tiny)) for a in argv]

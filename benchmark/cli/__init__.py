@@ -32,7 +32,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except CLIError as exc:
         print(f"mmbench: error: {exc}", file=sys.stderr)
         return 2
-    except (FileNotFoundError, ValueError, RuntimeError) as exc:
+    except (OSError, ValueError, RuntimeError) as exc:
         if args.verbose:
             raise
         print(f"mmbench: error: {exc}", file=sys.stderr)

@@ -157,6 +157,10 @@ def cmd_run(args: argparse.Namespace) -> int:
         model = load_model(args.model, **options)
     except UnknownModelError as exc:
         raise CLIError(str(exc)) from None
+    except OSError as exc:  # weights or tokenizer not reachable: say how to point at a local copy
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise CLIError(f"could not load model {args.model!r}: {first} "
+                       "(offline? download the weights and pass --model-path DIR)") from None
     if args.limit is not None and args.limit <= 0:
         raise CLIError("--limit must be positive")
     run_opts = RunOptions(batch_tokens=args.batch_tokens, cache_dir=args.cache_dir or mmbench_home() / "embeddings",
