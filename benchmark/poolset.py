@@ -19,9 +19,10 @@ import json
 import os
 import shutil
 import tempfile
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any, Iterable, Iterator
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -116,6 +117,18 @@ class PoolSet:
                 raise PoolSetError(f"pool item {item.id!r}: unknown candidates {missing[:3]}")
             if not item.relevant_ids or not set(item.relevant_ids) <= set(item.candidate_ids):
                 raise PoolSetError(f"pool item {item.id!r}: relevant ids must be a non-empty subset of its candidates")
+
+
+@contextmanager
+def build_scratch(out: Path) -> Iterator[Path]:
+    """A temporary folder beside `out` for a build's media and intermediate files, removed afterwards."""
+    out = Path(out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    scratch = Path(tempfile.mkdtemp(dir=out.parent, prefix=f".{out.name}.scratch."))
+    try:
+        yield scratch
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
 
 
 def compute_content_hash(ps: PoolSet) -> str:

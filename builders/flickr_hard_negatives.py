@@ -13,8 +13,6 @@
 from __future__ import annotations
 
 import hashlib
-import shutil
-import tempfile
 from pathlib import Path
 from typing import Any, Sequence
 
@@ -24,7 +22,7 @@ from tqdm.auto import tqdm
 from mmbench.documents import Document, Text
 from mmbench.documents import Image as ImageSegment
 from mmbench.media import MediaStore
-from mmbench.poolset import PoolItem, PoolSet, write_poolset
+from mmbench.poolset import build_scratch, PoolItem, PoolSet, write_poolset
 from mmbench.tokens import UnifiedTokenCounter, image_tokens
 
 from .sources.flickr30k import N_CAPTIONS, CaptionedImage, read_annotations_csv, read_hf, read_karpathy
@@ -160,9 +158,7 @@ def build(source: str, out: Path, seed: int = 0, pool_size: int | None = None, n
     query_rows = sorted(int(i) for i in _rng(seed, "queries").choice(pool_size, size=n_queries, replace=False))
 
     out = Path(out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    scratch = Path(tempfile.mkdtemp(dir=out.parent, prefix=f".{out.name}.media."))
-    try:
+    with build_scratch(out) as scratch:
         media = MediaStore(scratch)
         counter = UnifiedTokenCounter.default()
         queries, pools, needed = [], [], set()
@@ -211,6 +207,4 @@ def build(source: str, out: Path, seed: int = 0, pool_size: int | None = None, n
             "queries": [pool_ids[r] for r in query_rows],
         }
         write_poolset(ps, out, media_from=scratch)
-    finally:
-        shutil.rmtree(scratch, ignore_errors=True)
     return ps

@@ -12,8 +12,6 @@ as in Multi-Source Reasoning (constant candidates per query).
 from __future__ import annotations
 
 import math
-import shutil
-import tempfile
 from pathlib import Path
 from typing import Any, Sequence
 
@@ -21,7 +19,7 @@ from tqdm.auto import tqdm
 
 from mmbench.documents import Document, Image, Text
 from mmbench.media import MediaStore
-from mmbench.poolset import PoolSet, write_poolset
+from mmbench.poolset import build_scratch, PoolSet, write_poolset
 from mmbench.tokens import UnifiedTokenCounter
 
 from .expansion import Filler, Unit, image_unit, length_matched_text, pad, pad_pages, replace_units, text_unit
@@ -56,9 +54,7 @@ def build(source: str, out: Path, seed: int = 0, lengths: Sequence[int] = LENGTH
         raise ValueError("need 2 <= candidates_per_query <= queries_per_dataset")
     counter = UnifiedTokenCounter.default(tokenizer_json)
     out = Path(out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    scratch = Path(tempfile.mkdtemp(dir=out.parent, prefix=f".{out.name}.media."))
-    try:
+    with build_scratch(out) as scratch:
         media = MediaStore(scratch)
         sources: dict[str, str] = {}
         if source == "sample":
@@ -96,8 +92,6 @@ def build(source: str, out: Path, seed: int = 0, lengths: Sequence[int] = LENGTH
                       "query_filter": {"rules_version": SUMMARY_RULES_VERSION, "summary": decision_summary(decisions),
                                        "decisions": [d.to_dict() for d in decisions]}}
         write_poolset(ps, out, media_from=scratch)
-    finally:
-        shutil.rmtree(scratch, ignore_errors=True)
     return ps
 
 

@@ -14,8 +14,6 @@ from __future__ import annotations
 import hashlib
 import math
 from dataclasses import asdict
-import shutil
-import tempfile
 from pathlib import Path
 from typing import Any, Sequence
 
@@ -24,7 +22,7 @@ from tqdm.auto import tqdm
 
 from mmbench.documents import Document, Image, Text
 from mmbench.media import MediaStore
-from mmbench.poolset import PoolItem, PoolSet, write_poolset
+from mmbench.poolset import build_scratch, PoolItem, PoolSet, write_poolset
 from mmbench.tokens import UnifiedTokenCounter
 
 from .expansion import Filler, Unit, expand, image_unit, length_matched_text, replace_units, start_positions
@@ -58,9 +56,7 @@ def build(source: str, out: Path, seed: int = 0, lengths: Sequence[int] = LENGTH
         raise ValueError("need 2 <= candidates_per_query <= queries_per_dataset")
     counter = UnifiedTokenCounter.default(tokenizer_json)
     out = Path(out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    scratch = Path(tempfile.mkdtemp(dir=out.parent, prefix=f".{out.name}.media."))
-    try:
+    with build_scratch(out) as scratch:
         media = MediaStore(scratch)
         records, sources = _load(source, datasets, counter, media, seed, queries_per_dataset, hotpotqa, mmdocrag,
                                  mmdocrag_images, max_records)
@@ -97,8 +93,6 @@ def build(source: str, out: Path, seed: int = 0, lengths: Sequence[int] = LENGTH
                                        "summary": decision_summary(decisions), "selected": selected,
                                        "decisions": [d.to_dict() for d in decisions]}}
         write_poolset(ps, out, media_from=scratch)
-    finally:
-        shutil.rmtree(scratch, ignore_errors=True)
     return ps
 
 

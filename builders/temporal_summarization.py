@@ -15,9 +15,7 @@ manifest's builder record.
 from __future__ import annotations
 
 import hashlib
-import shutil
 import sys
-import tempfile
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Sequence
@@ -28,7 +26,7 @@ from tqdm.auto import tqdm
 from mmbench.documents import Document, Text, Video
 from mmbench.media import MediaStore
 from mmbench.models.http_client import APIError
-from mmbench.poolset import PoolItem, PoolSet, write_poolset
+from mmbench.poolset import build_scratch, PoolItem, PoolSet, write_poolset
 from mmbench.tokens import UnifiedTokenCounter
 
 from .captions import PROMPT_VERSION, RULE_VERSION, SYSTEM_PROMPT, ChatRewriter, Rewrite, rule_rewrite
@@ -106,9 +104,7 @@ def build(source: str, out: Path, seed: int = 0, lengths: Sequence[int] = LENGTH
         if rewrite == "llm" else None
     counter = UnifiedTokenCounter.default(tokenizer_json)
     out = Path(out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    scratch = Path(tempfile.mkdtemp(dir=out.parent, prefix=f".{out.name}.media."))
-    try:
+    with build_scratch(out) as scratch:
         media = MediaStore(scratch / "media")
         records, sources = _load_records(source, scratch, seed, params, annotations, video_root)
         processed, failures = [], []
@@ -133,8 +129,6 @@ def build(source: str, out: Path, seed: int = 0, lengths: Sequence[int] = LENGTH
             "failures": failures, "excluded": excluded,
         }
         write_poolset(ps, out, media_from=scratch / "media")
-    finally:
-        shutil.rmtree(scratch, ignore_errors=True)
     return ps
 
 

@@ -12,8 +12,6 @@ at every depth (only the insertion point moves), which isolates the depth effect
 from __future__ import annotations
 
 import hashlib
-import shutil
-import tempfile
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Sequence
@@ -23,7 +21,7 @@ from tqdm.auto import tqdm
 
 from mmbench.documents import Document, Segment, Text
 from mmbench.media import MediaStore
-from mmbench.poolset import PoolItem, PoolSet, write_poolset
+from mmbench.poolset import build_scratch, PoolItem, PoolSet, write_poolset
 from mmbench.tokens import UnifiedTokenCounter, image_tokens
 
 from .sources.backgrounds import Background, obelics_background, sample_background
@@ -66,9 +64,7 @@ def build(source: str, out: Path, seed: int = 0, lengths: Sequence[int] = LENGTH
     _check_params(params)
     counter = UnifiedTokenCounter.default(tokenizer_json)
     out = Path(out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    scratch = Path(tempfile.mkdtemp(dir=out.parent, prefix=f".{out.name}.media."))
-    try:
+    with build_scratch(out) as scratch:
         media = MediaStore(scratch)
         needles, background, sources = _load_sources(source, counter, media, seed, params, text_needles,
                                                      image_needles, image_root, haystack)
@@ -78,8 +74,6 @@ def build(source: str, out: Path, seed: int = 0, lengths: Sequence[int] = LENGTH
                       "source": source, "length_tolerance": LENGTH_TOLERANCE, "depth_tolerance": DEPTH_TOLERANCE,
                       "token_counter": getattr(counter.tokenizer, "name", "qwen3")}
         write_poolset(ps, out, media_from=scratch)
-    finally:
-        shutil.rmtree(scratch, ignore_errors=True)
     return ps
 
 
