@@ -37,13 +37,21 @@ def middle_truncate(
     budget: int,
     tokenizer: TextTokenizer | None,
     visual_tokens: Callable[[int, int], int],
+    video_tokens: Callable[[int, int, int], int] | None = None,
 ) -> tuple[list[Segment], TruncationReport]:
-    """Fit `segments` into `budget` tokens: ceil(budget/2) from the head, the rest from the tail."""
+    """Fit `segments` into `budget` tokens: ceil(budget/2) from the head, the rest from the tail.
+
+    `video_tokens(n_frames, width, height)` is what n frames of a video cost (default: n images);
+    models that merge frames in time make it cheaper than n separate images.
+    """
     if budget < 0:
         raise ValueError("budget must be non-negative")
+    if video_tokens is None:
+        def video_tokens(n: int, w: int, h: int) -> int:
+            return n * visual_tokens(w, h)
     ids: list[_Tokens | None] = []
     units: list[int] = []
-    unit_cost: list[int] = []
+    costs: list[Callable[[int], int]] = []  # tokens of the first (or last) k units of a segment
     for seg in segments:
         if isinstance(seg, Text):
             if tokenizer is None:
@@ -51,18 +59,18 @@ def middle_truncate(
             toks = _tokens(seg.text, budget, tokenizer)
             ids.append(toks)
             units.append(toks.count)
-            unit_cost.append(1)
+            costs.append(lambda k: k)
         elif isinstance(seg, Image):
             ids.append(None)
             units.append(1)
-            unit_cost.append(visual_tokens(seg.width, seg.height))
+            costs.append(lambda k, c=visual_tokens(seg.width, seg.height): k * c)
         elif isinstance(seg, Video):
             ids.append(None)
             units.append(len(seg.frames))
-            unit_cost.append(visual_tokens(seg.width, seg.height))
+            costs.append(lambda k, w=seg.width, h=seg.height: video_tokens(k, w, h) if k else 0)
         else:
             raise TypeError(f"not a segment: {seg!r}")
-    total = sum(u * c for u, c in zip(units, unit_cost))
+    total = sum(cost(u) for cost, u in zip(costs, units))
     exact = all(t is None or t.exact for t in ids)
     if total <= budget:
         return list(segments), TruncationReport(total, total)
@@ -72,9 +80,9 @@ def middle_truncate(
     left = (budget + 1) // 2
     stop = n
     for k in range(n):
-        take = min(units[k], left // unit_cost[k]) if unit_cost[k] else units[k]
+        take = _most_that_fit(units[k], costs[k], left)
         head[k] = take
-        left -= take * unit_cost[k]
+        left -= costs[k](take)
         if take < units[k]:
             stop = k
             break
@@ -84,9 +92,9 @@ def middle_truncate(
     left = budget - used_head
     for k in range(n - 1, stop - 1, -1):
         avail = units[k] - head[k]
-        take = min(avail, left // unit_cost[k]) if unit_cost[k] else avail
+        take = _most_that_fit(avail, costs[k], left)
         tail[k] = take
-        left -= take * unit_cost[k]
+        left -= costs[k](take)
         if take < avail:
             break
 
@@ -95,20 +103,33 @@ def middle_truncate(
     for k, seg in enumerate(segments):
         if head[k] + tail[k] >= units[k]:
             kept.append(seg)
+            report.tokens_after += costs[k](units[k])
+            continue
+        if head[k]:
+            kept.append(_part(seg, ids[k], 0, head[k], tokenizer))
+        if tail[k]:
+            kept.append(_part(seg, ids[k], units[k] - tail[k], units[k], tokenizer))
+        report.tokens_after += costs[k](head[k]) + costs[k](tail[k])
+        cut = units[k] - head[k] - tail[k]
+        if isinstance(seg, Text):
+            report.cut_text_tokens += cut
+        elif isinstance(seg, Image):
+            report.dropped_images += cut
         else:
-            if head[k]:
-                kept.append(_part(seg, ids[k], 0, head[k], tokenizer))
-            if tail[k]:
-                kept.append(_part(seg, ids[k], units[k] - tail[k], units[k], tokenizer))
-            cut = units[k] - head[k] - tail[k]
-            if isinstance(seg, Text):
-                report.cut_text_tokens += cut
-            elif isinstance(seg, Image):
-                report.dropped_images += cut
-            else:
-                report.dropped_frames += cut
-        report.tokens_after += min(units[k], head[k] + tail[k]) * unit_cost[k]
+            report.dropped_frames += cut
     return kept, report
+
+
+def _most_that_fit(avail: int, cost: Callable[[int], int], left: int) -> int:
+    """The largest k <= avail with cost(k) <= left (costs grow with k)."""
+    lo, hi = 0, avail
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if cost(mid) <= left:
+            lo = mid
+        else:
+            hi = mid - 1
+    return lo
 
 
 @dataclass

@@ -39,7 +39,8 @@ def model_view(doc: Document, model: EmbeddingModel) -> tuple[Document, SeenReco
     if budget is None:
         kept, report = visible, None
     else:
-        kept, report = middle_truncate(visible, budget, model.budget_tokenizer(), model.visual_tokens)
+        kept, report = middle_truncate(visible, budget, model.budget_tokenizer(), model.visual_tokens,
+                                       model.video_tokens)
     if report is None:
         seen_tokens = _approx_tokens(kept, model)
     else:
@@ -68,5 +69,5 @@ def _approx_tokens(segments: list, model: EmbeddingModel) -> int:
         elif isinstance(s, Image):
             total += model.visual_tokens(s.width, s.height)
         elif isinstance(s, Video):
-            total += len(s.frames) * model.visual_tokens(s.width, s.height)
+            total += model.video_tokens(len(s.frames), s.width, s.height)
     return total

@@ -210,3 +210,23 @@ def test_registry_lists_every_adapter():
         assert specs[name].context == PRESETS[name].context
         assert ("video" in specs[name].modalities) == PRESETS[name].video
     assert {"openai-embeddings", "gemini-embedding"} <= set(specs)
+
+
+def test_video_budget_counts_temporal_groups(gme, qwen3, media):
+    """A video costs one token group per two frames, not a group per frame; the budget bounds reality."""
+    store, _, vid = media
+    groups = -(-len(vid.frames) // 2)
+    for model in (gme, qwen3):
+        model.encode([Document("t", [Text("a video")]), Document("v", [Text("a video"), vid])], "document", store)
+        info = {r["id"]: r for r in model.last_encode_info}
+        actual = info["v"]["tokens"] - info["t"]["tokens"]
+        budget = model.video_tokens(len(vid.frames), vid.width, vid.height)
+        assert 0 < actual <= budget
+        fh, fw = model.frame_size(vid.width, vid.height)
+        pads_per_group = (fh // model.preset.vision.factor) * (fw // model.preset.vision.factor)
+        assert budget <= groups * (pads_per_group + 12)  # not one group per frame
+    # GME keeps every frame (no resampling), so its budget is tight up to the per-group allowance
+    gme.encode([Document("t", [Text("a video")]), Document("v", [Text("a video"), vid])], "document", store)
+    info = {r["id"]: r for r in gme.last_encode_info}
+    assert gme.video_tokens(len(vid.frames), vid.width, vid.height) - (info["v"]["tokens"] - info["t"]["tokens"]) \
+        <= groups * 12

@@ -96,3 +96,15 @@ def test_long_text_windows_keep_exactly_what_full_tokenisation_keeps(tok):
     tail_n = rep.tokens_after - 150 - 4 - len(tok.encode("outro"))
     assert kept[2].text == tok.decode(ids[len(ids) - tail_n:])
     assert abs(rep.cut_text_tokens - (len(ids) - head_n - tail_n)) / len(ids) < 0.2
+
+
+def test_video_cost_function_lets_merged_frames_fit(tok):
+    """With two frames per token group a budget holds twice the frames it would hold one by one."""
+    video = Video(tuple(f"f{k}" for k in range(40)), 1.0, 64, 64)  # 4 tokens per frame (or per pair)
+    per_frame, _ = middle_truncate([video], 40, tok, image_tokens)
+    paired, rep = middle_truncate([video], 40, tok, image_tokens, lambda n, w, h: -(-n // 2) * image_tokens(w, h))
+    n_single = sum(len(s.frames) for s in per_frame)
+    n_paired = sum(len(s.frames) for s in paired)
+    assert n_single == 10 and n_paired == 20
+    assert rep.tokens_after <= 40 and rep.dropped_frames == 20
+    assert [s.frames[0] for s in paired] == ["f0", "f30"]

@@ -57,8 +57,12 @@ class EmbeddingModel(ABC):
         return None
 
     def visual_tokens(self, width: int, height: int) -> int:
-        """Tokens one image (or video frame) of this size costs the model."""
+        """Tokens one image of this size costs the model."""
         return image_tokens(width, height)
+
+    def video_tokens(self, n_frames: int, width: int, height: int) -> int:
+        """Tokens `n_frames` frames of a video cost (models that merge frames in time override it)."""
+        return n_frames * self.visual_tokens(width, height)
 
     def fit(self, documents: Sequence[Document], media: MediaStore | None) -> None:
         """Corpus-dependent models (BM25) see the candidate corpus first; embedders ignore it."""

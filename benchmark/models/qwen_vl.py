@@ -147,8 +147,8 @@ class QwenVLEmbedder(EmbeddingModel):
             max_tokens=window - overhead - margin, similarity="cosine",
             revision=revision or _folder_revision(source), dim=int(text_cfg.hidden_size), settings=settings,
             notes=(preset.notes + f" Window {window} tokens minus template overhead {overhead} and a safety margin "
-                   f"of {margin} for separators; video frames are budgeted at the cost of a whole frame pair "
-                   "(an upper bound). Attention: " + self._attn + ".").strip(),
+                   f"of {margin} for separators; videos are budgeted per group of temporal_patch frames, with a "
+                   "timestamp allowance (an upper bound). Attention: " + self._attn + ".").strip(),
         )
 
     # --- budgets -------------------------------------------------------------------------
@@ -165,15 +165,20 @@ class QwenVLEmbedder(EmbeddingModel):
         return smart_resize(height, width, vb.factor, vb.video_min_pixels, vb.video_max_pixels)
 
     def visual_tokens(self, width: int, height: int) -> int:
-        """Exact tokens of an image with its placeholder markup; for a video frame an upper bound."""
+        """Exact tokens of an image with its placeholder markup."""
         f = self.preset.vision.factor
         h, w = self.image_size(width, height)
-        cost = (h // f) * (w // f) + self._markup
-        if self.preset.video:
-            fh, fw = self.frame_size(width, height)
-            # one frame is budgeted as a whole temporal pair plus its markup and a timestamp allowance
-            cost = max(cost, (fh // f) * (fw // f) + self._markup + 8)
-        return cost
+        return (h // f) * (w // f) + self._markup
+
+    def video_tokens(self, n_frames: int, width: int, height: int) -> int:
+        """Tokens of `n_frames` frames: one token group per `temporal_patch` frames (the processor
+        repeats the last frame of an odd count), each with its markup and a timestamp allowance."""
+        if not self.preset.video or n_frames <= 0:
+            return 0
+        vb = self.preset.vision
+        fh, fw = self.frame_size(width, height)
+        groups = -(-n_frames // vb.temporal_patch)
+        return groups * ((fh // vb.factor) * (fw // vb.factor) + self._markup + 8)
 
     def _overhead(self) -> int:
         """Template tokens around an empty document (instruction, chat markup, pooled token), worst case."""
