@@ -67,8 +67,9 @@ def cmd_list(args: argparse.Namespace) -> int:
         from mmbench.tasks import task_specs
 
         for t in task_specs():
-            print(f"{t.name:28s} v{t.version:5s} sources={','.join(t.sources):12s} bins={','.join(t.length_bins)}")
-            print(f"{'':28s} {t.description}")
+            bins = ",".join(t.length_bins) or "-"
+            print(f"{t.name}  v{t.version}  sources: {', '.join(t.sources)}  length bins: {bins}")
+            print(f"    {t.description}")
     else:
         from mmbench.models.registry import model_specs
 
