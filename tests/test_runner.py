@@ -116,7 +116,7 @@ def test_sigkill_midway_then_resume_gives_identical_results(vg_tiny, tmp_path):
     proc.send_signal(signal.SIGKILL)
     proc.wait()
     stored = len(list(cache.rglob("*.npz")))
-    assert stored >= 8 and not list(cache.rglob("*.tmp")) or stored >= 8
+    assert stored >= 8  # whole entries only; a half-written temporary file may remain and is ignored
     resumed = _run_cli([*base, "--cache-dir", str(cache), "--output", str(tmp_path / "resumed")], env)
     out, _ = resumed.communicate(timeout=300)
     assert resumed.returncode == 0, out
