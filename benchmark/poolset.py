@@ -119,6 +119,16 @@ class PoolSet:
                 raise PoolSetError(f"pool item {item.id!r}: relevant ids must be a non-empty subset of its candidates")
 
 
+def source_fingerprint(path: str | Path) -> str:
+    """How a manifest names a source file: its name and the start of its SHA-256."""
+    path = Path(path)
+    h = hashlib.sha256()
+    with path.open("rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            h.update(block)
+    return f"{path.name} sha256:{h.hexdigest()[:16]}"
+
+
 @contextmanager
 def build_scratch(out: Path) -> Iterator[Path]:
     """A temporary folder beside `out` for a build's media and intermediate files, removed afterwards."""

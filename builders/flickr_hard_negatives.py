@@ -22,7 +22,7 @@ from tqdm.auto import tqdm
 from mmbench.documents import Document, Text
 from mmbench.documents import Image as ImageSegment
 from mmbench.media import MediaStore
-from mmbench.poolset import build_scratch, PoolItem, PoolSet, write_poolset
+from mmbench.poolset import build_scratch, PoolItem, PoolSet, source_fingerprint, write_poolset
 from mmbench.tokens import UnifiedTokenCounter, image_tokens
 
 from .sources.flickr30k import N_CAPTIONS, CaptionedImage, read_annotations_csv, read_hf, read_karpathy
@@ -114,17 +114,12 @@ def load_source(source: str, seed: int, dataset: str | None, annotations: str | 
     if source == "hf":
         return read_hf(dataset, hf_split=hf_split, split=split), {"dataset": f"{dataset} [{hf_split}]"}
     if source == "karpathy":
-        return read_karpathy(annotations, image_root, split), {"annotations": _fingerprint(annotations),
+        return read_karpathy(annotations, image_root, split), {"annotations": source_fingerprint(annotations),
                                                                "image_root": str(image_root)}
     if source == "csv":
-        return read_annotations_csv(annotations, image_root, split), {"annotations": _fingerprint(annotations),
+        return read_annotations_csv(annotations, image_root, split), {"annotations": source_fingerprint(annotations),
                                                                       "image_root": str(image_root)}
     raise ValueError(f"unknown source {source!r} for {TASK_NAME}; use one of {', '.join(SOURCES)}")
-
-
-def _fingerprint(path: str | None) -> str:
-    data = Path(str(path)).read_bytes()
-    return f"{Path(str(path)).name} sha256:{hashlib.sha256(data).hexdigest()[:16]}"
 
 
 def build(source: str, out: Path, seed: int = 0, pool_size: int | None = None, n_queries: int | None = None,

@@ -19,12 +19,12 @@ from tqdm.auto import tqdm
 
 from mmbench.documents import Document, Image, Text
 from mmbench.media import MediaStore
-from mmbench.poolset import build_scratch, PoolSet, write_poolset
+from mmbench.poolset import build_scratch, PoolSet, source_fingerprint, write_poolset
 from mmbench.tokens import UnifiedTokenCounter
 
 from .expansion import Filler, Unit, image_unit, length_matched_text, pad, pad_pages, replace_units, text_unit
 from .lookalikes import LookalikeIndex
-from .multi_source_reasoning import (LENGTHS, candidate_doc, candidate_meta, default_filler, easy_hard_pools, fingerprint,
+from .multi_source_reasoning import (LENGTHS, candidate_doc, candidate_meta, default_filler, easy_hard_pools,
                                      seeded_rng, unit_log)
 from .query_filter import SUMMARY_RULES_VERSION, Decision, decision_summary, summary_rule
 from .sources.govreport import Report, read_govreport
@@ -105,7 +105,7 @@ def _reports(source, path, max_reports, sources) -> list[Report]:
         return list(pydoc_reports())
     if not path:
         raise ValueError("source 'real' with dataset govreport needs --param govreport=<parquet|jsonl>")
-    sources["govreport"] = fingerprint(path)
+    sources["govreport"] = source_fingerprint(path)
     return read_govreport(Path(path), max_reports)
 
 
@@ -118,7 +118,7 @@ def _paged(source, path, image_root, max_reports, n, sources) -> list[PagedDocum
     if not path or not image_root:
         raise ValueError("source 'real' with dataset mmlongbench needs --param mmlongbench=<jsonl> "
                          "--param mmlongbench_images=<folder>")
-    sources["mmlongbench"] = fingerprint(path)
+    sources["mmlongbench"] = source_fingerprint(path)
     return read_mmlongbench(Path(path), Path(image_root), max_reports)
 
 

@@ -22,7 +22,7 @@ from tqdm.auto import tqdm
 
 from mmbench.documents import Document, Image, Text
 from mmbench.media import MediaStore
-from mmbench.poolset import build_scratch, PoolItem, PoolSet, write_poolset
+from mmbench.poolset import build_scratch, PoolItem, PoolSet, source_fingerprint, write_poolset
 from mmbench.tokens import UnifiedTokenCounter
 
 from .expansion import Filler, Unit, expand, image_unit, length_matched_text, replace_units, start_positions
@@ -124,28 +124,20 @@ def _load(source, datasets, counter, media, seed, n, hotpotqa, mmdocrag, mmdocra
         if not hotpotqa:
             raise ValueError("source 'real' with dataset hotpotqa needs --param hotpotqa=<json|jsonl|parquet>")
         records["hotpotqa"] = read_hotpotqa(Path(hotpotqa), counter, max_records)
-        sources["hotpotqa"] = fingerprint(hotpotqa)
+        sources["hotpotqa"] = source_fingerprint(hotpotqa)
     if "mmdocrag" in datasets:
         if not mmdocrag or not mmdocrag_images:
             raise ValueError("source 'real' with dataset mmdocrag needs --param mmdocrag=<jsonl> "
                              "--param mmdocrag_images=<folder>")
         records["mmdocrag"] = read_mmdocrag(Path(mmdocrag), Path(mmdocrag_images), counter, media, max_records)
-        sources["mmdocrag"] = fingerprint(mmdocrag)
+        sources["mmdocrag"] = source_fingerprint(mmdocrag)
     return records, sources
-
-
-def fingerprint(path: str) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            h.update(block)
-    return f"{Path(path).name} sha256:{h.hexdigest()[:16]}"
 
 
 def default_filler(path: str | None, counter: UnifiedTokenCounter, sources: dict[str, str]) -> Filler:
     """Unrelated filler text: a given plain-text file, else Python's Language Reference."""
     if path:
-        sources["filler"] = fingerprint(path)
+        sources["filler"] = source_fingerprint(path)
         return Filler.from_text(Path(path).read_text(encoding="utf-8"), counter.tokenizer, Path(path).name)
     from .sources.needles import sample_background_text
 

@@ -26,13 +26,13 @@ from tqdm.auto import tqdm
 from mmbench.documents import Document, Text, Video
 from mmbench.media import MediaStore
 from mmbench.models.http_client import APIError
-from mmbench.poolset import build_scratch, PoolItem, PoolSet, write_poolset
+from mmbench.poolset import build_scratch, PoolItem, PoolSet, source_fingerprint, write_poolset
 from mmbench.tokens import UnifiedTokenCounter
 
 from .captions import PROMPT_VERSION, RULE_VERSION, SYSTEM_PROMPT, ChatRewriter, Rewrite, rule_rewrite
 from .events import ANTI_OVERLAP_S, SHOT_THRESHOLD, Dropped, Event, apply_order, detect_shots, \
     distractor_permutations, segment_events
-from .sources.activitynet import VideoRecord, fingerprint, read_activitynet
+from .sources.activitynet import VideoRecord, read_activitynet
 from .sources.sample_videos import make_sample_videos
 from .sources.youku import read_youku
 from .video import MAX_FRAME_PIXELS, MIN_FRAME_PIXELS, VideoReadError, colour_histogram, fit_frame_size, \
@@ -158,7 +158,7 @@ def _load_records(source: str, scratch: Path, seed: int, p: TSParams, annotation
         raise ValueError(f"source {source!r} needs parameters annotations=<file> and video_root=<folder>")
     reader = read_activitynet if source == "activitynet" else read_youku
     records = reader(Path(annotations), Path(video_root), p.max_videos, seed)
-    return records, {"annotations": fingerprint(Path(annotations)),
+    return records, {"annotations": source_fingerprint(Path(annotations)),
                      "video_root": f"{Path(video_root).name} ({len(records)} annotated videos used)"}
 
 

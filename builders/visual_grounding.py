@@ -21,7 +21,7 @@ from tqdm.auto import tqdm
 
 from mmbench.documents import Document, Segment, Text
 from mmbench.media import MediaStore
-from mmbench.poolset import build_scratch, PoolItem, PoolSet, write_poolset
+from mmbench.poolset import build_scratch, PoolItem, PoolSet, source_fingerprint, write_poolset
 from mmbench.tokens import UnifiedTokenCounter, image_tokens
 
 from .sources.backgrounds import Background, obelics_background, sample_background
@@ -109,18 +109,12 @@ def _load_sources(source, counter, media, seed, params, text_needles, image_need
         if "image" in params.kinds:
             needles += read_mmniah_image_needles(Path(image_needles), Path(image_root))
         background = obelics_background(Path(haystack), counter.tokenizer, media, pool_size=params.image_pool)
-        sources = {"text_needles": _fingerprint(text_needles), "image_needles": _fingerprint(image_needles),
-                   "haystack": _fingerprint(haystack)}
+        sources = {name: source_fingerprint(path) if path else "unused" for name, path in
+                   (("text_needles", text_needles), ("image_needles", image_needles), ("haystack", haystack))}
     else:
         raise ValueError(f"unknown source {source!r} for {TASK_NAME}; use 'sample' or 'real'")
     return needles, background, sources
 
-
-def _fingerprint(path: str | None) -> str:
-    if path is None:
-        return "unused"
-    data = Path(path).read_bytes()
-    return f"{Path(path).name} sha256:{hashlib.sha256(data).hexdigest()[:16]}"
 
 
 def _jsonable(d: dict[str, Any]) -> dict[str, Any]:

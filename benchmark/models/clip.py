@@ -14,7 +14,7 @@ import numpy as np
 from ..documents import Document, Image, Text
 from ..media import MediaStore
 from .base import EmbeddingModel, EncodeError, ModelCard, Role
-from .sentence_transformer import _folder_revision, _HFTextTokenizer
+from .sentence_transformer import folder_revision, HFTextTokenizer
 
 
 def resolve_device(device: str | None) -> str:
@@ -74,7 +74,7 @@ class DualEncoderModel(EmbeddingModel):
         self.card = ModelCard(
             name=name or (Path(source).name if local else source), family=f"dual-encoder:{mtype}",
             modalities=frozenset({"text", "image"}), max_tokens=self._text_len - specials, similarity="cosine",
-            revision=revision or _folder_revision(source), dim=int(dim),
+            revision=revision or folder_revision(source), dim=int(dim),
             settings={"model_id": Path(source).name if local else source, "dtype": str(self._dtype).split(".")[-1],
                       "text_max_length": self._text_len, "pad_to_max_length": self._pad_to_max,
                       "fusion": "mean of L2-normalised text and image embeddings, renormalised"},
@@ -83,8 +83,8 @@ class DualEncoderModel(EmbeddingModel):
                    "to the tower's fixed input, so they cost no text tokens (visual_tokens = 0); videos are not seen"),
         )
 
-    def budget_tokenizer(self) -> _HFTextTokenizer:
-        return _HFTextTokenizer(self._tok)
+    def budget_tokenizer(self) -> HFTextTokenizer:
+        return HFTextTokenizer(self._tok)
 
     def visual_tokens(self, width: int, height: int) -> int:
         return 0

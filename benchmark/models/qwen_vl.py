@@ -15,11 +15,11 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from ..documents import Document, Image, Video
+from ..documents import Document, Image
 from ..media import MediaStore
 from .base import EmbeddingModel, EncodeError, ModelCard, Role
 from .clip import resolve_device, resolve_dtype
-from .sentence_transformer import _folder_revision, _HFTextTokenizer
+from .sentence_transformer import folder_revision, HFTextTokenizer
 from .templates import QwenVLTemplate, render
 
 
@@ -145,7 +145,7 @@ class QwenVLEmbedder(EmbeddingModel):
         self.card = ModelCard(
             name=preset.name, family="qwen-vl-last-token", modalities=frozenset(mods),
             max_tokens=window - overhead - margin, similarity="cosine",
-            revision=revision or _folder_revision(source), dim=int(text_cfg.hidden_size), settings=settings,
+            revision=revision or folder_revision(source), dim=int(text_cfg.hidden_size), settings=settings,
             notes=(preset.notes + f" Window {window} tokens minus template overhead {overhead} and a safety margin "
                    f"of {margin} for separators; videos are budgeted per group of temporal_patch frames, with a "
                    "timestamp allowance (an upper bound). Attention: " + self._attn + ".").strip(),
@@ -153,8 +153,8 @@ class QwenVLEmbedder(EmbeddingModel):
 
     # --- budgets -------------------------------------------------------------------------
 
-    def budget_tokenizer(self) -> _HFTextTokenizer:
-        return _HFTextTokenizer(self._tok)
+    def budget_tokenizer(self) -> HFTextTokenizer:
+        return HFTextTokenizer(self._tok)
 
     def image_size(self, width: int, height: int) -> tuple[int, int]:
         vb = self.preset.vision

@@ -32,7 +32,7 @@ def load_minilm(**options: Any) -> "SentenceTransformerModel":
     return SentenceTransformerModel(str(local) if local else MINILM_HUB_ID, name="minilm", **options)
 
 
-class _HFTextTokenizer:
+class HFTextTokenizer:
     """Adapts a transformers tokenizer to the counting protocol (no special tokens)."""
 
     def __init__(self, tok: Any) -> None:
@@ -62,7 +62,7 @@ class SentenceTransformerModel(EmbeddingModel):
         self.card = ModelCard(
             name=name or model_id, family="sentence-transformers", modalities=frozenset({"text"}),
             max_tokens=max_len - specials - max(self._prompt_tokens(), 0), similarity="cosine",
-            revision=revision or _folder_revision(model_id),
+            revision=revision or folder_revision(model_id),
             dim=self._model.get_embedding_dimension() if hasattr(self._model, "get_embedding_dimension")
             else self._model.get_sentence_embedding_dimension(),
             settings={"model_id": model_id if not Path(model_id).exists() else Path(model_id).name,
@@ -74,8 +74,8 @@ class SentenceTransformerModel(EmbeddingModel):
         tok = self._model.tokenizer
         return max(len(tok(p, add_special_tokens=False)["input_ids"]) for p in self._prompts.values())
 
-    def budget_tokenizer(self) -> _HFTextTokenizer:
-        return _HFTextTokenizer(self._model.tokenizer)
+    def budget_tokenizer(self) -> HFTextTokenizer:
+        return HFTextTokenizer(self._model.tokenizer)
 
     def encode(self, documents: Sequence[Document], role: Role, media: MediaStore | None) -> np.ndarray:
         texts = [self._prompts[role] + d.text for d in documents]
@@ -84,7 +84,7 @@ class SentenceTransformerModel(EmbeddingModel):
         return np.asarray(vecs, dtype=np.float32)
 
 
-def _folder_revision(model_id: str) -> str:
+def folder_revision(model_id: str) -> str:
     """For a local folder, a hash of its config and weights' sizes stands in for a hub revision."""
     path = Path(model_id)
     if not path.exists():

@@ -13,7 +13,6 @@ by every dense-caption source (`youku.py`).
 """
 from __future__ import annotations
 
-import hashlib
 import json
 from dataclasses import dataclass
 from pathlib import Path
@@ -107,7 +106,3 @@ def read_activitynet(annotations: Path, video_root: Path, max_videos: int | None
         raise ValueError(f"{annotations}: expected an object mapping video ids to records")
     records = [parse_record(vid, rec, str(annotations), "en", "activitynet") for vid, rec in data.items()]
     return attach_videos(limit_records(records, max_videos, seed), Path(video_root))
-
-
-def fingerprint(path: Path) -> str:
-    return f"{Path(path).name} sha256:{hashlib.sha256(Path(path).read_bytes()).hexdigest()[:16]}"
