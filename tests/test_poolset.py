@@ -2,7 +2,7 @@ import json
 
 import pytest
 
-from mmbench.documents import Document, Image, Text, Video
+from mmbench.documents import Document, Text, Video
 from mmbench.media import MediaStore
 from mmbench.poolset import PoolItem, PoolSet, PoolSetError, load_poolset, write_poolset
 

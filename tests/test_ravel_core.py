@@ -1,5 +1,4 @@
 """RAVEL core: whitening, blocked Chamfer, neighbourhoods and the score against brute force."""
-import itertools
 
 import numpy as np
 import pytest

@@ -1,7 +1,6 @@
 """Synthetic per-query results for the statistics and report tests (no model is run)."""
 from __future__ import annotations
 
-import time
 from pathlib import Path
 
 import numpy as np

@@ -5,11 +5,9 @@ import signal
 import subprocess
 import sys
 import time
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
-import pytest
 
 from mmbench.batching import fixed_size_batches, padding_ratio, token_budget_batches
 from mmbench.poolset import load_poolset

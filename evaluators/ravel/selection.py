@@ -7,7 +7,6 @@ oracle (best GT in the pool).
 """
 from __future__ import annotations
 
-import numpy as np
 import pandas as pd
 
 

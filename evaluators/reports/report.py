@@ -2,12 +2,10 @@
 and modality robustness for one or more runs (any tasks; each task is reported on its own)."""
 from __future__ import annotations
 
-import math
 import re
 from pathlib import Path
 from typing import Any, Sequence
 
-import numpy as np
 import pandas as pd
 
 from mmbench.evaluators.stats import bootstrap_ci, modality_robustness, positional_bias_lmm, sort_length_bins
