@@ -299,7 +299,7 @@ def test_real_source_readers_validate(tmp_path):
     jl.write_text(json.dumps({"video_id": "yk1", "duration": 30, "timestamps": None,
                               "sentences": ["一个女孩在跳舞", "她鞠躬"]}, ensure_ascii=False) + "\n"
                   + json.dumps({"duration": 3, "sentences": ["x"]}) + "\n")
-    with pytest.raises(ValueError, match=r"youku.jsonl, line 2: missing field 'video_id'"):
+    with pytest.raises(ValueError, match=r"youku.jsonl:2: missing field 'video_id'"):
         read_youku(jl, tmp_path)
     jl.write_text(jl.read_text(encoding="utf-8").splitlines()[0] + "\n", encoding="utf-8")
     (rec,) = read_youku(jl, tmp_path)

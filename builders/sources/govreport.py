@@ -6,9 +6,10 @@ A report's paragraphs are its non-empty lines (GovReport separates paragraphs by
 """
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
+
+from .jsonl import read_jsonl
 
 REPORT_COLUMNS = ("report", "document")
 
@@ -37,7 +38,7 @@ def read_govreport(path: Path, limit: int | None = None) -> list[Report]:
 
         rows = ((f"{path}: row {i}", r) for i, r in enumerate(pq.read_table(path).to_pylist()))
     elif path.suffix.lower() in (".jsonl", ".json"):
-        rows = _jsonl(path)
+        rows = ((where, rec) for where, _, rec in read_jsonl(path))
     else:
         raise ValueError(f"{path}: GovReport must be .parquet or .jsonl")
     out: list[Report] = []
@@ -58,11 +59,3 @@ def read_govreport(path: Path, limit: int | None = None) -> list[Report]:
     return out
 
 
-def _jsonl(path: Path):
-    with path.open(encoding="utf-8") as fh:
-        for lineno, line in enumerate(fh, 1):
-            if line.strip():
-                try:
-                    yield f"{path}:{lineno}", json.loads(line)
-                except ValueError as exc:
-                    raise ValueError(f"{path}:{lineno}: invalid JSON ({exc})") from exc

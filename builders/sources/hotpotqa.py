@@ -23,6 +23,7 @@ from typing import Any, Iterator
 from mmbench.tokens import UnifiedTokenCounter
 
 from ..expansion import Unit, text_unit
+from .jsonl import read_jsonl
 
 
 @dataclass
@@ -69,13 +70,8 @@ def _rows(path: Path) -> Iterator[tuple[str, dict]]:
         for i, rec in enumerate(pq.read_table(path).to_pylist()):
             yield f"{path}: row {i}", rec
     elif suffix == ".jsonl":
-        with path.open(encoding="utf-8") as fh:
-            for lineno, line in enumerate(fh, 1):
-                if line.strip():
-                    try:
-                        yield f"{path}:{lineno}", json.loads(line)
-                    except ValueError as exc:
-                        raise ValueError(f"{path}:{lineno}: invalid JSON ({exc})") from exc
+        for where, _, rec in read_jsonl(path):
+            yield where, rec
     else:
         try:
             data = json.loads(path.read_text(encoding="utf-8"))

@@ -9,7 +9,6 @@ Gold quotes are the evidence units, so a candidate interleaves text and image ev
 """
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 from PIL import Image as PILImage, UnidentifiedImageError
@@ -19,6 +18,7 @@ from mmbench.tokens import UnifiedTokenCounter
 
 from ..expansion import Unit, image_unit, text_unit
 from .hotpotqa import ReasoningRecord
+from .jsonl import read_jsonl
 
 MAX_IMAGE_SIDE = 1024  # larger quote images are downscaled (aspect kept) before storing
 
@@ -29,17 +29,10 @@ def read_mmdocrag(path: Path, image_root: Path, counter: UnifiedTokenCounter, me
     if not path.is_file():
         raise FileNotFoundError(f"MMDocRAG JSONL {path} not found")
     out = []
-    with path.open(encoding="utf-8") as fh:
-        for lineno, line in enumerate(fh, 1):
-            if not line.strip():
-                continue
-            try:
-                rec = json.loads(line)
-            except ValueError as exc:
-                raise ValueError(f"{path}:{lineno}: invalid JSON ({exc})") from exc
-            out.append(mmdocrag_record(rec, counter, media, image_root, f"{path}:{lineno}"))
-            if limit is not None and len(out) >= limit:
-                break
+    for where, _, rec in read_jsonl(path):
+        out.append(mmdocrag_record(rec, counter, media, image_root, where))
+        if limit is not None and len(out) >= limit:
+            break
     if not out:
         raise ValueError(f"{path}: no MMDocRAG records found")
     return out

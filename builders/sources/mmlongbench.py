@@ -12,11 +12,12 @@ Paths are relative to `image_root` or absolute.
 """
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
 
 from PIL import Image as PILImage, UnidentifiedImageError
+
+from .jsonl import read_jsonl
 
 
 @dataclass
@@ -34,30 +35,22 @@ def read_mmlongbench(path: Path, image_root: Path, limit: int | None = None) -> 
     if not path.is_file():
         raise FileNotFoundError(f"MMLongBench summarization JSONL {path} not found")
     out: list[PagedDocument] = []
-    with path.open(encoding="utf-8") as fh:
-        for lineno, line in enumerate(fh, 1):
-            if not line.strip():
-                continue
-            where = f"{path}:{lineno}"
-            try:
-                rec = json.loads(line)
-            except ValueError as exc:
-                raise ValueError(f"{where}: invalid JSON ({exc})") from exc
-            summary = rec.get("summary", rec.get("answer"))
-            if not isinstance(summary, str) or not summary.strip():
-                raise ValueError(f"{where}: field 'summary' (or 'answer') missing or empty")
-            pages = rec.get("pages")
-            if not isinstance(pages, list) or not pages:
-                raise ValueError(f"{where}: field 'pages' must be a non-empty list of image paths")
-            extended = rec.get("extended_pages", [])
-            if not isinstance(extended, list):
-                raise ValueError(f"{where}: field 'extended_pages' must be a list of image paths")
-            out.append(PagedDocument(str(rec.get("id", lineno)), " ".join(summary.split()),
-                                     [_open(image_root, p, where) for p in pages],
-                                     [_open(image_root, p, where) for p in extended],
-                                     [str(p) for p in pages], [str(p) for p in extended]))
-            if limit is not None and len(out) >= limit:
-                break
+    for where, lineno, rec in read_jsonl(path):
+        summary = rec.get("summary", rec.get("answer"))
+        if not isinstance(summary, str) or not summary.strip():
+            raise ValueError(f"{where}: field 'summary' (or 'answer') missing or empty")
+        pages = rec.get("pages")
+        if not isinstance(pages, list) or not pages:
+            raise ValueError(f"{where}: field 'pages' must be a non-empty list of image paths")
+        extended = rec.get("extended_pages", [])
+        if not isinstance(extended, list):
+            raise ValueError(f"{where}: field 'extended_pages' must be a list of image paths")
+        out.append(PagedDocument(str(rec.get("id", lineno)), " ".join(summary.split()),
+                                 [_open(image_root, p, where) for p in pages],
+                                 [_open(image_root, p, where) for p in extended],
+                                 [str(p) for p in pages], [str(p) for p in extended]))
+        if limit is not None and len(out) >= limit:
+            break
     if not out:
         raise ValueError(f"{path}: no documents found")
     return out

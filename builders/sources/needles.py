@@ -6,7 +6,6 @@ be solved by reading that entity.
 """
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
@@ -14,6 +13,7 @@ from typing import Callable
 from PIL import Image as PILImage
 
 from . import procedural
+from .jsonl import read_jsonl
 
 
 @dataclass(frozen=True)
@@ -105,12 +105,13 @@ def read_needlebench(path: Path, language: str = "English") -> list[Needle]:
     Optional `family` groups look-alikes; without it a record is its own family.
     """
     needles = []
-    for lineno, rec in _jsonl(path):
+    _exists(path)
+    for where, lineno, rec in read_jsonl(path):
         if language and rec.get("language", language) != language:
             continue
         for key in ("needle", "retrieval_question"):
             if not isinstance(rec.get(key), str) or not rec[key].strip():
-                raise ValueError(f"{path}:{lineno}: field {key!r} missing or empty")
+                raise ValueError(f"{where}: field {key!r} missing or empty")
         nid = str(rec.get("id", f"nb{lineno}"))
         needles.append(Needle(id=f"text-{nid}", kind="text", family=str(rec.get("family", nid)),
                               entity=str(rec.get("entity", nid)), query=rec["retrieval_question"].strip(),
@@ -124,18 +125,19 @@ def read_mmniah_image_needles(path: Path, image_root: Path) -> list[Needle]:
     """MM-NIAH retrieval-image-needle JSONL: `images_list` (the needle image is the last entry unless
     `meta.needle_image` names it), `question`, optional `id` and `family`. Images load lazily."""
     needles = []
-    for lineno, rec in _jsonl(path):
+    _exists(path)
+    for where, lineno, rec in read_jsonl(path):
         images = rec.get("images_list")
         meta = rec.get("meta") or {}
         rel = meta.get("needle_image") or (images[-1] if isinstance(images, list) and images else None)
         if not rel:
-            raise ValueError(f"{path}:{lineno}: no needle image (`meta.needle_image` or `images_list`)")
+            raise ValueError(f"{where}: no needle image (`meta.needle_image` or `images_list`)")
         question = rec.get("query") or rec.get("question")
         if not isinstance(question, str) or not question.strip():
-            raise ValueError(f"{path}:{lineno}: field 'question' missing or empty")
+            raise ValueError(f"{where}: field 'question' missing or empty")
         img_path = Path(image_root) / rel
         if not img_path.is_file():
-            raise FileNotFoundError(f"{path}:{lineno}: needle image {img_path} not found")
+            raise FileNotFoundError(f"{where}: needle image {img_path} not found")
         nid = str(rec.get("id", f"mmniah{lineno}"))
 
         def render(p=img_path) -> PILImage.Image:
@@ -148,18 +150,6 @@ def read_mmniah_image_needles(path: Path, image_root: Path) -> list[Needle]:
     return needles
 
 
-def _jsonl(path: Path):
-    path = Path(path)
-    if not path.is_file():
+def _exists(path: Path) -> None:
+    if not Path(path).is_file():
         raise FileNotFoundError(f"needle file {path} not found")
-    with path.open(encoding="utf-8") as fh:
-        for lineno, line in enumerate(fh, start=1):
-            if not line.strip():
-                continue
-            try:
-                rec = json.loads(line)
-            except ValueError as exc:
-                raise ValueError(f"{path}:{lineno}: invalid JSON ({exc})") from exc
-            if not isinstance(rec, dict):
-                raise ValueError(f"{path}:{lineno}: expected a JSON object")
-            yield lineno, rec

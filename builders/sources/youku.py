@@ -17,30 +17,23 @@ import json
 from pathlib import Path
 
 from .activitynet import VideoRecord, attach_videos, limit_records, parse_record
+from .jsonl import read_jsonl
 
 
 def read_youku(annotations: Path, video_root: Path, max_videos: int | None = None, seed: int = 0) -> list[VideoRecord]:
     annotations = Path(annotations)
     if not annotations.is_file():
         raise FileNotFoundError(f"YoukuDenseCaption annotation file not found: {annotations}")
-    text = annotations.read_text(encoding="utf-8")
     records = []
     if annotations.suffix == ".jsonl":
-        for n, line in enumerate(text.splitlines(), 1):
-            if not line.strip():
-                continue
-            where = f"{annotations}, line {n}"
-            try:
-                rec = json.loads(line)
-            except ValueError as exc:
-                raise ValueError(f"{where}: invalid JSON ({exc})") from exc
-            vid = rec.get("video_id") if isinstance(rec, dict) else None
+        for where, _, rec in read_jsonl(annotations):
+            vid = rec.get("video_id")
             if not vid:
                 raise ValueError(f"{where}: missing field 'video_id'")
             records.append(parse_record(str(vid), rec, where, "zh", "youku"))
     else:
         try:
-            data = json.loads(text)
+            data = json.loads(annotations.read_text(encoding="utf-8"))
         except ValueError as exc:
             raise ValueError(f"{annotations}: invalid JSON ({exc})") from exc
         if not isinstance(data, dict):
