@@ -96,26 +96,26 @@ def encode_documents(docs: Sequence[Document], role: Role, model: EmbeddingModel
     for batch in tqdm(batches, desc=f"encode {role}s", unit="batch", disable=not options.progress or not batches):
         views = [pending[keys[i]][0] for i in batch]
         for k, (vec, info) in zip((keys[i] for i in batch), _encode_batch(model, views, role, ps, stats)):
-            if vec is not None:
-                results[k] = vec
-                if info:  # the adapter's own account of what it fed the model (exact token count, drops)
-                    pending[k][1]["model_info"] = info
+            if vec is None:
+                continue
+            results[k] = vec
+            if info:  # the adapter's own account of what it fed the model (exact token count, drops)
+                pending[k][1]["model_info"] = info
+            if cache is not None and not sp.issparse(vec):
+                for h in pending[k][2]:  # stored batch by batch, so a killed run keeps what it finished
+                    cache.put(role, h, vec, pending[k][1])
         stats.batches += 1
     doc_hash_to_view = {h: vh for vh, (_, _, hashes) in pending.items() for h in hashes}
     for h, group in by_hash.items():
         vh = doc_hash_to_view.get(h)
         if vh is None:
             continue  # came from the cache
-        record = pending[vh][1]
         if vh not in results:
             for d in group:
                 stats.failures.setdefault(d.id, stats.failures.get(pending[vh][0].id, "encoding failed"))
             continue
-        vec = results[vh]
-        if cache is not None and not sp.issparse(vec):
-            cache.put(role, h, vec, record)
         for d in group:
-            vectors[d.id], seen[d.id] = vec, record
+            vectors[d.id], seen[d.id] = results[vh], pending[vh][1]
     stats.seconds += time.perf_counter() - start
     return vectors, seen
 
