@@ -22,6 +22,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from mmbench.evaluators.metrics import MAIN_METRIC, mean_metrics, metric_names
+from mmbench.evaluators.ordering import label_key
 
 from .media import atomic_write_bytes
 
@@ -89,14 +90,10 @@ def aggregate(per_query: pd.DataFrame) -> list[AggregateRow]:
         if axis not in per_query.columns:
             continue
         col = per_query[axis]
-        for value in sorted(col.dropna().unique(), key=_sort_key):
+        for value in sorted(col.dropna().unique(), key=label_key):
             part = per_query[col == value]
             rows.append(AggregateRow(f"{axis}={value}", len(part), mean_metrics(part[names].to_dict("records"), names)))
     return rows
-
-
-def _sort_key(v: Any) -> tuple[int, Any]:
-    return (0, float(v)) if isinstance(v, (int, float)) else (1, str(v))
 
 
 def summary_json(task: str, task_version: str, content_hash: str, model_identity: dict[str, Any],

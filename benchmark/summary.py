@@ -5,6 +5,8 @@ from typing import Sequence
 
 import pandas as pd
 
+from mmbench.evaluators.ordering import label_key
+
 from .results import RunResults
 
 
@@ -19,19 +21,10 @@ def pivot(per_query: pd.DataFrame, axis: str, metric: str) -> pd.DataFrame:
                for s, v in zip(ok["subset"], ok[axis])]
     ok = ok.assign(_column=columns)
     table = ok.pivot_table(index=axis, columns="_column", values=metric, aggfunc="mean")
-    table = table[sorted(table.columns, key=lambda c: tuple(_order(part) for part in str(c).split("/")))]
+    table = table[sorted(table.columns, key=lambda c: tuple(label_key(part) for part in str(c).split("/")))]
     table.columns.name = "subset"
     table["all"] = ok.groupby(axis)[metric].mean()
-    return table.reindex(sorted(table.index, key=_order))
-
-
-def _order(v):
-    if isinstance(v, str) and v[:-1].isdigit() and v.endswith("k"):
-        return (0, int(v[:-1]) * 1024)
-    try:
-        return (0, float(v))
-    except (TypeError, ValueError):
-        return (1, str(v))
+    return table.reindex(sorted(table.index, key=label_key))
 
 
 def format_summary(res: RunResults, axes: Sequence[str], metric: str = "precision_at_1") -> str:

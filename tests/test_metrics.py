@@ -37,3 +37,10 @@ def test_mrr_at_10_cuts_off():
 def test_empty_relevance_is_rejected():
     with pytest.raises(ValueError):
         item_metrics(["a"], [])
+
+
+def test_group_labels_sort_by_size():
+    from mmbench.evaluators.ordering import label_key
+
+    labels = ["16k", "easy", "1k", "256", "32k", "512", "2k", "0.2", "1.0", "hard"]
+    assert sorted(labels, key=label_key) == ["0.2", "1.0", "256", "512", "1k", "2k", "16k", "32k", "easy", "hard"]

@@ -24,10 +24,11 @@ from __future__ import annotations
 import math
 import warnings
 from dataclasses import dataclass, field
-from typing import Any
 
 import numpy as np
 import pandas as pd
+
+from mmbench.evaluators.ordering import label_key
 from scipy import stats
 
 from ._base import StatResult
@@ -78,19 +79,9 @@ class PositionalBiasResult(StatResult):
     depth_means: dict[str, float] = field(default_factory=dict)
 
 
-def _length_key(value: Any) -> tuple[int, float, str]:
-    text = str(value).strip().lower()
-    try:
-        if text.endswith("k"):
-            return (0, float(text[:-1]) * 1000.0, text)
-        return (0, float(text), text)
-    except ValueError:
-        return (1, 0.0, text)
-
-
 def sort_length_bins(values) -> list[str]:
     """Length-bin labels ("256", "1k", "0.25k", "32k") in increasing nominal length."""
-    return sorted({str(v) for v in values}, key=_length_key)
+    return sorted({str(v) for v in values}, key=label_key)
 
 
 def _depth_label(d: float) -> str:
