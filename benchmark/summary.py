@@ -11,20 +11,19 @@ from .results import RunResults
 
 
 def pivot(per_query: pd.DataFrame, axis: str, metric: str) -> pd.DataFrame:
-    """Mean `metric` with one row per value of `axis` and one column per subset, plus 'all'.
+    """Mean `metric` with one row per subset (plus 'all') and one column per value of `axis`.
 
     A subset name that contains the axis value (`hotpotqa/hard/8k` on the length axis) is
     shortened to the rest (`hotpotqa/hard`), so the table is crossed instead of diagonal.
     """
     ok = per_query[per_query["error"].isna()] if "error" in per_query.columns else per_query
-    columns = [("/".join(p for p in str(s).split("/") if p != str(v)) or str(s))
-               for s, v in zip(ok["subset"], ok[axis])]
-    ok = ok.assign(_column=columns)
-    table = ok.pivot_table(index=axis, columns="_column", values=metric, aggfunc="mean")
-    table = table[sorted(table.columns, key=lambda c: tuple(label_key(part) for part in str(c).split("/")))]
-    table.columns.name = "subset"
-    table["all"] = ok.groupby(axis)[metric].mean()
-    return table.reindex(sorted(table.index, key=label_key))
+    rows = [("/".join(p for p in str(s).split("/") if p != str(v)) or str(s)) for s, v in zip(ok["subset"], ok[axis])]
+    ok = ok.assign(_row=rows)
+    table = ok.pivot_table(index="_row", columns=axis, values=metric, aggfunc="mean")
+    table = table.reindex(sorted(table.index, key=lambda r: tuple(label_key(part) for part in str(r).split("/"))))
+    table.loc["all"] = ok.groupby(axis)[metric].mean()
+    table.index.name = "subset"
+    return table[sorted(table.columns, key=label_key)]
 
 
 def format_summary(res: RunResults, axes: Sequence[str], metric: str = "precision_at_1") -> str:
