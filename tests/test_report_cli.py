@@ -10,7 +10,7 @@ from statsmodels.stats.contingency_tables import mcnemar as sm_mcnemar
 from mmbench.cli import analysis
 from mmbench.results import load_results
 
-from test_report_helpers import DEPTHS, LENGTHS, grounding_per_query, real_per_query, write_run
+from report_helpers import DEPTHS, LENGTHS, grounding_per_query, real_per_query, write_run
 
 
 def run_cli(argv):
