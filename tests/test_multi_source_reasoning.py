@@ -250,7 +250,8 @@ def test_runner_shows_easy_and_hard_per_length(ps):
     assert info["n_failed_items"] == 0 and len(per_query) == len(ps.pools)
     assert set(per_query["difficulty"]) == {"easy", "hard"} and set(per_query["length_bin"]) == {"2k", "4k"}
     table = pivot(per_query, "difficulty", "precision_at_1")
-    assert list(table.index) == ["easy", "hard"]
+    assert list(table.columns) == ["easy", "hard"]
+    assert list(table.index) == ["hotpotqa/2k", "hotpotqa/4k", "mmdocrag/2k", "mmdocrag/4k", "all"]
     # the relevant context always contains the evidence words; a bag of words ranks it first on
     # Easy pools (other queries' contexts) far more often than on Hard pools (its own variants)
-    assert table.loc["easy", "all"] > table.loc["hard", "all"]
+    assert table.loc["all", "easy"] > table.loc["all", "hard"]
