@@ -17,6 +17,7 @@ from typing import Any, Callable, Sequence
 
 import pandas as pd
 
+from mmbench.evaluators.ordering import label_key
 from mmbench.evaluators.stats import bootstrap_ci, sort_length_bins
 from mmbench.results import RunResults, load_results
 
@@ -215,6 +216,12 @@ def all_tables(entries: Sequence[Entry]) -> list[Table]:
     return [t for t in tables if t.rows]
 
 
+def _group_key(group: str) -> tuple:
+    """Overall rows first, then each axis with its values in natural order (256 < 1k < 32k)."""
+    axis, _, value = group.partition("=")
+    return (bool(value), axis, label_key(value))
+
+
 def aggregates_table(e: Entry) -> Table:
     """A model page's table: every recomputed aggregate group of one submission."""
     if e.kind == "ravel":
@@ -224,7 +231,7 @@ def aggregates_table(e: Entry) -> Table:
     else:
         present = [(k, l) for k, l in AGG_METRICS if any(k in m for m in e.scores.values())]
         cols = [Column("group", "Group", "text"), Column("n", "Items")] + [Column(k, l) for k, l in present]
-        rows = [{"group": g, **m} for g, m in e.scores.items()]
+        rows = [{"group": g, **m} for g, m in sorted(e.scores.items(), key=lambda kv: _group_key(kv[0]))]
     return Table(f"model-{e.id}", "Scores by group", "Aggregates recomputed from the per-query records at submission.",
                  cols, rows)
 
