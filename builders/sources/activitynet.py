@@ -98,11 +98,16 @@ def read_activitynet(annotations: Path, video_root: Path, max_videos: int | None
     annotations = Path(annotations)
     if not annotations.is_file():
         raise FileNotFoundError(f"ActivityNet Captions annotation file not found: {annotations}")
+    records = read_caption_json(annotations, "en", "activitynet")
+    return attach_videos(limit_records(records, max_videos, seed), Path(video_root))
+
+
+def read_caption_json(annotations: Path, language: str, dataset: str) -> list[VideoRecord]:
+    """An ActivityNet-style JSON object mapping video ids to {duration, timestamps, sentences}."""
     try:
-        data = json.loads(annotations.read_text(encoding="utf-8"))
+        data = json.loads(Path(annotations).read_text(encoding="utf-8"))
     except ValueError as exc:
         raise ValueError(f"{annotations}: invalid JSON ({exc})") from exc
     if not isinstance(data, dict):
         raise ValueError(f"{annotations}: expected an object mapping video ids to records")
-    records = [parse_record(vid, rec, str(annotations), "en", "activitynet") for vid, rec in data.items()]
-    return attach_videos(limit_records(records, max_videos, seed), Path(video_root))
+    return [parse_record(vid, rec, str(annotations), language, dataset) for vid, rec in data.items()]

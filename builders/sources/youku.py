@@ -13,10 +13,9 @@ Queries are Chinese unless the chat rewrite (which translates into English) is e
 """
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
-from .activitynet import VideoRecord, attach_videos, limit_records, parse_record
+from .activitynet import VideoRecord, attach_videos, limit_records, parse_record, read_caption_json
 from .jsonl import read_jsonl
 
 
@@ -32,11 +31,5 @@ def read_youku(annotations: Path, video_root: Path, max_videos: int | None = Non
                 raise ValueError(f"{where}: missing field 'video_id'")
             records.append(parse_record(str(vid), rec, where, "zh", "youku"))
     else:
-        try:
-            data = json.loads(annotations.read_text(encoding="utf-8"))
-        except ValueError as exc:
-            raise ValueError(f"{annotations}: invalid JSON ({exc})") from exc
-        if not isinstance(data, dict):
-            raise ValueError(f"{annotations}: expected an object mapping video ids to records")
-        records = [parse_record(vid, rec, str(annotations), "zh", "youku") for vid, rec in data.items()]
+        records = read_caption_json(annotations, "zh", "youku")
     return attach_videos(limit_records(records, max_videos, seed), Path(video_root))
