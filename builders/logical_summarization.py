@@ -24,8 +24,8 @@ from mmbench.tokens import UnifiedTokenCounter
 
 from .expansion import Filler, Unit, image_unit, length_matched_text, pad, pad_pages, replace_units, text_unit
 from .lookalikes import LookalikeIndex
-from .multi_source_reasoning import (LENGTHS, candidate_doc, candidate_meta, default_filler, easy_hard_pools,
-                                     seeded_rng, unit_log)
+from .multi_source_reasoning import (LENGTHS, candidate_doc, candidate_meta, check_pool_params, default_filler,
+                                     easy_hard_pools, seeded_rng, unit_log)
 from .query_filter import SUMMARY_RULES_VERSION, Decision, decision_summary, summary_rule
 from .sources.govreport import Report, read_govreport
 from .sources.mmlongbench import PagedDocument, read_mmlongbench
@@ -46,12 +46,7 @@ def build(source: str, out: Path, seed: int = 0, lengths: Sequence[int] = LENGTH
           mmlongbench_images: str | None = None, filler: str | None = None, max_reports: int | None = None,
           tokenizer_json: str | None = None, progress: bool = True) -> PoolSet:
     """Build from `source` ("sample", or "real" with `govreport` / `mmlongbench` paths) into `out`."""
-    lengths = tuple(sorted(int(x) for x in lengths))
-    datasets = tuple(datasets)
-    if set(datasets) - set(DATASETS) or not datasets:
-        raise ValueError(f"datasets must be among {DATASETS}")
-    if candidates_per_query < 2 or queries_per_dataset < candidates_per_query:
-        raise ValueError("need 2 <= candidates_per_query <= queries_per_dataset")
+    lengths, datasets = check_pool_params(lengths, datasets, DATASETS, queries_per_dataset, candidates_per_query)
     counter = UnifiedTokenCounter.default(tokenizer_json)
     out = Path(out)
     with build_scratch(out) as scratch:

@@ -41,6 +41,17 @@ HARD_EASY_TOLERANCE = 0      # a Hard variant has exactly its undamaged counterp
 POSITION_TOLERANCE_TOKENS = 32  # each unit starts within this many tokens of its proportional position
 
 
+def check_pool_params(lengths: Sequence[int], datasets: Sequence[str], known: Sequence[str],
+                      queries_per_dataset: int, candidates_per_query: int) -> tuple[tuple[int, ...], tuple[str, ...]]:
+    """Validate the parameters both real-data tasks share; lengths come back sorted."""
+    datasets = tuple(datasets)
+    if set(datasets) - set(known) or not datasets:
+        raise ValueError(f"datasets must be among {tuple(known)}")
+    if candidates_per_query < 2 or queries_per_dataset < candidates_per_query:
+        raise ValueError("need 2 <= candidates_per_query <= queries_per_dataset")
+    return tuple(sorted(int(x) for x in lengths)), datasets
+
+
 def build(source: str, out: Path, seed: int = 0, lengths: Sequence[int] = LENGTHS,
           datasets: Sequence[str] = DATASETS, queries_per_dataset: int = 12, candidates_per_query: int = 8,
           hotpotqa: str | None = None, mmdocrag: str | None = None, mmdocrag_images: str | None = None,
@@ -48,12 +59,7 @@ def build(source: str, out: Path, seed: int = 0, lengths: Sequence[int] = LENGTH
           auditor_base_url: str | None = None, auditor_api_key_env: str = "OPENAI_API_KEY",
           tokenizer_json: str | None = None, progress: bool = True) -> PoolSet:
     """Build from `source` ("sample", or "real" with `hotpotqa` / `mmdocrag` paths) into `out`."""
-    lengths = tuple(sorted(int(x) for x in lengths))
-    datasets = tuple(datasets)
-    if set(datasets) - set(DATASETS) or not datasets:
-        raise ValueError(f"datasets must be among {DATASETS}")
-    if candidates_per_query < 2 or queries_per_dataset < candidates_per_query:
-        raise ValueError("need 2 <= candidates_per_query <= queries_per_dataset")
+    lengths, datasets = check_pool_params(lengths, datasets, DATASETS, queries_per_dataset, candidates_per_query)
     counter = UnifiedTokenCounter.default(tokenizer_json)
     out = Path(out)
     with build_scratch(out) as scratch:
