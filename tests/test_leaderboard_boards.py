@@ -91,3 +91,22 @@ def test_ravel_submission_reaches_the_site(tmp_path):
     predictions = list(csv.DictReader(io.StringIO((site / "data" / "models" / f"{entry.slug}-predictions.csv").read_text())))
     assert len(predictions) == len(scores)
     assert "Predicted scores" in (site / "models" / f"{entry.slug}.html").read_text()
+
+
+@pytest.mark.parametrize("task", ["multi_source_reasoning", "logical_summarization"])
+def test_shipped_official_hash_matches_a_fresh_sample_build(task, tmp_path):
+    """A builder change that alters the default sample must come with regenerated official hashes.
+
+    Checked for the two tasks whose sample builds are fast and use no floating-point models or
+    codecs; the others are regenerated with the command in the README.
+    """
+    from mmbench.leaderboards.official import OfficialRegistry, shipped_path
+    from mmbench.tasks import get_task
+
+    spec = get_task(task)
+    ps = spec.build("sample", tmp_path / task, seed=0, progress=False)
+    entry = OfficialRegistry.load(shipped_path()).get(task, spec.version)
+    assert ps.manifest["content_hash"] == entry.content_hash, (
+        f"{task}: the default sample build no longer matches leaderboards/data/official_hashes.json; "
+        "regenerate it (README, 'Official pool sets')")
+
