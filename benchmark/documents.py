@@ -43,7 +43,6 @@ class Video:
 
 
 Segment = Union[Text, Image, Video]
-MODALITIES = ("text", "image", "video")
 
 
 @dataclass

@@ -15,7 +15,7 @@ import json
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 import pandas as pd
 import pyarrow as pa
@@ -169,7 +169,3 @@ def load_results(root: Path) -> RunResults:
         raise ResultsError(f"{root / PER_QUERY}: missing columns {missing}")
     seen = pq.read_table(root / SEEN).to_pandas() if (root / SEEN).is_file() else pd.DataFrame()
     return RunResults(per_query=per_query, seen=seen, summary=summary, root=root)
-
-
-def load_many(roots: Sequence[Path]) -> list[RunResults]:
-    return [load_results(r) for r in roots]

@@ -78,9 +78,6 @@ class Qwen3Tokenizer:
             return self._hf.decode(list(ids), skip_special_tokens=False)
         return self._tt.decode(list(ids), errors="replace")
 
-    def count(self, text: str) -> int:
-        return len(self.encode(text))
-
 
 @functools.lru_cache(maxsize=1)
 def _qwen3_tiktoken():

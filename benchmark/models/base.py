@@ -18,7 +18,6 @@ from ..media import MediaStore
 from ..tokens import TextTokenizer, image_tokens
 
 Role = Literal["query", "document"]
-ROLES: tuple[Role, ...] = ("query", "document")
 
 
 @dataclass(frozen=True)
