@@ -81,14 +81,16 @@ class FakeLLMServer:
                     if isinstance(reply, str) or reply is None:
                         reply = openai_envelope(reply) if outer.kind == "openai" else anthropic_envelope(reply)
                     raw = json.dumps(reply).encode()
-                    self.send_response(status)
-                    self.send_header("Content-Type", "application/json")
-                    self.send_header("Content-Length", str(len(raw)))
-                    self.end_headers()
-                    self.wfile.write(raw)
                 finally:
+                    # Leave the in-flight count before answering, so the client's next request never
+                    # overlaps this one in the count.
                     with outer.lock:
                         outer.in_flight -= 1
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(raw)))
+                self.end_headers()
+                self.wfile.write(raw)
 
         self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.httpd.daemon_threads = True

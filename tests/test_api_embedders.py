@@ -51,6 +51,12 @@ class Server:
                     if delay:
                         time.sleep(delay)
                     raw = payload if isinstance(payload, bytes) else json.dumps(payload).encode()
+                finally:
+                    # Leave the in-flight count before answering: once the client has its answer it may
+                    # send the next request, which must not overlap this one in the count.
+                    with outer.lock:
+                        outer.in_flight -= 1
+                try:
                     self.send_response(status)
                     for k, v in headers.items():
                         self.send_header(k, v)
@@ -59,9 +65,6 @@ class Server:
                     self.wfile.write(raw)
                 except (BrokenPipeError, ConnectionResetError):
                     pass
-                finally:
-                    with outer.lock:
-                        outer.in_flight -= 1
 
         self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.httpd.daemon_threads = True
@@ -131,8 +134,8 @@ def test_retries_500_and_429_retry_after(server):
 
 
 def test_timeout_malformed_and_client_errors(server, monkeypatch):
-    model = _fast(OpenAIEmbeddingModel(model="m", base_url=server.url), timeout=0.2, max_attempts=2)
-    server.script = [(200, {}, {"data": []}, 0.6), (200, {}, {"data": []}, 0.6)]
+    model = _fast(OpenAIEmbeddingModel(model="m", base_url=server.url), timeout=0.5, max_attempts=2)
+    server.script = [(200, {}, {"data": []}, 1.5), (200, {}, {"data": []}, 1.5)]
     with pytest.raises(APIError, match="after 2 attempts: network error"):
         model.encode([Document("a", [Text("x")])], "document", None)
     server.script = [(200, {}, b"{not json", 0), (200, {}, b"<html>", 0)]
