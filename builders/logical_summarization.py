@@ -27,7 +27,7 @@ from .lookalikes import LookalikeIndex
 from .multi_source_reasoning import (LENGTHS, candidate_doc, candidate_meta, check_pool_params, default_filler,
                                      easy_hard_pools, seeded_rng, unit_log)
 from .query_filter import SUMMARY_RULES_VERSION, Decision, decision_summary, summary_rule
-from .sources.govreport import Report, read_govreport
+from .sources.govreport import Report, govreport_fingerprint, read_govreport
 from .sources.mmlongbench import PagedDocument, read_mmlongbench
 from .visual_grounding import length_label
 
@@ -99,8 +99,8 @@ def _reports(source, path, max_reports, sources) -> list[Report]:
         sources["govreport"] = "mmbench sample: Python Language Reference topics as reports, templated summaries"
         return list(pydoc_reports())
     if not path:
-        raise ValueError("source 'real' with dataset govreport needs --param govreport=<parquet|jsonl>")
-    sources["govreport"] = source_fingerprint(path)
+        raise ValueError("source 'real' with dataset govreport needs --param govreport=<parquet|jsonl|json|folder>")
+    sources["govreport"] = govreport_fingerprint(Path(path))
     return read_govreport(Path(path), max_reports)
 
 

@@ -6,7 +6,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from mmbench.builders.sources import sample_reasoning as sr
-from mmbench.builders.sources.govreport import read_govreport
+from mmbench.builders.sources.govreport import govreport_fingerprint, read_govreport
 from mmbench.builders.sources.hotpotqa import read_hotpotqa
 from mmbench.builders.sources.mmdocrag import read_mmdocrag
 from mmbench.builders.sources.mmlongbench import read_mmlongbench
@@ -172,3 +172,48 @@ def test_real_builds_from_files_in_real_layouts(tmp_path):
                                             "mmlongbench/hard/4k"}
     assert ps.builder["datasets"]["govreport"]["lookalike_index"]["documents"] == 12   # whole corpus indexed
     assert all(len(p.candidate_ids) == 3 for p in ps.pools)
+
+
+CRS_RECORD = {  # gov-report/crs/<id>.json in the original release
+    "id": "R41234", "title": "A CRS report", "released_date": "2010-05-04",
+    "summary": ["First summary paragraph.", "Second summary paragraph."],
+    "reports": {"section_title": "", "paragraphs": ["Opening paragraph."],
+                "subsections": [{"section_title": "Background", "paragraphs": ["Background text."],
+                                 "subsections": [{"section_title": "Details", "paragraphs": ["Deep text."],
+                                                  "subsections": []}]}]},
+}
+GAO_RECORD = {  # gov-report/gao/<id>.json in the original release
+    "id": "GAO-18-107", "url": "https://www.gao.gov/products/GAO-18-107", "title": "A GAO report",
+    "released_date": "2017-11-01", "published_date": "2017-11-01", "fastfact": ["A fast fact."],
+    "highlight": [{"section_title": "Why GAO Did This Study", "paragraphs": ["GAO was asked to review."]},
+                  {"section_title": "What GAO Found", "paragraphs": ["GAO found things.", "More findings."]}],
+    "report": [{"section_title": "Letter", "paragraphs": ["Dear chairman."],
+                "subsections": [{"section_title": "Results", "paragraphs": ["The results."], "subsections": []}]},
+               {"section_title": "Appendix", "paragraphs": ["Appendix text."], "subsections": []}],
+}
+
+
+def test_govreport_original_crs_gao_json_layout(tmp_path):
+    root = tmp_path / "gov-report"
+    for sub, rec in (("crs", CRS_RECORD), ("gao", GAO_RECORD)):
+        (root / sub).mkdir(parents=True)
+        (root / sub / f"{rec['id']}.json").write_text(json.dumps(rec, indent=2))
+    reps = {r.id: r for r in read_govreport(root)}          # the folder
+    assert govreport_fingerprint(root).startswith("gov-report/ (2 .json files) sha256:")
+    crs, gao = reps["R41234"], reps["GAO-18-107"]
+    assert crs.paragraphs == ["Opening paragraph.", "Background", "Background text.", "Details", "Deep text."]
+    assert crs.summary == "First summary paragraph. Second summary paragraph."
+    assert gao.paragraphs == ["Letter", "Dear chairman.", "Results", "The results.", "Appendix", "Appendix text."]
+    assert gao.summary == "GAO was asked to review. GAO found things. More findings."
+    one = read_govreport(root / "gao" / "GAO-18-107.json")   # one pretty-printed file
+    assert [r.id for r in one] == ["GAO-18-107"] and one[0].paragraphs == gao.paragraphs
+    raw = tmp_path / "gao_test.jsonl"                        # launch/gov_report's raw JSON lines
+    raw.write_text(json.dumps(CRS_RECORD) + "\n" + json.dumps(GAO_RECORD) + "\n")
+    assert [r.summary for r in read_govreport(raw)] == [crs.summary, gao.summary]
+    broken = dict(GAO_RECORD, report=[{"section_title": "Letter", "paragraphs": "not a list", "subsections": []}])
+    raw.write_text(json.dumps(CRS_RECORD) + "\n" + json.dumps(broken) + "\n")
+    with pytest.raises(ValueError, match=r"gao_test.jsonl:2: field 'report'\[0\]: 'paragraphs' must be a list"):
+        read_govreport(raw)
+    raw.write_text(json.dumps(dict(GAO_RECORD, highlight=[])) + "\n")
+    with pytest.raises(ValueError, match=r"gao_test.jsonl:1: field 'highlight' missing or empty"):
+        read_govreport(raw)

@@ -1,17 +1,30 @@
 """GovReport: long government reports with expert summaries (Logical Summarization, text).
 
-Accepted layouts: parquet or JSONL with a report column (`report`, or `document` as in
-`launch/gov_report`) and `summary`; `id` is optional (the row number is used otherwise).
-A report's paragraphs are its non-empty lines (GovReport separates paragraphs by newlines).
+Accepted layouts:
+
+* parquet or JSONL with a report column (`report`, or `document` as in `launch/gov_report`'s
+  parquet) and `summary` as text; `id` is optional (the row number is used otherwise);
+* the original release's structured records (`gov-report/crs/*.json`, `gov-report/gao/*.json`,
+  also the raw JSONL of `launch/gov_report`): CRS has `reports` as one section tree and `summary`
+  as a list of paragraphs; GAO has `report` as a list of section trees and `highlight` as a list
+  of `{section_title, paragraphs}`. A section tree is `{section_title, paragraphs, subsections}`;
+  it is flattened in reading order (title, paragraphs, subsections), as the dataset's own loaders
+  do, and the summary is the highlight/summary paragraphs.
+
+`path` may be such a file (`.parquet`, `.jsonl`, or `.json` holding one record, a list of records
+or JSON lines) or a folder, whose `.json` files (searched recursively, in sorted order) hold one
+record each. A text report's paragraphs are its non-empty lines.
 """
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any, Iterator
 
 from .jsonl import read_jsonl
 
-REPORT_COLUMNS = ("report", "document")
+REPORT_COLUMNS = ("report", "document", "reports")
 
 
 @dataclass
@@ -31,25 +44,11 @@ def split_paragraphs(text: str) -> list[str]:
 
 def read_govreport(path: Path, limit: int | None = None) -> list[Report]:
     path = Path(path)
-    if not path.is_file():
+    if not path.exists():
         raise FileNotFoundError(f"GovReport file {path} not found")
-    if path.suffix.lower() == ".parquet":
-        import pyarrow.parquet as pq
-
-        rows = ((f"{path}: row {i}", r) for i, r in enumerate(pq.read_table(path).to_pylist()))
-    elif path.suffix.lower() in (".jsonl", ".json"):
-        rows = ((where, rec) for where, _, rec in read_jsonl(path))
-    else:
-        raise ValueError(f"{path}: GovReport must be .parquet or .jsonl")
     out: list[Report] = []
-    for i, (where, rec) in enumerate(rows):
-        col = next((c for c in REPORT_COLUMNS if c in rec), None)
-        if col is None or not isinstance(rec[col], str) or not rec[col].strip():
-            raise ValueError(f"{where}: field 'report' (or 'document') missing or empty")
-        summary = rec.get("summary")
-        if not isinstance(summary, str) or not summary.strip():
-            raise ValueError(f"{where}: field 'summary' missing or empty")
-        out.append(Report(str(rec.get("id", i)), " ".join(summary.split()), split_paragraphs(rec[col])))
+    for i, (where, rec) in enumerate(_rows(path)):
+        out.append(govreport_record(rec, where, i))
         if limit is not None and len(out) >= limit:
             break
     if not out:
@@ -59,3 +58,112 @@ def read_govreport(path: Path, limit: int | None = None) -> list[Report]:
     return out
 
 
+def _rows(path: Path) -> Iterator[tuple[str, Any]]:
+    """(where, record) for a folder of JSON files, a parquet, a JSONL or a JSON file."""
+    if path.is_dir():
+        files = sorted(p for p in path.rglob("*.json") if p.is_file())
+        if not files:
+            raise ValueError(f"{path}: folder holds no .json report files")
+        for f in files:
+            yield from _json_file(f)
+        return
+    suffix = path.suffix.lower()
+    if suffix == ".parquet":
+        import pyarrow.parquet as pq
+
+        yield from ((f"{path}: row {i}", r) for i, r in enumerate(pq.read_table(path).to_pylist()))
+    elif suffix == ".jsonl":
+        yield from ((where, rec) for where, _, rec in read_jsonl(path))
+    elif suffix == ".json":
+        yield from _json_file(path)
+    else:
+        raise ValueError(f"{path}: GovReport must be .parquet, .jsonl, .json or a folder of .json files")
+
+
+def _json_file(path: Path) -> Iterator[tuple[str, Any]]:
+    """One record, a list of records, or JSON lines (a .json file may hold any of them)."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except ValueError:
+        yield from ((where, rec) for where, _, rec in read_jsonl(path))
+        return
+    if isinstance(data, list):
+        yield from ((f"{path}: record {i}", rec) for i, rec in enumerate(data))
+    else:
+        yield str(path), data
+
+
+def govreport_record(rec: Any, where: str, index: int) -> Report:
+    """One report in either layout; errors name the file, the record and the field."""
+    if not isinstance(rec, dict):
+        raise ValueError(f"{where}: expected a JSON object")
+    col = next((c for c in REPORT_COLUMNS if c in rec), None)
+    if col is None:
+        raise ValueError(f"{where}: field 'report' (or 'document', or 'reports') missing")
+    paragraphs = _report_paragraphs(rec[col], f"{where}: field {col!r}")
+    if not paragraphs:
+        raise ValueError(f"{where}: field {col!r} is empty")
+    summary_field = "summary" if "summary" in rec or "highlight" not in rec else "highlight"
+    summary = " ".join(_summary_paragraphs(rec.get(summary_field), f"{where}: field {summary_field!r}"))
+    if not summary.strip():
+        raise ValueError(f"{where}: field {summary_field!r} missing or empty")
+    return Report(str(rec.get("id", index)), " ".join(summary.split()), paragraphs)
+
+
+def _report_paragraphs(value: Any, where: str) -> list[str]:
+    if isinstance(value, str):
+        return split_paragraphs(value)
+    if isinstance(value, dict):
+        return _flatten(value, where)
+    if isinstance(value, list):
+        return [p for k, s in enumerate(value) for p in _flatten(s, f"{where}[{k}]")]
+    raise ValueError(f"{where} must be text or section trees, not {type(value).__name__}")
+
+
+def _flatten(section: Any, where: str) -> list[str]:
+    """A section tree in reading order: its title, its paragraphs, then its subsections."""
+    if not isinstance(section, dict):
+        raise ValueError(f"{where} must be a section object with 'section_title', 'paragraphs', 'subsections'")
+    paras = section.get("paragraphs", [])
+    subs = section.get("subsections", [])
+    if not isinstance(paras, list) or not all(isinstance(p, str) for p in paras):
+        raise ValueError(f"{where}: 'paragraphs' must be a list of strings")
+    if not isinstance(subs, list):
+        raise ValueError(f"{where}: 'subsections' must be a list")
+    title = section.get("section_title") or ""
+    out = split_paragraphs(title) if isinstance(title, str) else []
+    out += [q for p in paras for q in split_paragraphs(p)]
+    return out + [p for k, s in enumerate(subs) for p in _flatten(s, f"{where}.subsections[{k}]")]
+
+
+def _summary_paragraphs(value: Any, where: str) -> list[str]:
+    """Summary text, a list of paragraphs (CRS) or a list of highlight sections (GAO: their paragraphs)."""
+    if value is None or isinstance(value, str):
+        return [value or ""]
+    if isinstance(value, list):
+        out = []
+        for k, item in enumerate(value):
+            if isinstance(item, str):
+                out.append(item)
+            elif isinstance(item, dict) and isinstance(item.get("paragraphs"), list):
+                out += [str(p) for p in item["paragraphs"]]
+            else:
+                raise ValueError(f"{where}[{k}] must be a paragraph or a section with 'paragraphs'")
+        return out
+    raise ValueError(f"{where} must be text or a list of paragraphs, not {type(value).__name__}")
+
+
+def govreport_fingerprint(path: Path) -> str:
+    """The manifest's name for the source: the file's fingerprint, or for a folder a hash of its .json files."""
+    path = Path(path)
+    if not path.is_dir():
+        from mmbench.poolset import source_fingerprint
+
+        return source_fingerprint(path)
+    import hashlib
+
+    h = hashlib.sha256()
+    files = sorted(p for p in path.rglob("*.json") if p.is_file())
+    for f in files:
+        h.update(f.relative_to(path).as_posix().encode() + b"\0" + hashlib.sha256(f.read_bytes()).digest())
+    return f"{path.name}/ ({len(files)} .json files) sha256:{h.hexdigest()[:16]}"
