@@ -210,7 +210,7 @@ def assemble(processed: Sequence[ProcessedVideo], counter: UnifiedTokenCounter, 
     perms = {}
     for pv in processed:
         vid = pv.record.id
-        found = distractor_permutations([[str(i) for i in s] for s in pv.segments], p.distractors, _rng(seed, vid))
+        found = distractor_permutations(frame_keys(pv), p.distractors, _rng(seed, vid))
         if len(found) < p.distractors:
             excluded.append({"video_id": vid, "reason": f"{len(pv.segments)} event segment(s) allow only "
                              f"{len(found)} distinct non-identity permutations (< {p.distractors})"})
@@ -267,6 +267,13 @@ def assemble(processed: Sequence[ProcessedVideo], counter: UnifiedTokenCounter, 
     ps = PoolSet(task=TASK_NAME, task_version=TASK_VERSION, queries=[q for q in queries.values() if q.id in used],
                  candidates=list(candidates.values()), pools=pools, seed=seed)
     return ps, excluded
+
+
+def frame_keys(pv: ProcessedVideo) -> list[list[Any]]:
+    """Each segment's frames as their stored content (refs in every bin), so a permutation that
+    reproduces the original frame sequence (events with identical frames) is recognised and rejected."""
+    bins = sorted(pv.renders)
+    return [[tuple(pv.renders[L].frames[i] for L in bins) if bins else i for i in seg] for seg in pv.segments]
 
 
 def _candidate(pv: ProcessedVideo, L: int, counter: UnifiedTokenCounter) -> Document:

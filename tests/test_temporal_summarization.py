@@ -387,3 +387,27 @@ def test_bm25_runs_on_video_only_candidates(built, tmp_path):
     per_query, _, info = run_poolset(load_poolset(out), BM25Model(), RunOptions(cache_dir=tmp_path, progress=False))
     assert info["n_failed_items"] == 0 and info["documents_with_unseen_modalities"] > 0
     assert per_query["precision_at_1"].isin([0.0, 1.0]).all()
+
+
+def test_permutation_reproducing_the_original_frames_is_rejected():
+    """Two events with identical frames (a static shot): swapping them leaves the video unchanged."""
+    from mmbench.builders.sources.activitynet import VideoRecord
+    from mmbench.builders.temporal_summarization import ProcessedVideo, TSParams, assemble
+    from mmbench.tokens import UnifiedTokenCounter
+
+    def video(vid, frames):
+        rec = VideoRecord(vid, None, 4.0, ("a man walks in", "he sits down"), None)
+        render = Video(tuple(frames), 1.0, 64, 64)
+        return ProcessedVideo(rec, {64: render}, [Event(0, 2, "a"), Event(2, 4, "b")], [[0, 1], [2, 3]], [],
+                              "annotations", {"frames": 4})
+
+    static = video("v_static", ["f0.jpg", "f1.jpg", "f0.jpg", "f1.jpg"])
+    moving = [video(f"v_{k}", [f"{k}{j}.jpg" for j in range(4)]) for k in "abc"]
+    ps, excluded = assemble([static, *moving], UnifiedTokenCounter.default(), TSParams(lengths=(64,), distractors=1),
+                            0, None, [])
+    assert "q-v_static" not in {q.id for q in ps.queries}
+    assert any(e["video_id"] == "v_static" and "0 distinct non-identity" in e["reason"] for e in excluded)
+    for doc in ps.candidates:      # no Hard candidate repeats its original's frames
+        if doc.meta["perturbation"] != "none":
+            original = next(c for c in ps.candidates if c.id == doc.id.rsplit("-p", 1)[0])
+            assert doc.segments[0].frames != original.segments[0].frames
