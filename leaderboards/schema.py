@@ -16,7 +16,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
-import re
+import unicodedata
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -38,7 +38,7 @@ RESULTS_FILES = {SUMMARY: "json", PER_QUERY: "parquet", SEEN: "parquet"}
 RAVEL_FILE = "ravel_scores.json"
 RAVEL_TASK = "ravel"
 TOLERANCE = 1e-6  # submitted vs recomputed metrics (JSON round trip of float64 is exact; this is slack)
-_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+_JOINERS = {"\u200c", "\u200d"}  # zero-width (non-)joiners are part of several scripts and emoji
 _SHOWN_ITEMS = 3
 
 
@@ -146,14 +146,44 @@ def _check_model(model: dict[str, Any], where: str, limits: Limits) -> list[Prob
         problems.append(Problem(f"{where}.name", "must be a non-empty string"))
     elif len(name) > limits.max_name_chars:
         problems.append(Problem(f"{where}.name", f"is {len(name)} characters, over the limit of {limits.max_name_chars}"))
-    elif _CONTROL.search(name):
-        problems.append(Problem(f"{where}.name", "contains control characters"))
+    elif _name_fault(name):
+        problems.append(Problem(f"{where}.name", _name_fault(name)))
     for key in ("family", "revision"):
         if key in model and not isinstance(model[key], str):
             problems.append(Problem(f"{where}.{key}", "must be a string"))
     if not isinstance(model.get("settings"), dict):
         problems.append(Problem(f"{where}.settings", "settings are missing (an object of everything that changes vectors)"))
+    problems += _surrogates({k: v for k, v in model.items() if k != "name"}, where)  # name: checked above
     return problems
+
+
+def _name_fault(name: str) -> str | None:
+    """Why a display name cannot be shown as is: control, invisible formatting (bidi) or surrogate characters."""
+    for ch in name:
+        cat = unicodedata.category(ch)
+        if cat == "Cc":
+            return f"contains control characters (U+{ord(ch):04X})"
+        if cat == "Cs":
+            return f"contains an unpaired surrogate (U+{ord(ch):04X}), which is not valid UTF-8"
+        if cat == "Cf" and ch not in _JOINERS:
+            return f"contains an invisible formatting character (U+{ord(ch):04X}, e.g. a bidi override)"
+    return None
+
+
+def _surrogates(value: Any, where: str) -> list[Problem]:
+    """Unpaired surrogates anywhere in the identity: JSON allows them, UTF-8 files and SQLite do not."""
+    if isinstance(value, str):
+        bad = next((ch for ch in value if unicodedata.category(ch) == "Cs"), None)
+        return [] if bad is None else [Problem(where, f"contains an unpaired surrogate (U+{ord(bad):04X}), "
+                                               "which is not valid UTF-8")]
+    if isinstance(value, dict):
+        out: list[Problem] = []
+        for k, v in value.items():
+            out += _surrogates(k, f"{where} (key)") or _surrogates(v, f"{where}.{k.encode('ascii', 'backslashreplace').decode()}")
+        return out
+    if isinstance(value, list):
+        return [p for i, v in enumerate(value) for p in _surrogates(v, f"{where}[{i}]")]
+    return []
 
 
 def _read_parquet(data: bytes, name: str) -> pd.DataFrame:

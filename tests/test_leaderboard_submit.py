@@ -381,3 +381,22 @@ def test_ravel_scores_are_validated_and_correlated(tmp_path):
     doc["scores"][0] = {**scores[0], "score": float("nan")}
     (folder / "ravel_scores.json").write_text(json.dumps(doc, allow_nan=True))
     assert "invalid JSON" in problem(rejected(folder, None), "ravel_scores.json")
+
+
+@pytest.mark.parametrize("name, reason", [("a\x85b", "control characters (U+0085)"),
+                                          ("good\u202eledom", "invisible formatting character (U+202E"),
+                                          ("\u200b", "invisible formatting character (U+200B"),
+                                          ("a\ud800b", "unpaired surrogate (U+D800)")])
+def test_c1_controls_bidi_invisible_and_surrogate_names_are_rejected(results, registry, name, reason):
+    edit_summary(results, lambda s: s["mmbench"]["model"].update(name=name))
+    assert reason in problem(rejected(results, registry), "results.json: mmbench.model.name")
+
+
+def test_joiners_in_names_are_accepted(results, registry):
+    edit_summary(results, lambda s: s["mmbench"]["model"].update(name="emoji-\U0001F468\u200d\U0001F52C"))
+    assert validate_submission(results, registry).model_name.endswith("\u200d\U0001F52C")
+
+
+def test_surrogate_in_settings_is_rejected_before_it_can_break_the_site(results, registry):
+    edit_summary(results, lambda s: s["mmbench"]["model"]["settings"].update(note="x\udc00"))
+    assert "unpaired surrogate" in problem(rejected(results, registry), "results.json: mmbench.model.settings.note")
