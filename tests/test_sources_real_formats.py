@@ -217,3 +217,19 @@ def test_govreport_original_crs_gao_json_layout(tmp_path):
     raw.write_text(json.dumps(dict(GAO_RECORD, highlight=[])) + "\n")
     with pytest.raises(ValueError, match=r"gao_test.jsonl:1: field 'highlight' missing or empty"):
         read_govreport(raw)
+
+
+def test_hotpotqa_paragraph_with_sentences_as_one_string_is_rejected(tmp_path, counter):
+    """A paragraph whose sentences are a bare string was read as one sentence per character."""
+    flat = [["Ed Wood", " Edward Davis Wood Jr. was an American filmmaker."]] + ORIGINAL["context"][1:]
+    bad = tmp_path / "flat.json"
+    bad.write_text(json.dumps([{**ORIGINAL, "context": flat}]))
+    with pytest.raises(ValueError, match=r"flat.json: record 0: field 'context' paragraph 0 must be a title and a "
+                                         r"list of sentence strings"):
+        read_hotpotqa(bad, counter)
+    hub = _hub_layout(ORIGINAL)
+    hub["context"]["sentences"][1] = [" Scott Derrickson is an American director.", None]
+    bad_hub = tmp_path / "hub.jsonl"
+    bad_hub.write_text(json.dumps(hub) + "\n")
+    with pytest.raises(ValueError, match=r"hub.jsonl:1: field 'context' paragraph 1"):
+        read_hotpotqa(bad_hub, counter)

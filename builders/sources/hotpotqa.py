@@ -89,13 +89,19 @@ def _context(rec: dict, where: str) -> list[tuple[str, list[str]]]:
         titles, sents = ctx.get("title"), ctx.get("sentences")
         if not isinstance(titles, list) or not isinstance(sents, list) or len(titles) != len(sents):
             raise ValueError(f"{where}: field 'context' needs equal-length 'title' and 'sentences' lists")
-        return [(str(t), [str(s) for s in ss]) for t, ss in zip(titles, sents)]
-    if isinstance(ctx, list):
-        try:
-            return [(str(t), [str(s) for s in ss]) for t, ss in ctx]
-        except (TypeError, ValueError) as exc:
-            raise ValueError(f"{where}: field 'context' must be [[title, [sentences]], ...]") from exc
-    raise ValueError(f"{where}: field 'context' missing or malformed")
+        pairs = list(zip(titles, sents))
+    elif isinstance(ctx, list):
+        if not all(isinstance(p, (list, tuple)) and len(p) == 2 for p in ctx):
+            raise ValueError(f"{where}: field 'context' must be [[title, [sentences]], ...]")
+        pairs = [tuple(p) for p in ctx]
+    else:
+        raise ValueError(f"{where}: field 'context' missing or malformed")
+    for k, (title, sentences) in enumerate(pairs):
+        # a bare string would otherwise be read as one "sentence" per character
+        if not isinstance(title, str) or not isinstance(sentences, (list, tuple)) \
+                or not all(isinstance(x, str) for x in sentences):
+            raise ValueError(f"{where}: field 'context' paragraph {k} must be a title and a list of sentence strings")
+    return [(t, list(ss)) for t, ss in pairs]
 
 
 def _supporting(rec: dict, where: str) -> list[tuple[str, int]]:
