@@ -246,6 +246,10 @@ def _check_metric_values(per_query: pd.DataFrame, names: list[str]) -> list[Prob
         if len(failed):
             problems.append(Problem(f"{PER_QUERY}: error", f"{len(failed)} items failed in the run "
                                     f"({_item_ids(failed['item_id'])}); a board needs every item scored"))
+    typed = [Problem(f"{PER_QUERY}: {name}", f"column holds {per_query[name].dtype} values; it must hold numbers")
+             for name in (*names, "first_relevant_rank") if not _numeric(per_query[name])]
+    if typed:  # strings that merely look numeric would pass the checks below and break the aggregation
+        return problems + typed
     for name in names:
         values = pd.to_numeric(per_query[name], errors="coerce").to_numpy(float)
         bad = ~np.isfinite(values)
@@ -256,6 +260,16 @@ def _check_metric_values(per_query: pd.DataFrame, names: list[str]) -> list[Prob
         if out.any():
             problems.append(Problem(f"{PER_QUERY}: {name}", f"outside [0, 1] for items {_item_ids(per_query['item_id'][out])}"))
     return problems
+
+
+def _numeric(column: pd.Series) -> bool:
+    """A column of numbers (missing values allowed), not of strings, booleans or lists."""
+    if pd.api.types.is_bool_dtype(column):
+        return False
+    if pd.api.types.is_numeric_dtype(column):
+        return True
+    return all(v is None or (isinstance(v, (int, float, np.integer, np.floating)) and not isinstance(v, (bool, np.bool_)))
+               for v in column)
 
 
 def _check_rankings(per_query: pd.DataFrame, names: list[str]) -> list[Problem]:

@@ -400,3 +400,12 @@ def test_joiners_in_names_are_accepted(results, registry):
 def test_surrogate_in_settings_is_rejected_before_it_can_break_the_site(results, registry):
     edit_summary(results, lambda s: s["mmbench"]["model"]["settings"].update(note="x\udc00"))
     assert "unpaired surrogate" in problem(rejected(results, registry), "results.json: mmbench.model.settings.note")
+
+
+@pytest.mark.parametrize("column, value", [("precision_at_1", str), ("mrr", lambda v: bool(v)),
+                                           ("first_relevant_rank", lambda v: "abc")])
+def test_per_query_columns_of_the_wrong_type_are_rejected_not_crashing(results, registry, column, value):
+    # metrics stored as strings ("0.5") used to pass the range checks and crash the aggregation;
+    # a non-numeric first_relevant_rank crashed the ranking check
+    edit_per_query(results, lambda pq: pq.assign(**{column: pq[column].map(value)}), resummarise=False)
+    assert "must hold numbers" in problem(rejected(results, registry), f"per_query.parquet: {column}")
