@@ -40,8 +40,35 @@ def test_bad_argument_is_argparse_error(capsys):
 
 def test_build_real_source_without_paths_is_explained(tmp_path, capsys):
     code = main(["build", "--task", "visual_grounding", "--source", "real", "--out", str(tmp_path / "x")])
-    assert code == 1
+    assert code == 2  # a parameter the user can fix
     assert "needs parameters" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("param,needle", [
+    ("needles_per_kind=-5", "needles_per_kind"),
+    ("depths=[2]", "depth 2.0"),
+    ("backgrounds=['video']", "background"),
+])
+def test_bad_builder_values_exit_2_naming_the_parameter(param, needle, tmp_path, capsys):
+    assert main(["build", "--task", "visual_grounding", "--out", str(tmp_path / "x"), "--param", param]) == 2
+    assert needle in capsys.readouterr().err
+    assert not (tmp_path / "x").exists()
+
+
+@pytest.mark.parametrize("argv,option", [
+    (["run", "--task", "visual_grounding", "--model", "bm25", "--limit", "0"], "--limit"),
+    (["run", "--task", "visual_grounding", "--model", "bm25", "--limit", "-3"], "--limit"),
+    (["run", "--task", "visual_grounding", "--model", "bm25", "--batch-tokens", "0"], "--batch-tokens"),
+    (["run", "--task", "visual_grounding", "--model", "bm25", "--seed", "-1"], "--seed"),
+    (["build", "--task", "visual_grounding", "--seed", "-1"], "--seed"),
+])
+def test_out_of_range_numbers_are_rejected_before_any_work(argv, option, capsys):
+    """Rejected by the parser (exit 2, naming the option) before a model loads or a build starts."""
+    with pytest.raises(SystemExit) as exc:
+        main(argv)
+    assert exc.value.code == 2
+    err = capsys.readouterr().err
+    assert option in err and "integer" in err
 
 
 def test_run_and_show(vg_tiny, tmp_path, capsys):

@@ -33,7 +33,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--task", required=True)
     p.add_argument("--source", default="sample", help="'sample' (offline, built in) or 'real'")
     p.add_argument("--out", type=Path, help="output folder (default: under MMBENCH_HOME)")
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--seed", type=nonnegative_int, default=0)
     p.add_argument("--param", action="append", default=[], metavar="KEY=VALUE",
                    help="builder parameter, e.g. --param lengths=[256,512] --param haystack=obelics.parquet")
     p.set_defaults(func=cmd_build)
@@ -42,17 +42,17 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--task", required=True)
     p.add_argument("--model", required=True, help="registered name, local path, hub id, or mteb:<name>")
     p.add_argument("--data", type=Path, help="pool set folder (default: build the sample source)")
-    p.add_argument("--limit", type=int, help="evaluate a deterministic spread of N items")
+    p.add_argument("--limit", type=positive_int, help="evaluate a deterministic spread of N items")
     p.add_argument("--output", type=Path, help="results folder (default: runs/<task>/<model>)")
     p.add_argument("--device", default=None)
     p.add_argument("--dtype", default=None)
     p.add_argument("--model-path", default=None, help="local folder with the model's weights")
     p.add_argument("--attn-implementation", default=None)
     p.add_argument("--trust-remote-code", action="store_true")
-    p.add_argument("--batch-tokens", type=int, default=32768, help="padded tokens per batch")
+    p.add_argument("--batch-tokens", type=positive_int, default=32768, help="padded tokens per batch")
     p.add_argument("--cache-dir", type=Path, help="embedding cache (default: MMBENCH_HOME/embeddings)")
     p.add_argument("--no-cache", action="store_true")
-    p.add_argument("--seed", type=int, default=0, help="seed of the default build and of tie-breaking")
+    p.add_argument("--seed", type=nonnegative_int, default=0, help="seed of the default build and of tie-breaking")
     p.add_argument("--quiet", action="store_true", help="no progress bars")
     p.set_defaults(func=cmd_run)
 
@@ -60,6 +60,20 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("results", type=Path)
     p.add_argument("--metric", default="precision_at_1")
     p.set_defaults(func=cmd_show)
+
+
+def _int_at_least(minimum: int, what: str):
+    """An argparse type for integers >= `minimum`: checked before any model loads or build starts."""
+    def parse(text: str) -> int:
+        value = int(text) if re.fullmatch(r"\s*[+-]?\d+\s*", text) else None
+        if value is None or value < minimum:
+            raise argparse.ArgumentTypeError(f"expected a {what} integer, got {text!r}")
+        return value
+    return parse
+
+
+positive_int = _int_at_least(1, "positive")
+nonnegative_int = _int_at_least(0, "non-negative")  # seeds: the builders' generators take no negative seed
 
 
 def cmd_list(args: argparse.Namespace) -> int:
@@ -116,6 +130,8 @@ def cmd_build(args: argparse.Namespace) -> int:
         ps = task.build(args.source, out, seed=args.seed, **params)
     except TypeError as exc:
         raise CLIError(f"bad builder parameter for {task.name}: {exc}") from None
+    except (ValueError, FileNotFoundError) as exc:  # builders' checks of parameters and sources
+        raise CLIError(f"cannot build {task.name}: {exc}") from None
     counts = ps.manifest.get("counts", {})
     print(f"built {task.name} ({args.source}) in {time.perf_counter() - start:.1f}s -> {out}")
     print(f"  {counts.get('queries')} queries, {counts.get('candidates')} candidates, {counts.get('pools')} items, "
@@ -162,8 +178,6 @@ def cmd_run(args: argparse.Namespace) -> int:
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise CLIError(f"could not load model {args.model!r}: {first} "
                        "(offline? download the weights and pass --model-path DIR)") from None
-    if args.limit is not None and args.limit <= 0:
-        raise CLIError("--limit must be positive")
     run_opts = RunOptions(batch_tokens=args.batch_tokens, cache_dir=args.cache_dir or mmbench_home() / "embeddings",
                           use_cache=not args.no_cache, limit=args.limit, progress=not args.quiet, seed=args.seed)
     start = time.perf_counter()
