@@ -233,3 +233,25 @@ def test_hotpotqa_paragraph_with_sentences_as_one_string_is_rejected(tmp_path, c
     bad_hub.write_text(json.dumps(hub) + "\n")
     with pytest.raises(ValueError, match=r"hub.jsonl:1: field 'context' paragraph 1"):
         read_hotpotqa(bad_hub, counter)
+
+
+def test_mmlongbench_own_summ_jsonl_layout(tmp_path):
+    """MMLongBench's summ/gov_K*.jsonl: `image_list` pages and a GovReport highlight-section summary."""
+    docs = paged_documents(1)
+    rels = []
+    for k, page in enumerate(docs[0].pages):
+        rel = f"gov-report/bg_pdf_img/gao-18-107/gao-18-107_page{k}.jpg"
+        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+        page.save(tmp_path / rel)
+        rels.append(rel)
+    rec = {"id": "gov_report_gao-18-107", "url": "https://www.gao.gov/products/GAO-18-107", "image_list": rels,
+           "summary": [{"section_title": "Why GAO Did This Study", "paragraphs": ["GAO was asked to review."]},
+                       {"section_title": "What GAO Found", "paragraphs": ["GAO found things."]}]}
+    jl = tmp_path / "gov_K8.jsonl"
+    jl.write_text(json.dumps(rec) + "\n")
+    (got,) = read_mmlongbench(jl, tmp_path)
+    assert got.id == "gov_report_gao-18-107" and got.summary == "GAO was asked to review. GAO found things."
+    assert len(got.pages) == len(rels) and got.extension == [] and got.page_names == rels
+    jl.write_text(json.dumps({**rec, "summary": [{"section_title": "x"}]}) + "\n")
+    with pytest.raises(ValueError, match=r"gov_K8.jsonl:1: field 'summary' \(or 'answer'\) missing or empty"):
+        read_mmlongbench(jl, tmp_path)

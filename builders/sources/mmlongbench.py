@@ -7,8 +7,11 @@ Expected layout (a JSONL next to, or pointing into, a folder of page images)::
 
 `pages` is the document in reading order; `extended_pages` are further, unseen consecutive
 pages of the same source document (its extended version), which the Hard variants splice in.
-`answer` is accepted for `summary` (MMLongBench stores the reference summary as the answer).
-Paths are relative to `image_root` or absolute.
+MMLongBench's own summarization files (`summ/gov_K*.jsonl`, `summ/lexsum_K*.jsonl`) are read as
+they are: `image_list` stands for `pages`, and `summary` may be GovReport's list of highlight
+sections (`{section_title, paragraphs}`; the summary is their paragraphs). `answer` is accepted
+for `summary`. Those files have no extended pages, so their documents are left out of the Hard
+variants by the builder's filter, with that reason. Paths are relative to `image_root` or absolute.
 """
 from __future__ import annotations
 
@@ -36,12 +39,12 @@ def read_mmlongbench(path: Path, image_root: Path, limit: int | None = None) -> 
         raise FileNotFoundError(f"MMLongBench summarization JSONL {path} not found")
     out: list[PagedDocument] = []
     for where, lineno, rec in read_jsonl(path):
-        summary = rec.get("summary", rec.get("answer"))
-        if not isinstance(summary, str) or not summary.strip():
+        summary = _summary_text(rec.get("summary", rec.get("answer")))
+        if not summary.strip():
             raise ValueError(f"{where}: field 'summary' (or 'answer') missing or empty")
-        pages = rec.get("pages")
+        pages = rec.get("pages", rec.get("image_list"))
         if not isinstance(pages, list) or not pages:
-            raise ValueError(f"{where}: field 'pages' must be a non-empty list of image paths")
+            raise ValueError(f"{where}: field 'pages' (or 'image_list') must be a non-empty list of image paths")
         extended = rec.get("extended_pages", [])
         if not isinstance(extended, list):
             raise ValueError(f"{where}: field 'extended_pages' must be a list of image paths")
@@ -54,6 +57,15 @@ def read_mmlongbench(path: Path, image_root: Path, limit: int | None = None) -> 
     if not out:
         raise ValueError(f"{path}: no documents found")
     return out
+
+
+def _summary_text(value) -> str:
+    """Summary text, or the paragraphs of a list of `{section_title, paragraphs}` sections ("" if neither)."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, list) and all(isinstance(s, dict) and isinstance(s.get("paragraphs"), list) for s in value):
+        return " ".join(str(p) for s in value for p in s["paragraphs"])
+    return ""
 
 
 def _open(root: Path, ref: str, where: str) -> PILImage.Image:
