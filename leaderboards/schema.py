@@ -343,7 +343,8 @@ def _check_aggregates(summary: dict[str, Any], recomputed) -> list[Problem]:
 
 def validate_ravel(files: dict[str, bytes], limits: Limits) -> Submission:
     """A predictor's scores per (encoder, language model) of the reference table, and its correlation."""
-    from mmbench.evaluators.ravel.correlate import canonical_encoder, canonical_llm, correlate, data_path, load_ground_truth, merge
+    from mmbench.evaluators.ravel.correlate import (canonical_encoder, canonical_llm, correlate, data_path, describe_pairs,
+                                                    load_ground_truth, merge, unmatched)
 
     where = RAVEL_FILE
     doc = parse_json(files[RAVEL_FILE], where)
@@ -357,6 +358,8 @@ def validate_ravel(files: dict[str, bytes], limits: Limits) -> Submission:
         problems.append(Problem(f"{where}: model", "predictor identity (name, settings) is missing"))
     else:
         problems += _check_model(model, f"{where}: model", limits)
+    if not isinstance(doc.get("lower_is_better", False), bool):
+        problems.append(Problem(f"{where}: lower_is_better", f"{doc['lower_is_better']!r} is not true or false"))
     records = doc.get("scores")
     if not isinstance(records, list) or not records:
         problems.append(Problem(f"{where}: scores", "must be a non-empty list of {encoder, llm, score} records"))
@@ -378,14 +381,18 @@ def validate_ravel(files: dict[str, bytes], limits: Limits) -> Submission:
         rows.append({"encoder": key[0], "llm": key[1], "score": float(s)})
     _stage(problems)
     gt = load_ground_truth()
-    try:
-        merged = merge(pd.DataFrame(rows), gt)
-    except ValueError as exc:
-        raise SubmissionRejected([Problem(f"{where}: scores", str(exc))]) from None
+    missing = unmatched(pd.DataFrame(rows), gt)
+    _stage([Problem(f"{where}: scores", f"{len(missing)} scored (encoder, llm) pairs have no ground truth in the "
+                    f"reference table: {describe_pairs(missing)}; use its encoder and language-model names")]
+           if missing else [])
+    merged = merge(pd.DataFrame(rows), gt)
     counts = merged.groupby("llm").size()
     _stage([Problem(f"{where}: scores", f"language model {llm!r} has {n} scored encoders; at least 3 are needed")
             for llm, n in counts.items() if n < 3])
-    result = correlate(merged, negate=bool(doc.get("lower_is_better", False)))
+    spread = merged.groupby("llm")["score"].agg(lambda v: v.max() - v.min())
+    _stage([Problem(f"{where}: scores", f"every score for language model {llm!r} is the same; "
+                    "a correlation with the measured performance is undefined") for llm, d in spread.items() if d == 0])
+    result = correlate(merged, negate=doc.get("lower_is_better", False))
     scores = {f"llm={r['llm']}": {"n": float(r["n"]), "spearman": float(r["spearman"]), "pearson": float(r["pearson"])}
               for r in result.to_dict("records")}
     stated = doc.get("correlation")

@@ -409,3 +409,40 @@ def test_per_query_columns_of_the_wrong_type_are_rejected_not_crashing(results, 
     # a non-numeric first_relevant_rank crashed the ranking check
     edit_per_query(results, lambda pq: pq.assign(**{column: pq[column].map(value)}), resummarise=False)
     assert "must hold numbers" in problem(rejected(results, registry), f"per_query.parquet: {column}")
+
+
+def _ravel_folder(tmp_path: Path, **doc) -> Path:
+    from mmbench.evaluators.ravel.correlate import load_ground_truth
+
+    part = load_ground_truth().query("llm == 'Qwen3-1.7B'").head(6)
+    scores = [{"encoder": r.encoder, "llm": r.llm, "score": float(r.Avg)} for r in part.itertuples()]
+    folder = tmp_path / "ravel"
+    folder.mkdir(exist_ok=True)
+    full = {"task": "ravel", "model": {"name": "p", "settings": {}}, "scores": scores, **doc}
+    (folder / "ravel_scores.json").write_text(json.dumps(full))
+    return folder
+
+
+def test_ravel_lower_is_better_must_be_a_boolean(tmp_path):
+    # "false" (a string) used to be read as true, silently negating every correlation
+    folder = _ravel_folder(tmp_path, lower_is_better="false")
+    assert "not true or false" in problem(rejected(folder, None), "ravel_scores.json: lower_is_better")
+    assert validate_submission(_ravel_folder(tmp_path, lower_is_better=False)).scores["llm=Qwen3-1.7B"]["spearman"] == 1.0
+
+
+def test_ravel_constant_scores_are_rejected_not_stored_as_nan(tmp_path):
+    folder = _ravel_folder(tmp_path)
+    doc = json.loads((folder / "ravel_scores.json").read_text())
+    for s in doc["scores"]:
+        s["score"] = 0.5
+    (folder / "ravel_scores.json").write_text(json.dumps(doc))
+    assert "is the same" in problem(rejected(folder, None), "ravel_scores.json: scores")
+
+
+def test_ravel_unknown_names_are_listed_without_pointing_at_a_flag_submit_lacks(tmp_path):
+    folder = _ravel_folder(tmp_path)
+    doc = json.loads((folder / "ravel_scores.json").read_text())
+    doc["scores"][0]["encoder"] = "No Such Encoder"
+    (folder / "ravel_scores.json").write_text(json.dumps(doc))
+    reason = problem(rejected(folder, None), "ravel_scores.json: scores")
+    assert "No Such Encoder / Qwen3-1.7B" in reason and "--allow-missing" not in reason

@@ -96,12 +96,24 @@ def load_scores(path, *, score_column=None, encoder_column=None, llm_column=None
     return out
 
 
+def unmatched(scores: pd.DataFrame, gt: pd.DataFrame) -> list[tuple[str, str]]:
+    """(encoder, llm) pairs of ``scores`` (canonical names) that have no ground-truth row."""
+    known = set(zip(gt["encoder"], gt["llm"]))
+    return [(e, llm) for e, llm in zip(scores["encoder"], scores["llm"]) if (e, llm) not in known]
+
+
+def describe_pairs(pairs: list[tuple[str, str]], shown: int = 8) -> str:
+    """'A / llm, B / llm and 3 more' for messages."""
+    text = ", ".join(f"{e} / {llm}" for e, llm in pairs[:shown])
+    return text + (f" and {len(pairs) - shown} more" if len(pairs) > shown else "")
+
+
 def merge(scores: pd.DataFrame, gt: pd.DataFrame, *, allow_missing: bool = False) -> pd.DataFrame:
     m = scores.merge(gt, on=["llm", "encoder"], how="left", indicator=True)
     missing = m[m["_merge"] != "both"]
     if len(missing) and not allow_missing:
-        ex = ", ".join(f"{r.encoder} / {r.llm}" for r in missing.head(8).itertuples())
-        raise ValueError(f"{len(missing)} scored (encoder, llm) pairs have no ground truth, e.g. {ex}; "
+        raise ValueError(f"{len(missing)} scored (encoder, llm) pairs have no ground truth, e.g. "
+                         f"{describe_pairs(list(zip(missing['encoder'], missing['llm'])))}; "
                          "fix the names or pass --allow-missing")
     return m[m["_merge"] == "both"].drop(columns="_merge")
 
