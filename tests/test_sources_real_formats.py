@@ -255,3 +255,12 @@ def test_mmlongbench_own_summ_jsonl_layout(tmp_path):
     jl.write_text(json.dumps({**rec, "summary": [{"section_title": "x"}]}) + "\n")
     with pytest.raises(ValueError, match=r"gov_K8.jsonl:1: field 'summary' \(or 'answer'\) missing or empty"):
         read_mmlongbench(jl, tmp_path)
+
+
+def test_mmdocrag_non_integer_page_id_names_record_and_quote(tmp_path, counter):
+    jl, raw = _write_mmdocrag(tmp_path, 2)
+    raw[1]["text_quotes"][0]["page_id"] = "p3"
+    jl.write_text("".join(json.dumps(r) + "\n" for r in raw))
+    quote = raw[1]["text_quotes"][0]["quote_id"]
+    with pytest.raises(ValueError, match=rf"dev_15.jsonl:2: quote {quote}: 'page_id'/'layout_id' must be integers"):
+        read_mmdocrag(jl, tmp_path / "images", counter, MediaStore(tmp_path / "media"))

@@ -58,7 +58,7 @@ def mmdocrag_record(rec: dict, counter: UnifiedTokenCounter, media: MediaStore, 
         raise ValueError(f"{where}: field 'gold_quotes' missing or not a list")
     gold = [str(g) for g in gold]
     if all(q.get("page_id") is not None and q.get("layout_id") is not None for q in quotes):
-        quotes.sort(key=lambda q: (int(q["page_id"]), int(q["layout_id"])))
+        quotes.sort(key=lambda q: _position(q, where))
     units: list[Unit] = []
     known = set()
     for q in quotes:
@@ -82,6 +82,15 @@ def mmdocrag_record(rec: dict, counter: UnifiedTokenCounter, media: MediaStore, 
                            answer=str(rec.get("answer_short", "")), units=units, problems=problems,
                            info={"doc_name": rec.get("doc_name"), "question_type": rec.get("question_type"),
                                  "gold_quotes": gold})
+
+
+def _position(q: dict, where: str) -> tuple[int, int]:
+    """(page_id, layout_id) as integers; an error names the record and the quote otherwise."""
+    try:
+        return int(q["page_id"]), int(q["layout_id"])
+    except (TypeError, ValueError):
+        raise ValueError(f"{where}: quote {q.get('quote_id')}: 'page_id'/'layout_id' must be integers, got "
+                         f"{q['page_id']!r}/{q['layout_id']!r}") from None
 
 
 def _load(q: dict, image_root: Path | None, images: dict | None, where: str) -> PILImage.Image:
