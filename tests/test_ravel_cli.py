@@ -136,3 +136,21 @@ def test_registered_in_mmbench_cli(capsys):
     assert mod in top.COMMAND_MODULES
     assert top.main(["ravel", "flops", "--n", "20", "--p", "4"]) == 0
     assert capsys.readouterr().out.strip()
+
+
+def test_cli_ckax_reports_encoders_without_ground_truth(tmp_path, capsys):
+    rng = np.random.default_rng(1)
+    n = 40
+    lat = rng.normal(size=(n, 4))
+    np.save(tmp_path / "text.npy", lat @ rng.normal(size=(4, 8)))
+    args, rows = [], []
+    for m in range(6):
+        np.save(tmp_path / f"e{m}.npy", (lat @ rng.normal(size=(4, 6)) + m * rng.normal(size=(n, 6)))[:, None])
+        args += ["--features", f"e{m}={tmp_path / f'e{m}.npy'}"]
+        if m < 5:  # e5 (say, a typo in its name) has no label
+            rows.append({"llm": "Qwen3-1.7B", "encoder": f"e{m}", "Avg": 40 - m})
+    pd.DataFrame(rows).to_csv(tmp_path / "gt.csv", index=False)
+    assert mmbench_main(["ravel", "ckax", *args, "--text-features", f"Qwen3-1.7B={tmp_path / 'text.npy'}",
+                         "--ground-truth", str(tmp_path / "gt.csv")]) == 0
+    err = capsys.readouterr().err
+    assert "left out 1 encoder(s)" in err and "e5" in err

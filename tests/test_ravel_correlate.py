@@ -62,3 +62,13 @@ def test_selection_curve_oracle_scores_zero_regret():
     assert len(curve) == 210 and curve["regret"].abs().max() == 0
     inv = selection.selection_curve(gt.assign(score=-gt["Avg"]))
     assert (inv.groupby("llm")["picked_gt"].max() == gt.groupby("llm")["Avg"].min()).all()
+
+
+def test_allow_missing_reports_every_dropped_pair(tmp_path, capsys):
+    df = pd.read_csv(DATA)
+    df.loc[0, "display_name"] = "No Such Encoder"
+    df.to_csv(tmp_path / "s.csv", index=False)
+    assert mmbench_main(["ravel", "correlate", "--scores", str(tmp_path / "s.csv"), "--score-column",
+                         "mean_recall_5cap", "--allow-missing"]) == 0
+    err = capsys.readouterr().err
+    assert "dropped 1 scored" in err and f"No Such Encoder / {df.loc[0, 'llm']}" in err

@@ -197,7 +197,13 @@ def _merged(args):
 
     scores = C.load_scores(args.scores, score_column=args.score_column, encoder_column=args.encoder_column,
                            llm_column=args.llm_column)
-    return C.merge(scores, C.load_ground_truth(args.ground_truth), allow_missing=args.allow_missing)
+    gt = C.load_ground_truth(args.ground_truth)
+    merged = C.merge(scores, gt, allow_missing=args.allow_missing)
+    dropped = C.unmatched(scores, gt)
+    if dropped:  # only reached with --allow-missing; say what was left out
+        print(f"warning: dropped {len(dropped)} scored (encoder, llm) pairs with no ground truth: "
+              f"{C.describe_pairs(dropped, shown=len(dropped))}", file=sys.stderr)
+    return merged
 
 
 def cmd_correlate(args) -> int:
@@ -234,6 +240,10 @@ def cmd_ckax(args) -> int:
         canon = C.canonical_llm(llm_name)
         g = gt[gt["llm"] == canon].set_index("encoder")
         names = [n for n in feats if C.canonical_encoder(n) in g.index]
+        unlabelled = [n for n in feats if n not in names]
+        if unlabelled:
+            print(f"warning: {llm_name}: left out {len(unlabelled)} encoder(s) with no ground truth for "
+                  f"{canon!r}: {', '.join(unlabelled)}", file=sys.stderr)
         if len(names) < 4:
             raise ValueError(f"CKA-X needs ≥4 encoders with ground truth for {llm_name!r}; found {len(names)}")
         y = np.array([g.loc[C.canonical_encoder(n), "Avg"] for n in names], dtype=float)
