@@ -264,3 +264,12 @@ def test_mmdocrag_non_integer_page_id_names_record_and_quote(tmp_path, counter):
     quote = raw[1]["text_quotes"][0]["quote_id"]
     with pytest.raises(ValueError, match=rf"dev_15.jsonl:2: quote {quote}: 'page_id'/'layout_id' must be integers"):
         read_mmdocrag(jl, tmp_path / "images", counter, MediaStore(tmp_path / "media"))
+
+
+def test_hotpotqa_hub_layout_non_integer_sent_id_names_the_line(tmp_path, counter):
+    hub = _hub_layout(ORIGINAL)
+    hub["supporting_facts"]["sent_id"] = ["zero", 0]
+    f = tmp_path / "hub.jsonl"
+    f.write_text(json.dumps(hub) + "\n")
+    with pytest.raises(ValueError, match=r"hub.jsonl:1: field 'supporting_facts' needs integer 'sent_id'"):
+        read_hotpotqa(f, counter)

@@ -110,7 +110,10 @@ def _supporting(rec: dict, where: str) -> list[tuple[str, int]]:
         titles, ids = sf.get("title"), sf.get("sent_id")
         if not isinstance(titles, list) or not isinstance(ids, list) or len(titles) != len(ids):
             raise ValueError(f"{where}: field 'supporting_facts' needs equal-length 'title' and 'sent_id' lists")
-        return [(str(t), int(i)) for t, i in zip(titles, ids)]
+        try:
+            return [(str(t), int(i)) for t, i in zip(titles, ids)]
+        except (TypeError, ValueError) as exc:
+            raise ValueError(f"{where}: field 'supporting_facts' needs integer 'sent_id' values") from exc
     if isinstance(sf, list):
         try:
             return [(str(t), int(i)) for t, i in sf]
