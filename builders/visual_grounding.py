@@ -69,6 +69,7 @@ def build(source: str, out: Path, seed: int = 0, lengths: Sequence[int] = LENGTH
         needles, background, sources = _load_sources(source, counter, media, seed, params, text_needles,
                                                      image_needles, image_root, haystack)
         ps = assemble(needles, background, counter, media, params, seed, progress)
+        check_tolerances(ps.candidates)
         ps.sources = sources
         ps.builder = {"name": "mmbench.builders.visual_grounding", "params": _jsonable(asdict(params)),
                       "source": source, "length_tolerance": LENGTH_TOLERANCE, "depth_tolerance": DEPTH_TOLERANCE,
@@ -78,6 +79,9 @@ def build(source: str, out: Path, seed: int = 0, lengths: Sequence[int] = LENGTH
 
 
 def _check_params(p: VGParams) -> None:
+    for n in p.lengths:
+        if n <= 0:
+            raise ValueError(f"length {n} is not a positive number of tokens")
     for d in p.depths:
         if not 0.0 <= d <= 1.0:
             raise ValueError(f"depth {d} is outside [0, 1]")
@@ -88,6 +92,19 @@ def _check_params(p: VGParams) -> None:
         raise ValueError(f"unknown anchor kind in {p.kinds}; use {KINDS}")
     if p.needles_per_kind < 2:
         raise ValueError("needles_per_kind must be at least 2 (a cell needs distractors)")
+
+
+def check_tolerances(candidates: Sequence[Document]) -> None:
+    """Refuse a build whose candidates miss their bin (±10 %) or depth (±0.05): the task's promises."""
+    for doc in candidates:
+        nominal, depth = doc.meta["length_tokens"], doc.meta["depth"]
+        if abs(doc.tokens - nominal) > LENGTH_TOLERANCE * nominal:
+            raise ValueError(f"candidate {doc.id}: {doc.tokens} unified tokens is outside ±{LENGTH_TOLERANCE:.0%} of "
+                             f"its {nominal}-token bin; this bin is too short for its anchor and background")
+        if abs(doc.meta["depth_measured"] - depth) > DEPTH_TOLERANCE:
+            raise ValueError(f"candidate {doc.id}: anchor at measured depth {doc.meta['depth_measured']:.3f}, outside "
+                             f"±{DEPTH_TOLERANCE} of the requested {depth}; the {nominal}-token bin is too coarse for "
+                             "this depth (use longer lengths)")
 
 
 def _load_sources(source, counter, media, seed, params, text_needles, image_needles, image_root, haystack):

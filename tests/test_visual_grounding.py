@@ -131,3 +131,19 @@ def test_image_anchors_are_lookalike_pictures(ps):
         for a in arrays[1:]:
             changed = np.abs(a - arrays[0]).max(axis=2) > 30
             assert 0.005 < changed.mean() < 0.6, family  # same scene, different object
+
+
+@pytest.mark.parametrize("params,needle", [
+    ({"lengths": (-256,)}, "length -256"),
+    ({"lengths": (0,)}, "length 0"),
+    # a 64-token mixed haystack has too few insertion points for depth 0.4 (measured 0.35 before the check)
+    ({"lengths": (64,), "backgrounds": ("mixed",), "depths": (0.4,)}, "vg-text-mixed-64-d040-"),
+])
+def test_bins_that_cannot_keep_the_length_or_depth_promise_are_refused(params, needle, tmp_path):
+    from mmbench.tasks import get_task
+
+    out = tmp_path / "vg"
+    with pytest.raises(ValueError, match=needle):
+        get_task("visual_grounding").build("sample", out, seed=0, **{"kinds": ("text",), "backgrounds": ("text",),
+                                                                   "needles_per_kind": 2, **params}, progress=False)
+    assert not out.exists()
