@@ -72,3 +72,12 @@ def test_allow_missing_reports_every_dropped_pair(tmp_path, capsys):
                          "mean_recall_5cap", "--allow-missing"]) == 0
     err = capsys.readouterr().err
     assert "dropped 1 scored" in err and f"No Such Encoder / {df.loc[0, 'llm']}" in err
+
+
+def test_missing_scores_are_named_not_turned_into_nan_correlations(tmp_path):
+    df = pd.read_csv(DATA)
+    df.loc[3, "mean_recall_5cap"] = None
+    df.to_csv(tmp_path / "s.csv", index=False)
+    with pytest.raises(ValueError, match="1 missing or non-finite scores") as info:
+        correlate.correlate_files(tmp_path / "s.csv", score_column="mean_recall_5cap")
+    assert df.loc[3, "display_name"] in str(info.value)

@@ -93,6 +93,10 @@ def load_scores(path, *, score_column=None, encoder_column=None, llm_column=None
                         "llm": df[llm].map(canonical_llm), "score": pd.to_numeric(df[col], errors="raise")})
     if out.duplicated(["llm", "encoder"]).any():
         raise ValueError("score file has duplicate (llm, encoder) rows")
+    bad = out[~np.isfinite(out["score"].to_numpy(float))]
+    if len(bad):  # one empty cell would turn that LLM's correlations into NaN
+        raise ValueError(f"{path}: column {col!r} has {len(bad)} missing or non-finite scores, e.g. "
+                         f"{describe_pairs(list(zip(bad['encoder'], bad['llm'])))}")
     return out
 
 
