@@ -21,13 +21,24 @@ class MediaError(RuntimeError):
     """A media file is missing or unreadable; the message names the file and the item."""
 
 
+def default_mode(base: int) -> int:
+    """`base` (0o666 for files, 0o777 for folders) less the process umask, as `open` and `mkdir` would give."""
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return base & ~mask
+
+
 def atomic_write_bytes(path: Path, data: bytes) -> None:
-    """Write to a temporary file in the same folder, then rename: readers never see half a file."""
+    """Write to a temporary file in the same folder, then rename: readers never see half a file.
+
+    The file gets the usual permissions (mkstemp's are owner-only), so shared pool sets and results stay readable.
+    """
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
         with os.fdopen(fd, "wb") as fh:
             fh.write(data)
+        os.chmod(tmp, default_mode(0o666))
         os.replace(tmp, path)
     except BaseException:
         if os.path.exists(tmp):

@@ -28,7 +28,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from .documents import Document
-from .media import MediaStore, atomic_write_bytes
+from .media import MediaStore, atomic_write_bytes, default_mode
 
 MANIFEST = "manifest.json"
 TABLES = ("queries", "candidates", "pools")
@@ -170,6 +170,7 @@ def write_poolset(ps: PoolSet, out: Path, media_from: Path | None = None) -> Pat
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(dir=out.parent, prefix=f".{out.name}.building."))
     try:
+        os.chmod(tmp, default_mode(0o777))  # mkdtemp's folder is owner-only; the pool set is renamed from it
         records = _records(ps)
         for table, rows in records.items():
             rows = sorted(rows, key=lambda r: r["id"])

@@ -89,3 +89,25 @@ def test_media_refs_cannot_escape(tmp_path):
 
     with pytest.raises(MediaError, match="escapes"):
         MediaStore(tmp_path).path("../etc/passwd")
+
+
+def test_written_files_get_the_usual_permissions_not_owner_only(tmp_path):
+    """A pool set, its manifest and a run's results are readable by others under a 022 umask."""
+    import os
+    import stat
+
+    import pandas as pd
+
+    from mmbench.results import write_results
+
+    old = os.umask(0o022)
+    try:
+        ps, media = _poolset(tmp_path)
+        out = write_poolset(ps, tmp_path / "ps", media_from=media.root)
+        res = write_results(tmp_path / "res", pd.DataFrame({"a": [1]}), pd.DataFrame({"b": [2]}), {"x": 1})
+    finally:
+        os.umask(old)
+    mode = lambda p: stat.S_IMODE(p.stat().st_mode)  # noqa: E731
+    assert mode(out) == 0o755
+    for path in [out / "manifest.json", *out.glob("*.parquet"), *(out / "media").rglob("*.png"), *res.iterdir()]:
+        assert mode(path) == 0o644, path
