@@ -199,7 +199,7 @@ def test_reload_and_errors(dirs, gme, media, tmp_path):
     with pytest.raises(ValueError, match="LoRA"):
         QwenVLEmbedder(PRESETS["vlm2vec-2b"], model_path=str(tmp_path / "lora"))
     with pytest.raises(ValueError, match="model-path"):
-        load_model("rzen-embed")
+        load_model("embed-rl")
 
 
 def test_registry_lists_every_adapter():
@@ -230,3 +230,44 @@ def test_video_budget_counts_temporal_groups(gme, qwen3, media):
     info = {r["id"]: r for r in gme.last_encode_info}
     assert gme.video_tokens(len(vid.frames), vid.width, vid.height) - (info["v"]["tokens"] - info["t"]["tokens"]) \
         <= groups * 12
+
+
+def test_rzen_golden():
+    from mmbench.models.templates import RZEN
+
+    sys_turn = "<|im_start|>system\nYou are a helpful assistant.<|im_end|>\n"
+    assert render([Text("a cat")], "query", RZEN).text == (
+        f"{sys_turn}<|im_start|>user\nFind me an everyday image that matches the given caption: a cat<|im_end|>\n"
+        "<|im_start|>assistant\n<|endoftext|>")
+    # the instruction follows the leading images; documents carry no instruction
+    assert f"user\n{V}Find me an everyday image that matches the given caption: a cat<|im_end|>" in render(
+        [Text("a cat"), IMG], "query", RZEN).text
+    assert render([IMG, Text("a dog")], "document", RZEN).text == (
+        f"{sys_turn}<|im_start|>user\n{V}a dog<|im_end|>\n<|im_start|>assistant\n<|endoftext|>")
+    # frames as images: one image placeholder per frame, in the official visual-first position
+    assert f"user\n{V}{V}a clip<|im_end|>" in render([Text("a clip"), VID], "document", RZEN,
+                                                     video_as_images=True).text
+
+
+def test_video_frames_as_images(dirs, media):
+    """Ops-MM / RzenEmbed take a video as its frame images: same vectors as the explicit image document,
+    and the budget counts every frame's full image tokens."""
+    store, _, vid = media
+    ops = QwenVLEmbedder(PRESETS["ops-mm-embedding-2b"], model_path=str(dirs["q2"]), context=4096)
+    assert "video" in ops.card.modalities and ops.card.settings["video_input"] == "frames as images"
+    as_video = ops.encode([Document("v", [vid])], "document", store)
+    frames = [Image(r, vid.width, vid.height) for r in vid.frames]
+    as_images = ops.encode([Document("i", frames)], "document", store)
+    np.testing.assert_allclose(as_video, as_images, atol=1e-5)
+    assert ops.last_encode_info[0]["frames"] == 0
+    ops.encode([Document("t", [Text("a video")]), Document("v", [Text("a video"), vid])], "document", store)
+    info = {r["id"]: r for r in ops.last_encode_info}
+    assert info["v"]["frames"] == 4 and any("4 images" in a for a in info["v"]["adaptations"])
+    assert info["v"]["tokens"] - info["t"]["tokens"] == ops.video_tokens(4, vid.width, vid.height) \
+        == 4 * ops.visual_tokens(vid.width, vid.height)
+    rzen = QwenVLEmbedder(PRESETS["rzen-embed"], model_path=str(dirs["q2"]), context=4096)
+    rzen.encode([Document("t", [Text("a video")]), Document("v", [Text("a video"), vid])], "query", store)
+    info = {r["id"]: r for r in rzen.last_encode_info}
+    per_frame = (info["v"]["tokens"] - info["t"]["tokens"]) / 4 - 2  # minus vision start/end
+    assert 160 <= per_frame <= 180  # RzenEmbed's video frame bounds, not its image bounds
+    assert info["v"]["tokens"] - info["t"]["tokens"] == rzen.video_tokens(4, vid.width, vid.height)

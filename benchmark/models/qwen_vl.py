@@ -15,7 +15,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from ..documents import Document, Image
+from ..documents import Document, Image, Video
 from ..media import MediaStore
 from .base import EmbeddingModel, EncodeError, ModelCard, Role
 from .clip import resolve_device, resolve_dtype
@@ -65,6 +65,7 @@ class QwenVLPreset:
     context: int
     vision: VisionBounds
     video: bool = True
+    video_frames_as_images: bool = False   # the official code feeds video frames as a list of images
     notes: str = ""
     settings: dict[str, Any] = field(default_factory=dict)
 
@@ -139,6 +140,7 @@ class QwenVLEmbedder(EmbeddingModel):
             **tpl.settings(), "pooling": "last attended token, final hidden state after the final norm",
             "normalize": "l2", "dtype": str(self._dtype).split(".")[-1], "context": window,
             "vision": asdict(vb), "video": self.preset.video, "padding_side": "right",
+            "video_input": "frames as images" if preset.video_frames_as_images else "native video",
             "model_id": Path(source).name if local else source, **preset.settings,
         }
         mods = {"text", "image"} | ({"video"} if self.preset.video else set())
@@ -177,6 +179,8 @@ class QwenVLEmbedder(EmbeddingModel):
             return 0
         vb = self.preset.vision
         fh, fw = self.frame_size(width, height)
+        if self.preset.video_frames_as_images:
+            return n_frames * ((fh // vb.factor) * (fw // vb.factor) + self._markup)
         groups = -(-n_frames // vb.temporal_patch)
         return groups * ((fh // vb.factor) * (fw // vb.factor) + self._markup + 8)
 
@@ -207,27 +211,32 @@ class QwenVLEmbedder(EmbeddingModel):
         if not documents:
             return np.zeros((0, self.card.dim or 0), dtype=np.float32)
         prompts, images, videos, metas, info = [], [], [], [], []
+        as_images = self.preset.video_frames_as_images
         for doc in documents:
-            rendered = render(doc.segments, role, self.preset.template)
-            adapted = ["single visual moved before the text (official form)"] if rendered.reordered else []
+            adapted: list[str] = []
+            segments = [self._resampled(seg, doc.id, adapted) if isinstance(seg, Video) else seg
+                        for seg in doc.segments]
+            rendered = render(segments, role, self.preset.template, video_as_images=as_images)
+            if rendered.reordered:
+                adapted.insert(0, "single visual moved before the text (official form)")
             n_frames = 0
             for seg in rendered.visuals:
                 if media is None:
                     raise EncodeError(f"document {doc.id!r} has images or videos but no media store was given")
                 if isinstance(seg, Image):
                     images.append(self._load(media, seg.ref, doc.id, self.image_size(seg.width, seg.height)))
-                else:
-                    if not self.preset.video:
-                        raise EncodeError(f"document {doc.id!r}: model {self.card.name} does not accept video")
-                    frames, fps = resample_frames(seg.frames, seg.fps, self.preset.vision.fps)
-                    if len(frames) < len(seg.frames):
-                        adapted.append(f"video resampled {seg.fps:g}->{fps:g} fps ({len(seg.frames)}->{len(frames)} "
-                                        "frames)")
-                    size = self.frame_size(seg.width, seg.height)
-                    videos.append(np.stack([np.asarray(self._load(media, r, doc.id, size)) for r in frames]))
-                    metas.append({"fps": fps, "frames_indices": list(range(len(frames))),
-                                  "total_num_frames": len(frames)})
-                    n_frames += len(frames)
+                    continue
+                size = self.frame_size(seg.width, seg.height)
+                frames = [self._load(media, r, doc.id, size) for r in seg.frames]
+                n_frames += len(frames)
+                if as_images:
+                    images.extend(frames)
+                    continue
+                videos.append(np.stack([np.asarray(f) for f in frames]))
+                metas.append({"fps": seg.fps, "frames_indices": list(range(len(frames))),
+                              "total_num_frames": len(frames)})
+            if as_images and n_frames:
+                adapted.append(f"video frames given as {n_frames} images (the official input form)")
             prompts.append(rendered.text)
             info.append({"id": doc.id, "frames": n_frames, "adaptations": adapted})
         kwargs: dict[str, Any] = {}
@@ -258,6 +267,15 @@ class QwenVLEmbedder(EmbeddingModel):
         emb = self._torch.nn.functional.normalize(emb.float(), p=2, dim=-1)
         self.last_encode_info = info
         return emb.cpu().numpy().astype(np.float32)
+
+    def _resampled(self, seg: Video, item: str, adapted: list[str]) -> Video:
+        """The video at the model's frame rate (fewer frames, never invented ones); noted in `adapted`."""
+        if not self.preset.video:
+            raise EncodeError(f"document {item!r}: model {self.card.name} does not accept video")
+        frames, fps = resample_frames(seg.frames, seg.fps, self.preset.vision.fps)
+        if len(frames) < len(seg.frames):
+            adapted.append(f"video resampled {seg.fps:g}->{fps:g} fps ({len(seg.frames)}->{len(frames)} frames)")
+        return replace(seg, frames=tuple(frames), fps=fps)
 
     @staticmethod
     def _pool_last(hidden, mask):

@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from .qwen_vl import QwenVLPreset, VisionBounds
-from .templates import GME, QWEN3_VL_EMBEDDING, VLM2VEC
+from .templates import GME, QWEN3_VL_EMBEDDING, RZEN, VLM2VEC
 
 # Qwen2-VL backbone: 14-px patches merged 2x2 -> factor 28; qwen-vl-utils video bounds 128..768 tokens/frame.
 QWEN2_VL_VIDEO = dict(video_min_pixels=128 * 28 * 28, video_max_pixels=768 * 28 * 28)
@@ -36,6 +36,8 @@ QWEN3_NOTES = ("Qwen3-VL-Embedding official script: system turn = instruction (a
                "bicubic rather than torchvision. Query instruction from the README example.")
 
 VLM2VEC_VISION = VisionBounds(factor=28, min_pixels=56 * 56, max_pixels=12845056, **QWEN2_VL_VIDEO)
+# V2.0 checkpoint: its processor config caps images at 1003520 px = 1280 tokens (kept by mteb's wrapper too).
+VLM2VEC_V2_VISION = replace(VLM2VEC_VISION, max_pixels=1280 * 28 * 28)
 VLM2VEC_NOTES = ("VLM2Vec (Qwen2-VL backbone) official format: '<|image_pad|> ' + instruction + ' ' + text with no "
                  "chat markup, last-token pooling of the final hidden state, L2-normalised. Unverified: the image "
                  "pixel bounds (we use the Qwen2-VL processor defaults 3136..12845056), whether V1 wraps the pad in "
@@ -43,6 +45,24 @@ VLM2VEC_NOTES = ("VLM2Vec (Qwen2-VL backbone) official format: '<|image_pad|> ' 
                  "max length (we use the 32768 window). Checkpoints published as LoRA adapters must be merged "
                  "first. Several images are placed in reading order after the instruction.")
 
+# Ops-MM-embedding and RzenEmbed were checked against mteb 2.26's wrappers for them
+# (mteb/models/model_implementations/ops_mm_models.py, rzen_embed_model.py), not against the authors' code.
+OPS_MM_VISION = VisionBounds(factor=28, min_pixels=256 * 28 * 28, max_pixels=1280 * 28 * 28,
+                             video_min_pixels=256 * 28 * 28, video_max_pixels=1280 * 28 * 28)
+OPS_MM_NOTES = ("Ops-MM-embedding-v1 (as mteb's wrapper runs it): the GME layout — system prompt = task instruction, "
+                "'You are a helpful assistant.' otherwise; images first; prompt ends with '<|endoftext|>', last token of "
+                "the final hidden state, L2-normalised; images 256..1280 tokens; a video is given as its frames, one "
+                "image each, with the image bounds. Deviations: mteb samples 8 frames per video, mmbench keeps the "
+                "pool set's 1-FPS frames within the 32768-token window. Not checked against the authors' own code.")
+RZEN_VISION = VisionBounds(factor=28, min_pixels=256 * 28 * 28, max_pixels=1280 * 28 * 28,
+                           video_min_pixels=160 * 28 * 28, video_max_pixels=180 * 28 * 28)
+RZEN_NOTES = ("RzenEmbed (as mteb's wrapper runs it): system prompt always 'You are a helpful assistant.', the "
+              "instruction opens the user turn after the images, prompt ends with '<|endoftext|>', last attended token "
+              "of the final-norm hidden state, L2-normalised; images 256..1280 tokens; a video is given as its frames, "
+              "one image each at 160..180 tokens. Deviations: the official max_length of 2000 is replaced by the "
+              "Qwen2-VL window (32768); mteb joins instruction and text with nothing, mmbench with one space after the "
+              "instruction's colon; mteb samples 8 frames, mmbench keeps the 1-FPS frames. The default query "
+              "instruction is MMEB's text-to-image one (RzenEmbed was fine-tuned on MMEB-train).")
 UNVERIFIED = " UNVERIFIED: this model's template was not checked against its official code; it reuses {} by assumption."
 
 PRESETS: dict[str, QwenVLPreset] = {p.name: p for p in (
@@ -56,12 +76,16 @@ PRESETS: dict[str, QwenVLPreset] = {p.name: p for p in (
                  notes=QWEN3_NOTES),
     QwenVLPreset("vlm2vec-2b", "TIGER-Lab/VLM2Vec-Qwen2VL-2B", VLM2VEC, 32768, VLM2VEC_VISION, video=False,
                  notes=VLM2VEC_NOTES + " V1 was trained on images only: video is off."),
-    QwenVLPreset("vlm2vec-v2", "VLM2Vec/VLM2Vec-V2.0", replace(VLM2VEC, version="2"), 32768, VLM2VEC_VISION,
-                 notes=VLM2VEC_NOTES + " V2 accepts video ('<|video_pad|> ' prefix); frames kept as sampled."),
+    QwenVLPreset("vlm2vec-v2", "VLM2Vec/VLM2Vec-V2.0", replace(VLM2VEC, version="2"), 32768, VLM2VEC_V2_VISION,
+                 notes=VLM2VEC_NOTES.replace("we use the Qwen2-VL processor defaults 3136..12845056",
+                                             "V2: 3136..1003520, the checkpoint's processor config")
+                 + " V2 accepts video ('<|video_pad|> ' prefix); frames kept as sampled."),
     QwenVLPreset("ops-mm-embedding-2b", "OpenSearch-AI/Ops-MM-embedding-v1-2B", replace(GME, name="ops-mm"),
-                 32768, GME_VISION, video=False, notes=UNVERIFIED.format("the GME template and bounds")),
-    QwenVLPreset("rzen-embed", None, replace(GME, name="rzen-embed"), 32768, GME_VISION, video=False,
-                 notes=UNVERIFIED.format("the GME template and bounds") + " No hub id recorded: pass --model-path."),
+                 32768, OPS_MM_VISION, video_frames_as_images=True, notes=OPS_MM_NOTES),
+    QwenVLPreset("ops-mm-embedding-7b", "OpenSearch-AI/Ops-MM-embedding-v1-7B", replace(GME, name="ops-mm"),
+                 32768, OPS_MM_VISION, video_frames_as_images=True, notes=OPS_MM_NOTES),
+    QwenVLPreset("rzen-embed", "qihoo360/RzenEmbed", RZEN, 32768, RZEN_VISION, video_frames_as_images=True,
+                 notes=RZEN_NOTES),
     QwenVLPreset("embed-rl", None, replace(QWEN3_VL_EMBEDDING, name="embed-rl"), 32768, QWEN3_VISION,
                  notes=UNVERIFIED.format("the Qwen3-VL-Embedding template and bounds")
                  + " No hub id recorded: pass --model-path (a Qwen3-VL-based checkpoint is assumed)."),

@@ -36,6 +36,8 @@ class QwenVLTemplate:
     empty_content: str = ""            # what an empty document renders as
     text_joiner: str = "\n"            # between two consecutive text segments
     boundary_joiner: str = ""          # between a text and a visual placeholder
+    instruction_in_user: bool = False  # chat: instruction opens the user turn (after leading visuals); system fixed
+    instruction_joiner: str = ""       # chat, instruction_in_user: between the instruction and the content
     extra: Mapping[str, str] = field(default_factory=dict)
 
     def instruction(self, role: str, segments: Sequence[Segment]) -> str:
@@ -75,7 +77,7 @@ def _ordered(segments: Sequence[Segment], single_visual_first: bool) -> tuple[li
     return list(segments), False
 
 
-def _join(items: list[Segment], tpl: QwenVLTemplate) -> str:
+def _join(items: list[Segment], tpl: QwenVLTemplate, video_as_images: bool = False) -> str:
     out: list[str] = []
     prev: Segment | None = None
     for seg in items:
@@ -86,32 +88,51 @@ def _join(items: list[Segment], tpl: QwenVLTemplate) -> str:
             out.append(seg.text)
         elif isinstance(seg, Image):
             out.append(tpl.image_placeholder)
+        elif video_as_images:
+            out.append(tpl.image_placeholder * len(seg.frames))
         else:
             out.append(tpl.video_placeholder)
         prev = seg
     return "".join(out)
 
 
-def render(segments: Sequence[Segment], role: str, tpl: QwenVLTemplate) -> RenderedPrompt:
-    """Render a document's segments for `role` ("query" or "document") with template `tpl`."""
+def _leading_visuals(items: list[Segment]) -> int:
+    lead = 0
+    while lead < len(items) and not isinstance(items[lead], Text):
+        lead += 1
+    return lead
+
+
+def render(segments: Sequence[Segment], role: str, tpl: QwenVLTemplate,
+           video_as_images: bool = False) -> RenderedPrompt:
+    """Render a document's segments for `role` ("query" or "document") with template `tpl`.
+
+    `video_as_images` renders each video as one image placeholder per frame, for models whose
+    official code feeds video frames as a list of images.
+    """
     if role not in ("query", "document"):
         raise ValueError(f"role must be 'query' or 'document', not {role!r}")
     items, reordered = _ordered(segments, tpl.single_visual_first)
     visuals = [s for s in items if isinstance(s, (Image, Video))]
     instruction = tpl.instruction(role, segments)
-    if tpl.style == "chat":
-        content = _join(items, tpl) or tpl.empty_content
+    if tpl.style == "chat" and tpl.instruction_in_user:
+        lead = _leading_visuals(items)
+        rest = _join(items[lead:], tpl, video_as_images)
+        opening = instruction + tpl.instruction_joiner if instruction and rest else instruction
+        content = (_join(items[:lead], tpl, video_as_images) + opening + rest) or tpl.empty_content
+        text = (f"<|im_start|>system\n{tpl.system_fallback}<|im_end|>\n<|im_start|>user\n{content}<|im_end|>\n"
+                f"{tpl.generation_suffix}")
+    elif tpl.style == "chat":
+        content = _join(items, tpl, video_as_images) or tpl.empty_content
         system = instruction or tpl.system_fallback
         head = f"<|im_start|>system\n{system}<|im_end|>\n" if system else ""
         text = f"{head}<|im_start|>user\n{content}<|im_end|>\n{tpl.generation_suffix}"
     elif tpl.style == "plain":
-        lead = 0
-        while lead < len(items) and not isinstance(items[lead], Text):
-            lead += 1
-        parts = [_join([s], tpl) for s in items[:lead]]
+        lead = _leading_visuals(items)
+        parts = [_join([s], tpl, video_as_images) for s in items[:lead]]
         if instruction:
             parts.append(instruction)
-        rest = _join(items[lead:], tpl)
+        rest = _join(items[lead:], tpl, video_as_images)
         if rest:
             parts.append(rest)
         text = " ".join(parts) or tpl.empty_content
@@ -146,4 +167,15 @@ VLM2VEC = QwenVLTemplate(
     image_placeholder="<|image_pad|>", video_placeholder="<|video_pad|>", boundary_joiner=" ",
 )
 
-TEMPLATES: dict[str, QwenVLTemplate] = {t.name: t for t in (GME, QWEN3_VL_EMBEDDING, VLM2VEC)}
+# RzenEmbed (as mteb's wrapper feeds it): fixed system prompt, the instruction opens the user turn
+# after the images; the query instruction is MMEB's text-to-image one, the model's training set.
+RZEN = QwenVLTemplate(
+    name="rzen-embed", version="1", style="chat",
+    query_instruction="Find me an everyday image that matches the given caption:",
+    document_instruction="",
+    system_fallback="You are a helpful assistant.",
+    instruction_in_user=True, instruction_joiner=" ",
+    generation_suffix="<|im_start|>assistant\n<|endoftext|>",
+)
+
+TEMPLATES: dict[str, QwenVLTemplate] = {t.name: t for t in (GME, QWEN3_VL_EMBEDDING, VLM2VEC, RZEN)}
