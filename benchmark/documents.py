@@ -104,7 +104,11 @@ def segments_to_json(segments: list[Segment]) -> list[dict[str, Any]]:
 
 def segments_from_json(items: list[dict[str, Any]]) -> list[Segment]:
     out: list[Segment] = []
+    if not isinstance(items, list):
+        raise ValueError(f"segments must be a list, got {type(items).__name__}")
     for i, item in enumerate(items):
+        if not isinstance(item, dict):
+            raise ValueError(f"segment {i} must be an object, got {type(item).__name__}")
         kind = item.get("kind")
         try:
             if kind == "text":

@@ -22,7 +22,7 @@ import tempfile
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable, Iterator
+from typing import Any, Callable, Iterable, Iterator
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -104,7 +104,10 @@ class PoolSet:
         cids = {d.id for d in self.candidates}
         for name, ids in (("query", [d.id for d in self.queries]), ("candidate", [d.id for d in self.candidates])):
             if len(ids) != len(set(ids)):
-                raise PoolSetError(f"duplicate {name} ids in pool set {self.task}")
+                twice = sorted({i for i in ids if ids.count(i) > 1})
+                raise PoolSetError(f"duplicate {name} ids in pool set {self.task}: {twice[:3]}")
+        if not self.pools:
+            raise PoolSetError(f"pool set {self.task} has no evaluation items (pools table is empty)")
         seen: set[str] = set()
         for item in self.pools:
             if item.id in seen:
@@ -115,6 +118,9 @@ class PoolSet:
             missing = [c for c in item.candidate_ids if c not in cids]
             if missing:
                 raise PoolSetError(f"pool item {item.id!r}: unknown candidates {missing[:3]}")
+            if len(set(item.candidate_ids)) != len(item.candidate_ids):
+                twice = sorted({c for c in item.candidate_ids if item.candidate_ids.count(c) > 1})
+                raise PoolSetError(f"pool item {item.id!r}: candidates listed more than once {twice[:3]}")
             if not item.relevant_ids or not set(item.relevant_ids) <= set(item.candidate_ids):
                 raise PoolSetError(f"pool item {item.id!r}: relevant ids must be a non-empty subset of its candidates")
 
@@ -249,14 +255,17 @@ def load_poolset(root: Path, verify: bool = False) -> PoolSet:
             raise PoolSetError(f"{path}: unreadable parquet ({exc})") from exc
     ps = PoolSet(
         task=manifest["task"], task_version=manifest["task_version"],
-        queries=[Document.from_record(r) for r in tables["queries"]],
-        candidates=[Document.from_record(r) for r in tables["candidates"]],
-        pools=[PoolItem.from_record(r) for r in tables["pools"]],
+        queries=_parse_rows(root / "queries.parquet", tables["queries"], Document.from_record),
+        candidates=_parse_rows(root / "candidates.parquet", tables["candidates"], Document.from_record),
+        pools=_parse_rows(root / "pools.parquet", tables["pools"], PoolItem.from_record),
         builder=manifest.get("builder", {}), seed=manifest.get("seed", 0),
         sources=manifest.get("sources", {}), root=root, manifest=manifest,
     )
+    try:
+        ps.validate()  # cheap (id sets): a run never scores against dangling or duplicated references
+    except PoolSetError as exc:
+        raise PoolSetError(f"pool set {root}: {exc}") from None
     if verify:
-        ps.validate()
         actual = compute_content_hash(ps)
         if actual != manifest["content_hash"]:
             raise PoolSetError(f"pool set {root}: content hash mismatch (manifest {manifest['content_hash'][:12]}, "
@@ -265,6 +274,18 @@ def load_poolset(root: Path, verify: bool = False) -> PoolSet:
             if not (root / "media" / ref).is_file():
                 raise PoolSetError(f"pool set {root}: missing media file media/{ref}")
     return ps
+
+
+def _parse_rows(path: Path, rows: list[dict[str, Any]], parse: Callable[[dict[str, Any]], Any]) -> list[Any]:
+    """Records of one table; a malformed row is a PoolSetError naming the file and the row."""
+    out = []
+    for i, row in enumerate(rows):
+        try:
+            out.append(parse(row))
+        except (PoolSetError, KeyError, TypeError, ValueError, AttributeError) as exc:
+            detail = f"missing field {exc}" if isinstance(exc, KeyError) else str(exc)
+            raise PoolSetError(f"{path}: row {i}: {detail}") from exc
+    return out
 
 
 _DOC_SCHEMA = pa.schema([("id", pa.string()), ("segments", pa.string()), ("tokens", pa.int64()), ("meta", pa.string())])

@@ -111,3 +111,36 @@ def test_written_files_get_the_usual_permissions_not_owner_only(tmp_path):
     assert mode(out) == 0o755
     for path in [out / "manifest.json", *out.glob("*.parquet"), *(out / "media").rglob("*.png"), *res.iterdir()]:
         assert mode(path) == 0o644, path
+
+
+def _rewrite(path, change):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    rows = change(pq.read_table(path).to_pylist())
+    pq.write_table(pa.Table.from_pylist(rows, schema=pq.read_schema(path) if rows else None), path)
+
+
+@pytest.mark.parametrize("table,change,needle", [
+    ("candidates", lambda rows: [{**rows[0], "segments": "{not json"}, *rows[1:]], "candidates.parquet: row 0: document 'c1'"),
+    ("queries", lambda rows: [{**rows[0], "segments": json.dumps(["hello"])}], "queries.parquet: row 0: .*segment 0 must be an object"),
+    ("pools", lambda rows: [{**rows[0], "candidate_ids": ["c1", "c2", "c1"]}], "'i1': candidates listed more than once \\['c1'\\]"),
+    ("pools", lambda rows: [], "no evaluation items"),
+])
+def test_malformed_tables_are_pool_set_errors_naming_file_and_row(tmp_path, table, change, needle):
+    """Loading (not only verifying) refuses a broken record with a message that says where it is."""
+    ps, media = _poolset(tmp_path)
+    out = write_poolset(ps, tmp_path / "ps", media_from=media.root)
+    _rewrite(out / f"{table}.parquet", change)
+    with pytest.raises(PoolSetError, match=needle):
+        load_poolset(out)
+
+
+def test_a_table_without_its_id_column_is_named(tmp_path):
+    import pyarrow.parquet as pq
+
+    ps, media = _poolset(tmp_path)
+    out = write_poolset(ps, tmp_path / "ps", media_from=media.root)
+    pq.write_table(pq.read_table(out / "candidates.parquet").drop(["id"]), out / "candidates.parquet")
+    with pytest.raises(PoolSetError, match="candidates.parquet: row 0: missing field 'id'"):
+        load_poolset(out)
