@@ -7,6 +7,7 @@ import sys
 import time
 
 import numpy as np
+import pytest
 import pandas as pd
 
 from mmbench.batching import fixed_size_batches, padding_ratio, token_budget_batches
@@ -133,3 +134,62 @@ def test_sigkill_midway_then_resume_gives_identical_results(vg_tiny, tmp_path):
     info = json.loads((tmp_path / "resumed" / "results.json").read_text())["mmbench"]["encode"]
     assert info["cache_hits"] >= stored  # nothing stored before the kill was encoded again
     assert info["encoded"] <= info["documents"] - stored
+
+
+class _LevelModel:
+    """Scores a candidate by the number in its text (`level 3` -> 3): many exact ties by construction."""
+
+    def __init__(self):
+        from mmbench.models.base import ModelCard
+
+        self.card = ModelCard(name="level", family="test", modalities=frozenset({"text"}), max_tokens=None, dim=2,
+                              similarity="dot", settings={})
+
+    def fit(self, documents, media):
+        pass
+
+    def budget_tokenizer(self):
+        return None
+
+    def encode(self, documents, role, media):
+        if role == "query":
+            return np.tile([1.0, 0.0], (len(documents), 1))
+        return np.array([[float(d.segments[0].text.split()[1]), 0.0] for d in documents])
+
+
+def test_written_metrics_agree_with_pytrec_eval_under_ties_and_several_relevant():
+    """The runner's per-query metrics equal pytrec_eval's on the ranking it wrote (ties included)."""
+    import pytrec_eval
+
+    from mmbench.documents import Document, Text
+    from mmbench.poolset import PoolItem, PoolSet
+
+    rng = np.random.default_rng(3)
+    queries, cands, pools = [], [], []
+    for q in range(40):
+        n = int(rng.integers(3, 30))
+        ids = [f"q{q}c{i}" for i in range(n)]
+        cands += [Document(c, [Text(f"level {int(rng.integers(0, 3))}")]) for c in ids]  # three score levels
+        queries.append(Document(f"q{q}", [Text("query")]))
+        rel = list(rng.choice(ids, size=int(rng.integers(1, min(n, 5) + 1)), replace=False))
+        pools.append(PoolItem(f"item{q}", f"q{q}", "s", ids, rel))
+    ps = PoolSet("toy", "1", queries, cands, pools)
+    per_query, _, _ = run_poolset(ps, _LevelModel(), RunOptions(progress=False, use_cache=False))
+    assert per_query["error"].isna().all()
+    qrels = {r.item_id: {c: int(c in set(r.relevant_ids)) for c in r.ranked_ids} for r in per_query.itertuples()}
+    run = {r.item_id: {c: float(len(r.ranked_ids) - i) for i, c in enumerate(r.ranked_ids)} for r in per_query.itertuples()}
+    trec = {"P_1": "precision_at_1", "P_3": "precision_at_3", "P_5": "precision_at_5", "recall_1": "recall_at_1",
+            "recall_3": "recall_at_3", "recall_5": "recall_at_5", "recall_10": "recall_at_10",
+            "ndcg_cut_10": "ndcg_at_10", "recip_rank": "mrr"}
+    theirs = pytrec_eval.RelevanceEvaluator(qrels, set(trec)).evaluate(run)
+    ties = 0
+    for r in per_query.itertuples():
+        scores = list(r.scores)
+        assert scores == sorted(scores, reverse=True), r.item_id  # the written order follows the scores
+        ties += len(scores) - len(set(scores))
+        for trec_name, name in trec.items():
+            assert getattr(r, name) == pytest.approx(theirs[r.item_id][trec_name], abs=1e-9), (r.item_id, name)
+        rr = theirs[r.item_id]["recip_rank"]
+        assert r.mrr_at_10 == pytest.approx(rr if rr >= 0.1 else 0.0)
+        assert r.first_relevant_rank == round(1 / rr)
+    assert ties > 100
