@@ -163,9 +163,16 @@ def load_results(root: Path) -> RunResults:
         raise ResultsError(f"{root / SUMMARY}: invalid JSON ({exc})") from exc
     if "mmbench" not in summary:
         raise ResultsError(f"{root / SUMMARY}: no 'mmbench' block; not an mmbench results file")
-    per_query = pq.read_table(root / PER_QUERY).to_pandas()
+    per_query = _read_table(root / PER_QUERY)
     missing = [c for c in FIXED_COLUMNS if c not in per_query.columns]
     if missing:
         raise ResultsError(f"{root / PER_QUERY}: missing columns {missing}")
-    seen = pq.read_table(root / SEEN).to_pandas() if (root / SEEN).is_file() else pd.DataFrame()
+    seen = _read_table(root / SEEN) if (root / SEEN).is_file() else pd.DataFrame()
     return RunResults(per_query=per_query, seen=seen, summary=summary, root=root)
+
+
+def _read_table(path: Path) -> pd.DataFrame:
+    try:
+        return pq.read_table(path).to_pandas()
+    except Exception as exc:  # pyarrow raises several types for corrupt files
+        raise ResultsError(f"{path}: unreadable parquet ({exc})") from exc

@@ -118,3 +118,24 @@ def test_run_builds_the_default_sample_when_no_data_is_given(monkeypatch, tmp_pa
     assert (default_poolset_dir("visual_grounding", "sample", 0) / "manifest.json").is_file()
     assert "building the offline sample" in capsys.readouterr().out
     assert (out / "per_query.parquet").is_file()
+
+
+def test_unusable_output_is_refused_before_the_run(vg_tiny, tmp_path, capsys):
+    blocker = tmp_path / "a_file"
+    blocker.write_text("not a folder")
+    for out in (blocker, blocker / "sub"):
+        assert main(["run", "--task", "visual_grounding", "--model", "bm25", "--data", str(vg_tiny),
+                     "--output", str(out), "--quiet"]) == 2
+        err = capsys.readouterr().err
+        assert f"--output {out}" in err and "encode" not in err
+
+
+def test_show_names_a_corrupt_results_table(vg_tiny, tmp_path, capsys):
+    out = tmp_path / "res"
+    assert main(["run", "--task", "visual_grounding", "--model", "bm25", "--data", str(vg_tiny), "--output", str(out),
+                 "--quiet", "--limit", "5"]) == 0
+    capsys.readouterr()
+    for name in ("seen.parquet", "per_query.parquet"):
+        (out / name).write_bytes((out / name).read_bytes()[:200])
+        assert main(["show", str(out)]) == 2
+        assert f"{out / name}: unreadable parquet" in capsys.readouterr().err

@@ -166,6 +166,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     from mmbench.summary import format_summary
 
     task = task_or_error(args.task)
+    if args.output is not None:
+        writable_folder_or_error(args.output)
     ps = resolve_poolset(task, args.data, args.seed, quiet=args.quiet)
     options = {k: v for k, v in {"device": args.device, "dtype": args.dtype, "model_path": args.model_path,
                                  "attn_implementation": args.attn_implementation,
@@ -189,6 +191,19 @@ def cmd_run(args: argparse.Namespace) -> int:
     print(format_summary(load_results(out), task.summary_axes, task.main_score))
     print(f"\nresults written to {out}")
     return 1 if info["n_failed_items"] else 0
+
+
+def writable_folder_or_error(path: Path) -> None:
+    """Create the results folder now, so an unusable --output fails before the run, not after it."""
+    path = Path(path)
+    if path.exists() and not path.is_dir():
+        raise CLIError(f"--output {path} exists and is not a folder")
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise CLIError(f"--output {path}: cannot create the results folder ({exc.strerror or exc})") from None
+    if not os.access(path, os.W_OK | os.X_OK):
+        raise CLIError(f"--output {path}: the results folder is not writable")
 
 
 def safe_name(name: str) -> str:
