@@ -108,3 +108,16 @@ def test_video_cost_function_lets_merged_frames_fit(tok):
     assert n_single == 10 and n_paired == 20
     assert rep.tokens_after <= 40 and rep.dropped_frames == 20
     assert [s.frames[0] for s in paired] == ["f0", "f30"]
+
+
+def test_edge_cases_empty_exact_budget_tiny_budget_and_special_tokens(tok):
+    assert middle_truncate([], 0, tok, image_tokens)[1].tokens_after == 0
+    kept, rep = middle_truncate([Text("")], 0, tok, image_tokens)
+    assert kept == [Text("")] and not rep.truncated
+    exact = [Text("hello world"), Image("a", 64, 64)]  # 2 + 4 tokens
+    kept, rep = middle_truncate(exact, 6, tok, image_tokens)
+    assert kept == exact and not rep.truncated
+    kept, rep = middle_truncate([Image("big", 224, 224)], 48, tok, image_tokens)  # one image of 49 tokens
+    assert kept == [] and rep.dropped_images == 1 and rep.tokens_after == 0 and rep.truncated
+    kept, rep = middle_truncate([Text("<think>" * 10)], 3, tok, image_tokens)  # a special token is one unit
+    assert "".join(s.text for s in kept) == "<think>" * 3 and rep.cut_text_tokens == 7
