@@ -266,14 +266,19 @@ def load_poolset(root: Path, verify: bool = False) -> PoolSet:
     except PoolSetError as exc:
         raise PoolSetError(f"pool set {root}: {exc}") from None
     if verify:
-        actual = compute_content_hash(ps)
-        if actual != manifest["content_hash"]:
-            raise PoolSetError(f"pool set {root}: content hash mismatch (manifest {manifest['content_hash'][:12]}, "
-                               f"records {actual[:12]})")
+        check_content_hash(ps)
         for ref in sorted(_media_refs(ps.queries + ps.candidates)):
             if not (root / "media" / ref).is_file():
                 raise PoolSetError(f"pool set {root}: missing media file media/{ref}")
     return ps
+
+
+def check_content_hash(ps: PoolSet) -> None:
+    """Refuse a pool set whose records no longer hash to its manifest's content hash (edited after the build)."""
+    actual = compute_content_hash(ps)
+    if actual != ps.manifest.get("content_hash"):
+        raise PoolSetError(f"pool set {ps.root}: content hash mismatch (manifest {ps.manifest['content_hash'][:12]}, "
+                           f"records {actual[:12]}): its tables were changed after the build; rebuild it")
 
 
 def _parse_rows(path: Path, rows: list[dict[str, Any]], parse: Callable[[dict[str, Any]], Any]) -> list[Any]:

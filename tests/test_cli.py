@@ -139,3 +139,21 @@ def test_show_names_a_corrupt_results_table(vg_tiny, tmp_path, capsys):
         (out / name).write_bytes((out / name).read_bytes()[:200])
         assert main(["show", str(out)]) == 2
         assert f"{out / name}: unreadable parquet" in capsys.readouterr().err
+
+
+def test_run_refuses_a_pool_set_edited_after_its_build(vg_tiny, tmp_path, capsys):
+    """Results carry the manifest's content hash, so a run must not score records that no longer match it."""
+    import shutil
+
+    import pyarrow.parquet as pq
+
+    edited = tmp_path / "edited"
+    shutil.copytree(vg_tiny, edited)
+    table = pq.read_table(edited / "queries.parquet")
+    rows = table.to_pylist()
+    rows[0]["segments"] = rows[0]["segments"].replace('"text": "', '"text": "edited ', 1)
+    pq.write_table(type(table).from_pylist(rows, schema=table.schema), edited / "queries.parquet")
+    assert main(["run", "--task", "visual_grounding", "--model", "bm25", "--data", str(edited), "--quiet",
+                 "--no-cache", "--output", str(tmp_path / "out")]) == 2
+    assert "content hash mismatch" in capsys.readouterr().err
+    assert not (tmp_path / "out" / "results.json").exists()

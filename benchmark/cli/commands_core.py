@@ -140,8 +140,11 @@ def cmd_build(args: argparse.Namespace) -> int:
 
 
 def resolve_poolset(task, data: Path | None, seed: int, quiet: bool = False):
-    """The pool set a run uses: `data`, or the offline sample (built on first use)."""
-    from mmbench.poolset import PoolSetError, load_poolset
+    """The pool set a run uses: `data`, or the offline sample (built on first use).
+
+    Its records must still hash to the manifest's content hash, since results carry that hash.
+    """
+    from mmbench.poolset import PoolSetError, check_content_hash, load_poolset
 
     if data is None:
         data = default_poolset_dir(task.name, "sample", seed)
@@ -152,6 +155,7 @@ def resolve_poolset(task, data: Path | None, seed: int, quiet: bool = False):
         raise CLIError(f"pool set folder {data} does not exist (build one with `mmbench build --task {task.name}`)")
     try:
         ps = load_poolset(data)
+        check_content_hash(ps)
     except PoolSetError as exc:
         raise CLIError(str(exc)) from None
     if ps.task != task.name:
