@@ -11,6 +11,7 @@ Statistics, reports and leaderboards read these files only; they never re-run a 
 """
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 from dataclasses import dataclass, field
@@ -128,15 +129,29 @@ def _mteb_version() -> str:
 
 
 def write_results(out: Path, per_query: pd.DataFrame, seen: pd.DataFrame, summary: dict[str, Any]) -> Path:
+    """Write the tables, then results.json naming their digests, so a half-finished rewrite is detectable."""
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
+    digests = {}
     for name, frame in ((PER_QUERY, per_query), (SEEN, seen)):
         table = pa.Table.from_pandas(frame, preserve_index=False)
         sink = pa.BufferOutputStream()
         pq.write_table(table, sink, compression="zstd")
-        atomic_write_bytes(out / name, sink.getvalue().to_pybytes())
+        data = sink.getvalue().to_pybytes()
+        atomic_write_bytes(out / name, data)
+        digests[name] = hashlib.sha256(data).hexdigest()
+    summary = {**summary, "mmbench": {**summary.get("mmbench", {}), "files": digests}}
     atomic_write_bytes(out / SUMMARY, (json.dumps(_finite(summary), indent=2, sort_keys=False) + "\n").encode())
     return out
+
+
+def file_digest_problems(summary: dict[str, Any], files: dict[str, bytes]) -> list[str]:
+    """Tables whose bytes differ from the digests results.json recorded (e.g. a run killed while rewriting)."""
+    recorded = (summary.get("mmbench") or {}).get("files")
+    if not isinstance(recorded, dict):
+        return []  # written before digests were recorded
+    return [f"{name} does not match the digest in {SUMMARY} (a partial rewrite, or edited after the run)"
+            for name, digest in recorded.items() if name in files and hashlib.sha256(files[name]).hexdigest() != digest]
 
 
 def _finite(obj: Any) -> Any:
@@ -163,6 +178,10 @@ def load_results(root: Path) -> RunResults:
         raise ResultsError(f"{root / SUMMARY}: invalid JSON ({exc})") from exc
     if "mmbench" not in summary:
         raise ResultsError(f"{root / SUMMARY}: no 'mmbench' block; not an mmbench results file")
+    present = {n: (root / n).read_bytes() for n in (PER_QUERY, SEEN) if (root / n).is_file()}
+    problems = file_digest_problems(summary, present)
+    if problems:
+        raise ResultsError(f"results folder {root}: " + "; ".join(problems))
     per_query = _read_table(root / PER_QUERY)
     missing = [c for c in FIXED_COLUMNS if c not in per_query.columns]
     if missing:

@@ -27,7 +27,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from mmbench.evaluators.metrics import item_metrics, metric_names
-from mmbench.results import FIXED_COLUMNS, PER_QUERY, SEEN, SUMMARY, aggregate
+from mmbench.results import FIXED_COLUMNS, PER_QUERY, SEEN, SUMMARY, aggregate, file_digest_problems
 from mmbench.runner import SCORE_DECIMALS
 
 from .files import Limits, parse_json, read_folder
@@ -94,6 +94,7 @@ def validate_results(files: dict[str, bytes], registry: OfficialRegistry, limits
         f"{SUMMARY}: mmbench.content_hash",
         f"pool set {content_hash[:16]} is not the official pool set of {task} v{version} ({official.content_hash[:16]})")])
 
+    _stage([Problem(SUMMARY + ": mmbench.files", p) for p in file_digest_problems(summary, files)])
     per_query = _read_parquet(files[PER_QUERY], PER_QUERY)
     if SEEN in files:
         _read_parquet(files[SEEN], SEEN)

@@ -135,10 +135,28 @@ def test_show_names_a_corrupt_results_table(vg_tiny, tmp_path, capsys):
     assert main(["run", "--task", "visual_grounding", "--model", "bm25", "--data", str(vg_tiny), "--output", str(out),
                  "--quiet", "--limit", "5"]) == 0
     capsys.readouterr()
+    summary = json.loads((out / "results.json").read_text())
     for name in ("seen.parquet", "per_query.parquet"):
         (out / name).write_bytes((out / name).read_bytes()[:200])
-        assert main(["show", str(out)]) == 2
-        assert f"{out / name}: unreadable parquet" in capsys.readouterr().err
+        assert main(["show", str(out)]) == 2  # results.json records each table's digest
+        assert f"{name} does not match the digest in results.json" in capsys.readouterr().err
+    del summary["mmbench"]["files"]  # results written before digests were recorded: the parquet reader names it
+    (out / "results.json").write_text(json.dumps(summary))
+    assert main(["show", str(out)]) == 2
+    assert f"{out / 'per_query.parquet'}: unreadable parquet" in capsys.readouterr().err
+
+
+def test_a_run_killed_while_rewriting_its_results_is_detected(vg_tiny, tmp_path, capsys):
+    """Tables are written before results.json, which names their digests: a mix of two runs is refused."""
+    first, second = tmp_path / "first", tmp_path / "second"
+    for out, limit in ((first, "5"), (second, "7")):
+        assert main(["run", "--task", "visual_grounding", "--model", "bm25", "--data", str(vg_tiny),
+                     "--output", str(out), "--quiet", "--limit", limit, "--no-cache"]) == 0
+    assert main(["show", str(first)]) == 0
+    (first / "per_query.parquet").write_bytes((second / "per_query.parquet").read_bytes())  # killed before the json
+    capsys.readouterr()
+    assert main(["show", str(first)]) == 2
+    assert "per_query.parquet does not match the digest" in capsys.readouterr().err
 
 
 def test_run_refuses_a_pool_set_edited_after_its_build(vg_tiny, tmp_path, capsys):

@@ -121,6 +121,16 @@ def test_nan_metric_in_per_query_records_is_rejected(results, registry):
     assert "not a finite number" in problem(rejected(results, registry), "per_query.parquet: precision_at_1")
 
 
+def test_tables_that_do_not_match_the_recorded_digests_are_rejected(results, registry):
+    """A per_query.parquet swapped after the run (or half-rewritten) no longer matches results.json."""
+    table = results / "per_query.parquet"
+    data = table.read_bytes()
+    mid = len(data) // 2
+    table.write_bytes(data[:mid] + bytes([data[mid] ^ 1]) + data[mid + 1:])
+    assert "per_query.parquet does not match the digest" in problem(rejected(results, registry),
+                                                                     "results.json: mmbench.files")
+
+
 def test_nan_in_results_json_is_rejected(results, registry, tmp_path):
     literal = Path(shutil.copytree(results, tmp_path / "literal"))
     edit_summary(literal, lambda s: s["scores"]["test"][0].update(precision_at_1=float("nan")))
