@@ -144,8 +144,13 @@ def _rng(seed: int, *parts: Any) -> np.random.Generator:
 
 
 def select_needles(needles: Sequence[Needle], kind: str, n: int) -> list[Needle]:
-    """The first `n` needles of a kind, whole families first (keeps look-alike groups intact)."""
-    chosen = [x for x in needles if x.kind == kind][:n]
+    """The first `n` needles of a kind in source order (sources list a family's members together, so a
+    multiple of the family size keeps every look-alike group whole)."""
+    available = [x for x in needles if x.kind == kind]
+    if n > len(available):
+        raise ValueError(f"needles_per_kind={n}, but the source has only {len(available)} {kind} needles; "
+                         f"pass --param needles_per_kind={len(available)} or fewer")
+    chosen = available[:n]
     if len(chosen) < 2:
         raise ValueError(f"need at least 2 {kind} needles, got {len(chosen)}")
     return chosen

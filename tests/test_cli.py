@@ -48,6 +48,7 @@ def test_build_real_source_without_paths_is_explained(tmp_path, capsys):
     ("needles_per_kind=-5", "needles_per_kind"),
     ("depths=[2]", "depth 2.0"),
     ("backgrounds=['video']", "background"),
+    ("needles_per_kind=30", "only 25 text needles"),
 ])
 def test_bad_builder_values_exit_2_naming_the_parameter(param, needle, tmp_path, capsys):
     assert main(["build", "--task", "visual_grounding", "--out", str(tmp_path / "x"), "--param", param]) == 2
