@@ -125,14 +125,26 @@ class PoolSet:
                 raise PoolSetError(f"pool item {item.id!r}: relevant ids must be a non-empty subset of its candidates")
 
 
-def source_fingerprint(path: str | Path) -> str:
-    """How a manifest names a source file: its name and the start of its SHA-256."""
-    path = Path(path)
+def _file_sha256(path: Path) -> bytes:
     h = hashlib.sha256()
     with path.open("rb") as fh:
         for block in iter(lambda: fh.read(1 << 20), b""):
             h.update(block)
-    return f"{path.name} sha256:{h.hexdigest()[:16]}"
+    return h.digest()
+
+
+def source_fingerprint(path: str | Path, pattern: str = "*") -> str:
+    """How a manifest names a source: a file's name and the start of its SHA-256; for a folder, the
+    SHA-256 over the relative paths and contents of its files matching `pattern` (recursively)."""
+    path = Path(path)
+    if not path.is_dir():
+        return f"{path.name} sha256:{_file_sha256(path).hex()[:16]}"
+    h = hashlib.sha256()
+    files = sorted(p for p in path.rglob(pattern) if p.is_file())
+    for f in files:
+        h.update(f.relative_to(path).as_posix().encode() + b"\0" + _file_sha256(f))
+    kind = "" if pattern == "*" else pattern.lstrip("*") + " "
+    return f"{path.name}/ ({len(files)} {kind}files) sha256:{h.hexdigest()[:16]}"
 
 
 @contextmanager

@@ -144,3 +144,22 @@ def test_a_table_without_its_id_column_is_named(tmp_path):
     pq.write_table(pq.read_table(out / "candidates.parquet").drop(["id"]), out / "candidates.parquet")
     with pytest.raises(PoolSetError, match="candidates.parquet: row 0: missing field 'id'"):
         load_poolset(out)
+
+
+def test_source_fingerprint_of_files_and_folders(tmp_path):
+    from mmbench.poolset import source_fingerprint
+
+    (tmp_path / "src" / "sub").mkdir(parents=True)
+    (tmp_path / "src" / "a.json").write_text("{}")
+    (tmp_path / "src" / "sub" / "b.json").write_text("[]")
+    (tmp_path / "src" / "notes.txt").write_text("x")
+    assert source_fingerprint(tmp_path / "src" / "a.json").startswith("a.json sha256:")
+    before = source_fingerprint(tmp_path / "src", "*.json")
+    assert before.startswith("src/ (2 .json files) sha256:")
+    (tmp_path / "src" / "notes.txt").write_text("y")  # not matched by the pattern
+    assert source_fingerprint(tmp_path / "src", "*.json") == before
+    assert source_fingerprint(tmp_path / "src").startswith("src/ (3 files) sha256:")
+    (tmp_path / "src" / "sub" / "b.json").write_text("[1]")
+    changed = source_fingerprint(tmp_path / "src", "*.json")
+    (tmp_path / "src" / "sub" / "b.json").rename(tmp_path / "src" / "c.json")
+    assert len({before, changed, source_fingerprint(tmp_path / "src", "*.json")}) == 3

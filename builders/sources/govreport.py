@@ -154,16 +154,7 @@ def _summary_paragraphs(value: Any, where: str) -> list[str]:
 
 
 def govreport_fingerprint(path: Path) -> str:
-    """The manifest's name for the source: the file's fingerprint, or for a folder a hash of its .json files."""
-    path = Path(path)
-    if not path.is_dir():
-        from mmbench.poolset import source_fingerprint
+    """The manifest's name for the source: the file's fingerprint, or for a folder its .json files'."""
+    from mmbench.poolset import source_fingerprint
 
-        return source_fingerprint(path)
-    import hashlib
-
-    h = hashlib.sha256()
-    files = sorted(p for p in path.rglob("*.json") if p.is_file())
-    for f in files:
-        h.update(f.relative_to(path).as_posix().encode() + b"\0" + hashlib.sha256(f.read_bytes()).digest())
-    return f"{path.name}/ ({len(files)} .json files) sha256:{h.hexdigest()[:16]}"
+    return source_fingerprint(path, "*.json")
