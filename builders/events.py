@@ -52,7 +52,9 @@ def clip_events(events: Sequence[Event], duration: float) -> tuple[list[Event], 
     kept, dropped = [], []
     for e in events:
         c = Event(max(0.0, e.start), min(duration, e.end), e.caption)
-        if c.end <= c.start:
+        if e.end < e.start:
+            dropped.append(Dropped(e, f"malformed timestamps: ends ({e.end:g} s) before it starts ({e.start:g} s)"))
+        elif c.end <= c.start:
             dropped.append(Dropped(e, f"empty within [0, {duration:g}] s"))
         else:
             kept.append(c)

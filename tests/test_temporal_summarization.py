@@ -411,3 +411,14 @@ def test_permutation_reproducing_the_original_frames_is_rejected():
         if doc.meta["perturbation"] != "none":
             original = next(c for c in ps.candidates if c.id == doc.id.rsplit("-p", 1)[0])
             assert doc.segments[0].frames != original.segments[0].frames
+
+
+def test_clip_events_says_why_an_event_was_dropped():
+    from mmbench.builders.events import clip_events
+
+    kept, dropped = clip_events([Event(2.0, 5.0, "ok"), Event(9.0, 4.0, "backwards"), Event(12.0, 15.0, "late"),
+                                 Event(-3.0, 1.0, "early")], duration=10.0)
+    assert [(e.start, e.end, e.caption) for e in kept] == [(2.0, 5.0, "ok"), (0.0, 1.0, "early")]
+    reasons = {d.event.caption: d.reason for d in dropped}
+    assert "ends (4 s) before it starts (9 s)" in reasons["backwards"]
+    assert reasons["late"] == "empty within [0, 10] s"
