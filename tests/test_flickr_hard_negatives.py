@@ -249,3 +249,16 @@ def test_offline_run_rank_compare(built, tmp_path, capsys):
     assert clip_row["precompute_seconds"] == pytest.approx(emb.info["encode"]["query_seconds"] + emb.info["encode"]["document_seconds"])
     assert clip_row["ranking_seconds"] == emb.info["scoring_seconds"]
     assert "## Timing" in (cmp_out / "compare.md").read_text()
+
+
+def test_results_csv_line_without_its_second_bar_is_read_with_a_warning(tmp_path):
+    """The published results.csv has one line like '2199200615.jpg| 4 A dog runs across the grass .'."""
+    recs, root = _export(tmp_path, n=3)
+    path = tmp_path / "results.csv"
+    lines = path.read_text().splitlines()
+    target = next(i for i, line in enumerate(lines) if line.endswith(recs[1].captions[3]) and "| 3|" in line)
+    lines[target] = lines[target].replace("| 3| ", "| 3 ")
+    path.write_text("\n".join(lines) + "\n")
+    with pytest.warns(UserWarning, match=rf"results\.csv: line {target + 1}: no '\|' between comment_number"):
+        got = {r.image_id: r.captions for r in read_annotations_csv(str(path), str(root))}
+    assert got == {r.image_id: r.captions for r in recs}

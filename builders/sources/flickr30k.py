@@ -20,6 +20,8 @@ from __future__ import annotations
 import csv
 import io
 import json
+import re
+import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
@@ -27,6 +29,7 @@ from typing import Any, Callable
 from PIL import Image as PILImage, UnidentifiedImageError
 
 N_CAPTIONS = 5
+_FUSED = re.compile(r"^(\d+)\s+(\S.*)$")  # "4 A dog runs ..." : comment_number and comment run together
 SUFFIXES = {"JPEG": ".jpg", "PNG": ".png", "WEBP": ".webp", "GIF": ".gif"}
 
 
@@ -128,6 +131,12 @@ def read_annotations_csv(annotations: str | None, image_root: str | None, split:
                 raise FlickrSourceError(f"{path}: unknown CSV layout (columns {cols}); expected image_name|comment_number|"
                                         "comment, filename+raw, or image,caption")
             name, cap = r.get(name_col), r.get(cap_col)
+            if cap is None and name_col == "image_name" and _FUSED.match(r.get("comment_number") or ""):
+                # results.csv as published has a line whose '|' between number and caption is missing
+                number, cap = _FUSED.match(r["comment_number"]).groups()
+                r = {**r, "comment_number": number}
+                warnings.warn(f"{path}: line {i}: no '|' between comment_number and comment; read as "
+                              f"comment_number {number} and the rest as the caption", stacklevel=2)
             if not name or cap is None:
                 raise FlickrSourceError(f"{path}: line {i}: empty {name_col!r} or {cap_col!r}")
             order = r.get("comment_number")
