@@ -173,3 +173,42 @@ def test_constant_scores_do_not_break_the_report(tmp_path):
     rep = json.loads((tmp_path / "rep" / "report.json").read_text())
     entries = {e["rows"]: e for e in rep["tasks"][0]["positional_bias"]}
     assert "constant" in entries["text anchor"]["error"] and "result" in entries["all"]
+
+
+def test_one_shared_item_reports_ttest_and_cis_as_na(tmp_path):
+    """With one paired item McNemar and Wilcoxon are still reported; t-test, d_z and CIs are n/a with a note."""
+    a = write_run(tmp_path / "a", grounding_per_query(0).head(1), "model-a")
+    b = write_run(tmp_path / "b", grounding_per_query(1).head(1), "model-b")
+    out = tmp_path / "cmp"
+    assert run_cli(["compare", str(a), str(b), "--resamples", "50", "--ci-resamples", "50", "--out", str(out)]) == 0
+    data = json.loads((out / "compare.json").read_text())
+    t = data["pairs"][0]["ttest"]
+    assert t["p_value"] is None and t["cohens_dz"] is None and t["ci_low"] is None and "n/a" in t["note"]
+    assert t["p_bonferroni"] is None and t["reject_bonferroni"] is None
+    assert data["pairs"][0]["mcnemar"]["p_value"] == 1.0 and data["pairs"][0]["wilcoxon"]["p_value"] is not None
+    ci = data["runs"][0]["bootstrap_ci"]["recall_at_1"]
+    assert ci["low"] is None and ci["high"] is None and "at least 2" in ci["note"]
+    md = (out / "compare.md").read_text()
+    assert "[–]" in md and "n/a" in md
+
+    rep = tmp_path / "rep"
+    assert run_cli(["report", str(a), "--out", str(rep)]) == 0
+    run = json.loads((rep / "report.json").read_text())["tasks"][0]["runs"][0]
+    assert run["bootstrap_ci"]["recall_at_1"]["low"] is None and run["bootstrap_ci"]["recall_at_1"]["note"]
+    text = (rep / "report.md").read_text()
+    est = run["bootstrap_ci"]["precision_at_1"]["estimate"]
+    assert f"{est:.3f} [–]" in text and f"[{est:.3f}, {est:.3f}]" not in text
+
+
+def test_constant_difference_note_is_in_the_markdown(tmp_path):
+    """A constant non-zero difference has no t statistic; the table says why instead of a bare `–`."""
+    pq_a = grounding_per_query(0).head(6)
+    pq_b = pq_a.copy()
+    pq_a["precision_at_1"], pq_b["precision_at_1"] = 1.0, 0.0
+    a, b = write_run(tmp_path / "a", pq_a, "model-a"), write_run(tmp_path / "b", pq_b, "model-b")
+    out = tmp_path / "cmp"
+    assert run_cli(["compare", str(a), str(b), "--resamples", "50", "--ci-resamples", "50", "--out", str(out)]) == 0
+    note = json.loads((out / "compare.json").read_text())["pairs"][0]["ttest"]["note"]
+    assert note == "constant non-zero difference"
+    row = [line for line in (out / "compare.md").read_text().splitlines() if line.startswith("| model-a | model-b | 1.000")][0]
+    assert note in row

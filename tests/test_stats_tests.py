@@ -127,3 +127,10 @@ def test_cohens_dz_definition():
     a, b = [3.0, 4.0, 5.0, 8.0], [1.0, 3.0, 3.0, 4.0]
     d = np.subtract(a, b)
     assert cohens_dz(a, b) == pytest.approx(d.mean() / d.std(ddof=1))
+
+
+def test_paired_ttest_single_pair_is_na():
+    res = paired_ttest([1.0], [0.0], resamples=50)
+    assert res.n == 1 and res.mean_diff == 1.0 and "n/a" in res.note
+    d = res.to_dict()
+    assert d["t"] is None and d["p_value"] is None and d["cohens_dz"] is None and d["ci_low"] is None

@@ -7,6 +7,7 @@ from typing import Any, Sequence
 import numpy as np
 import pandas as pd
 
+from mmbench.evaluators.stats import bootstrap_ci
 from mmbench.results import RunResults, aggregate
 
 CI_METRICS = ("recall_at_1", "recall_at_3", "mrr")   # seed 003: bootstrap CIs for R@1, R@3 and MRR
@@ -96,6 +97,22 @@ def averages(per_query: pd.DataFrame) -> dict[str, Any]:
         "groups": {g: {"n": r.n, **r.metrics} for g, r in rows.items()
                    if g not in ("all", "macro_over_subsets") and not g.startswith("subset=")},
     }
+
+
+def metric_ci(values: np.ndarray, *, resamples: int, seed: int) -> dict[str, Any]:
+    """Bootstrap CI of a mean as JSON; with fewer than 2 items there is no interval (low/high None, `note` says why)."""
+    if len(values) < 2:
+        return {"estimate": float(np.mean(values)) if len(values) else None, "low": None, "high": None, "n": int(len(values)),
+                "resamples": int(resamples), "seed": seed,
+                "note": f"no confidence interval: a bootstrap CI needs at least 2 items (n = {len(values)})"}
+    return {**bootstrap_ci(values, resamples=resamples, seed=seed).to_dict(), "note": ""}
+
+
+def fmt_ci(estimate: Any, low: Any, high: Any, digits: int = 3) -> str:
+    """`est [low, high]`, or `est [–]` when the interval is undefined (n < 2)."""
+    if low is None or high is None:
+        return f"{fmt(estimate, digits)} [–]"
+    return f"{fmt(estimate, digits)} [{fmt(low, digits)}, {fmt(high, digits)}]"
 
 
 def fmt(value: Any, digits: int = 3) -> str:

@@ -16,12 +16,13 @@ from __future__ import annotations
 import itertools
 from typing import Any, Sequence
 
-from mmbench.evaluators.stats import (bootstrap_ci, correct_pvalues, mcnemar, paired_ttest, wilcoxon_signed_rank)
+from mmbench.evaluators.stats import correct_pvalues, mcnemar, paired_ttest, wilcoxon_signed_rank
 from mmbench.evaluators.stats.bootstrap import DEFAULT_DIFF_RESAMPLES, DEFAULT_RESAMPLES
 from mmbench.evaluators.stats.paired import EFFECT_SIZE_KIND
 from mmbench.results import RunResults
 
-from .common import CI_METRICS, aligned_frames, averages, check_same_pool_set, fmt, fmt_p, hit_at_1, md_table, run_labels
+from .common import (CI_METRICS, aligned_frames, averages, check_same_pool_set, fmt, fmt_ci, fmt_p, hit_at_1, md_table,
+                     metric_ci, run_labels)
 from .timing import timing_markdown, timing_rows
 
 TEST_FAMILIES = ("ttest", "mcnemar", "wilcoxon")
@@ -43,7 +44,7 @@ def compare_runs(runs: Sequence[RunResults], *, metric: str = "precision_at_1", 
     out_runs = []
     for label, run, frame in zip(labels, runs, frames):
         avg = averages(frame)
-        cis = {m: bootstrap_ci(frame[m].to_numpy(dtype=float), resamples=ci_resamples, seed=seed).to_dict()
+        cis = {m: metric_ci(frame[m].to_numpy(dtype=float), resamples=ci_resamples, seed=seed)
                for m in ci_metrics if m in frame.columns}
         out_runs.append({"label": label, "model": run.info.get("model", {}), "root": str(run.root) if run.root else None,
                          "n_items_total": int(len(run.per_query)), "micro": avg["micro"], "macro": avg["macro"],
@@ -56,16 +57,7 @@ def compare_runs(runs: Sequence[RunResults], *, metric: str = "precision_at_1", 
         mc = mcnemar(hit_at_1(a), hit_at_1(b), labels=pair_labels).to_dict()
         wx = wilcoxon_signed_rank(a["mrr"].to_numpy(dtype=float), b["mrr"].to_numpy(dtype=float)).to_dict()
         pairs.append({"a": labels[i], "b": labels[j], "ttest": t, "mcnemar": mc, "wilcoxon": wx})
-    corrections: dict[str, Any] = {}
-    for family in TEST_FAMILIES:
-        pvals = [p[family]["p_value"] for p in pairs]
-        corrections[family] = {}
-        for method in CORRECTIONS:
-            res = correct_pvalues(pvals, method, alpha)
-            corrections[family][method] = res.to_dict()
-            for pair, adj, rej in zip(pairs, res.adjusted, res.reject):
-                pair[family][f"p_{method}"] = adj
-                pair[family][f"reject_{method}"] = rej
+    corrections = {family: correct_family(pairs, family, alpha) for family in TEST_FAMILIES}
     return {
         "kind": "mmbench.compare",
         "task": runs[0].task, "content_hash": content_hash,
@@ -79,6 +71,22 @@ def compare_runs(runs: Sequence[RunResults], *, metric: str = "precision_at_1", 
     }
 
 
+def correct_family(pairs: list[dict[str, Any]], family: str, alpha: float) -> dict[str, Any]:
+    """Bonferroni and Holm over the pairs whose test of `family` has a p-value; a test that is n/a gets None."""
+    tested = [p for p in pairs if p[family]["p_value"] is not None]
+    out: dict[str, Any] = {}
+    for method in CORRECTIONS:
+        for pair in pairs:
+            pair[family][f"p_{method}"], pair[family][f"reject_{method}"] = None, None
+        res = correct_pvalues([p[family]["p_value"] for p in tested], method, alpha)
+        out[method] = res.to_dict()
+        if len(tested) < len(pairs):
+            out[method]["note"] = f"{len(pairs) - len(tested)} comparison(s) without a p-value (test n/a) are not in the family"
+        for pair, adj, rej in zip(tested, res.adjusted, res.reject):
+            pair[family][f"p_{method}"], pair[family][f"reject_{method}"] = adj, rej
+    return out
+
+
 def comparison_markdown(data: dict[str, Any]) -> str:
     s = data["settings"]
     metric = s["metric"]
@@ -90,16 +98,17 @@ def comparison_markdown(data: dict[str, Any]) -> str:
              f"Significance level α = {s['alpha']}; {s['correction']}.", ""]
     lines += ["## Averages", "",
               "Micro = mean over items; macro = mean of the per-subset means. "
-              f"95 % CIs: {s['ci_method']}, {s['ci_resamples']} resamples, seed {s['seed']}.", ""]
+              f"95 % CIs: {s['ci_method']}, {s['ci_resamples']} resamples, seed {s['seed']}."
+              + (" [–]: no CI, a bootstrap CI needs at least 2 items." if data["n_items"] < 2 else ""), ""]
     ci_names = list(data["runs"][0]["bootstrap_ci"])
     header = ["model", f"{metric} micro", f"{metric} macro"] + [f"{m} micro [95 % CI]" for m in ci_names if m != metric] \
         + [f"{metric} [95 % CI]"]
     rows = []
     for r in data["runs"]:
         ci = r["bootstrap_ci"]
-        cells = [f"{fmt(ci[m]['estimate'])} [{fmt(ci[m]['low'])}, {fmt(ci[m]['high'])}]" for m in ci_names if m != metric]
+        cells = [fmt_ci(ci[m]["estimate"], ci[m]["low"], ci[m]["high"]) for m in ci_names if m != metric]
         rows.append([r["label"], fmt(r["micro"].get(metric)), fmt(r["macro"].get(metric)), *cells,
-                     f"{fmt(ci[metric]['estimate'])} [{fmt(ci[metric]['low'])}, {fmt(ci[metric]['high'])}]"])
+                     fmt_ci(ci[metric]["estimate"], ci[metric]["low"], ci[metric]["high"])])
     lines += [md_table(header, rows), ""]
     subsets = sorted({k for r in data["runs"] for k in r["subsets"]})
     if len(subsets) > 1:
@@ -110,11 +119,12 @@ def comparison_markdown(data: dict[str, Any]) -> str:
     lines += [f"## Paired t-test on per-item {metric}", "",
               f"Difference = A − B. CI of the mean difference: {s['ci_method']}, {s['resamples']} resamples. "
               f"Effect size: {s['effect_size']}.", ""]
-    lines += [md_table(["A", "B", "mean A", "mean B", "mean diff [95 % CI]", "t (df)", "p", "p Bonferroni", "p Holm", "d_z"],
+    lines += [md_table(["A", "B", "mean A", "mean B", "mean diff [95 % CI]", "t (df)", "p", "p Bonferroni", "p Holm", "d_z", "note"],
                        [[p["a"], p["b"], fmt(p["ttest"]["mean_a"]), fmt(p["ttest"]["mean_b"]),
-                         f"{fmt(p['ttest']['mean_diff'], 4)} [{fmt(p['ttest']['ci_low'], 4)}, {fmt(p['ttest']['ci_high'], 4)}]",
+                         fmt_ci(p["ttest"]["mean_diff"], p["ttest"]["ci_low"], p["ttest"]["ci_high"], 4),
                          f"{fmt(p['ttest']['t'])} ({p['ttest']['df']})", fmt_p(p["ttest"]["p_value"]),
-                         fmt_p(p["ttest"]["p_bonferroni"]), fmt_p(p["ttest"]["p_holm"]), fmt(p["ttest"]["cohens_dz"])]
+                         fmt_p(p["ttest"]["p_bonferroni"]), fmt_p(p["ttest"]["p_holm"]), fmt(p["ttest"]["cohens_dz"]),
+                         p["ttest"].get("note") or ""]
                         for p in data["pairs"]]), ""]
     lines += ["## McNemar's test on R@1", "", f"{s['mcnemar']}.", ""]
     lines += [md_table(["A", "B", "both right", "A only", "B only", "both wrong", "method", "statistic", "p", "p Bonferroni", "p Holm"],

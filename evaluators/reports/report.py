@@ -8,13 +8,13 @@ from typing import Any, Sequence
 
 import pandas as pd
 
-from mmbench.evaluators.stats import bootstrap_ci, modality_robustness, positional_bias_lmm, sort_length_bins
+from mmbench.evaluators.stats import modality_robustness, positional_bias_lmm, sort_length_bins
 from mmbench.evaluators.stats.bootstrap import DEFAULT_RESAMPLES
 from mmbench.evaluators.stats.robustness import MODALITIES, THRESHOLDS
 from mmbench.results import RunResults
 
 from . import figures
-from .common import CI_METRICS, averages, fmt, fmt_p, md_table, run_labels, scored
+from .common import CI_METRICS, averages, fmt, fmt_ci, fmt_p, md_table, metric_ci, run_labels, scored
 
 HEATMAP_METRIC = "precision_at_5"   # the seed's heatmaps are P@5
 
@@ -135,7 +135,7 @@ def report_numbers(runs: Sequence[RunResults], *, metric: str = "precision_at_1"
         if run.content_hash not in t["content_hashes"]:
             t["content_hashes"].append(run.content_hash)
         avg = averages(pq)
-        ci = {m: bootstrap_ci(pq[m].to_numpy(dtype=float), resamples=ci_resamples, seed=seed).to_dict()
+        ci = {m: metric_ci(pq[m].to_numpy(dtype=float), resamples=ci_resamples, seed=seed)
               for m in dict.fromkeys([*CI_METRICS, metric]) if m in pq.columns}
         t["runs"].append({"label": label, "model": run.info.get("model", {}), "content_hash": run.content_hash,
                           "root": str(run.root) if run.root else None, "n_failed_excluded": n_failed, "micro": avg["micro"], "macro": avg["macro"],
@@ -190,14 +190,16 @@ def report_markdown(data: dict[str, Any]) -> str:
         lines += [f"## Task `{t['task']}`", "", "Pool set(s): " + ", ".join(f"`{h}`" for h in t["content_hashes"]), ""]
         ci_names = list(t["runs"][0]["bootstrap_ci"])
         failed = [f"{r['label']}: {r['n_failed_excluded']}" for r in t["runs"] if r["n_failed_excluded"]]
+        no_ci = any(c["low"] is None for r in t["runs"] for c in r["bootstrap_ci"].values())
         lines += ["### Averages", "", "Micro = mean over items; macro = mean of the per-subset means."
-                  + (f" Items the runner failed to score are left out ({', '.join(failed)})." if failed else ""), "",
+                  + (f" Items the runner failed to score are left out ({', '.join(failed)})." if failed else "")
+                  + (" [–]: no CI, a bootstrap CI needs at least 2 items." if no_ci else ""), "",
                   md_table(["model", "items", f"{metric} micro", f"{metric} macro (subsets)"]
                            + [f"{m} [95 % CI]" for m in ci_names],
                            [[r["label"], r["micro"]["n"], fmt(r["micro"].get(metric)),
                              f"{fmt(r['macro'].get(metric))} ({r['macro']['n_subsets']})"]
-                            + [f"{fmt(r['bootstrap_ci'][m]['estimate'])} [{fmt(r['bootstrap_ci'][m]['low'])}, "
-                               f"{fmt(r['bootstrap_ci'][m]['high'])}]" for m in ci_names] for r in t["runs"]]), ""]
+                            + [fmt_ci(r["bootstrap_ci"][m]["estimate"], r["bootstrap_ci"][m]["low"], r["bootstrap_ci"][m]["high"])
+                               for m in ci_names] for r in t["runs"]]), ""]
         subsets = sorted({k for r in t["runs"] for k in r["subsets"]})
         if len(subsets) > 1:
             lines += [f"#### {metric} per subset", "",

@@ -53,16 +53,26 @@ def cohens_dz(a: Sequence[float], b: Sequence[float]) -> float:
     return float(d.mean()) / sd
 
 
+def _single_pair(x: np.ndarray, y: np.ndarray, resamples: int, confidence: float) -> PairedTTestResult:
+    """One pair: means and difference only; t, p, d_z and the CI are not defined (NaN)."""
+    nan = float("nan")
+    return PairedTTestResult(
+        n=int(x.size), mean_a=float(x.mean()), mean_b=float(y.mean()), mean_diff=float((x - y).mean()), sd_diff=nan,
+        t=nan, df=0, p_value=nan, ci_low=nan, ci_high=nan, ci_resamples=int(resamples), confidence=float(confidence),
+        cohens_dz=nan, note=f"n/a: the t-test needs at least 2 paired observations (n = {x.size})")
+
+
 def paired_ttest(a: Sequence[float], b: Sequence[float], *, resamples: int = DEFAULT_DIFF_RESAMPLES, seed: int | None = 0,
                  confidence: float = DEFAULT_CONFIDENCE) -> PairedTTestResult:
     """`scipy.stats.ttest_rel(a, b)` plus a paired bootstrap CI of the mean difference and d_z.
 
-    Degenerate case: when every difference is zero, scipy returns NaN; here t = 0, p = 1
-    and d_z = 0 (the samples are identical) and `note` says so.
+    Degenerate cases: when every difference is zero, scipy returns NaN; here t = 0, p = 1
+    and d_z = 0 (the samples are identical) and `note` says so. With a single pair the test,
+    d_z and the CI are undefined: they are NaN (None in JSON) and `note` says why.
     """
     x, y = as_pair(a, b)
     if x.size < 2:
-        raise ValueError("paired_ttest needs at least 2 paired observations")
+        return _single_pair(x, y, resamples, confidence)
     d = x - y
     sd = float(np.std(d, ddof=1))
     note = ""
