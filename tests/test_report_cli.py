@@ -212,3 +212,30 @@ def test_constant_difference_note_is_in_the_markdown(tmp_path):
     assert note == "constant non-zero difference"
     row = [line for line in (out / "compare.md").read_text().splitlines() if line.startswith("| model-a | model-b | 1.000")][0]
     assert note in row
+
+
+@pytest.mark.parametrize("argv, flag", [(["--alpha", "2"], "--alpha"), (["--alpha", "-1"], "--alpha"), (["--alpha", "0"], "--alpha"),
+                                        (["--alpha", "1"], "--alpha"), (["--seed", "-1"], "--seed")])
+def test_compare_range_checks_alpha_and_seed(grounding_runs, capsys, argv, flag):
+    _, paths = grounding_runs
+    with pytest.raises(SystemExit) as exc:
+        run_cli(["compare", str(paths[0]), str(paths[1]), *argv])
+    assert exc.value.code == 2
+    err = capsys.readouterr().err
+    assert flag in err and ("between 0 and 1" in err or "non-negative" in err)
+
+
+def test_report_range_checks_seed(grounding_runs, capsys, tmp_path):
+    _, paths = grounding_runs
+    with pytest.raises(SystemExit) as exc:
+        run_cli(["report", str(paths[0]), "--seed", "-1", "--out", str(tmp_path / "r")])
+    assert exc.value.code == 2 and "--seed" in capsys.readouterr().err
+
+
+def test_non_metric_column_is_named_as_such(grounding_runs, capsys, tmp_path):
+    _, paths = grounding_runs
+    assert run_cli(["compare", str(paths[0]), str(paths[1]), "--metric", "item_id"]) == 2
+    err = capsys.readouterr().err
+    assert "'item_id' is not a per-query metric" in err and "precision_at_1" in err and "mrr" in err and "missing" not in err
+    assert run_cli(["report", str(paths[0]), "--heatmap-metric", "depth", "--out", str(tmp_path / "r")]) == 2
+    assert "'depth' is not a per-query metric" in capsys.readouterr().err

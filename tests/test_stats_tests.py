@@ -134,3 +134,9 @@ def test_paired_ttest_single_pair_is_na():
     assert res.n == 1 and res.mean_diff == 1.0 and "n/a" in res.note
     d = res.to_dict()
     assert d["t"] is None and d["p_value"] is None and d["cohens_dz"] is None and d["ci_low"] is None
+
+
+@pytest.mark.parametrize("alpha", [0.0, 1.0, 2.0, -1.0])
+def test_correction_rejects_alpha_outside_0_1(alpha):
+    with pytest.raises(ValueError, match="alpha"):
+        correct_pvalues([0.01, 0.2], "holm", alpha=alpha)

@@ -47,6 +47,8 @@ def adjust_pvalues(pvalues: Sequence[float], method: str = "bonferroni") -> np.n
 
 def correct_pvalues(pvalues: Sequence[float], method: str = "bonferroni", alpha: float = DEFAULT_ALPHA) -> CorrectionResult:
     """Adjusted p-values and reject decisions (adjusted p <= alpha) for one family of tests."""
+    if not 0.0 < alpha < 1.0:
+        raise ValueError(f"alpha must lie strictly between 0 and 1, got {alpha}")
     p = as_vector(pvalues, "pvalues")
     adj = adjust_pvalues(p, method)
     return CorrectionResult(method=method, alpha=float(alpha), m=int(p.size), pvalues=p.tolist(), adjusted=adj.tolist(),
