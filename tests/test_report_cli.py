@@ -239,3 +239,31 @@ def test_non_metric_column_is_named_as_such(grounding_runs, capsys, tmp_path):
     assert "'item_id' is not a per-query metric" in err and "precision_at_1" in err and "mrr" in err and "missing" not in err
     assert run_cli(["report", str(paths[0]), "--heatmap-metric", "depth", "--out", str(tmp_path / "r")]) == 2
     assert "'depth' is not a per-query metric" in capsys.readouterr().err
+
+
+def test_same_folder_twice_is_refused(grounding_runs, capsys, tmp_path):
+    _, paths = grounding_runs
+    assert run_cli(["compare", str(paths[0]), str(paths[1]), str(paths[0])]) == 2
+    err = capsys.readouterr().err
+    assert "given twice" in err and str(paths[0]) in err
+    alias = tmp_path / "alias"
+    alias.symlink_to(paths[0], target_is_directory=True)
+    assert run_cli(["compare", str(paths[0]), str(alias)]) == 2
+    assert f"{alias} is given twice (also given as {paths[0]})" in capsys.readouterr().err
+    assert run_cli(["report", str(paths[0]), str(paths[0]), "--out", str(tmp_path / "r")]) == 2
+
+
+def test_byte_identical_copies_are_compared_with_a_note(grounding_runs, tmp_path):
+    """Two folders holding the same run are distinct runs: compared, and the output says they are identical."""
+    import shutil
+
+    _, paths = grounding_runs
+    copy = tmp_path / "copy"
+    shutil.copytree(paths[0], copy)
+    out = tmp_path / "cmp"
+    assert run_cli(["compare", str(paths[0]), str(copy), "--resamples", "50", "--ci-resamples", "50", "--out", str(out)]) == 0
+    data = json.loads((out / "compare.json").read_text())
+    assert data["identical_runs"] == [["model-a", "model-a#2"]]
+    assert "byte-identical" in (out / "compare.md").read_text()
+    assert run_cli(["compare", str(paths[0]), str(paths[1]), "--resamples", "50", "--ci-resamples", "50", "--out", str(out)]) == 0
+    assert json.loads((out / "compare.json").read_text())["identical_runs"] == []

@@ -60,9 +60,21 @@ def register(sub) -> None:
     r.set_defaults(func=cmd_report)
 
 
+def _check_distinct(paths: Sequence[Path]) -> None:
+    """Refuse a results folder given twice (same resolved path): it would compare a run with itself."""
+    seen: dict[Path, Path] = {}
+    for path in paths:
+        key = Path(path).resolve()
+        if key in seen:
+            same = "" if str(seen[key]) == str(path) else f" (also given as {seen[key]})"
+            raise CLIError(f"results folder {path} is given twice{same}; pass each run once")
+        seen[key] = path
+
+
 def _load(paths: Sequence[Path]):
     from mmbench.results import ResultsError, load_results
 
+    _check_distinct(paths)
     runs = []
     for path in paths:
         try:

@@ -59,7 +59,7 @@ def compare_runs(runs: Sequence[RunResults], *, metric: str = "precision_at_1", 
         pairs.append({"a": labels[i], "b": labels[j], "ttest": t, "mcnemar": mc, "wilcoxon": wx})
     corrections = {family: correct_family(pairs, family, alpha) for family in TEST_FAMILIES}
     return {
-        "kind": "mmbench.compare",
+        "kind": "mmbench.compare", "identical_runs": identical_runs(runs, labels),
         "task": runs[0].task, "content_hash": content_hash,
         "n_items": len(shared), "items_identical": identical, "n_failed_excluded": n_failed,
         "settings": {"metric": metric, "resamples": resamples, "ci_resamples": ci_resamples, "seed": seed, "alpha": alpha,
@@ -69,6 +69,13 @@ def compare_runs(runs: Sequence[RunResults], *, metric: str = "precision_at_1", 
                      "correction": f"Bonferroni and Holm over the {len(pairs)} pairwise comparisons, per test"},
         "runs": out_runs, "pairs": pairs, "corrections": corrections, "timing": timing_rows(runs),
     }
+
+
+def identical_runs(runs: Sequence[RunResults], labels: Sequence[str]) -> list[list[str]]:
+    """Pairs of runs (distinct folders) whose per_query.parquet has the same recorded SHA-256: copies of one run."""
+    digests = [run.info.get("files", {}).get("per_query.parquet") for run in runs]
+    return [[labels[i], labels[j]] for i, j in itertools.combinations(range(len(runs)), 2)
+            if digests[i] is not None and digests[i] == digests[j]]
 
 
 def correct_family(pairs: list[dict[str, Any]], family: str, alpha: float) -> dict[str, Any]:
@@ -96,6 +103,9 @@ def comparison_markdown(data: dict[str, Any]) -> str:
              + (f"; {data['n_failed_excluded']} items some run failed to score are left out" if data["n_failed_excluded"] else "")
              + ".",
              f"Significance level α = {s['alpha']}; {s['correction']}.", ""]
+    for a, b in data.get("identical_runs", []):
+        lines += [f"Note: {a} and {b} have byte-identical per-query results (copies of one run?); "
+                  "their comparison counts in the correction family.", ""]
     lines += ["## Averages", "",
               "Micro = mean over items; macro = mean of the per-subset means. "
               f"95 % CIs: {s['ci_method']}, {s['ci_resamples']} resamples, seed {s['seed']}."
