@@ -140,3 +140,10 @@ def test_paired_ttest_single_pair_is_na():
 def test_correction_rejects_alpha_outside_0_1(alpha):
     with pytest.raises(ValueError, match="alpha"):
         correct_pvalues([0.01, 0.2], "holm", alpha=alpha)
+
+
+def test_wilcoxon_all_zero_differences_is_not_labelled_exact():
+    x = np.array([0.5, 1.0, 0.25, 1.0])
+    res = wilcoxon_signed_rank(x, x)
+    assert res.p_value == 1.0 and res.n_nonzero == 0
+    assert res.method == "all differences zero" and "no test" in res.note

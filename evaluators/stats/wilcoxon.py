@@ -4,7 +4,8 @@ Calls ``scipy.stats.wilcoxon(a, b, zero_method="wilcox", alternative="two-sided"
 zero differences are dropped (Wilcoxon's original treatment). scipy's "auto" uses the exact
 null distribution when n <= 50 with no ties and no zeros, an exhaustive permutation test when
 n <= 13 otherwise, and the normal approximation (with continuity correction off) beyond; the
-reported `method` names which applied. Effect size: the matched-pairs rank-biserial correlation
+reported `method` names which applied ("all differences zero" when no test is run, p = 1).
+Effect size: the matched-pairs rank-biserial correlation
 ``r = (W+ - W-) / (W+ + W-)`` over the non-zero differences (positive: a > b).
 """
 from __future__ import annotations
@@ -19,6 +20,7 @@ from scipy import stats
 from ._base import StatResult, as_pair
 
 ZERO_METHOD = "wilcox"
+ALL_ZERO = "all differences zero"   # `method` when no test is run (nothing left after dropping zeros)
 
 
 @dataclass
@@ -54,7 +56,7 @@ def wilcoxon_signed_rank(a: Sequence[float], b: Sequence[float]) -> WilcoxonResu
     common = dict(n=int(d.size), n_nonzero=int(nz.size), median_diff=float(np.median(d)), mean_diff=float(d.mean()))
     if nz.size == 0:
         return WilcoxonResult(statistic=0.0, p_value=1.0, w_plus=0.0, w_minus=0.0, rank_biserial=0.0,
-                              note="all paired differences are zero", **common)
+                              method=ALL_ZERO, note="all paired differences are zero: no test is run, p = 1", **common)
     ranks = stats.rankdata(np.abs(nz))
     w_plus, w_minus = float(ranks[nz > 0].sum()), float(ranks[nz < 0].sum())
     method = _auto_method(d)
