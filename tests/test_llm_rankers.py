@@ -30,7 +30,7 @@ N = 5
     ("[4, 2]", [4, 2, 1, 3, 5], {"missing": 3}),
     ("[4, 9, 0, -1, \"cat\", null, true, 2, 1, 3, 5]", [4, 2, 1, 3, 5], {"unknown": 6}),
     ('["Image 2", "3", 1.0, "#5", 4]', [2, 3, 1, 5, 4], {"coerced": 4}),
-    ("[[2, 1, 3, 4, 5]]", [2, 1, 3, 4, 5], {}),
+    ("[[2, 1, 3, 4, 5]]", [2, 1, 3, 4, 5], {"extracted": 1}),   # unwrapped from an outer array: a repair
     ("I first thought [1] but the final answer is [5, 3, 1, 2, 4]", [5, 3, 1, 2, 4], {"extracted": 1}),
     ("Ranking: [4, 3, 1", [4, 3, 1, 2, 5], {"unterminated": 1, "extracted": 1, "missing": 2}),
     ("[2, 2, 7, 1]", [2, 1, 3, 4, 5], {"duplicate": 1, "unknown": 1, "missing": 3}),

@@ -186,7 +186,10 @@ class ListwiseRanker(ABC):
                 "cached": cached, "finish_reason": comp.finish_reason}
         if comp.refusal:
             return RankResult([], failed=True, error=f"refused: {comp.refusal[:200]}", **base)
-        parsed = parse_ranking(comp.text, n)
+        try:
+            parsed = parse_ranking(comp.text, n)
+        except Exception as exc:  # the call was made and paid for: a parser bug must not lose tokens and cost
+            return RankResult([], failed=True, error=f"parse error ({type(exc).__name__}: {exc})", **base)
         if parsed.failed:
             return RankResult([], failed=True, error=parsed.error, **base)
         return RankResult([candidate_ids[i - 1] for i in parsed.order], repairs=parsed.repairs, **base)

@@ -3,6 +3,15 @@
 The reply should be a JSON array of the image numbers 1..n. Whatever else arrives, the parser
 finds the array, keeps each valid number once, and appends missing numbers in presented order.
 Each kind of repair is counted; a reply without any usable array is a failure, never an exception.
+
+Which array is the answer: every top-level array in the reply is a candidate (brackets inside an
+array, such as `["[3]", "[1]"]` or `[[3], [1]]`, belong to it), and so is a cut-off array at the end.
+The candidate naming the most distinct valid images wins, so a stray `[25]` in prose never beats
+a longer (even cut-off) answer. On a tie, an array right after an answer cue ("ranking", "answer",
+"final", "result") wins, the last such one (a revision supersedes a draft); without cues the first
+wins (the reply was asked to be the array alone, so later arrays are commentary, e.g. an echo of
+the presented order). A one-number array inside prose names an image rather than ranking them,
+so it is used only after an answer cue; a bare or fenced short array is a partial answer and used.
 """
 from __future__ import annotations
 
@@ -12,13 +21,17 @@ from dataclasses import dataclass, field
 from typing import Any
 
 REPAIRS = ("extracted", "unterminated", "coerced", "duplicate", "unknown", "missing")
-# extracted:    the array was cut out of surrounding text (prose, code fences, an object)
+# extracted:    the array was cut out of surrounding text (prose, code fences, an object) or out of
+#               an outer array (`[[3, 1, 2]]`); each layer counts once
 # unterminated: the array was never closed (a cut-off reply); its numbers were salvaged
-# coerced:      an element was not a plain integer ("3", "Image 3", 3.0) but named one
+# coerced:      an element was not a plain integer ("3", "Image 3:", "[3]", [3], 3.0) but named one
 # duplicate:    a number repeated; the later copy was dropped
 # unknown:      an element that names no presented image (0, 26, "cat", null); dropped
 # missing:      a presented image the reply left out; appended in presented order
-_LABEL = re.compile(r"^\s*(?:image|img|id|candidate)?\s*(?:no\.?|number)?\s*[#:]?\s*(\d+)\s*$", re.IGNORECASE)
+_LABEL = re.compile(r"^\s*(?:(?:image|img|picture|photo|id|candidate)\s*)?(?:no\.?|number)?\s*#?\s*"
+                    r"[\[(]?\s*(\d{1,9})(?:\.0*)?\s*[\])]?\s*[:.]?\s*$", re.IGNORECASE)
+_CUE = re.compile(r"\b(?:answer|ranking|ranked|final|result)\b", re.IGNORECASE)
+_FENCE = re.compile(r"```[A-Za-z]*")
 _DECODER = json.JSONDecoder()
 
 
@@ -34,43 +47,32 @@ class ParsedRanking:
         return sum(self.repairs.values())
 
 
-def _arrays(text: str) -> list[tuple[list[Any], bool]]:
-    """Every JSON array in `text`, as (array, was_extracted), in order of appearance."""
-    stripped = text.strip()
-    try:
-        whole = json.loads(stripped)
-        if isinstance(whole, list):
-            return [(whole, False)]
-    except ValueError:
-        pass
-    found = []
-    for m in re.finditer(r"\[", text):
-        try:
-            value, _ = _DECODER.raw_decode(text, m.start())
-        except ValueError:
-            continue
-        if isinstance(value, list):
-            found.append((value, True))
-    return found
+@dataclass
+class _Candidate:
+    """One array found in the reply, with what it took to get it out."""
+
+    values: list[Any]        # its elements (a lone inner array already unwrapped)
+    valid: int               # distinct presented images it names
+    extracted: int           # layers cut away: surrounding text, an outer array
+    unterminated: bool       # salvaged from a reply cut off before ']'
+    prose: bool              # the surrounding text has words (not just a code fence)
+    cued: bool               # the text just before it announces an answer
 
 
-def _unterminated(text: str) -> list[Any] | None:
-    """Numbers after the last '[' when the array was never closed (e.g. cut off by a token limit)."""
-    start = text.rfind("[")
-    if start < 0 or "]" in text[start:]:
-        return None
-    tail = text[start + 1:]
-    if not re.fullmatch(r"[\s\d,\"']*", tail) or not re.search(r"\d", tail):
-        return None
-    return [int(x) for x in re.findall(r"\d+", tail)]
+def _number(digits: str) -> int:
+    """An id from a run of digits; absurdly long runs are no id (0) rather than an int() error."""
+    return int(digits) if len(digits) <= 9 else 0
 
 
 def _label(value: Any, n: int) -> tuple[int | None, bool]:
     """(image number or None, whether it had to be coerced)."""
+    coerced = False
+    if isinstance(value, list) and len(value) == 1 and not isinstance(value[0], list):
+        value, coerced = value[0], True                     # [[3], [1], [2]]: one number per inner array
     if isinstance(value, bool) or value is None:
         return None, False
     if isinstance(value, int):
-        return (value if 1 <= value <= n else None), False
+        return (value if 1 <= value <= n else None), coerced
     if isinstance(value, float) and value.is_integer():
         v = int(value)
         return (v if 1 <= v <= n else None), True
@@ -82,13 +84,56 @@ def _label(value: Any, n: int) -> tuple[int | None, bool]:
     return None, False
 
 
-def _valid_count(arr: list[Any], n: int) -> int:
-    return len({v for v in (_label(x, n)[0] for x in _flatten(arr)) if v is not None})
+def _candidate(text: str, values: list[Any], start: int, end: int | None, before: str, n: int) -> _Candidate:
+    """The array at text[start:end] (end None: cut off), `before` being the text since the previous array."""
+    wrapped = len(values) == 1 and isinstance(values[0], list)
+    if wrapped:
+        values = values[0]
+    around = text[:start] + ("" if end is None else text[end:])
+    valid = len({v for v in (_label(x, n)[0] for x in values) if v is not None})
+    return _Candidate(values, valid, int(bool(around.strip())) + int(wrapped), end is None,
+                      prose=bool(re.search(r"[A-Za-z]", _FENCE.sub("", around))), cued=bool(_CUE.search(before[-60:])))
 
 
-def _flatten(arr: list[Any]) -> list[Any]:
-    """`[[3, 1, 2]]` (one nested array) counts as `[3, 1, 2]`."""
-    return arr[0] if len(arr) == 1 and isinstance(arr[0], list) else arr
+def _unterminated(text: str) -> tuple[int, list[int]] | None:
+    """(position, numbers) after the last '[' when the array was never closed (e.g. cut off by a token limit)."""
+    start = text.rfind("[")
+    if start < 0 or "]" in text[start:]:
+        return None
+    tail = text[start + 1:]
+    if not re.fullmatch(r"[\s\d,\"']*", tail) or not re.search(r"\d", tail):
+        return None
+    return start, [_number(x) for x in re.findall(r"\d+", tail)]
+
+
+def _candidates(text: str, n: int) -> list[_Candidate]:
+    """Every top-level JSON array in `text`, then a cut-off one at the end, in order of appearance."""
+    found: list[_Candidate] = []
+    done = 0                     # brackets before this index lie inside an array already read
+    for m in re.finditer(r"\[", text):
+        if m.start() < done:
+            continue
+        try:
+            values, end = _DECODER.raw_decode(text, m.start())
+        except (ValueError, RecursionError):          # not JSON, or nested too deeply to read
+            continue
+        found.append(_candidate(text, values, m.start(), end, text[done:m.start()], n))
+        done = end
+    tail = _unterminated(text)
+    if tail is not None and tail[0] >= done:
+        found.append(_candidate(text, tail[1], tail[0], None, text[done:tail[0]], n))
+    return found
+
+
+def _usable(c: _Candidate, n: int) -> bool:
+    """Names a presented image, and is not merely one image mentioned in passing in prose."""
+    return c.valid >= 1 and (not c.prose or c.cued or c.valid >= min(2, n))
+
+
+def _pick(candidates: list[_Candidate], n: int) -> _Candidate | None:
+    """Most valid ids; ties: the last array after an answer cue, else the first (see the module docstring)."""
+    ranked = [(c.valid, c.cued, i if c.cued else -i, c) for i, c in enumerate(candidates) if _usable(c, n)]
+    return max(ranked, key=lambda t: t[:3])[3] if ranked else None
 
 
 def parse_ranking(text: str | None, n: int) -> ParsedRanking:
@@ -97,23 +142,15 @@ def parse_ranking(text: str | None, n: int) -> ParsedRanking:
         raise ValueError("a ranking needs at least one image")
     if not text or not text.strip():
         return ParsedRanking([], failed=True, error="empty response")
-    repairs = dict.fromkeys(REPAIRS, 0)
-    arrays = _arrays(text)
-    if not arrays:
-        salvaged = _unterminated(text)
-        if salvaged is not None:
-            arrays = [(salvaged, True)]
-            repairs["unterminated"] = 1
-    scored = [(i, arr, extracted, _valid_count(arr, n)) for i, (arr, extracted) in enumerate(arrays)]
-    best = max(scored, key=lambda t: (t[3], t[0]), default=None)  # most valid numbers; ties: the last one
-    if best is None or best[3] == 0:
+    best = _pick(_candidates(text, n), n)
+    if best is None:
         snippet = " ".join(text.split())[:120]
         return ParsedRanking([], failed=True, error=f"no JSON array of image numbers in the response: {snippet!r}")
-    _, arr, extracted, _ = best
-    repairs["extracted"] = int(extracted)
+    repairs = dict.fromkeys(REPAIRS, 0)
+    repairs["extracted"], repairs["unterminated"] = best.extracted, int(best.unterminated)
     order: list[int] = []
     seen: set[int] = set()
-    for value in _flatten(arr):
+    for value in best.values:
         label, coerced = _label(value, n)
         if label is None:
             repairs["unknown"] += 1
