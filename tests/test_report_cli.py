@@ -267,3 +267,26 @@ def test_byte_identical_copies_are_compared_with_a_note(grounding_runs, tmp_path
     assert "byte-identical" in (out / "compare.md").read_text()
     assert run_cli(["compare", str(paths[0]), str(paths[1]), "--resamples", "50", "--ci-resamples", "50", "--out", str(out)]) == 0
     assert json.loads((out / "compare.json").read_text())["identical_runs"] == []
+
+
+def _subset_rows(markdown: str, heading: str) -> list[str]:
+    """First cells of the table under `heading` (a per-subset table)."""
+    rows = []
+    for line in markdown.split(heading, 1)[1].strip().splitlines()[2:]:
+        if not line.startswith("|"):
+            break
+        rows.append(line.split("|")[1].strip())
+    return rows
+
+
+def test_subset_tables_use_natural_length_order(tmp_path):
+    a = write_run(tmp_path / "a", real_per_query(0), "model-a", task="multi_source_reasoning", content_hash="hash-r")
+    b = write_run(tmp_path / "b", real_per_query(1), "model-b", task="multi_source_reasoning", content_hash="hash-r")
+    expected = [f"{ds}/{d}/{length}" for ds in ("hotpotqa", "mmdocrag") for d in ("easy", "hard") for length in ("8k", "16k", "32k")]
+    cmp_out, rep_out = tmp_path / "cmp", tmp_path / "rep"
+    assert run_cli(["compare", str(a), str(b), "--resamples", "50", "--ci-resamples", "50", "--out", str(cmp_out)]) == 0
+    md = (cmp_out / "compare.md").read_text()
+    assert _subset_rows(md, "per subset (micro within each subset)") == expected
+    assert run_cli(["report", str(a), str(b), "--ci-resamples", "50", "--out", str(rep_out)]) == 0
+    md = (rep_out / "report.md").read_text()
+    assert _subset_rows(md, "#### precision_at_1 per subset") == expected

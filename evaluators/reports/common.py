@@ -7,6 +7,7 @@ from typing import Any, Sequence
 import numpy as np
 import pandas as pd
 
+from mmbench.evaluators.ordering import label_key
 from mmbench.evaluators.stats import bootstrap_ci
 from mmbench.results import RunResults, aggregate
 
@@ -97,6 +98,11 @@ def averages(per_query: pd.DataFrame) -> dict[str, Any]:
         "groups": {g: {"n": r.n, **r.metrics} for g, r in rows.items()
                    if g not in ("all", "macro_over_subsets") and not g.startswith("subset=")},
     }
+
+
+def subset_order(names: Any) -> list[str]:
+    """Subset names in natural order, part by part ("hotpotqa/easy/8k" before ".../16k"), as `mmbench show` sorts them."""
+    return sorted({str(n) for n in names}, key=lambda name: tuple(label_key(part) for part in name.split("/")))
 
 
 def metric_ci(values: np.ndarray, *, resamples: int, seed: int) -> dict[str, Any]:

@@ -22,7 +22,7 @@ from mmbench.evaluators.stats.paired import EFFECT_SIZE_KIND
 from mmbench.results import RunResults
 
 from .common import (CI_METRICS, aligned_frames, averages, check_same_pool_set, fmt, fmt_ci, fmt_p, hit_at_1, md_table,
-                     metric_ci, run_labels)
+                     metric_ci, run_labels, subset_order)
 from .timing import timing_markdown, timing_rows
 
 TEST_FAMILIES = ("ttest", "mcnemar", "wilcoxon")
@@ -120,7 +120,7 @@ def comparison_markdown(data: dict[str, Any]) -> str:
         rows.append([r["label"], fmt(r["micro"].get(metric)), fmt(r["macro"].get(metric)), *cells,
                      fmt_ci(ci[metric]["estimate"], ci[metric]["low"], ci[metric]["high"])])
     lines += [md_table(header, rows), ""]
-    subsets = sorted({k for r in data["runs"] for k in r["subsets"]})
+    subsets = subset_order(k for r in data["runs"] for k in r["subsets"])
     if len(subsets) > 1:
         lines += [f"### {metric} per subset (micro within each subset)", "",
                   md_table(["subset", "n"] + [r["label"] for r in data["runs"]],

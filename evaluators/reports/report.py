@@ -14,7 +14,7 @@ from mmbench.evaluators.stats.robustness import MODALITIES, THRESHOLDS
 from mmbench.results import RunResults
 
 from . import figures
-from .common import CI_METRICS, averages, fmt, fmt_ci, fmt_p, md_table, metric_ci, run_labels, scored
+from .common import CI_METRICS, averages, fmt, fmt_ci, fmt_p, md_table, metric_ci, run_labels, scored, subset_order
 
 HEATMAP_METRIC = "precision_at_5"   # the seed's heatmaps are P@5
 
@@ -200,7 +200,7 @@ def report_markdown(data: dict[str, Any]) -> str:
                              f"{fmt(r['macro'].get(metric))} ({r['macro']['n_subsets']})"]
                             + [fmt_ci(r["bootstrap_ci"][m]["estimate"], r["bootstrap_ci"][m]["low"], r["bootstrap_ci"][m]["high"])
                                for m in ci_names] for r in t["runs"]]), ""]
-        subsets = sorted({k for r in t["runs"] for k in r["subsets"]})
+        subsets = subset_order(k for r in t["runs"] for k in r["subsets"])
         if len(subsets) > 1:
             lines += [f"#### {metric} per subset", "",
                       md_table(["subset"] + [r["label"] for r in t["runs"]],
