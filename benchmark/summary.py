@@ -9,6 +9,8 @@ from mmbench.evaluators.ordering import label_key
 
 from .results import RunResults
 
+FALLBACK_METRICS = ("precision_at_1", "recall_at_5", "mrr_at_10", "ndcg_at_10")
+
 
 def pivot(per_query: pd.DataFrame, axis: str, metric: str) -> pd.DataFrame:
     """Mean `metric` with one row per subset (plus 'all') and one column per value of `axis`.
@@ -50,20 +52,38 @@ def format_summary(res: RunResults, axes: Sequence[str], metric: str = "precisio
     failures = info.get("failures") or {}
     if failures:
         lines.append("")
-        lines.append(f"{len(failures)} documents failed to encode (first shown):")
+        what = "ranking items failed (no usable ranking)" if info.get("kind") == "llm_ranker" else "documents failed to encode"
+        lines.append(f"{len(failures)} {what} (first shown):")
         for doc, msg in list(failures.items())[:5]:
             lines.append(f"  {doc}: {msg}")
     return "\n".join(lines)
 
 
+def headline_metrics(task: str) -> tuple[str, ...]:
+    """The metrics the task declares (TaskSpec.metrics); P@1, R@5, MRR@10, nDCG@10 for a task not in the registry."""
+    from mmbench.tasks import UnknownTaskError, get_task
+
+    try:
+        return get_task(task).metrics
+    except UnknownTaskError:
+        return FALLBACK_METRICS
+
+
+def metric_label(name: str) -> str:
+    """Short label of a metric column: precision_at_1 -> P@1, mrr -> MRR, ndcg_at_10 -> nDCG@10."""
+    short = {"precision": "P", "recall": "R", "mrr": "MRR", "ndcg": "nDCG"}
+    base, _, k = name.partition("_at_")
+    return f"{short.get(base, base)}@{k}" if k else short.get(base, base)
+
+
 def _overall(res: RunResults) -> list[str]:
     scores = res.summary.get("scores", {}).get("test", [])
+    metrics = headline_metrics(res.task)
     out = []
     for entry in scores:
         if entry["hf_subset"] in ("all", "macro_over_subsets"):
             label = "micro (over items)" if entry["hf_subset"] == "all" else "macro (over subsets)"
-            out.append(f"{label}: P@1 {_fmt(entry.get('precision_at_1'))}  R@5 {_fmt(entry.get('recall_at_5'))}  "
-                       f"MRR@10 {_fmt(entry.get('mrr_at_10'))}  nDCG@10 {_fmt(entry.get('ndcg_at_10'))}")
+            out.append(f"{label}: " + "  ".join(f"{metric_label(m)} {_fmt(entry.get(m))}" for m in metrics))
     return out
 
 

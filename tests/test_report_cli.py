@@ -290,3 +290,38 @@ def test_subset_tables_use_natural_length_order(tmp_path):
     assert run_cli(["report", str(a), str(b), "--ci-resamples", "50", "--out", str(rep_out)]) == 0
     md = (rep_out / "report.md").read_text()
     assert _subset_rows(md, "#### precision_at_1 per subset") == expected
+
+
+def _summary_run(tmp_path, task, run_info):
+    from mmbench.results import summary_json, write_results
+    import pandas as pd
+
+    pq = grounding_per_query(0).head(12)
+    summary = summary_json(task, "1", "hash-s", {"name": "m", "revision": "t"}, pq, run_info, evaluation_time=0.0)
+    write_results(tmp_path / task, pq, pd.DataFrame({"doc_id": ["x"], "tokens_seen": [1]}), summary)
+    return load_results(tmp_path / task)
+
+
+def test_rank_summary_words_failures_and_shows_the_tasks_metrics(tmp_path):
+    """`mmbench rank` output: failed ranking items, not documents; the micro line shows R@1, R@3, MRR for Flickr."""
+    from mmbench.summary import format_summary
+
+    res = _summary_run(tmp_path, "flickr_hard_negatives",
+                       {"kind": "llm_ranker", "n_items": 12, "failures": {"q0@0.0@256@text": "no parsable ranking"}})
+    text = format_summary(res, (), "recall_at_1")
+    assert "1 ranking items failed" in text and "documents failed to encode" not in text
+    micro = [line for line in text.splitlines() if line.startswith("micro")][0]
+    r1 = res.per_query["recall_at_1"].mean()
+    assert f"R@1 {r1:.3f}" in micro and "R@3 " in micro and "MRR " in micro and "P@1" not in micro and "nDCG" not in micro
+
+
+def test_embedding_summary_keeps_document_wording(tmp_path):
+    from mmbench.summary import format_summary
+
+    res = _summary_run(tmp_path, "visual_grounding", {"n_items": 12, "failures": {"doc1": "OOM"}})
+    text = format_summary(res, ())
+    assert "1 documents failed to encode" in text
+    micro = [line for line in text.splitlines() if line.startswith("micro")][0]
+    assert all(f"{m} " in micro for m in ("P@1", "P@5", "R@5", "MRR@10", "nDCG@10"))
+    other = format_summary(_summary_run(tmp_path, "not_a_task", {"n_items": 12}), ())
+    assert "P@1" in [line for line in other.splitlines() if line.startswith("micro")][0]
