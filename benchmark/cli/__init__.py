@@ -6,11 +6,11 @@ import logging
 import sys
 from typing import Sequence
 
-from . import analysis, commands_core, leaderboard, rank, ravel
+from . import analysis, commands_core, leaderboard, rank, ravel, sweep
 from .errors import CLIError
 
 # Each module exposes `register(subparsers)`; its parsers set `func(args) -> int`.
-COMMAND_MODULES = [commands_core, analysis, ravel, rank, leaderboard]
+COMMAND_MODULES = [commands_core, sweep, analysis, ravel, rank, leaderboard]
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -164,37 +164,37 @@ def resolve_poolset(task, data: Path | None, seed: int, quiet: bool = False):
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    from mmbench.models.registry import UnknownModelError, load_model
-    from mmbench.results import load_results, summary_json, write_results
-    from mmbench.runner import RunOptions, run_poolset
+    from mmbench.evaluate import ModelUnavailable, evaluate_to_folder, load_model_explained
+    from mmbench.results import load_results
     from mmbench.summary import format_summary
 
     task = task_or_error(args.task)
     if args.output is not None:
         writable_folder_or_error(args.output)
     ps = resolve_poolset(task, args.data, args.seed, quiet=args.quiet)
-    options = {k: v for k, v in {"device": args.device, "dtype": args.dtype, "model_path": args.model_path,
-                                 "attn_implementation": args.attn_implementation,
-                                 "trust_remote_code": args.trust_remote_code or None}.items() if v is not None}
     try:
-        model = load_model(args.model, **options)
-    except UnknownModelError as exc:
+        model = load_model_explained(args.model, model_options(args))
+    except ModelUnavailable as exc:
         raise CLIError(str(exc)) from None
-    except OSError as exc:  # weights or tokenizer not reachable: say how to point at a local copy
-        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        raise CLIError(f"could not load model {args.model!r}: {first} "
-                       "(offline? download the weights and pass --model-path DIR)") from None
-    run_opts = RunOptions(batch_tokens=args.batch_tokens, cache_dir=args.cache_dir or mmbench_home() / "embeddings",
-                          use_cache=not args.no_cache, limit=args.limit, progress=not args.quiet, seed=args.seed)
-    start = time.perf_counter()
-    per_query, seen, info = run_poolset(ps, model, run_opts)
-    summary = summary_json(task.name, ps.task_version, ps.content_hash, model.card.identity(), per_query,
-                           {**info, "model_notes": model.card.notes}, time.perf_counter() - start)
     out = args.output or Path("runs") / task.name / safe_name(model.card.name)
-    write_results(out, per_query, seen, summary)
+    info = evaluate_to_folder(task.name, ps, model, run_options(args, progress=not args.quiet), out, args.model)
     print(format_summary(load_results(out), task.summary_axes, task.main_score))
     print(f"\nresults written to {out}")
     return 1 if info["n_failed_items"] else 0
+
+
+def model_options(args: argparse.Namespace) -> dict[str, Any]:
+    """The model-loading options a user gave (device, dtype, weights folder, ...), omitting defaults."""
+    return {k: v for k, v in {"device": args.device, "dtype": args.dtype, "model_path": args.model_path,
+                              "attn_implementation": args.attn_implementation,
+                              "trust_remote_code": args.trust_remote_code or None}.items() if v is not None}
+
+
+def run_options(args: argparse.Namespace, progress: bool):
+    from mmbench.runner import RunOptions
+
+    return RunOptions(batch_tokens=args.batch_tokens, cache_dir=args.cache_dir or mmbench_home() / "embeddings",
+                      use_cache=not args.no_cache, limit=args.limit, progress=progress, seed=args.seed)
 
 
 def writable_folder_or_error(path: Path) -> None:

@@ -1,0 +1,49 @@
+"""One evaluation: a loaded model on a loaded pool set, results written to a folder.
+
+`mmbench run` and every job of `mmbench sweep` go through these two functions, so a sweep's
+results are byte-for-byte what the same `run` would write.
+"""
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any
+
+from .models.base import EmbeddingModel
+from .poolset import PoolSet
+from .results import summary_json, write_results
+from .runner import RunOptions, run_poolset
+
+
+class ModelUnavailable(RuntimeError):
+    """A model name is unknown, or its weights cannot be reached; the message says how to fix it."""
+
+
+def load_model_explained(name: str, options: dict[str, Any]) -> EmbeddingModel:
+    """`load_model`, with unknown names and unreachable weights turned into one-line explanations."""
+    from .models.registry import UnknownModelError, load_model
+
+    try:
+        return load_model(name, **options)
+    except UnknownModelError as exc:
+        raise ModelUnavailable(str(exc)) from None
+    except OSError as exc:  # weights or tokenizer not reachable: say how to point at a local copy
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise ModelUnavailable(f"could not load model {name!r}: {first} "
+                               "(offline? download the weights and pass --model-path DIR)") from None
+
+
+def evaluate_to_folder(task_name: str, ps: PoolSet, model: EmbeddingModel, options: RunOptions, out: Path,
+                       requested: str) -> dict[str, Any]:
+    """Run `model` on `ps`, write the results folder `out`, and return the run's info block.
+
+    `requested` is the model as the user named it (registry name, path or hub id); it is recorded
+    so a sweep can tell which of its jobs already have results.
+    """
+    start = time.perf_counter()
+    per_query, seen, info = run_poolset(ps, model, options)
+    info = {**info, "model_notes": model.card.notes, "model_request": requested}
+    summary = summary_json(task_name, ps.task_version, ps.content_hash, model.card.identity(), per_query, info,
+                           time.perf_counter() - start)
+    write_results(out, per_query, seen, summary)
+    return info

@@ -1,0 +1,134 @@
+"""Many evaluations at once: every (task, model) pair as a job, run here or on a Ray cluster.
+
+A job is plain data (paths and options), so it travels to a Ray worker as is; the worker loads
+the pool set and the model itself and writes its results folder, exactly as `mmbench run` would.
+A failing job is reported with its error and never stops the others. Jobs whose results folder
+already holds a run of the same pool set by the same requested model are skipped, so a sweep that
+was interrupted resumes where it stopped (and the embedding cache, shared by all jobs, resumes the
+job that was cut off mid-way).
+"""
+from __future__ import annotations
+
+import json
+import traceback
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Sequence
+
+
+@dataclass(frozen=True)
+class Job:
+    """One (task, model) evaluation: the pool set folder to read and the results folder to write."""
+
+    task: str
+    model: str
+    data: str
+    output: str
+    content_hash: str
+    model_options: dict[str, Any] = field(default_factory=dict)
+    run_options: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class JobOutcome:
+    """What became of a job: done, skipped (results already there) or failed, with the reason."""
+
+    job: Job
+    status: str
+    detail: str = ""
+    main_score: float | None = None
+    n_failed_items: int = 0
+
+
+def finished(job: Job) -> bool:
+    """Whether `job.output` already holds results of this pool set by this requested model."""
+    path = Path(job.output) / "results.json"
+    try:
+        info = json.loads(path.read_text())["mmbench"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return False
+    return (info.get("content_hash") == job.content_hash and info.get("model_request") == job.model
+            and info.get("limit") == job.run_options.get("limit") and not info.get("n_failed_items"))
+
+
+def run_job(job: Job) -> JobOutcome:
+    """Load, evaluate, write; every error becomes a failed outcome naming it (never an exception)."""
+    try:
+        return _run(job)
+    except Exception as exc:  # noqa: BLE001 - a job reports its failure instead of killing the sweep
+        where = traceback.extract_tb(exc.__traceback__)[-1] if exc.__traceback__ else None
+        at = f" (at {Path(where.filename).name}:{where.lineno})" if where else ""
+        return JobOutcome(job, "failed", f"{type(exc).__name__}: {exc}{at}")
+
+
+def _run(job: Job) -> JobOutcome:
+    from .evaluate import ModelUnavailable, evaluate_to_folder, load_model_explained
+    from .poolset import check_content_hash, load_poolset
+    from .runner import RunOptions
+    from .tasks import get_task
+
+    task = get_task(job.task)
+    ps = load_poolset(Path(job.data))
+    check_content_hash(ps)
+    if ps.content_hash != job.content_hash:
+        return JobOutcome(job, "failed", f"pool set {job.data} changed since the sweep was planned")
+    try:
+        model = load_model_explained(job.model, dict(job.model_options))
+    except ModelUnavailable as exc:
+        return JobOutcome(job, "failed", str(exc))
+    options = RunOptions(**{**job.run_options, "progress": False})
+    info = evaluate_to_folder(task.name, ps, model, options, Path(job.output), job.model)
+    n_failed = int(info.get("n_failed_items", 0))
+    return JobOutcome(job, "done", f"{n_failed} failed items" if n_failed else "", _main_score(job), n_failed)
+
+
+def _main_score(job: Job) -> float | None:
+    """The task's main score over all items, as the job's results.json states it."""
+    from .results import load_results
+    from .tasks import get_task
+
+    metric = get_task(job.task).main_score
+    scores = load_results(Path(job.output)).summary["scores"]["test"]
+    return next((row.get(metric) for row in scores if row.get("hf_subset") == "all"), None)
+
+
+def _skipped(job: Job) -> JobOutcome:
+    return JobOutcome(job, "skipped", "results already there", _main_score(job))
+
+
+def run_local(jobs: Sequence[Job]) -> list[JobOutcome]:
+    """Run the jobs one after another in this process."""
+    return [_skipped(j) if finished(j) else run_job(j) for j in jobs]
+
+
+def run_ray(jobs: Sequence[Job], address: str | None = None, cpus_per_job: float = 1.0,
+            gpus_per_job: float = 0.0, num_cpus: int | None = None) -> list[JobOutcome]:
+    """Run the jobs as Ray tasks (on `address`, or a local Ray started here), each with its own
+    CPU/GPU reservation; Ray sets CUDA_VISIBLE_DEVICES per task. Outcomes keep the jobs' order."""
+    import ray
+
+    pending = [j for j in jobs if not finished(j)]
+    outcomes = {id(j): _skipped(j) for j in jobs if j not in pending}
+    started_here = not ray.is_initialized()
+    if started_here:
+        ray.init(address=address, num_cpus=num_cpus if address is None else None, include_dashboard=False,
+                 log_to_driver=False)
+    try:
+        remote = ray.remote(num_cpus=cpus_per_job, num_gpus=gpus_per_job, max_retries=0)(run_job)
+        refs = [(j, remote.remote(j)) for j in pending]
+        for job, ref in refs:
+            try:
+                outcomes[id(job)] = ray.get(ref)
+            except Exception as exc:  # noqa: BLE001 - the worker died (out of memory, node lost, ...)
+                outcomes[id(job)] = JobOutcome(job, "failed", f"Ray task failed: {type(exc).__name__}: {exc}")
+    finally:
+        if started_here:
+            ray.shutdown()
+    return [outcomes[id(j)] for j in jobs]
+
+
+def outcome_record(o: JobOutcome) -> dict[str, Any]:
+    """A flat, JSON-ready row for the sweep report."""
+    return {"task": o.job.task, "model": o.job.model, "status": o.status, "main_score": o.main_score,
+            "failed_items": o.n_failed_items, "detail": o.detail, "output": o.job.output,
+            "run_options": asdict(o.job)["run_options"]}
