@@ -23,7 +23,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from mmbench.evaluators.metrics import MAIN_METRIC, mean_metrics, metric_names
-from mmbench.evaluators.ordering import label_key
+from mmbench.evaluators.ordering import label_key, subset_key
 
 from .media import atomic_write_bytes
 
@@ -78,7 +78,7 @@ def aggregate(per_query: pd.DataFrame) -> list[AggregateRow]:
     if "error" in per_query.columns:  # failed items are reported by the runner, not averaged
         per_query = per_query[per_query["error"].isna()]
     rows = [AggregateRow("all", len(per_query), mean_metrics(per_query[names].to_dict("records"), names))]
-    subsets = sorted(per_query["subset"].unique()) if len(per_query) else []
+    subsets = sorted(per_query["subset"].unique(), key=subset_key) if len(per_query) else []
     subset_rows = []
     for s in subsets:
         part = per_query[per_query["subset"] == s]

@@ -5,7 +5,7 @@ from typing import Sequence
 
 import pandas as pd
 
-from mmbench.evaluators.ordering import label_key
+from mmbench.evaluators.ordering import label_key, subset_key
 
 from .results import RunResults
 
@@ -22,7 +22,7 @@ def pivot(per_query: pd.DataFrame, axis: str, metric: str) -> pd.DataFrame:
     rows = [("/".join(p for p in str(s).split("/") if p != str(v)) or str(s)) for s, v in zip(ok["subset"], ok[axis])]
     ok = ok.assign(_row=rows)
     table = ok.pivot_table(index="_row", columns=axis, values=metric, aggfunc="mean")
-    table = table.reindex(sorted(table.index, key=lambda r: tuple(label_key(part) for part in str(r).split("/"))))
+    table = table.reindex(sorted(table.index, key=subset_key))
     table.loc["all"] = ok.groupby(axis)[metric].mean()
     table.index.name = "subset"
     return table[sorted(table.columns, key=label_key)]

@@ -44,3 +44,16 @@ def test_group_labels_sort_by_size():
 
     labels = ["16k", "easy", "1k", "256", "32k", "512", "2k", "0.2", "1.0", "hard"]
     assert sorted(labels, key=label_key) == ["0.2", "1.0", "256", "512", "1k", "2k", "16k", "32k", "easy", "hard"]
+
+
+def test_aggregate_rows_follow_natural_subset_order():
+    """results.json lists subsets as every report does: 8k before 16k before 32k, dataset by dataset."""
+    import pandas as pd
+
+    from mmbench.results import aggregate
+
+    subsets = ["hotpotqa/hard/32k", "hotpotqa/easy/8k", "mmdocrag/easy/16k", "hotpotqa/easy/16k", "hotpotqa/hard/8k"]
+    frame = pd.DataFrame({"subset": subsets, "precision_at_1": [1.0, 0.0, 1.0, 0.0, 1.0]})
+    got = [r.group.removeprefix("subset=") for r in aggregate(frame) if r.group.startswith("subset=")]
+    assert got == ["hotpotqa/easy/8k", "hotpotqa/easy/16k", "hotpotqa/hard/8k", "hotpotqa/hard/32k",
+                   "mmdocrag/easy/16k"]

@@ -7,7 +7,7 @@ from typing import Any, Sequence
 import numpy as np
 import pandas as pd
 
-from mmbench.evaluators.ordering import label_key
+from mmbench.evaluators.ordering import subset_key
 from mmbench.evaluators.stats import bootstrap_ci
 from mmbench.results import RunResults, aggregate
 
@@ -102,7 +102,7 @@ def averages(per_query: pd.DataFrame) -> dict[str, Any]:
 
 def subset_order(names: Any) -> list[str]:
     """Subset names in natural order, part by part ("hotpotqa/easy/8k" before ".../16k"), as `mmbench show` sorts them."""
-    return sorted({str(n) for n in names}, key=lambda name: tuple(label_key(part) for part in name.split("/")))
+    return sorted({str(n) for n in names}, key=subset_key)
 
 
 def metric_ci(values: np.ndarray, *, resamples: int, seed: int) -> dict[str, Any]:
