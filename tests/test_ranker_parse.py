@@ -28,6 +28,9 @@ ANSWER = [3, 1, 2, 5, 4]
     ("[3, 1, 2, 5, 4]\nThe images were presented in the order [1, 2, 3, 4, 5].", {"extracted": 1}),
     # an answer cue beats an earlier draft with as many ids
     ("Presented as [1, 2, 3, 4, 5]. My final ranking: [3, 1, 2, 5, 4]", {"extracted": 1}),
+    # a trailing comma, which JSON forbids but models write
+    ("[3, 1, 2, 5, 4,]", {"syntax": 1}),
+    ('Ranking: ["Image 3", "Image 1", "Image 2", "Image 5", "Image 4",\n]', {"extracted": 1, "syntax": 1, "coerced": 5}),
     ("Draft ranking: [1, 2, 3, 4, 5]. Final ranking: [3, 1, 2, 5, 4]", {"extracted": 1}),
 ])
 def test_answers_in_every_form_parse_to_the_same_ranking(text, repairs):

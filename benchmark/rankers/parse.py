@@ -20,10 +20,11 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-REPAIRS = ("extracted", "unterminated", "coerced", "duplicate", "unknown", "missing")
+REPAIRS = ("extracted", "unterminated", "syntax", "coerced", "duplicate", "unknown", "missing")
 # extracted:    the array was cut out of surrounding text (prose, code fences, an object) or out of
 #               an outer array (`[[3, 1, 2]]`); each layer counts once
 # unterminated: the array was never closed (a cut-off reply); its numbers were salvaged
+# syntax:       a flat array that is not JSON only because of a trailing comma (`[3, 1, 2,]`) was read
 # coerced:      an element was not a plain integer ("3", "Image 3:", "[3]", [3], 3.0) but named one
 # duplicate:    a number repeated; the later copy was dropped
 # unknown:      an element that names no presented image (0, 26, "cat", null); dropped
@@ -55,6 +56,7 @@ class _Candidate:
     valid: int               # distinct presented images it names
     extracted: int           # layers cut away: surrounding text, an outer array
     unterminated: bool       # salvaged from a reply cut off before ']'
+    syntax: bool             # a trailing comma had to be dropped
     prose: bool              # the surrounding text has words (not just a code fence)
     cued: bool               # the text just before it announces an answer
 
@@ -84,14 +86,15 @@ def _label(value: Any, n: int) -> tuple[int | None, bool]:
     return None, False
 
 
-def _candidate(text: str, values: list[Any], start: int, end: int | None, before: str, n: int) -> _Candidate:
+def _candidate(text: str, values: list[Any], start: int, end: int | None, before: str, n: int,
+               syntax: bool = False) -> _Candidate:
     """The array at text[start:end] (end None: cut off), `before` being the text since the previous array."""
     wrapped = len(values) == 1 and isinstance(values[0], list)
     if wrapped:
         values = values[0]
     around = text[:start] + ("" if end is None else text[end:])
     valid = len({v for v in (_label(x, n)[0] for x in values) if v is not None})
-    return _Candidate(values, valid, int(bool(around.strip())) + int(wrapped), end is None,
+    return _Candidate(values, valid, int(bool(around.strip())) + int(wrapped), end is None, syntax,
                       prose=bool(re.search(r"[A-Za-z]", _FENCE.sub("", around))), cued=bool(_CUE.search(before[-60:])))
 
 
@@ -106,6 +109,18 @@ def _unterminated(text: str) -> tuple[int, list[int]] | None:
     return start, [_number(x) for x in re.findall(r"\d+", tail)]
 
 
+def _trailing_comma(text: str, start: int) -> tuple[list[Any], int] | None:
+    """(values, end) of a flat array at `start` that fails JSON only by a comma before its ']'."""
+    m = re.compile(r"\[([^\[\]]*?),\s*\]").match(text, start)
+    if not m:
+        return None
+    try:
+        values = json.loads(f"[{m.group(1)}]")
+    except ValueError:
+        return None
+    return (values, m.end()) if isinstance(values, list) else None
+
+
 def _candidates(text: str, n: int) -> list[_Candidate]:
     """Every top-level JSON array in `text`, then a cut-off one at the end, in order of appearance."""
     found: list[_Candidate] = []
@@ -113,11 +128,15 @@ def _candidates(text: str, n: int) -> list[_Candidate]:
     for m in re.finditer(r"\[", text):
         if m.start() < done:
             continue
+        syntax = False
         try:
             values, end = _DECODER.raw_decode(text, m.start())
         except (ValueError, RecursionError):          # not JSON, or nested too deeply to read
-            continue
-        found.append(_candidate(text, values, m.start(), end, text[done:m.start()], n))
+            lenient = _trailing_comma(text, m.start())
+            if lenient is None:
+                continue
+            (values, end), syntax = lenient, True
+        found.append(_candidate(text, values, m.start(), end, text[done:m.start()], n, syntax))
         done = end
     tail = _unterminated(text)
     if tail is not None and tail[0] >= done:
@@ -148,6 +167,7 @@ def parse_ranking(text: str | None, n: int) -> ParsedRanking:
         return ParsedRanking([], failed=True, error=f"no JSON array of image numbers in the response: {snippet!r}")
     repairs = dict.fromkeys(REPAIRS, 0)
     repairs["extracted"], repairs["unterminated"] = best.extracted, int(best.unterminated)
+    repairs["syntax"] = int(best.syntax)
     order: list[int] = []
     seen: set[int] = set()
     for value in best.values:
