@@ -257,6 +257,26 @@ def test_mmlongbench_own_summ_jsonl_layout(tmp_path):
         read_mmlongbench(jl, tmp_path)
 
 
+def test_mmlongbench_extension_pages_are_the_next_pages_on_disk(tmp_path):
+    """Pages beyond those a summ record lists, found beside them, are its unseen extension (consecutive only)."""
+    page = paged_documents(1)[0].pages[0]
+    folder = tmp_path / "gov-report" / "bg_pdf_img" / "gao-18-107"
+    folder.mkdir(parents=True)
+    for k in (0, 1, 2, 3, 4, 5, 7):  # page 6 is missing: the extension stops before the gap
+        page.save(folder / f"gao-18-107_page{k}.jpg")
+    rels = [f"gov-report/bg_pdf_img/gao-18-107/gao-18-107_page{k}.jpg" for k in range(3)]
+    jl = tmp_path / "gov_K8.jsonl"
+    jl.write_text(json.dumps({"id": "d", "image_list": rels, "summary": "a summary"}) + "\n")
+    (got,) = read_mmlongbench(jl, tmp_path)
+    assert got.extension_names == [f"gov-report/bg_pdf_img/gao-18-107/gao-18-107_page{k}.jpg" for k in (3, 4, 5)]
+    assert len(got.extension) == 3
+    jl.write_text(json.dumps({"id": "d", "image_list": rels[:2], "summary": "a summary"}) + "\n")
+    (got,) = read_mmlongbench(jl, tmp_path)
+    assert [n[-5:] for n in got.extension_names] == ["2.jpg", "3.jpg"]  # at most as many as the document has
+    jl.write_text(json.dumps({"id": "d", "image_list": rels, "summary": "a summary", "extended_pages": []}) + "\n")
+    assert read_mmlongbench(jl, tmp_path)[0].extension == []  # an explicit list is taken as given
+
+
 def test_mmdocrag_non_integer_page_id_names_record_and_quote(tmp_path, counter):
     jl, raw = _write_mmdocrag(tmp_path, 2)
     raw[1]["text_quotes"][0]["page_id"] = "p3"

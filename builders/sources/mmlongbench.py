@@ -10,11 +10,15 @@ pages of the same source document (its extended version), which the Hard variant
 MMLongBench's own summarization files (`summ/gov_K*.jsonl`, `summ/lexsum_K*.jsonl`) are read as
 they are: `image_list` stands for `pages`, and `summary` may be GovReport's list of highlight
 sections (`{section_title, paragraphs}`; the summary is their paragraphs). `answer` is accepted
-for `summary`. Those files have no extended pages, so their documents are left out of the Hard
-variants by the builder's filter, with that reason. Paths are relative to `image_root` or absolute.
+for `summary`. Those files list no extended pages; their page images are named
+`<folder>/<doc>_page<N>.<ext>` and the image release holds each document's further pages beside
+them, so the next consecutive pages found there (N = last listed + 1, + 2, ..., up to as many pages
+as the document has) are its extension. A document with none is left out of the Hard variants by
+the builder's filter, with that reason. Paths are relative to `image_root` or absolute.
 """
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -45,7 +49,9 @@ def read_mmlongbench(path: Path, image_root: Path, limit: int | None = None) -> 
         pages = rec.get("pages", rec.get("image_list"))
         if not isinstance(pages, list) or not pages:
             raise ValueError(f"{where}: field 'pages' (or 'image_list') must be a non-empty list of image paths")
-        extended = rec.get("extended_pages", [])
+        extended = rec.get("extended_pages")
+        if extended is None:
+            extended = following_pages(image_root, [str(p) for p in pages])
         if not isinstance(extended, list):
             raise ValueError(f"{where}: field 'extended_pages' must be a list of image paths")
         out.append(PagedDocument(str(rec.get("id", lineno)), " ".join(summary.split()),
@@ -57,6 +63,27 @@ def read_mmlongbench(path: Path, image_root: Path, limit: int | None = None) -> 
     if not out:
         raise ValueError(f"{path}: no documents found")
     return out
+
+
+_PAGE = re.compile(r"^(?P<stem>.*page)(?P<number>\d+)(?P<suffix>\.(?:png|jpe?g|webp))$", re.IGNORECASE)
+
+
+def following_pages(root: Path, pages: list[str]) -> list[str]:
+    """The consecutive pages after the last listed one, when all pages are numbered files of one document
+    (`..._page<N>.<ext>`) and the next numbers exist on disk; at most `len(pages)` of them, else []."""
+    matches = [_PAGE.match(p) for p in pages]
+    if not all(matches) or len({(m["stem"], m["suffix"]) for m in matches}) != 1:
+        return []
+    stem, suffix = matches[0]["stem"], matches[0]["suffix"]
+    found: list[str] = []
+    number = max(int(m["number"]) for m in matches) + 1
+    while len(found) < len(pages):
+        ref = f"{stem}{number}{suffix}"
+        if not (Path(ref) if Path(ref).is_absolute() else root / ref).is_file():
+            break
+        found.append(ref)
+        number += 1
+    return found
 
 
 def _summary_text(value) -> str:
