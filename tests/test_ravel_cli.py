@@ -34,6 +34,18 @@ def test_features_patch_tokens_exclude_special_tokens(models, tmp_path):
     # mean over real tokens of hidden_states[-2], independent of batch padding
     single = np.concatenate([tm.encode([s]).numpy() for s in cal.texts])
     np.testing.assert_allclose(t, single, atol=1e-5)
+    # last-token pooling: the hidden state at each text's own last token, whatever the padding
+    last = features.TextModel(models["llm"], pool="last")
+    batch = last.encode(cal.texts).numpy()
+    import torch
+    for i, text in enumerate(cal.texts):
+        ids = last.tokenizer(text, return_tensors="pt")
+        with torch.no_grad():
+            ref = last.model(**ids, output_hidden_states=True).hidden_states[-2][0, -1].float().numpy()
+        np.testing.assert_allclose(batch[i], ref, atol=1e-5)
+    assert not np.allclose(batch, t)
+    t_last = features.extract_text(last, cal, cache=cache)  # pooling is part of the feature cache key
+    np.testing.assert_allclose(t_last, batch, atol=1e-5)
 
 
 def test_calibration_sampling_is_seeded_and_recorded(tmp_path):

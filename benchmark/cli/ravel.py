@@ -65,6 +65,9 @@ def _add_model_args(p: argparse.ArgumentParser) -> None:
                    help="precomputed text features (.npy (n,d_t)); repeatable")
     g.add_argument("--layer", default="last", help="vision layer: 'last' (default) or a hidden_states index")
     g.add_argument("--text-layer", type=int, default=-2, help="LLM hidden_states index (default −2: penultimate)")
+    g.add_argument("--text-pool", choices=("mean", "last"), default="mean",
+                   help="LLM text feature: mean over real tokens (RAVEL, default) or the last real token "
+                        "(the paper's post-processing diagnostic)")
     g.add_argument("--device", default="cpu")
     g.add_argument("--batch-size", type=int, default=16)
     g.add_argument("--cache-dir", default="mmbench_cache/ravel", help="feature cache ('' disables)")
@@ -83,7 +86,8 @@ def _iter_text(args, cal, cache):
         yield name, np.load(path, allow_pickle=False).astype(np.float32)
     for spec in args.llm:
         name, path = _named(spec)
-        model = TextModel(path, device=args.device, layer=args.text_layer, local_files_only=not args.online)
+        model = TextModel(path, device=args.device, layer=args.text_layer, local_files_only=not args.online,
+                          pool=args.text_pool)
         feats = extract_text(model, cal, cache=cache)
         del model
         gc.collect()

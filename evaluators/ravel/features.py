@@ -175,12 +175,16 @@ def extract_visual(encoder: VisionEncoder, calibration: Calibration, *, batch_si
 
 # ----------------------------------------------------------------------------- text
 class TextModel:
-    """A causal/base LLM giving mean-pooled penultimate-layer hidden states."""
+    """A causal/base LLM giving penultimate-layer hidden states, mean-pooled over real tokens (RAVEL) or
+    at the last real token (`pool="last"`, the paper's post-processing diagnostic, Appendix J)."""
 
     def __init__(self, name_or_path: str, *, device="cpu", dtype=torch.float32, layer: int = -2,
-                 local_files_only: bool = True, max_length: int = 256):
+                 local_files_only: bool = True, max_length: int = 256, pool: str = "mean"):
         from transformers import AutoModel, AutoTokenizer
 
+        if pool not in ("mean", "last"):
+            raise ValueError(f"text pooling must be 'mean' or 'last', not {pool!r}")
+        self.pool = pool
         self.name = str(name_or_path)
         self.device = torch.device(device)
         self.layer = layer
@@ -194,7 +198,7 @@ class TextModel:
         self.model = self.model.to(self.device).eval()
 
     def describe(self) -> dict:
-        return {"model": model_identity(self.name), "layer": self.layer, "pool": "mean",
+        return {"model": model_identity(self.name), "layer": self.layer, "pool": self.pool,
                 "max_length": self.max_length, "dtype": str(self.dtype)}
 
     @torch.no_grad()
@@ -203,6 +207,9 @@ class TextModel:
         tok = {k: v.to(self.device) for k, v in tok.items()}
         out = self.model(**tok, output_hidden_states=True)
         hs = out.hidden_states[self.layer].float()
+        if self.pool == "last":  # right padding: the last real token sits at length - 1
+            last = tok["attention_mask"].sum(1).clamp_min(1) - 1
+            return hs[torch.arange(hs.shape[0], device=hs.device), last]
         mask = tok["attention_mask"][..., None].float()
         return (hs * mask).sum(1) / mask.sum(1).clamp_min(1)
 
