@@ -213,3 +213,21 @@ def test_rate_limiter_spacing():
     for _ in range(3):
         limiter.wait()
     assert slept == pytest.approx([0.25, 0.5])
+
+
+def test_retry_after_http_date_is_honoured(server):
+    from email.utils import formatdate
+
+    from mmbench.models.http_client import _retry_after
+
+    now = 1_700_000_000.0
+    assert _retry_after({"Retry-After": formatdate(now + 45, usegmt=True)}, now=lambda: now) == pytest.approx(45)
+    assert _retry_after({"Retry-After": formatdate(now - 10, usegmt=True)}, now=lambda: now) == 0.0
+    assert _retry_after({"Retry-After": "soon"}, now=lambda: now) is None
+    sleeps: list[float] = []
+    model = _fast(OpenAIEmbeddingModel(model="m", base_url=server.url), sleeps)
+    server.script = [(503, {"Retry-After": "Wed, 21 Oct 2015 07:28:00 GMT"}, {"error": "busy"}, 0),
+                     (429, {"Retry-After": formatdate(time.time() + 60, usegmt=True)}, {"error": "slow"}, 0)]
+    model.encode([Document("a", [Text("hello")])], "document", None)
+    assert sleeps[0] == 0.0  # a date in the past: retry at once, not after an exponential backoff step
+    assert 50 <= sleeps[1] <= 60  # a date a minute ahead: wait about a minute

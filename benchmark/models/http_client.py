@@ -5,6 +5,8 @@ values (API keys) never appear in errors or logs; retry decisions are logged by 
 """
 from __future__ import annotations
 
+import datetime
+import email.utils
 import json
 import logging
 import random
@@ -72,14 +74,22 @@ class RateLimiter:
             self._sleep(start - now)
 
 
-def _retry_after(headers: Any) -> float | None:
+def _retry_after(headers: Any, now: Callable[[], float] = time.time) -> float | None:
+    """Seconds a server asks us to wait: Retry-After as delay-seconds or as an HTTP date (RFC 9110)."""
     value = headers.get("Retry-After") if headers is not None else None
     if value is None:
         return None
     try:
         return float(value)
     except ValueError:
-        return None  # an HTTP date: fall back to exponential backoff
+        pass
+    try:
+        when = email.utils.parsedate_to_datetime(value.strip())
+    except (TypeError, ValueError, IndexError):
+        return None  # unreadable: fall back to exponential backoff
+    if when.tzinfo is None:  # HTTP dates are GMT; a date without a zone is read as UTC
+        when = when.replace(tzinfo=datetime.timezone.utc)
+    return max(0.0, when.timestamp() - now())
 
 
 class HttpClient:
