@@ -231,3 +231,27 @@ def test_retry_after_http_date_is_honoured(server):
     model.encode([Document("a", [Text("hello")])], "document", None)
     assert sleeps[0] == 0.0  # a date in the past: retry at once, not after an exponential backoff step
     assert 50 <= sleeps[1] <= 60  # a date a minute ahead: wait about a minute
+
+
+def _word_tokenizer(path, words):
+    """A whitespace word-level tokenizer.json over `words` (unknown words map to [UNK])."""
+    from tokenizers import Tokenizer, models, pre_tokenizers
+
+    tok = Tokenizer(models.WordLevel({w: i for i, w in enumerate(["[UNK]", *words])}, unk_token="[UNK]"))
+    tok.pre_tokenizer = pre_tokenizers.Whitespace()
+    tok.save(str(path))
+    return str(path)
+
+
+def test_cache_identity_covers_budget_tokenizer_and_endpoint(tmp_path, monkeypatch):
+    from mmbench.cache import model_key
+
+    monkeypatch.setenv("OPENAI_API_KEY", KEY)
+    monkeypatch.setenv("GEMINI_API_KEY", KEY)
+    tok_a = _word_tokenizer(tmp_path / "a.json", ["alpha", "beta"])
+    tok_b = _word_tokenizer(tmp_path / "b.json", ["alpha", "beta", "gamma"])
+    for cls, url in ((OpenAIEmbeddingModel, "http://127.0.0.1:9/v1"), (GeminiEmbeddingModel, "http://127.0.0.1:9")):
+        keys = {model_key(cls(base_url=url, tokenizer=t, max_tokens=16).card.identity()) for t in (tok_a, tok_b)}
+        assert len(keys) == 2, cls.__name__  # another tokenizer cuts texts elsewhere: its vectors must not be reused
+        other = cls(base_url="http://127.0.0.1:10/v1", tokenizer=tok_a, max_tokens=16)
+        assert model_key(other.card.identity()) not in keys, cls.__name__  # another server, other vectors

@@ -58,6 +58,15 @@ def load_text_tokenizer(spec: str | None) -> TextTokenizer | None:
     return Qwen3Tokenizer(path)  # a generic tokenizer.json reader: encode/decode without special tokens
 
 
+def tokenizer_fingerprint(spec: str | None) -> str | None:
+    """A content hash of the budget tokenizer file: it decides where texts are cut, so it keys the cache."""
+    if not spec:
+        return None
+    import hashlib
+
+    return hashlib.sha256(Path(spec).read_bytes()).hexdigest()[:16]
+
+
 def client_from_options(timeout: float, max_attempts: int, max_concurrency: int,
                         requests_per_second: float | None) -> HttpClient:
     return HttpClient(retry=RetryPolicy(max_attempts=max_attempts), timeout=timeout,

@@ -11,7 +11,8 @@ from typing import Any, Sequence
 
 from ..documents import Document, Image, Text
 from ..media import MediaStore
-from .api_common import APIEmbeddingModel, api_key, client_from_options, image_bytes, load_text_tokenizer
+from .api_common import (APIEmbeddingModel, api_key, client_from_options, image_bytes, load_text_tokenizer,
+                         tokenizer_fingerprint)
 from .base import EncodeError, ModelCard, Role
 
 GEMINI_URL = "https://generativelanguage.googleapis.com/v1beta"
@@ -38,8 +39,9 @@ class GeminiEmbeddingModel(APIEmbeddingModel):
             modalities=frozenset({"text", "image"} if images else {"text"}),
             max_tokens=max_tokens if self._tokenizer else None, similarity="cosine", revision=revision or "api",
             dim=dimensions,
-            settings={"model": model, "dimensions": dimensions, "task_types": TASK_TYPES,
-                      "images": "inline_data parts" if images else "none", "normalize": "l2"},
+            settings={"model": model, "base_url": self.base_url.split("?")[0], "dimensions": dimensions,
+                      "task_types": TASK_TYPES, "images": "inline_data parts" if images else "none",
+                      "normalize": "l2", "budget_tokenizer": tokenizer_fingerprint(tokenizer)},
             notes=("remote model: its version can change behind the same name. Parts keep reading order; "
                    "text-only Gemini embedding models reject image parts (reported as an error). Without a "
                    "tokenizer file the runner cannot measure text, so documents are not truncated."),

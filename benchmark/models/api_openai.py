@@ -10,7 +10,8 @@ from typing import Any, Sequence
 
 from ..documents import Document, Image, Text
 from ..media import MediaStore
-from .api_common import APIEmbeddingModel, api_key, batches, client_from_options, data_url, load_text_tokenizer
+from .api_common import (APIEmbeddingModel, api_key, batches, client_from_options, data_url, load_text_tokenizer,
+                         tokenizer_fingerprint)
 from .base import EncodeError, ModelCard, Role
 
 OPENAI_URL = "https://api.openai.com/v1"
@@ -42,7 +43,7 @@ class OpenAIEmbeddingModel(APIEmbeddingModel):
             dim=dimensions,
             settings={"model": model, "base_url": self.base_url.split("?")[0], "dimensions": dimensions,
                       "prefixes": self.prefixes, "images": "chat messages with data URLs" if images else "none",
-                      "normalize": "l2"},
+                      "normalize": "l2", "budget_tokenizer": tokenizer_fingerprint(tokenizer)},
             notes=("remote model: its version can change behind the same name. Text is joined in reading order; "
                    "documents with images use the vLLM-style messages form. Without a tokenizer file the runner "
                    "cannot measure text, so documents are not truncated (the server may reject long inputs)."),
