@@ -255,3 +255,14 @@ def test_cache_identity_covers_budget_tokenizer_and_endpoint(tmp_path, monkeypat
         assert len(keys) == 2, cls.__name__  # another tokenizer cuts texts elsewhere: its vectors must not be reused
         other = cls(base_url="http://127.0.0.1:10/v1", tokenizer=tok_a, max_tokens=16)
         assert model_key(other.card.identity()) not in keys, cls.__name__  # another server, other vectors
+
+
+def test_openai_budget_leaves_room_for_the_prefix(tmp_path, monkeypatch):
+    monkeypatch.setenv("OPENAI_API_KEY", KEY)
+    tok = _word_tokenizer(tmp_path / "w.json", ["query", "passage", "alpha"])
+    model = OpenAIEmbeddingModel(base_url="http://127.0.0.1:9/v1", tokenizer=tok, max_tokens=16,
+                                 query_prefix="query alpha alpha ", document_prefix="passage ")
+    assert model.card.max_tokens == 13  # the 3-token query prefix goes in front of a document cut to the window
+    plain = OpenAIEmbeddingModel(base_url="http://127.0.0.1:9/v1", tokenizer=tok, max_tokens=16)
+    assert plain.card.max_tokens == 16
+    assert OpenAIEmbeddingModel(base_url="http://127.0.0.1:9/v1", max_tokens=16).card.max_tokens is None

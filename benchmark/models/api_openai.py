@@ -39,7 +39,7 @@ class OpenAIEmbeddingModel(APIEmbeddingModel):
         self.card = ModelCard(
             name=name or f"openai:{model}", family="api:openai-embeddings",
             modalities=frozenset({"text", "image"} if images else {"text"}),
-            max_tokens=max_tokens if self._tokenizer else None, similarity="cosine", revision=revision or "api",
+            max_tokens=self._text_budget(max_tokens), similarity="cosine", revision=revision or "api",
             dim=dimensions,
             settings={"model": model, "base_url": self.base_url.split("?")[0], "dimensions": dimensions,
                       "prefixes": self.prefixes, "images": "chat messages with data URLs" if images else "none",
@@ -48,6 +48,13 @@ class OpenAIEmbeddingModel(APIEmbeddingModel):
                    "documents with images use the vLLM-style messages form. Without a tokenizer file the runner "
                    "cannot measure text, so documents are not truncated (the server may reject long inputs)."),
         )
+
+    def _text_budget(self, max_tokens: int | None) -> int | None:
+        """The window left for a document once the longer of the two prefixes is sent in front of it."""
+        if self._tokenizer is None or max_tokens is None:
+            return None
+        prefix = max(len(self._tokenizer.encode(p)) if p else 0 for p in self.prefixes.values())
+        return max(max_tokens - prefix, 0)
 
     def _headers(self) -> dict[str, str]:
         return {"Authorization": f"Bearer {self._key}"} if self._key else {}
