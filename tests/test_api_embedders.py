@@ -266,3 +266,28 @@ def test_openai_budget_leaves_room_for_the_prefix(tmp_path, monkeypatch):
     plain = OpenAIEmbeddingModel(base_url="http://127.0.0.1:9/v1", tokenizer=tok, max_tokens=16)
     assert plain.card.max_tokens == 16
     assert OpenAIEmbeddingModel(base_url="http://127.0.0.1:9/v1", max_tokens=16).card.max_tokens is None
+
+
+def test_gemini_text_only_model_records_images_as_unseen(tmp_path, monkeypatch):
+    from mmbench.models.registry import model_specs
+    from mmbench.views import model_view
+
+    s = Server()
+    s.default = lambda body: {"embeddings": [{"values": _vec(json.dumps(r["content"]))} for r in body["requests"]]}
+    try:
+        monkeypatch.setenv("GEMINI_API_KEY", KEY)
+        media = MediaStore(tmp_path / "media")
+        doc = Document("a", [Text("before"), media.put_image(random_image(8, 8, 3)), Text("after")])
+        text_model = _fast(GeminiEmbeddingModel(model="gemini-embedding-001", base_url=s.url))
+        assert text_model.card.modalities == {"text"}  # the API counts only text parts for this model
+        view, seen = model_view(doc, text_model)
+        assert seen.unseen_modalities == ["image"] and seen.unseen_images == 1
+        text_model.encode([view], "document", media)
+        assert [list(p) for p in s.requests[-1]["json"]["requests"][0]["content"]["parts"]] == [["text"], ["text"]]
+        multimodal = GeminiEmbeddingModel(model="gemini-embedding-2", base_url=s.url)
+        assert multimodal.card.modalities == {"text", "image"}
+        assert GeminiEmbeddingModel(model="gemini-embedding-001", base_url=s.url, images=True).images
+    finally:
+        s.close()
+    spec = {m.name: m for m in model_specs()}["gemini-embedding"]
+    assert spec.modalities == ("text",)  # the registered default model is gemini-embedding-001

@@ -17,19 +17,28 @@ from .base import EncodeError, ModelCard, Role
 
 GEMINI_URL = "https://generativelanguage.googleapis.com/v1beta"
 TASK_TYPES = {"query": "RETRIEVAL_QUERY", "document": "RETRIEVAL_DOCUMENT"}
+# Text-only embedding models: the API counts only the text parts of their content, so images sent to them
+# would be ignored without an error while the results claimed the model saw them.
+TEXT_ONLY_MODELS = frozenset({"gemini-embedding-001", "text-embedding-004", "embedding-001"})
+
+
+def takes_images(model: str) -> bool:
+    """Whether `model` embeds image parts (False for the known text-only Gemini embedding models)."""
+    return model.removeprefix("models/") not in TEXT_ONLY_MODELS
 
 
 class GeminiEmbeddingModel(APIEmbeddingModel):
-    """Gemini embeddings; images are sent as inline parts when `images` is on."""
+    """Gemini embeddings; images are sent as inline parts when `images` is on (default: multimodal models)."""
 
     def __init__(self, model: str = "gemini-embedding-001", base_url: str | None = None,
                  api_key_env: str = "GEMINI_API_KEY", dimensions: int | None = None, batch_size: int = 32,
-                 images: bool = True, max_tokens: int | None = 2048, tokenizer: str | None = None,
+                 images: bool | None = None, max_tokens: int | None = 2048, tokenizer: str | None = None,
                  timeout: float = 60.0, max_attempts: int = 5, max_concurrency: int = 4,
                  requests_per_second: float | None = None, cache_dir: str | None = None, name: str | None = None,
                  revision: str | None = None, **_: Any) -> None:
         self.base_url = (base_url or GEMINI_URL).rstrip("/")
         self._key = api_key(api_key_env, required=self.base_url == GEMINI_URL)
+        images = takes_images(model) if images is None else bool(images)
         self.model, self.dimensions, self.batch_size, self.images = model, dimensions, batch_size, images
         self.client = client_from_options(timeout, max_attempts, max_concurrency, requests_per_second)
         self._tokenizer = load_text_tokenizer(tokenizer)
@@ -43,8 +52,9 @@ class GeminiEmbeddingModel(APIEmbeddingModel):
                       "task_types": TASK_TYPES, "images": "inline_data parts" if images else "none",
                       "normalize": "l2", "budget_tokenizer": tokenizer_fingerprint(tokenizer)},
             notes=("remote model: its version can change behind the same name. Parts keep reading order; "
-                   "text-only Gemini embedding models reject image parts (reported as an error). Without a "
-                   "tokenizer file the runner cannot measure text, so documents are not truncated."),
+                   "images are sent only to multimodal models (gemini-embedding-001 and the other text-only "
+                   "models see text only, and images are recorded as unseen). Without a tokenizer file the "
+                   "runner cannot measure text, so documents are not truncated."),
         )
 
     def _embed(self, documents: Sequence[Document], role: Role, media: MediaStore | None) -> list[list[float]]:

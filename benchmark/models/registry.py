@@ -111,5 +111,6 @@ for _name, _ctx, _mods, _desc in (
 register(ModelSpec("openai-embeddings", "mmbench.models.api_openai:OpenAIEmbeddingModel", ("text", "image"), 8191,
                    "any OpenAI-compatible /v1/embeddings server (OpenAI, vLLM, ...); key from OPENAI_API_KEY",
                    {"model": "text-embedding-3-small"}))
-register(ModelSpec("gemini-embedding", "mmbench.models.api_gemini:GeminiEmbeddingModel", ("text", "image"), 2048,
-                   "Gemini embedContent API; key from GEMINI_API_KEY", {"model": "gemini-embedding-001"}))
+register(ModelSpec("gemini-embedding", "mmbench.models.api_gemini:GeminiEmbeddingModel", ("text",), 2048,
+                   "Gemini embedContent API (gemini-embedding-001: text only; images with a multimodal model "
+                   "such as model=gemini-embedding-2); key from GEMINI_API_KEY", {"model": "gemini-embedding-001"}))
