@@ -291,3 +291,19 @@ def test_gemini_text_only_model_records_images_as_unseen(tmp_path, monkeypatch):
         s.close()
     spec = {m.name: m for m in model_specs()}["gemini-embedding"]
     assert spec.modalities == ("text",)  # the registered default model is gemini-embedding-001
+
+
+def test_api_cache_never_answers_the_runners_cache(server, tmp_path):
+    from mmbench.poolset import PoolItem, PoolSet
+    from mmbench.runner import RunOptions, run_poolset
+
+    cache = tmp_path / "embeddings"
+    model = _fast(OpenAIEmbeddingModel(model="m", base_url=server.url, images=False, cache_dir=str(cache)))
+    # the text model's view of a document with text and an image, encoded in an earlier run
+    model.encode([Document("mixed-view", [Text("shared words")])], "document", None)
+    plain = Document("plain", [Text("shared words")])  # same content as that view, in another pool set
+    ps = PoolSet(task="t", task_version="1", queries=[Document("q", [Text("words")])],
+                 candidates=[plain, Document("other", [Text("other words")])],
+                 pools=[PoolItem("i", "q", "s", ["plain", "other"], ["plain"])])
+    per_query, seen, _ = run_poolset(ps, model, RunOptions(cache_dir=cache, progress=False))
+    assert per_query["error"].isna().all() and set(seen["doc_id"]) == {"q", "plain", "other"}

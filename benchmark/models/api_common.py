@@ -127,7 +127,9 @@ class APIEmbeddingModel(EmbeddingModel):
             return None
         from ..cache import EmbeddingCache, model_key
 
-        return EmbeddingCache(Path(self._cache_dir), model_key(self.card.identity()))
+        # A folder of its own: entries here are keyed by the view's hash and carry no seen-record, so they must
+        # never be read by the runner's cache (keyed by whole documents) when both are given the same folder.
+        return EmbeddingCache(Path(self._cache_dir) / "api-views", model_key(self.card.identity()))
 
 
 def batches(items: Sequence[Any], size: int) -> list[Sequence[Any]]:
