@@ -27,6 +27,10 @@ def load_model_explained(name: str, options: dict[str, Any]) -> EmbeddingModel:
         return load_model(name, **options)
     except UnknownModelError as exc:
         raise ModelUnavailable(str(exc)) from None
+    except TypeError as exc:  # an option the adapter's constructor does not take (paths, hub ids, mteb names)
+        if "keyword argument" not in str(exc) and "multiple values" not in str(exc):
+            raise
+        raise ModelUnavailable(f"model {name!r}: {exc}") from None
     except OSError as exc:  # weights or tokenizer not reachable: say how to point at a local copy
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise ModelUnavailable(f"could not load model {name!r}: {first} "

@@ -176,3 +176,19 @@ def test_run_refuses_a_pool_set_edited_after_its_build(vg_tiny, tmp_path, capsys
                  "--no-cache", "--output", str(tmp_path / "out")]) == 2
     assert "content hash mismatch" in capsys.readouterr().err
     assert not (tmp_path / "out" / "results.json").exists()
+
+
+def test_model_options_reach_the_adapter_and_unknown_ones_are_refused(vg_tiny, tmp_path, capsys):
+    base = ["run", "--task", "visual_grounding", "--model", "bm25", "--data", str(vg_tiny), "--limit", "5",
+            "--no-cache", "--quiet"]
+    assert main([*base, "--model-option", "k1=0.9", "--output", str(tmp_path / "k1")]) == 0
+    settings = json.loads((tmp_path / "k1" / "results.json").read_text())["mmbench"]["model"]["settings"]
+    assert settings["k1"] == 0.9 and settings["b"] == 0.75
+    capsys.readouterr()
+    assert main([*base, "--model-option", "k2=1"]) == 2
+    assert "model 'bm25' has no option 'k2'; its options: b, k1" in capsys.readouterr().err
+    assert main([*base, "--device", "cpu", "--model-option", "device=cpu"]) == 2
+    assert "repeats an option given by its own flag" in capsys.readouterr().err
+    assert main(["list", "models", "--options"]) == 0
+    out = capsys.readouterr().out
+    assert "options: b, k1" in out and "base_url" in out and "query_instruction" in out

@@ -27,6 +27,7 @@ def default_poolset_dir(task: str, source: str, seed: int) -> Path:
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("list", help="list tasks or models")
     p.add_argument("what", choices=("tasks", "models"))
+    p.add_argument("--options", action="store_true", help="models: also list each adapter's --model-option keys")
     p.set_defaults(func=cmd_list)
 
     p = sub.add_parser("build", help="build a task's pool set")
@@ -49,6 +50,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--model-path", default=None, help="local folder with the model's weights")
     p.add_argument("--attn-implementation", default=None)
     p.add_argument("--trust-remote-code", action="store_true")
+    p.add_argument("--model-option", action="append", default=[], metavar="KEY=VALUE",
+                   help="any other option of the model's adapter, e.g. --model-option model=text-embedding-3-large "
+                        "--model-option base_url=http://localhost:8000/v1 (see `mmbench list models --options`)")
     p.add_argument("--batch-tokens", type=positive_int, default=32768, help="padded tokens per batch")
     p.add_argument("--cache-dir", type=Path, help="embedding cache (default: MMBENCH_HOME/embeddings)")
     p.add_argument("--no-cache", action="store_true")
@@ -91,17 +95,20 @@ def cmd_list(args: argparse.Namespace) -> int:
         for m in model_specs():
             ctx = str(m.context) if m.context else "-"
             print(f"{m.name:26s} {','.join(m.modalities):22s} {ctx:>8s}  {m.description}")
+            if args.options:
+                print(f"{'':26s} options: {', '.join(sorted(m.option_names())) or '-'}")
     return 0
 
 
-def parse_params(items: list[str]) -> dict[str, Any]:
+def parse_params(items: list[str], flag: str = "--param") -> dict[str, Any]:
+    """KEY=VALUE pairs; values are Python literals where they parse as one, else strings."""
     out: dict[str, Any] = {}
     for item in items:
         if "=" not in item:
-            raise CLIError(f"--param {item!r}: expected KEY=VALUE")
+            raise CLIError(f"{flag} {item!r}: expected KEY=VALUE")
         key, raw = item.split("=", 1)
         if not re.fullmatch(r"[a-z_][a-z0-9_]*", key):
-            raise CLIError(f"--param {item!r}: invalid key {key!r}")
+            raise CLIError(f"{flag} {item!r}: invalid key {key!r}")
         try:
             out[key] = ast.literal_eval(raw)
         except (ValueError, SyntaxError):
@@ -173,7 +180,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         writable_folder_or_error(args.output)
     ps = resolve_poolset(task, args.data, args.seed, quiet=args.quiet)
     try:
-        model = load_model_explained(args.model, model_options(args))
+        model = load_model_explained(args.model, model_options(args, args.model))
     except ModelUnavailable as exc:
         raise CLIError(str(exc)) from None
     out = args.output or Path("runs") / task.name / safe_name(model.card.name)
@@ -183,11 +190,23 @@ def cmd_run(args: argparse.Namespace) -> int:
     return 1 if info["n_failed_items"] else 0
 
 
-def model_options(args: argparse.Namespace) -> dict[str, Any]:
-    """The model-loading options a user gave (device, dtype, weights folder, ...), omitting defaults."""
-    return {k: v for k, v in {"device": args.device, "dtype": args.dtype, "model_path": args.model_path,
-                              "attn_implementation": args.attn_implementation,
-                              "trust_remote_code": args.trust_remote_code or None}.items() if v is not None}
+def model_options(args: argparse.Namespace, model: str) -> dict[str, Any]:
+    """The model-loading options a user gave (device, dtype, weights folder, --model-option ...), omitting
+    defaults; a --model-option the registered model does not take is an error naming the ones it does."""
+    from mmbench.models.registry import option_names
+
+    flags = {k: v for k, v in {"device": args.device, "dtype": args.dtype, "model_path": args.model_path,
+                               "attn_implementation": args.attn_implementation,
+                               "trust_remote_code": args.trust_remote_code or None}.items() if v is not None}
+    extra = parse_params(args.model_option, "--model-option")
+    twice = sorted(set(flags) & set(extra))
+    if twice:
+        raise CLIError(f"--model-option {twice[0]} repeats an option given by its own flag")
+    known = option_names(model)
+    unknown = sorted(set(extra) - known) if known is not None else []
+    if unknown:
+        raise CLIError(f"model {model!r} has no option {unknown[0]!r}; its options: {', '.join(sorted(known))}")
+    return {**flags, **extra}
 
 
 def run_options(args: argparse.Namespace, progress: bool):

@@ -28,6 +28,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--model-path", default=None)
     p.add_argument("--attn-implementation", default=None)
     p.add_argument("--trust-remote-code", action="store_true")
+    p.add_argument("--model-option", action="append", default=[], metavar="KEY=VALUE",
+                   help="an adapter option passed to every model (see `mmbench run --help`)")
     p.add_argument("--batch-tokens", type=positive_int, default=32768)
     p.add_argument("--cache-dir", type=Path, help="embedding cache shared by all jobs (default: MMBENCH_HOME/"
                    "embeddings; on a cluster, a folder every node can reach)")
@@ -69,7 +71,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
             out = args.out_root / task.name / safe_name(model)
             writable_folder_or_error(out)
             jobs.append(Job(task.name, model, str(Path(ps.root).resolve()), str(out.resolve()), ps.content_hash,
-                            model_options(args), run_options))
+                            model_options(args, model), run_options))
     if args.executor == "ray":
         try:
             outcomes = run_ray(jobs, args.ray_address, args.cpus_per_job, args.gpus_per_job, args.ray_num_cpus)

