@@ -307,3 +307,14 @@ def test_api_cache_never_answers_the_runners_cache(server, tmp_path):
                  pools=[PoolItem("i", "q", "s", ["plain", "other"], ["plain"])])
     per_query, seen, _ = run_poolset(ps, model, RunOptions(cache_dir=cache, progress=False))
     assert per_query["error"].isna().all() and set(seen["doc_id"]) == {"q", "plain", "other"}
+
+
+def test_openai_hosted_endpoint_defaults_to_text_only(server, monkeypatch):
+    """api.openai.com's embedding models take text only: images are recorded unseen there by default,
+    while another OpenAI-compatible server (vLLM) gets them."""
+    monkeypatch.setenv("OPENAI_API_KEY", KEY)
+    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
+    hosted = OpenAIEmbeddingModel(model="text-embedding-3-small")
+    assert not hosted.images and hosted.card.modalities == frozenset({"text"})
+    assert OpenAIEmbeddingModel(model="text-embedding-3-small", images=True).images
+    assert OpenAIEmbeddingModel(model="m", base_url=server.url).card.modalities == frozenset({"text", "image"})

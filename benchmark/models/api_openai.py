@@ -22,7 +22,7 @@ class OpenAIEmbeddingModel(APIEmbeddingModel):
 
     def __init__(self, model: str = "text-embedding-3-small", base_url: str | None = None,
                  api_key_env: str = "OPENAI_API_KEY", dimensions: int | None = None, batch_size: int = 64,
-                 images: bool = True, query_prefix: str = "", document_prefix: str = "",
+                 images: bool | None = None, query_prefix: str = "", document_prefix: str = "",
                  max_tokens: int | None = 8191, tokenizer: str | None = None, timeout: float = 60.0,
                  max_attempts: int = 5, max_concurrency: int = 4, requests_per_second: float | None = None,
                  cache_dir: str | None = None, name: str | None = None, revision: str | None = None,
@@ -31,6 +31,8 @@ class OpenAIEmbeddingModel(APIEmbeddingModel):
 
         self.base_url = (base_url or os.environ.get("OPENAI_BASE_URL") or OPENAI_URL).rstrip("/")
         self._key = api_key(api_key_env, required=self.base_url == OPENAI_URL)
+        if images is None:  # OpenAI's own embedding models are text only; other servers may take images
+            images = self.base_url != OPENAI_URL
         self.model, self.dimensions, self.batch_size, self.images = model, dimensions, batch_size, images
         self.prefixes = {"query": query_prefix, "document": document_prefix}
         self.client = client_from_options(timeout, max_attempts, max_concurrency, requests_per_second)
