@@ -56,6 +56,19 @@ def test_bad_builder_values_exit_2_naming_the_parameter(param, needle, tmp_path,
     assert not (tmp_path / "x").exists()
 
 
+def test_param_lists_of_bare_words_are_lists(tmp_path, capsys):
+    from mmbench.cli.commands_core import parse_params
+
+    assert parse_params(["datasets=[hotpotqa]", "backgrounds=[text, mixed]", "lengths=[256,512]", "x=[a, 2, 'b c']",
+                         "path=/data/x.json", "empty=[]"]) == {
+        "datasets": ["hotpotqa"], "backgrounds": ["text", "mixed"], "lengths": [256, 512], "x": ["a", 2, "b c"],
+        "path": "/data/x.json", "empty": []}
+    # unquoted words in brackets reach the builder as a list, not as the string's characters
+    assert main(["build", "--task", "visual_grounding", "--out", str(tmp_path / "x"), "--param", "backgrounds=[video]"]) == 2
+    err = capsys.readouterr().err
+    assert "['video']" in err and "'['" not in err
+
+
 @pytest.mark.parametrize("argv,option", [
     (["run", "--task", "visual_grounding", "--model", "bm25", "--limit", "0"], "--limit"),
     (["run", "--task", "visual_grounding", "--model", "bm25", "--limit", "-3"], "--limit"),

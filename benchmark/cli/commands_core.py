@@ -109,11 +109,21 @@ def parse_params(items: list[str], flag: str = "--param") -> dict[str, Any]:
         key, raw = item.split("=", 1)
         if not re.fullmatch(r"[a-z_][a-z0-9_]*", key):
             raise CLIError(f"{flag} {item!r}: invalid key {key!r}")
-        try:
-            out[key] = ast.literal_eval(raw)
-        except (ValueError, SyntaxError):
-            out[key] = raw
+        out[key] = parse_value(raw)
     return out
+
+
+def parse_value(raw: str) -> Any:
+    """A Python literal where `raw` parses as one; a bracketed list of bare words ([text, mixed]) as a list
+    (so a list-valued builder parameter is never split into characters); else the string itself."""
+    try:
+        return ast.literal_eval(raw)
+    except (ValueError, SyntaxError):
+        pass
+    text = raw.strip()
+    if text.startswith("[") and text.endswith("]"):
+        return [parse_value(x.strip()) for x in text[1:-1].split(",") if x.strip()]
+    return raw
 
 
 def task_or_error(name: str):
