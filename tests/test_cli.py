@@ -38,6 +38,12 @@ def test_bad_argument_is_argparse_error(capsys):
     assert exc.value.code == 2
 
 
+def test_build_help_points_to_each_tasks_sources(capsys):
+    with pytest.raises(SystemExit):
+        main(["build", "--help"])
+    assert "mmbench list tasks" in capsys.readouterr().out  # sources differ per task (activitynet, hf, ...)
+
+
 def test_build_real_source_without_paths_is_explained(tmp_path, capsys):
     code = main(["build", "--task", "visual_grounding", "--source", "real", "--out", str(tmp_path / "x")])
     assert code == 2  # a parameter the user can fix

@@ -32,7 +32,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
     p = sub.add_parser("build", help="build a task's pool set")
     p.add_argument("--task", required=True)
-    p.add_argument("--source", default="sample", help="'sample' (offline, built in) or 'real'")
+    p.add_argument("--source", default="sample", help="'sample' (offline, built in) or a real source of the task (see `mmbench list tasks`)")
     p.add_argument("--out", type=Path, help="output folder (default: under MMBENCH_HOME)")
     p.add_argument("--seed", type=nonnegative_int, default=0)
     p.add_argument("--param", action="append", default=[], metavar="KEY=VALUE",
