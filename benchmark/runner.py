@@ -45,10 +45,12 @@ class RunOptions:
 
 @dataclass
 class EncodeStats:
-    documents: int = 0
-    distinct_views: int = 0
-    cache_hits: int = 0
-    encoded: int = 0
+    """Counts of one run's encoding, written to results.json (`mmbench.encode`)."""
+
+    documents: int = 0        # documents (queries and candidates) that needed a vector
+    distinct_views: int = 0   # distinct model views among those not found in the cache
+    cache_hits: int = 0       # documents whose vector came from the embedding cache
+    encoded: int = 0          # views the model encoded in this run
     batches: int = 0
     seconds: float = 0.0
     failures: dict[str, str] = field(default_factory=dict)

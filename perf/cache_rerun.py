@@ -35,7 +35,8 @@ def main() -> None:
                            capture_output=True)
             times.append(time.perf_counter() - start)
             infos.append(json.loads((out / "results.json").read_text())["mmbench"]["encode"])
-            print(f"{run:6s} run: {times[-1]:6.1f}s  encoded={infos[-1]['encoded']}  cache_hits={infos[-1]['cache_hits']}")
+            print(f"{run:6s} run: {times[-1]:6.1f}s  views encoded={infos[-1]['encoded']}  "
+                  f"documents from the cache={infos[-1]['cache_hits']} of {infos[-1]['documents']}")
         assert infos[1]["encoded"] == 0, "the second run re-encoded documents"
         print(f"second run is {times[0] / times[1]:.1f}x faster (whole CLI process, model loading included)")
 

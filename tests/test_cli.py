@@ -211,3 +211,19 @@ def test_model_options_reach_the_adapter_and_unknown_ones_are_refused(vg_tiny, t
     assert main(["list", "models", "--options"]) == 0
     out = capsys.readouterr().out
     assert "options: b, k1" in out and "base_url" in out and "query_instruction" in out
+
+
+def test_output_into_a_closed_pipe_is_not_an_error():
+    """`mmbench list models | head -1`: the reader has gone; nothing to report, exit 0."""
+    import os
+    import subprocess
+    import sys
+
+    read, write = os.pipe()
+    os.close(read)
+    try:
+        proc = subprocess.run([sys.executable, "-m", "mmbench", "list", "models"], stdout=write,
+                              stderr=subprocess.PIPE, text=True, timeout=120)
+    finally:
+        os.close(write)
+    assert proc.returncode == 0 and "Broken pipe" not in proc.stderr and "Traceback" not in proc.stderr
