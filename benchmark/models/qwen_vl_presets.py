@@ -39,10 +39,11 @@ VLM2VEC_VISION = VisionBounds(factor=28, min_pixels=56 * 56, max_pixels=12845056
 # V2.0 checkpoint: its processor config caps images at 1003520 px = 1280 tokens (kept by mteb's wrapper too).
 VLM2VEC_V2_VISION = replace(VLM2VEC_VISION, max_pixels=1280 * 28 * 28)
 VLM2VEC_NOTES = ("VLM2Vec (Qwen2-VL backbone) official format: '<|image_pad|> ' + instruction + ' ' + text with no "
-                 "chat markup, last-token pooling of the final hidden state, L2-normalised. Unverified: the image "
-                 "pixel bounds (we use the Qwen2-VL processor defaults 3136..12845056), whether V1 wraps the pad in "
-                 "vision start/end tokens (we do not), the document instructions per modality and the training "
-                 "max length (we use the 32768 window). Checkpoints published as LoRA adapters must be merged "
+                 "chat markup, last-token pooling of the final hidden state, L2-normalised; the placeholders are the "
+                 "bare '<|image_pad|>' / '<|video_pad|>' without vision start/end (VLM2Vec's processor.py, "
+                 "VLM_IMAGE_TOKENS). Unverified: the V1 image pixel bounds (we use the Qwen2-VL processor defaults "
+                 "3136..12845056), the document instructions per modality and the training max length (we use the "
+                 "32768 window). Checkpoints published as LoRA adapters must be merged "
                  "first. Several images are placed in reading order after the instruction.")
 
 # Ops-MM-embedding and RzenEmbed were checked against mteb 2.26's wrappers for them
