@@ -76,9 +76,9 @@ def _render(entries: Sequence[Entry], out: Path) -> None:
         fig = _board_figure(t, entries, out)
         if fig:
             body.append(fig)
-    (out / "index.html").write_text(_page("mmbench leaderboards", "\n".join(body), ""), encoding="utf-8")
+    atomic_write_bytes(out / "index.html", _page("mmbench leaderboards", "\n".join(body), "").encode("utf-8"))
     for e in entries:
-        (out / "models" / f"{e.slug}.html").write_text(_model_page(e, out), encoding="utf-8")
+        atomic_write_bytes(out / "models" / f"{e.slug}.html", _model_page(e, out).encode("utf-8"))
 
 
 def _page(title: str, body: str, root: str) -> str:

@@ -36,7 +36,8 @@ def test_compare_and_report_on_real_runs(two_runs, capsys):
     assert heat["panels"] == ["bm25 | image anchor", "bm25 | text anchor", "minilm | image anchor", "minilm | text anchor"]
     assert all(h["lengths"] == ["256", "2k"] for h in task["heatmaps"])
     for info in task["figures"].values():
-        assert (rep_out / info["path"]).is_file()
+        assert (rep_out / info["path"]).read_bytes().startswith(b"\x89PNG")  # written whole, as PNG
+    assert not list(rep_out.rglob("*.tmp")) and not list(cmp_out.rglob("*.tmp"))  # atomic writes leave no temps
     assert {r["label"] for r in task["modality_robustness"]} == {"bm25", "minilm"}
     assert any("result" in e for e in task["positional_bias"])
     text = (rep_out / "report.md").read_text()

@@ -124,8 +124,10 @@ def _load_all(args):
 
 def _write(df: pd.DataFrame, out: str | None) -> None:
     if out:
-        Path(out).parent.mkdir(parents=True, exist_ok=True)
-        df.to_csv(out, index=False) if not out.endswith(".json") else df.to_json(out, orient="records", indent=1)
+        from mmbench.media import atomic_write_bytes
+
+        text = df.to_json(orient="records", indent=1) if out.endswith(".json") else df.to_csv(index=False)
+        atomic_write_bytes(Path(out), text.encode("utf-8"))
         print(f"wrote {out}", file=sys.stderr)
 
 

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from mmbench.evaluators.stats._base import jsonable
+from mmbench.media import atomic_write_bytes
 from mmbench.results import RunResults
 
 from .common import PoolSetMismatch, check_same_pool_set, run_labels
@@ -23,9 +24,8 @@ REPORT_MD, REPORT_JSON = "report.md", "report.json"
 
 
 def _write(out: Path, md_name: str, json_name: str, markdown: str, data: dict[str, Any]) -> None:
-    out.mkdir(parents=True, exist_ok=True)
-    (out / md_name).write_text(markdown + "\n")
-    (out / json_name).write_text(json.dumps(jsonable(data), indent=2) + "\n")
+    atomic_write_bytes(out / md_name, (markdown + "\n").encode("utf-8"))
+    atomic_write_bytes(out / json_name, (json.dumps(jsonable(data), indent=2) + "\n").encode("utf-8"))
 
 
 def write_comparison(runs: Sequence[RunResults], out: Path | None = None, **kwargs: Any) -> tuple[dict[str, Any], str]:

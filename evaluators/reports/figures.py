@@ -5,6 +5,7 @@ axes actually drawn (colour bars excluded), in reading order.
 """
 from __future__ import annotations
 
+import io
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -17,6 +18,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
 from mmbench.evaluators.stats._base import StatResult  # noqa: E402
+from mmbench.media import atomic_write_bytes  # noqa: E402
 
 DPI = 110
 
@@ -31,8 +33,9 @@ class FigureInfo(StatResult):
 
 
 def _save(fig, path: Path, kind: str, rows: int, cols: int, panel_axes) -> FigureInfo:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=DPI, bbox_inches="tight")
+    buffer = io.BytesIO()
+    fig.savefig(buffer, format=path.suffix.lstrip(".") or "png", dpi=DPI, bbox_inches="tight")
+    atomic_write_bytes(path, buffer.getvalue())
     titles = [ax.get_title() for ax in panel_axes]
     plt.close(fig)
     return FigureInfo(path=str(path), kind=kind, rows=rows, cols=cols, panels=titles)
