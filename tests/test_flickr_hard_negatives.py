@@ -262,3 +262,32 @@ def test_results_csv_line_without_its_second_bar_is_read_with_a_warning(tmp_path
     with pytest.warns(UserWarning, match=rf"results\.csv: line {target + 1}: no '\|' between comment_number"):
         got = {r.image_id: r.captions for r in read_annotations_csv(str(path), str(root))}
     assert got == {r.image_id: r.captions for r in recs}
+
+
+def test_seed_003_defaults(tmp_path, monkeypatch):
+    """The seed's numbers are the defaults: pool 5,000 in 5 strata of 1,000, 1,000 queries, 24 negatives
+    (25 candidates), all-mpnet-base-v2 for real sources, 1,000 bootstrap resamples for metric CIs."""
+    import inspect
+
+    from mmbench.builders import flickr_hard_negatives as fhn
+    from mmbench.evaluators.reports.compare import compare_runs
+
+    assert fhn.DEFAULTS["real"] == {"pool_size": 5000, "n_queries": 1000}
+    assert inspect.signature(fhn.build).parameters["n_negatives"].default == 24
+    assert inspect.signature(compare_runs).parameters["ci_resamples"].default == 1000
+    strata = stratify([f"{i:05d}" for i in range(5000)], seed=0)
+    assert [sum(v == g for v in strata.values()) for g in range(5)] == [1000] * 5
+    _export(tmp_path, n=30)
+    args = dict(annotations=str(tmp_path / "dataset_flickr30k.json"), image_root=str(tmp_path / "images"), progress=False)
+    with pytest.raises(ValueError, match="pool_size 5000 exceeds the 30 usable images"):
+        fhn.build("karpathy", tmp_path / "out", **args)
+    used = []
+
+    def fake_embed(texts, model_name, **_):
+        used.append(model_name)
+        raise RuntimeError("stop after choosing the caption model")
+
+    monkeypatch.setattr(fhn, "embed_captions", fake_embed)
+    with pytest.raises(RuntimeError, match="stop after"):
+        fhn.build("karpathy", tmp_path / "out", pool_size=30, n_queries=10, **args)
+    assert used == ["sentence-transformers/all-mpnet-base-v2"]

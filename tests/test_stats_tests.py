@@ -72,6 +72,8 @@ def test_mcnemar_seed_example():
     assert res.statistic == pytest.approx(ref.statistic) == pytest.approx((88 - 73 - 1) ** 2 / 161)
     assert res.p_value == pytest.approx(ref.pvalue)
     assert res.p_value > 0.25  # the seed: GE2 vs GPT-4.1 not significant, all p > 0.25
+    # the numbers the README quotes for this table
+    assert round(res.statistic, 3) == 1.217 and round(res.p_value, 3) == 0.270 and res.df == 1
     assert res.table == table and res.n == 1000
 
 
