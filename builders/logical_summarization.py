@@ -280,11 +280,16 @@ def _page_pools(docs: list[PagedDocument], lengths, fill: Filler, counter, media
 
 
 def page_span(n_pages: int, lo: float, hi: float) -> tuple[int, int]:
-    """Pages [a, b) for a part: a quarter is round(n/4) pages, at least one."""
+    """Pages [a, b) for a part: a quarter is round(n/4) pages, at least one; the middle half is
+    its own centred span of ceil(n/2) pages (not what the rounded quarters leave, e.g. 2 of 6)."""
     q = max(1, round(n_pages / 4))
-    a = 0 if lo == 0 else (n_pages - q if lo >= 0.75 else q)
-    b = n_pages if hi == 1 else (q if hi <= 0.25 else n_pages - q)
-    return a, max(b, a + 1)
+    if lo == 0:
+        return 0, q
+    if hi == 1:
+        return n_pages - q, n_pages
+    half = max(1, (n_pages + 1) // 2)
+    a = (n_pages - half) // 2
+    return a, a + half
 
 
 def _page_variant(d: PagedDocument, units: list[Unit], lo: float, hi: float, media: MediaStore, seed: int):

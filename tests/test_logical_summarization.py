@@ -163,3 +163,13 @@ def test_bm25_run_hard_is_harder_than_easy(ps):
     text = per_query[per_query["dataset"] == "govreport"]
     p1 = text.groupby("difficulty")["precision_at_1"].mean()
     assert p1["easy"] >= 0.8 and p1["hard"] <= p1["easy"] - 0.3
+
+
+def test_page_middle_part_is_half_the_pages_when_the_quarters_round_up():
+    """Middle 50 % is its own centred span: 6 pages give 3 middle pages (not the 2 left between rounded quarters)."""
+    for n in range(1, 41):
+        a, b = page_span(n, 0.25, 0.75)
+        assert b - a == max(1, (n + 1) // 2) and 0 <= a and b <= n
+        assert abs((a + b) / 2 - n / 2) <= 0.5          # centred within half a page
+    assert page_span(6, 0.25, 0.75) == (1, 4) and page_span(10, 0.25, 0.75) == (2, 7)
+    assert page_span(5, 0.25, 0.75) == (1, 4)            # unchanged where the quarters already gave half
