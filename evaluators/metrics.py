@@ -45,6 +45,28 @@ def item_metrics(ranked_ids: Sequence[str], relevant_ids: Iterable[str]) -> dict
     return out
 
 
+def chance_metrics(n: int, r: int) -> dict[str, float]:
+    """Expected metrics of a uniformly random ranking of `n` candidates, `r` of them relevant: the chance
+    level a system must beat (e.g. R@1 = 1/25, MRR = H(25)/25 for one relevant among 25)."""
+    if not 1 <= r <= n:
+        raise ValueError(f"need 1 <= relevant ({r}) <= candidates ({n})")
+    # P(the first relevant candidate is at rank i) = C(n - i, r - 1) / C(n, r)
+    first = [math.comb(n - i, r - 1) / math.comb(n, r) for i in range(1, n - r + 2)]
+    out: dict[str, float] = {}
+    for k in PRECISION_KS:
+        out[f"precision_at_{k}"] = min(k, n) * r / n / k
+    for k in RECALL_KS:
+        out[f"recall_at_{k}"] = min(k, n) / n
+    for k in MRR_KS:
+        out[f"mrr_at_{k}"] = sum(p / i for i, p in enumerate(first, start=1) if i <= k)
+    out["mrr"] = sum(p / i for i, p in enumerate(first, start=1))
+    for k in NDCG_KS:  # each rank holds a relevant candidate with probability r / n
+        dcg = sum(r / n / math.log2(p + 2) for p in range(min(k, n)))
+        ideal = sum(1.0 / math.log2(p + 2) for p in range(min(k, r)))
+        out[f"ndcg_at_{k}"] = dcg / ideal
+    return out
+
+
 def first_relevant_rank(ranked_ids: Sequence[str], relevant_ids: Iterable[str]) -> int | None:
     relevant = set(relevant_ids)
     for i, c in enumerate(ranked_ids, start=1):

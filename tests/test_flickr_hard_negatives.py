@@ -249,6 +249,10 @@ def test_offline_run_rank_compare(built, tmp_path, capsys):
     assert clip_row["precompute_seconds"] == pytest.approx(emb.info["encode"]["query_seconds"] + emb.info["encode"]["document_seconds"])
     assert clip_row["ranking_seconds"] == emb.info["scoring_seconds"]
     assert "## Timing" in (cmp_out / "compare.md").read_text()
+    # the seed's random baseline: one relevant image among 25 candidates
+    assert data["chance"]["recall_at_1"] == pytest.approx(1 / 25) and data["chance"]["recall_at_3"] == pytest.approx(3 / 25)
+    assert data["chance"]["mrr"] == pytest.approx(sum(1 / i for i in range(1, 26)) / 25)  # H(25)/25 ≈ 0.153
+    assert "| random ranking (expected) |" in (cmp_out / "compare.md").read_text()
 
 
 def test_results_csv_line_without_its_second_bar_is_read_with_a_warning(tmp_path):

@@ -57,3 +57,21 @@ def test_aggregate_rows_follow_natural_subset_order():
     got = [r.group.removeprefix("subset=") for r in aggregate(frame) if r.group.startswith("subset=")]
     assert got == ["hotpotqa/easy/8k", "hotpotqa/easy/16k", "hotpotqa/hard/8k", "hotpotqa/hard/32k",
                    "mmdocrag/easy/16k"]
+
+
+@pytest.mark.parametrize("n,r", [(5, 1), (5, 2), (6, 3), (4, 4)])
+def test_chance_metrics_equal_the_mean_over_every_ranking(n, r):
+    """The expected value of each metric under a random ranking, checked by enumerating all n! rankings."""
+    from itertools import permutations
+
+    from mmbench.evaluators.metrics import chance_metrics
+
+    cands = [f"c{i}" for i in range(n)]
+    relevant = cands[:r]
+    rows = [item_metrics(list(p), relevant) for p in permutations(cands)]
+    expected = {m: float(np.mean([row[m] for row in rows])) for m in rows[0]}
+    got = chance_metrics(n, r)
+    assert got.keys() == expected.keys()
+    for m in expected:
+        assert got[m] == pytest.approx(expected[m], abs=1e-12), m
+    assert chance_metrics(25, 1)["mrr"] == pytest.approx(sum(1 / i for i in range(1, 26)) / 25)

@@ -16,6 +16,9 @@ from __future__ import annotations
 import itertools
 from typing import Any, Sequence
 
+import numpy as np
+
+from mmbench.evaluators.metrics import chance_metrics
 from mmbench.evaluators.stats import correct_pvalues, mcnemar, paired_ttest, wilcoxon_signed_rank
 from mmbench.evaluators.stats.bootstrap import DEFAULT_DIFF_RESAMPLES, DEFAULT_RESAMPLES
 from mmbench.evaluators.stats.paired import EFFECT_SIZE_KIND
@@ -58,6 +61,9 @@ def compare_runs(runs: Sequence[RunResults], *, metric: str = "precision_at_1", 
         wx = wilcoxon_signed_rank(a["mrr"].to_numpy(dtype=float), b["mrr"].to_numpy(dtype=float)).to_dict()
         pairs.append({"a": labels[i], "b": labels[j], "ttest": t, "mcnemar": mc, "wilcoxon": wx})
     corrections = {family: correct_family(pairs, family, alpha) for family in TEST_FAMILIES}
+    chance_rows = [chance_metrics(len(ranked), len(relevant))
+                   for ranked, relevant in zip(frames[0]["ranked_ids"], frames[0]["relevant_ids"])]
+    chance = {m: float(np.mean([row[m] for row in chance_rows])) for m in ci_metrics if m in chance_rows[0]}
     return {
         "kind": "mmbench.compare", "identical_runs": identical_runs(runs, labels),
         "task": runs[0].task, "content_hash": content_hash,
@@ -68,6 +74,7 @@ def compare_runs(runs: Sequence[RunResults], *, metric: str = "precision_at_1", 
                      "wilcoxon": "per-item reciprocal rank (mrr); zero differences dropped",
                      "correction": f"Bonferroni and Holm over the {len(pairs)} pairwise comparisons, per test"},
         "runs": out_runs, "pairs": pairs, "corrections": corrections, "timing": timing_rows(runs),
+        "chance": chance,
     }
 
 
@@ -119,6 +126,10 @@ def comparison_markdown(data: dict[str, Any]) -> str:
         cells = [fmt_ci(ci[m]["estimate"], ci[m]["low"], ci[m]["high"]) for m in ci_names if m != metric]
         rows.append([r["label"], fmt(r["micro"].get(metric)), fmt(r["macro"].get(metric)), *cells,
                      fmt_ci(ci[metric]["estimate"], ci[metric]["low"], ci[metric]["high"])])
+    chance = data.get("chance", {})
+    if chance:  # the expected value of a uniformly random ranking of each item's pool
+        rows.append(["random ranking (expected)", fmt(chance.get(metric)), "–",
+                     *[fmt(chance.get(m)) for m in ci_names if m != metric], fmt(chance.get(metric))])
     lines += [md_table(header, rows), ""]
     subsets = subset_order(k for r in data["runs"] for k in r["subsets"])
     if len(subsets) > 1:
