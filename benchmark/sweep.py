@@ -9,7 +9,6 @@ job that was cut off mid-way).
 """
 from __future__ import annotations
 
-import json
 import traceback
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -41,11 +40,13 @@ class JobOutcome:
 
 
 def finished(job: Job) -> bool:
-    """Whether `job.output` already holds results of this pool set by this requested model."""
-    path = Path(job.output) / "results.json"
+    """Whether `job.output` already holds complete, intact results of this pool set by this requested model
+    (a folder that is missing, unreadable or half rewritten is not finished: the job runs again)."""
+    from .results import ResultsError, load_results
+
     try:
-        info = json.loads(path.read_text())["mmbench"]
-    except (OSError, ValueError, KeyError, TypeError):
+        info = load_results(Path(job.output)).info
+    except (ResultsError, OSError, ValueError, KeyError, TypeError):
         return False
     return (info.get("content_hash") == job.content_hash and info.get("model_request") == job.model
             and info.get("limit") == job.run_options.get("limit") and not info.get("n_failed_items"))

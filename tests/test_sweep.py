@@ -39,6 +39,12 @@ def test_local_sweep_matches_run_reports_failures_and_resumes(vg_tiny, tmp_path,
     assert again["bm25"]["status"] == "skipped" and again["bm25"]["main_score"] == report["bm25"]["main_score"]
     assert (swept / "per_query.parquet").stat().st_mtime_ns == stamp
     assert "skipped" in capsys.readouterr().out
+    # a finished folder whose table was damaged (e.g. a rewrite cut short) is not finished: it runs again
+    table = swept / "per_query.parquet"
+    table.write_bytes(table.read_bytes()[:100])
+    assert _sweep(vg_tiny, tmp_path / "runs") == 1
+    redone = {r["model"]: r for r in json.loads((tmp_path / "runs" / "sweep.json").read_text())}
+    assert redone["bm25"]["status"] == "done" and _per_query(swept) == _per_query(tmp_path / "single")
     # other run options are another job: a different --limit is evaluated again
     assert main(["sweep", "--task", "visual_grounding", "--model", "bm25", "--data", f"visual_grounding={vg_tiny}",
                  "--out-root", str(tmp_path / "runs"), "--limit", "10", "--no-cache", "--quiet"]) == 0
