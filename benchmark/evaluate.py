@@ -39,7 +39,7 @@ def load_model_explained(name: str, options: dict[str, Any]) -> EmbeddingModel:
 
 def evaluate_to_folder(task_name: str, ps: PoolSet, model: EmbeddingModel, options: RunOptions, out: Path,
                        requested: str) -> dict[str, Any]:
-    """Run `model` on `ps`, write the results folder `out`, and return the run's info block.
+    """Run `model` on `ps`, write the results folder `out`, and return what results.json holds.
 
     `requested` is the model as the user named it (registry name, path or hub id); it is recorded
     so a sweep can tell which of its jobs already have results.
@@ -50,4 +50,4 @@ def evaluate_to_folder(task_name: str, ps: PoolSet, model: EmbeddingModel, optio
     summary = summary_json(task_name, ps.task_version, ps.content_hash, model.card.identity(), per_query, info,
                            time.perf_counter() - start)
     write_results(out, per_query, seen, summary)
-    return info
+    return summary

@@ -182,16 +182,17 @@ def load_results(root: Path) -> RunResults:
     problems = file_digest_problems(summary, present)
     if problems:
         raise ResultsError(f"results folder {root}: " + "; ".join(problems))
-    per_query = _read_table(root / PER_QUERY)
+    per_query = _read_table(root / PER_QUERY, present[PER_QUERY])
     missing = [c for c in FIXED_COLUMNS if c not in per_query.columns]
     if missing:
         raise ResultsError(f"{root / PER_QUERY}: missing columns {missing}")
-    seen = _read_table(root / SEEN) if (root / SEEN).is_file() else pd.DataFrame()
+    seen = _read_table(root / SEEN, present[SEEN]) if SEEN in present else pd.DataFrame()
     return RunResults(per_query=per_query, seen=seen, summary=summary, root=root)
 
 
-def _read_table(path: Path) -> pd.DataFrame:
+def _read_table(path: Path, data: bytes) -> pd.DataFrame:
+    """The table `path` from its bytes (already read once, for the digest check)."""
     try:
-        return pq.read_table(path).to_pandas()
+        return pq.read_table(pa.BufferReader(data)).to_pandas()
     except Exception as exc:  # pyarrow raises several types for corrupt files
         raise ResultsError(f"{path}: unreadable parquet ({exc})") from exc

@@ -39,17 +39,19 @@ class JobOutcome:
     n_failed_items: int = 0
 
 
-def finished(job: Job) -> bool:
-    """Whether `job.output` already holds complete, intact results of this pool set by this requested model
-    (a folder that is missing, unreadable or half rewritten is not finished: the job runs again)."""
+def finished_summary(job: Job) -> dict[str, Any] | None:
+    """results.json of `job.output` when the folder already holds complete, intact results of this pool set
+    by this requested model; None otherwise (missing, unreadable or half rewritten: the job runs again)."""
     from .results import ResultsError, load_results
 
     try:
-        info = load_results(Path(job.output)).info
+        summary = load_results(Path(job.output)).summary
     except (ResultsError, OSError, ValueError, KeyError, TypeError):
-        return False
-    return (info.get("content_hash") == job.content_hash and info.get("model_request") == job.model
+        return None
+    info = summary["mmbench"]
+    same = (info.get("content_hash") == job.content_hash and info.get("model_request") == job.model
             and info.get("limit") == job.run_options.get("limit") and not info.get("n_failed_items"))
+    return summary if same else None
 
 
 def run_job(job: Job) -> JobOutcome:
@@ -78,28 +80,26 @@ def _run(job: Job) -> JobOutcome:
     except ModelUnavailable as exc:
         return JobOutcome(job, "failed", str(exc))
     options = RunOptions(**{**job.run_options, "progress": False})
-    info = evaluate_to_folder(task.name, ps, model, options, Path(job.output), job.model)
-    n_failed = int(info.get("n_failed_items", 0))
-    return JobOutcome(job, "done", f"{n_failed} failed items" if n_failed else "", _main_score(job), n_failed)
+    summary = evaluate_to_folder(task.name, ps, model, options, Path(job.output), job.model)
+    n_failed = int(summary["mmbench"].get("n_failed_items", 0))
+    return JobOutcome(job, "done", f"{n_failed} failed items" if n_failed else "", _main_score(job, summary), n_failed)
 
 
-def _main_score(job: Job) -> float | None:
-    """The task's main score over all items, as the job's results.json states it."""
-    from .results import load_results
+def _main_score(job: Job, summary: dict[str, Any]) -> float | None:
+    """The task's main score over all items, as results.json states it."""
     from .tasks import get_task
 
     metric = get_task(job.task).main_score
-    scores = load_results(Path(job.output)).summary["scores"]["test"]
-    return next((row.get(metric) for row in scores if row.get("hf_subset") == "all"), None)
+    return next((row.get(metric) for row in summary["scores"]["test"] if row.get("hf_subset") == "all"), None)
 
 
-def _skipped(job: Job) -> JobOutcome:
-    return JobOutcome(job, "skipped", "results already there", _main_score(job))
+def _skipped(job: Job, summary: dict[str, Any]) -> JobOutcome:
+    return JobOutcome(job, "skipped", "results already there", _main_score(job, summary))
 
 
 def run_local(jobs: Sequence[Job]) -> list[JobOutcome]:
     """Run the jobs one after another in this process."""
-    return [_skipped(j) if finished(j) else run_job(j) for j in jobs]
+    return [_skipped(j, done) if (done := finished_summary(j)) else run_job(j) for j in jobs]
 
 
 def run_ray(jobs: Sequence[Job], address: str | None = None, cpus_per_job: float = 1.0,
@@ -108,8 +108,8 @@ def run_ray(jobs: Sequence[Job], address: str | None = None, cpus_per_job: float
     CPU/GPU reservation; Ray sets CUDA_VISIBLE_DEVICES per task. Outcomes keep the jobs' order."""
     import ray
 
-    pending = [j for j in jobs if not finished(j)]
-    outcomes = {id(j): _skipped(j) for j in jobs if j not in pending}
+    outcomes = {id(j): _skipped(j, done) for j in jobs if (done := finished_summary(j))}
+    pending = [j for j in jobs if id(j) not in outcomes]
     started_here = not ray.is_initialized()
     if started_here:
         ray.init(address=address, num_cpus=num_cpus if address is None else None, include_dashboard=False,

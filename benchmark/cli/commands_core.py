@@ -194,10 +194,10 @@ def cmd_run(args: argparse.Namespace) -> int:
     except ModelUnavailable as exc:
         raise CLIError(str(exc)) from None
     out = args.output or Path("runs") / task.name / safe_name(model.card.name)
-    info = evaluate_to_folder(task.name, ps, model, run_options(args, progress=not args.quiet), out, args.model)
+    summary = evaluate_to_folder(task.name, ps, model, run_options(args, progress=not args.quiet), out, args.model)
     print(format_summary(load_results(out), task.summary_axes, task.main_score))
     print(f"\nresults written to {out}")
-    return 1 if info["n_failed_items"] else 0
+    return 1 if summary["mmbench"]["n_failed_items"] else 0
 
 
 def model_options(args: argparse.Namespace, model: str) -> dict[str, Any]:

@@ -33,6 +33,7 @@ _LABEL = re.compile(r"^\s*(?:(?:image|img|picture|photo|id|candidate)\s*)?(?:no\
                     r"[\[(]?\s*(\d{1,9})(?:\.0*)?\s*[\])]?\s*[:.]?\s*$", re.IGNORECASE)
 _CUE = re.compile(r"\b(?:answer|ranking|ranked|final|result)\b", re.IGNORECASE)
 _FENCE = re.compile(r"```[A-Za-z]*")
+_TRAILING_COMMA = re.compile(r"\[([^\[\]]*?),\s*\]")   # a flat array closed right after a comma
 _DECODER = json.JSONDecoder()
 
 
@@ -111,7 +112,7 @@ def _unterminated(text: str) -> tuple[int, list[int]] | None:
 
 def _trailing_comma(text: str, start: int) -> tuple[list[Any], int] | None:
     """(values, end) of a flat array at `start` that fails JSON only by a comma before its ']'."""
-    m = re.compile(r"\[([^\[\]]*?),\s*\]").match(text, start)
+    m = _TRAILING_COMMA.match(text, start)
     if not m:
         return None
     try:

@@ -79,7 +79,7 @@ def following_pages(root: Path, pages: list[str]) -> list[str]:
     number = max(int(m["number"]) for m in matches) + 1
     while len(found) < len(pages):
         ref = f"{stem}{number}{suffix}"
-        if not (Path(ref) if Path(ref).is_absolute() else root / ref).is_file():
+        if not _page_path(root, ref).is_file():
             break
         found.append(ref)
         number += 1
@@ -95,8 +95,13 @@ def _summary_text(value) -> str:
     return ""
 
 
+def _page_path(root: Path, ref: str) -> Path:
+    """A page reference: absolute, or relative to the image root."""
+    return Path(ref) if Path(ref).is_absolute() else root / ref
+
+
 def _open(root: Path, ref: str, where: str) -> PILImage.Image:
-    p = Path(ref) if Path(ref).is_absolute() else root / ref
+    p = _page_path(root, ref)
     if not p.is_file():
         raise FileNotFoundError(f"{where}: page image {p} not found")
     try:
