@@ -7,12 +7,11 @@ the API's envelope with fake token usage. Every request is recorded.
 from __future__ import annotations
 
 import base64
-import json
-import threading
 import time
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Callable
+
+from loopback_server import LoopbackServer
 
 
 @dataclass
@@ -55,55 +54,19 @@ def anthropic_envelope(text: str, stop: str = "end_turn") -> dict[str, Any]:
             "stop_reason": stop, "usage": {"input_tokens": 2000, "output_tokens": 40}}
 
 
-class FakeLLMServer:
+class FakeLLMServer(LoopbackServer):
     def __init__(self, responder: Callable[[ChatRequest], tuple[int, Any]], kind: str = "openai", delay: float = 0.0):
         self.responder, self.kind, self.delay = responder, kind, delay
         self.requests: list[ChatRequest] = []
-        self.in_flight = self.max_in_flight = 0
-        self.lock = threading.Lock()
-        outer = self
+        super().__init__()
 
-        class Handler(BaseHTTPRequestHandler):
-            def log_message(self, *a):
-                pass
-
-            def do_POST(self):
-                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-                req = _decode(self.path, {k.lower(): v for k, v in self.headers.items()}, body)
-                with outer.lock:
-                    outer.requests.append(req)
-                    outer.in_flight += 1
-                    outer.max_in_flight = max(outer.max_in_flight, outer.in_flight)
-                try:
-                    if outer.delay:
-                        time.sleep(outer.delay)
-                    status, reply = outer.responder(req)
-                    if isinstance(reply, str) or reply is None:
-                        reply = openai_envelope(reply) if outer.kind == "openai" else anthropic_envelope(reply)
-                    raw = json.dumps(reply).encode()
-                finally:
-                    # Leave the in-flight count before answering, so the client's next request never
-                    # overlaps this one in the count.
-                    with outer.lock:
-                        outer.in_flight -= 1
-                self.send_response(status)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(raw)))
-                self.end_headers()
-                self.wfile.write(raw)
-
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.httpd.daemon_threads = True
-        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}"
-        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
-        self.thread.start()
-
-    def close(self) -> None:
-        self.httpd.shutdown()
-        self.httpd.server_close()
-
-    def __enter__(self) -> "FakeLLMServer":
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.close()
+    def handle(self, path: str, headers: dict[str, str], body: Any) -> tuple[int, dict[str, str], Any]:
+        req = _decode(path, headers, body)
+        with self.lock:
+            self.requests.append(req)
+        if self.delay:
+            time.sleep(self.delay)
+        status, reply = self.responder(req)
+        if isinstance(reply, str) or reply is None:
+            reply = openai_envelope(reply) if self.kind == "openai" else anthropic_envelope(reply)
+        return status, {"Content-Type": "application/json"}, reply

@@ -2,9 +2,7 @@
 from __future__ import annotations
 
 import json
-import threading
 import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import numpy as np
 import pytest
@@ -15,66 +13,29 @@ from mmbench.models.api_gemini import GeminiEmbeddingModel
 from mmbench.models.api_openai import OpenAIEmbeddingModel
 from mmbench.models.base import EncodeError
 from mmbench.models.http_client import APIError, HttpClient, RateLimiter, RetryPolicy
+from loopback_server import LoopbackServer
 from tiny_models import random_image
 
 KEY = "sk-test-SECRET-123"
 
 
-class Server:
+class Server(LoopbackServer):
     """Answers POSTs from a script of (status, headers, body, delay); then falls back to `default`."""
 
     def __init__(self):
         self.script: list[tuple[int, dict, object, float]] = []
         self.default = None  # callable(request_json) -> body
         self.requests: list[dict] = []
-        self.in_flight = 0
-        self.max_in_flight = 0
-        self.lock = threading.Lock()
-        outer = self
+        super().__init__()
 
-        class Handler(BaseHTTPRequestHandler):
-            def log_message(self, *a):
-                pass
-
-            def do_POST(self):
-                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-                with outer.lock:
-                    outer.requests.append({"path": self.path, "headers": {k.lower(): v for k, v in self.headers.items()}, "json": body})
-                    outer.in_flight += 1
-                    outer.max_in_flight = max(outer.max_in_flight, outer.in_flight)
-                    step = outer.script.pop(0) if outer.script else None
-                try:
-                    if step is None:
-                        status, headers, payload, delay = 200, {}, outer.default(body), 0.0
-                    else:
-                        status, headers, payload, delay = step
-                    if delay:
-                        time.sleep(delay)
-                    raw = payload if isinstance(payload, bytes) else json.dumps(payload).encode()
-                finally:
-                    # Leave the in-flight count before answering: once the client has its answer it may
-                    # send the next request, which must not overlap this one in the count.
-                    with outer.lock:
-                        outer.in_flight -= 1
-                try:
-                    self.send_response(status)
-                    for k, v in headers.items():
-                        self.send_header(k, v)
-                    self.send_header("Content-Length", str(len(raw)))
-                    self.end_headers()
-                    self.wfile.write(raw)
-                except (BrokenPipeError, ConnectionResetError):
-                    pass
-
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.httpd.daemon_threads = True
-        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}"
-        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
-        self.thread.start()
-
-    def close(self):
-        self.httpd.shutdown()
-        self.httpd.server_close()
+    def handle(self, path, headers, body):
+        with self.lock:
+            self.requests.append({"path": path, "headers": headers, "json": body})
+            step = self.script.pop(0) if self.script else None
+        status, extra, payload, delay = (200, {}, self.default(body), 0.0) if step is None else step
+        if delay:
+            time.sleep(delay)
+        return status, extra, payload
 
 
 def _vec(text: str, dim: int = 8) -> list[float]:

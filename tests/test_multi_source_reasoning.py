@@ -2,9 +2,7 @@
 exactly one key evidence span with length-matched text, C/Q is constant, builds are deterministic,
 and the query filter (rules and LLM auditor) records every decision."""
 import json
-import threading
 from collections import defaultdict
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
@@ -17,6 +15,7 @@ from mmbench.documents import Image, Text
 from mmbench.models.http_client import HttpClient, RetryPolicy
 from mmbench.poolset import load_poolset
 from mmbench.tokens import UnifiedTokenCounter
+from loopback_server import LoopbackServer
 
 C = 4
 LENGTHS = (2048, 4096)
@@ -173,36 +172,20 @@ def test_same_seed_same_hash(tmp_path):
     assert a == b != c
 
 
-class _Chat:
+class _Chat(LoopbackServer):
     """A loopback OpenAI-compatible /chat/completions that keeps questions naming a 'founder'."""
 
     def __init__(self, reply=None):
-        self.requests = []
-        outer = self
+        self.reply, self.requests = reply, []
+        super().__init__()
+        self.url += "/v1"
 
-        class Handler(BaseHTTPRequestHandler):
-            def log_message(self, *a):
-                pass
-
-            def do_POST(self):
-                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-                outer.requests.append((self.path, body))
-                user = body["messages"][-1]["content"]
-                keep = "founder" in user
-                content = reply or json.dumps({"keep": keep, "reason": "chain ok" if keep else "not a founder chain"})
-                data = json.dumps({"choices": [{"message": {"role": "assistant", "content": content}}]}).encode()
-                self.send_response(200)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
-
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
-        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
-
-    def close(self):
-        self.httpd.shutdown()
+    def handle(self, path, headers, body):
+        self.requests.append((path, body))
+        keep = "founder" in body["messages"][-1]["content"]
+        content = self.reply or json.dumps({"keep": keep, "reason": "chain ok" if keep else "not a founder chain"})
+        return 200, {"Content-Type": "application/json"}, {"choices": [{"message": {"role": "assistant",
+                                                                                  "content": content}}]}
 
 
 def test_llm_auditor_decisions_and_prompt(counter):
