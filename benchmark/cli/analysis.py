@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 from typing import Sequence
 
+from .commands_core import nonnegative_int
 from .errors import CLIError
 
 DEFAULT_METRIC = "precision_at_1"
@@ -25,17 +26,6 @@ def _alpha(text: str) -> float:
     return value
 
 
-def _seed(text: str) -> int:
-    """--seed: a non-negative integer (numpy's Generator takes no negative seeds)."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"must be a non-negative integer, got {text!r}") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"must be a non-negative integer, got {value}")
-    return value
-
-
 def register(sub) -> None:
     p = sub.add_parser("compare", help="paired tests between runs of one pool set",
                        description="Paired t-test (bootstrap CI, Cohen's d_z), McNemar on R@1, Wilcoxon on reciprocal rank, "
@@ -44,7 +34,7 @@ def register(sub) -> None:
     p.add_argument("--metric", default=DEFAULT_METRIC, help="per-query metric of the paired t-test (default: %(default)s)")
     p.add_argument("--resamples", type=int, default=10_000, help="bootstrap resamples, CI of the mean difference (default: %(default)s)")
     p.add_argument("--ci-resamples", type=int, default=1_000, help="bootstrap resamples, per-run metric CIs (default: %(default)s)")
-    p.add_argument("--seed", type=_seed, default=0, help="bootstrap seed (default: %(default)s)")
+    p.add_argument("--seed", type=nonnegative_int, default=0, help="bootstrap seed (default: %(default)s)")
     p.add_argument("--alpha", type=_alpha, default=0.05, help="family-wise significance level (default: %(default)s)")
     p.add_argument("--out", type=Path, default=None, help="folder for compare.md and compare.json (default: print only)")
     p.set_defaults(func=cmd_compare)
@@ -55,7 +45,7 @@ def register(sub) -> None:
     r.add_argument("--metric", default=DEFAULT_METRIC, help="per-query score of tables, curves and the mixed model (default: %(default)s)")
     r.add_argument("--heatmap-metric", default="precision_at_5", help="metric of the length×depth heatmaps (default: %(default)s)")
     r.add_argument("--ci-resamples", type=int, default=1_000, help="bootstrap resamples for metric CIs (default: %(default)s)")
-    r.add_argument("--seed", type=_seed, default=0, help="bootstrap seed (default: %(default)s)")
+    r.add_argument("--seed", type=nonnegative_int, default=0, help="bootstrap seed (default: %(default)s)")
     r.add_argument("--out", type=Path, default=Path("mmbench-report"), help="output folder (default: %(default)s)")
     r.set_defaults(func=cmd_report)
 

@@ -5,7 +5,7 @@ import argparse
 import time
 from pathlib import Path
 
-from .commands_core import task_or_error, mmbench_home, resolve_poolset, safe_name
+from .commands_core import mmbench_home, nonnegative_int, resolve_poolset, safe_name, task_or_error
 from .errors import CLIError
 
 
@@ -35,7 +35,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--image-detail", default=None, help="openai-chat: image_url detail (low, high, auto)")
     p.add_argument("--cache-dir", type=Path, help="response cache (default: MMBENCH_HOME/llm_responses)")
     p.add_argument("--no-cache", action="store_true")
-    p.add_argument("--seed", type=int, default=0, help="seed of the default sample build")
+    p.add_argument("--seed", type=nonnegative_int, default=0, help="seed of the default sample build")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.set_defaults(func=cmd_rank)
 

@@ -15,6 +15,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from .commands_core import nonnegative_int
+
 
 # ----------------------------------------------------------------------------- helpers
 def _named(spec: str) -> tuple[str, str]:
@@ -41,7 +43,7 @@ def _add_calibration_args(p: argparse.ArgumentParser) -> None:
     g.add_argument("--pairs", dest="pairs_file", help="CSV/JSONL with image,text columns (source 'pairs')")
     g.add_argument("--pool-size", type=int, default=5000, help="size of the generated 'sample' pool")
     g.add_argument("--n", type=int, default=1000, help="number of pairs drawn (default 1000)")
-    g.add_argument("--seed", type=int, default=42, help="sampling seed (default 42)")
+    g.add_argument("--seed", type=nonnegative_int, default=42, help="sampling seed (default 42)")
 
 
 def _calibration(args):
