@@ -147,8 +147,8 @@ def _check_model(model: dict[str, Any], where: str, limits: Limits) -> list[Prob
         problems.append(Problem(f"{where}.name", "must be a non-empty string"))
     elif len(name) > limits.max_name_chars:
         problems.append(Problem(f"{where}.name", f"is {len(name)} characters, over the limit of {limits.max_name_chars}"))
-    elif _name_fault(name):
-        problems.append(Problem(f"{where}.name", _name_fault(name)))
+    elif fault := _name_fault(name):
+        problems.append(Problem(f"{where}.name", fault))
     for key in ("family", "revision"):
         if key in model and not isinstance(model[key], str):
             problems.append(Problem(f"{where}.{key}", "must be a string"))
