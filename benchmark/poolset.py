@@ -178,10 +178,12 @@ def _records(ps: PoolSet) -> dict[str, list[dict[str, Any]]]:
     }
 
 
-def write_poolset(ps: PoolSet, out: Path, media_from: Path | None = None) -> Path:
+def write_poolset(ps: PoolSet, out: Path, media_from: Path | None = None,
+                  extra_manifest: dict[str, Any] | None = None) -> Path:
     """Write `ps` to `out` atomically (a temporary sibling folder renamed into place).
 
     `media_from` is the media folder the builder wrote into; only referenced files are kept.
+    `extra_manifest` (validity report, drop counts) goes into the manifest; it is not hashed.
     """
     ps.validate()
     out = Path(out)
@@ -216,6 +218,7 @@ def write_poolset(ps: PoolSet, out: Path, media_from: Path | None = None) -> Pat
                        "candidates_per_query": _candidates_per_query(ps.pools)},
             "content_hash": compute_content_hash(ps),
             "format": "mmbench-poolset/1",
+            **(extra_manifest or {}),
         }
         atomic_write_bytes(tmp / MANIFEST, (json.dumps(ps.manifest, indent=2, sort_keys=True) + "\n").encode())
         if out.exists():

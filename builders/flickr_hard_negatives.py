@@ -22,7 +22,8 @@ from tqdm.auto import tqdm
 from mmbench.documents import Document, Text
 from mmbench.documents import Image as ImageSegment
 from mmbench.media import MediaStore
-from mmbench.poolset import build_scratch, PoolItem, PoolSet, source_fingerprint, write_poolset
+from mmbench.builders.validity import write_valid_poolset
+from mmbench.poolset import build_scratch, PoolItem, PoolSet, source_fingerprint
 from mmbench.tokens import UnifiedTokenCounter, image_tokens
 
 from .sources.flickr30k import N_CAPTIONS, CaptionedImage, read_annotations_csv, read_hf, read_karpathy
@@ -201,5 +202,5 @@ def build(source: str, out: Path, seed: int = 0, pool_size: int | None = None, n
             "pool": [[pid, strata[pid]] for pid in pool_ids],
             "queries": [pool_ids[r] for r in query_rows],
         }
-        write_poolset(ps, out, media_from=scratch)
+        write_valid_poolset(ps, out, media_from=scratch)
     return ps

@@ -19,7 +19,8 @@ from tqdm.auto import tqdm
 
 from mmbench.documents import Document, Image, Text
 from mmbench.media import MediaStore
-from mmbench.poolset import build_scratch, PoolSet, source_fingerprint, write_poolset
+from mmbench.builders.validity import write_valid_poolset
+from mmbench.poolset import build_scratch, PoolSet, source_fingerprint
 from mmbench.tokens import UnifiedTokenCounter
 
 from .expansion import Filler, Unit, image_unit, length_matched_text, pad, pad_pages, replace_units, text_unit
@@ -86,7 +87,7 @@ def build(source: str, out: Path, seed: int = 0, lengths: Sequence[int] = LENGTH
                       "token_counter": getattr(counter.tokenizer, "name", "qwen3"), "datasets": record,
                       "query_filter": {"rules_version": SUMMARY_RULES_VERSION, "summary": decision_summary(decisions),
                                        "decisions": [d.to_dict() for d in decisions]}}
-        write_poolset(ps, out, media_from=scratch)
+        write_valid_poolset(ps, out, media_from=scratch)
     return ps
 
 

@@ -22,7 +22,8 @@ from tqdm.auto import tqdm
 
 from mmbench.documents import Document, Image, Text
 from mmbench.media import MediaStore
-from mmbench.poolset import build_scratch, PoolItem, PoolSet, source_fingerprint, write_poolset
+from mmbench.builders.validity import write_valid_poolset
+from mmbench.poolset import build_scratch, PoolItem, PoolSet, source_fingerprint
 from mmbench.tokens import UnifiedTokenCounter
 
 from .expansion import Filler, Unit, expand, image_unit, length_matched_text, replace_units, start_positions
@@ -98,7 +99,7 @@ def build(source: str, out: Path, seed: int = 0, lengths: Sequence[int] = LENGTH
                                        "auditor": auditor.describe() if auditor else None,
                                        "summary": decision_summary(decisions), "selected": selected,
                                        "decisions": [d.to_dict() for d in decisions]}}
-        write_poolset(ps, out, media_from=scratch)
+        write_valid_poolset(ps, out, media_from=scratch)
     return ps
 
 

@@ -26,7 +26,8 @@ from tqdm.auto import tqdm
 from mmbench.documents import Document, Text, Video
 from mmbench.media import MediaStore
 from mmbench.models.http_client import APIError
-from mmbench.poolset import build_scratch, PoolItem, PoolSet, source_fingerprint, write_poolset
+from mmbench.builders.validity import write_valid_poolset
+from mmbench.poolset import build_scratch, PoolItem, PoolSet, source_fingerprint
 from mmbench.tokens import UnifiedTokenCounter
 
 from .captions import PROMPT_VERSION, RULE_VERSION, SYSTEM_PROMPT, ChatRewriter, Rewrite, rule_rewrite
@@ -128,7 +129,7 @@ def build(source: str, out: Path, seed: int = 0, lengths: Sequence[int] = LENGTH
             "videos": {p.record.id: p.info for p in processed},
             "failures": failures, "excluded": excluded,
         }
-        write_poolset(ps, out, media_from=scratch / "media")
+        write_valid_poolset(ps, out, media_from=scratch / "media")
     return ps
 
 

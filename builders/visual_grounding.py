@@ -21,7 +21,8 @@ from tqdm.auto import tqdm
 
 from mmbench.documents import Document, Segment, Text
 from mmbench.media import MediaStore
-from mmbench.poolset import build_scratch, PoolItem, PoolSet, source_fingerprint, write_poolset
+from mmbench.builders.validity import write_valid_poolset
+from mmbench.poolset import build_scratch, PoolItem, PoolSet, source_fingerprint
 from mmbench.tokens import UnifiedTokenCounter, image_tokens
 
 from .sources.backgrounds import Background, obelics_background, sample_background
@@ -74,7 +75,7 @@ def build(source: str, out: Path, seed: int = 0, lengths: Sequence[int] = LENGTH
         ps.builder = {"name": "mmbench.builders.visual_grounding", "params": _jsonable(asdict(params)),
                       "source": source, "length_tolerance": LENGTH_TOLERANCE, "depth_tolerance": DEPTH_TOLERANCE,
                       "token_counter": getattr(counter.tokenizer, "name", "qwen3")}
-        write_poolset(ps, out, media_from=scratch)
+        write_valid_poolset(ps, out, media_from=scratch)
     return ps
 
 

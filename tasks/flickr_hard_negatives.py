@@ -31,4 +31,5 @@ TASK = TaskSpec(
         "caption_model": "sentence-transformers model for caption similarity (default all-mpnet-base-v2; "
                          "sample: packaged MiniLM)",
     },
+    validator="mmbench.builders.checks.flickr_hard_negatives",
 )

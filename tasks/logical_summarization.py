@@ -30,4 +30,5 @@ TASK = TaskSpec(
         "filler": "optional plain-text file of unrelated filler (default: Python's Language Reference)",
         "max_reports": "read at most this many records of each source",
     },
+    validator="mmbench.builders.checks.logical_summarization",
 )

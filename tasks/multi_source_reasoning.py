@@ -29,4 +29,5 @@ TASK = TaskSpec(
         "auditor_model": "optional chat model for the LLM query auditor (with auditor_base_url)",
         "auditor_base_url": "OpenAI-compatible base URL, e.g. http://localhost:8000/v1",
     },
+    validator="mmbench.builders.checks.multi_source_reasoning",
 )

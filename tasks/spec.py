@@ -23,6 +23,7 @@ class TaskSpec:
     summary_axes: tuple[str, ...] = ("length_bin",)  # the run summary prints the main score by these
     default_params: dict[str, Any] = field(default_factory=dict)
     source_params: dict[str, str] = field(default_factory=dict)  # real-source parameter -> help text
+    validator: str = ""                 # module with INVARIANTS and check(ps, checked) (mmbench.builders.validity)
 
     def build(self, source: str, out: Path, seed: int = 0, **params: Any):
         module, func = self.builder.split(":")

@@ -33,4 +33,5 @@ TASK = TaskSpec(
         "rewrite_model": "chat model name for rewrite='llm'",
         "rewrite_cache": "JSONL file that stores and reuses chat rewrites (keyed by prompt version, model, captions)",
     },
+    validator="mmbench.builders.checks.temporal_summarization",
 )

@@ -26,4 +26,5 @@ TASK = TaskSpec(
         "image_root": "folder the MM-NIAH image paths are relative to",
         "haystack": "OBELICS-format parquet (`texts`, `images` as paths or bytes)",
     },
+    validator="mmbench.builders.checks.visual_grounding",
 )

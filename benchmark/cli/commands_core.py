@@ -39,6 +39,10 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="builder parameter, e.g. --param lengths=[256,512] --param haystack=obelics.parquet")
     p.set_defaults(func=cmd_build)
 
+    p = sub.add_parser("validate", help="re-check a pool set's invariants (exit 2 naming each broken one)")
+    p.add_argument("poolset", type=Path, help="pool set folder")
+    p.set_defaults(func=cmd_validate)
+
     p = sub.add_parser("run", help="evaluate a model on a task")
     p.add_argument("--task", required=True)
     p.add_argument("--model", required=True, help="registered name, local path, hub id, or mteb:<name>")
@@ -153,6 +157,36 @@ def cmd_build(args: argparse.Namespace) -> int:
     print(f"built {task.name} ({args.source}) in {time.perf_counter() - start:.1f}s -> {out}")
     print(f"  {counts.get('queries')} queries, {counts.get('candidates')} candidates, {counts.get('pools')} items, "
           f"{counts.get('media_files')} media files; content hash {ps.manifest['content_hash'][:16]}")
+    from mmbench.builders.validity import summary_lines
+
+    for line in summary_lines(ps.manifest.get("dropped", {})):
+        print(line)
+    validity = ps.manifest.get("validity")
+    if validity:
+        print(f"  validity: {len(validity['invariants'])} invariants checked, {validity['violations']} violations")
+    return 0
+
+
+def cmd_validate(args: argparse.Namespace) -> int:
+    from mmbench.builders.validity import validate
+    from mmbench.poolset import PoolSetError, load_poolset
+
+    try:
+        ps = load_poolset(args.poolset, verify=True)
+        report = validate(ps)
+    except PoolSetError as exc:
+        raise CLIError(str(exc)) from None
+    for name, text in sorted(report.invariants.items()):
+        n = report.checked.get(name, 0)
+        bad = report.counts().get(name, 0)
+        print(f"{'FAIL' if bad else 'ok  '} {name} ({n} checked{f', {bad} broken' if bad else ''}): {text}")
+    for v in report.violations[:20]:
+        print(f"  {v.line()}")
+    if len(report.violations) > 20:
+        print(f"  ... and {len(report.violations) - 20} more")
+    if not report.ok:
+        raise CLIError(f"{args.poolset}: {report.summary_line()}")
+    print(f"{args.poolset}: {ps.task} v{ps.task_version} is valid ({report.summary_line()})")
     return 0
 
 

@@ -1,0 +1,1 @@
+"""Per-task invariant checks: one module per task, each with INVARIANTS and check(ps, checked)."""
