@@ -21,23 +21,25 @@ from tqdm.auto import tqdm
 
 from mmbench.documents import Document, Segment, Text
 from mmbench.media import MediaStore
-from mmbench.builders.validity import write_valid_poolset
+from mmbench.builders.checks.visual_grounding import DEPTH_TOLERANCE, LENGTH_TOLERANCE, occurs, tolerance_violations
+from mmbench.builders.validity import DropLog, write_valid_poolset
 from mmbench.poolset import build_scratch, PoolItem, PoolSet, source_fingerprint
 from mmbench.tokens import UnifiedTokenCounter, image_tokens
 
+from .needle_families import IMAGE_DESCRIPTOR, image_families, text_families
 from .sources.backgrounds import Background, obelics_background, sample_background
 from .sources.needles import Needle, read_mmniah_image_needles, read_needlebench, sample_needles
 
 TASK_NAME = "visual_grounding"
-TASK_VERSION = "1.0"
+TASK_VERSION = "1.1"   # 1.1: crescents and checkered spheres drawn right, "an orange", entity-free haystacks
 LENGTHS = (256, 512, 1024, 2048, 4096, 8192, 16384, 32768)
 DEPTHS = (0.0, 0.2, 0.4, 0.6, 0.8, 1.0)
 BACKGROUNDS = ("text", "mixed", "image")
 KINDS = ("text", "image")
-LENGTH_TOLERANCE = 0.10   # a candidate's unified length lies within ±10 % of its bin's nominal length
-DEPTH_TOLERANCE = 0.05    # measured anchor depth lies within ±0.05 of the requested depth
 IMAGE_SIDES = (128, 192, 256, 320, 448)  # background image sizes: 16, 36, 64, 100, 196 tokens
 SNAP_WINDOW = 8           # tokens searched around a text cut for a word boundary
+MAX_DROP_SHARE = 0.10     # a real build fails when more of a source's records are unusable, unless allow_missing
+HAYSTACK_DRAWS = 50       # background windows tried per family before giving up on one free of cell entities
 
 
 def length_label(n: int) -> str:
@@ -52,30 +54,39 @@ class VGParams:
     kinds: tuple[str, ...] = KINDS
     needles_per_kind: int = 25
     image_pool: int = 48
+    family_size: int = 5
 
 
 def build(source: str, out: Path, seed: int = 0, lengths: Sequence[int] = LENGTHS, depths: Sequence[float] = DEPTHS,
           backgrounds: Sequence[str] = BACKGROUNDS, kinds: Sequence[str] = KINDS, needles_per_kind: int = 25,
           image_pool: int = 48, text_needles: str | None = None, image_needles: str | None = None,
           image_root: str | None = None, haystack: str | None = None, tokenizer_json: str | None = None,
-          progress: bool = True) -> PoolSet:
+          family_size: int = 5, allow_missing: bool = False, progress: bool = True) -> PoolSet:
     """Build the task from `source` ("sample", or "real" with the needle and haystack paths) into `out`."""
     params = VGParams(tuple(int(x) for x in lengths), tuple(float(d) for d in depths), tuple(backgrounds),
-                      tuple(kinds), int(needles_per_kind), int(image_pool))
+                      tuple(kinds), int(needles_per_kind), int(image_pool), int(family_size))
     _check_params(params)
     counter = UnifiedTokenCounter.default(tokenizer_json)
     out = Path(out)
     with build_scratch(out) as scratch:
         media = MediaStore(scratch)
+        drops: dict[str, DropLog] = {}
         needles, background, sources = _load_sources(source, counter, media, seed, params, text_needles,
-                                                     image_needles, image_root, haystack)
+                                                     image_needles, image_root, haystack, drops)
+        paths = {"text_needle_records": text_needles, "image_needle_records": image_needles,
+                 "haystack_images": haystack}
+        for name, log in drops.items():
+            if name in paths:
+                log.check_share(MAX_DROP_SHARE, bool(allow_missing), str(paths[name]))
         ps = assemble(needles, background, counter, media, params, seed, progress)
         check_tolerances(ps.candidates)
         ps.sources = sources
         ps.builder = {"name": "mmbench.builders.visual_grounding", "params": _jsonable(asdict(params)),
                       "source": source, "length_tolerance": LENGTH_TOLERANCE, "depth_tolerance": DEPTH_TOLERANCE,
-                      "token_counter": getattr(counter.tokenizer, "name", "qwen3")}
-        write_valid_poolset(ps, out, media_from=scratch)
+                      "token_counter": getattr(counter.tokenizer, "name", "qwen3"),
+                      "image_descriptor": IMAGE_DESCRIPTOR if source == "real" else None,
+                      "max_drop_share": MAX_DROP_SHARE, "allow_missing": bool(allow_missing)}
+        write_valid_poolset(ps, out, media_from=scratch, drops=drops)
     return ps
 
 
@@ -93,46 +104,51 @@ def _check_params(p: VGParams) -> None:
         raise ValueError(f"unknown anchor kind in {p.kinds}; use {KINDS}")
     if p.needles_per_kind < 2:
         raise ValueError("needles_per_kind must be at least 2 (a cell needs distractors)")
+    if p.family_size < 2:
+        raise ValueError("family_size must be at least 2 (a needle and one look-alike)")
 
 
 def check_tolerances(candidates: Sequence[Document]) -> None:
     """Refuse a build whose candidates miss their bin (±10 %) or depth (±0.05): the task's promises."""
-    for doc in candidates:
-        nominal, depth = doc.meta["length_tokens"], doc.meta["depth"]
-        if abs(doc.tokens - nominal) > LENGTH_TOLERANCE * nominal:
-            raise ValueError(f"candidate {doc.id}: {doc.tokens} unified tokens is outside ±{LENGTH_TOLERANCE:.0%} of "
-                             f"its {nominal}-token bin; this bin is too short for its anchor and background")
-        if abs(doc.meta["depth_measured"] - depth) > DEPTH_TOLERANCE:
-            raise ValueError(f"candidate {doc.id}: anchor at measured depth {doc.meta['depth_measured']:.3f}, outside "
-                             f"±{DEPTH_TOLERANCE} of the requested {depth}; the {nominal}-token bin is too coarse for "
-                             "this depth (use longer lengths)")
+    for v in tolerance_violations(candidates):
+        nominal = next(d.meta["length_tokens"] for d in candidates if d.id == v.item)
+        hint = (f"this {nominal}-token bin is too short for its anchor and background" if v.invariant == "length_bin"
+                else f"the {nominal}-token bin is too coarse for this depth (use longer lengths)")
+        raise ValueError(f"candidate {v.line()}; {hint}")
 
 
-def _load_sources(source, counter, media, seed, params, text_needles, image_needles, image_root, haystack):
+def _load_sources(source, counter, media, seed, params, text_needles, image_needles, image_root, haystack, drops):
     if source == "sample":
         needles = sample_needles()
         background = sample_background(counter.tokenizer, media, seed, params.image_pool)
         sources = {"needles": "mmbench sample families (25 text, 25 image)",
                    "haystack": "pydoc_data.topics (Python Language Reference) + procedural images"}
-    elif source == "real":
-        missing = [n for n, v in (("text_needles", text_needles), ("image_needles", image_needles),
-                                  ("image_root", image_root), ("haystack", haystack)) if v is None and
-                   (n != "image_needles" or "image" in params.kinds) and (n != "image_root" or "image" in params.kinds)
-                   and (n != "text_needles" or "text" in params.kinds)]
-        if missing:
-            raise ValueError(f"source 'real' needs parameters: {', '.join(missing)}")
-        needles = []
-        if "text" in params.kinds:
-            needles += read_needlebench(Path(text_needles))
-        if "image" in params.kinds:
-            needles += read_mmniah_image_needles(Path(image_needles), Path(image_root))
-        background = obelics_background(Path(haystack), counter.tokenizer, media, pool_size=params.image_pool)
-        sources = {name: source_fingerprint(path) if path else "unused" for name, path in
-                   (("text_needles", text_needles), ("image_needles", image_needles), ("haystack", haystack))}
-    else:
+        return needles, background, sources
+    if source != "real":
         raise ValueError(f"unknown source {source!r} for {TASK_NAME}; use 'sample' or 'real'")
+    wanted = {"text_needles": "text" in params.kinds, "image_needles": "image" in params.kinds,
+              "image_root": "image" in params.kinds, "haystack": True}
+    given = {"text_needles": text_needles, "image_needles": image_needles, "image_root": image_root,
+             "haystack": haystack}
+    missing = [n for n, need in wanted.items() if need and given[n] is None]
+    if missing:
+        raise ValueError(f"source 'real' needs parameters: {', '.join(missing)}")
+    needles: list[Needle] = []
+    if "text" in params.kinds:
+        drops["text_needle_records"] = DropLog("NeedleBench lines")
+        records = read_needlebench(Path(text_needles), drops=drops["text_needle_records"])
+        drops["text_needle_questions"] = DropLog("NeedleBench questions made into families")
+        needles += text_families(records, params.family_size, drops["text_needle_questions"])
+    if "image" in params.kinds:
+        drops["image_needle_records"] = DropLog("MM-NIAH needle images")
+        records = read_mmniah_image_needles(Path(image_needles), Path(image_root), drops=drops["image_needle_records"])
+        needles += image_families(records, params.family_size)
+    drops["haystack_images"] = DropLog("OBELICS images")
+    background = obelics_background(Path(haystack), counter.tokenizer, media, pool_size=params.image_pool,
+                                    drops=drops["haystack_images"])
+    sources = {name: source_fingerprint(path) if path else "unused" for name, path in
+               (("text_needles", text_needles), ("image_needles", image_needles), ("haystack", haystack))}
     return needles, background, sources
-
 
 
 def _jsonable(d: dict[str, Any]) -> dict[str, Any]:
@@ -166,18 +182,27 @@ def assemble(needles: Sequence[Needle], background: Background, counter: Unified
     for kind in params.kinds:
         for nd in select_needles(needles, kind, params.needles_per_kind):
             anchors[nd.id] = Text(nd.anchor_text) if kind == "text" else media.put_image(nd.anchor_image())
-            queries.append(Document(id=f"q-{nd.id}", segments=[Text(nd.query)], tokens=counter.text(nd.query),
-                                    meta={"needle_id": nd.id, "anchor_kind": kind, "family": nd.family,
-                                          "entity": nd.entity}))
+            query = [anchors[nd.id]] if nd.image_query else [Text(nd.query)]
+            meta = {"needle_id": nd.id, "anchor_kind": kind, "family": nd.family, "entity": nd.entity,
+                    "query_modality": "image" if nd.image_query else "text"}
+            meta.update({k: v for k, v in (("answer", nd.answer), ("origin", nd.origin)) if v})
+            if nd.derived:
+                meta["derived"] = True
+            queries.append(Document(id=f"q-{nd.id}", segments=query, tokens=sum(counter.segment(s) for s in query),
+                                    meta=meta))
     cells = [(k, b, L) for k in params.kinds for b in params.backgrounds for L in params.lengths]
     for kind, bg, length in tqdm(cells, desc="build cells", disable=not progress):
         cell_needles = select_needles(needles, kind, params.needles_per_kind)
+        # What no haystack of the cell may hold: any query's entity (whole words) or anchor sentence.
+        forbidden = ([nd.entity.lower() for nd in cell_needles if nd.entity] if kind == "text" else [],
+                     [nd.anchor_text.lower() for nd in cell_needles if kind == "text"])
         # One haystack per look-alike family: a family's candidates differ only in their anchor.
         units_by_family = {}
         for family in dict.fromkeys(nd.family for nd in cell_needles):
             anchor_cost = max(counter.segment(anchors[nd.id]) for nd in cell_needles if nd.family == family)
             rng = _rng(seed, kind, bg, length, family)
-            units_by_family[family] = background_units(background, bg, length - anchor_cost, length, rng)
+            units_by_family[family] = clean_background(background, bg, length - anchor_cost, length, rng, forbidden,
+                                                       f"{kind}/{bg}/{length_label(length)}/{family}")
         for depth in params.depths:
             cell_ids = []
             for nd in cell_needles:
@@ -203,6 +228,21 @@ def image_side_for(length: int) -> int:
     """Largest background image whose token cost is at most 1/16 of the bin (fine depth steps)."""
     fitting = [s for s in IMAGE_SIDES if image_tokens(s, s) <= length / 16]
     return fitting[-1] if fitting else IMAGE_SIDES[0]
+
+
+def clean_background(bg: Background, modality: str, target: int, length: int, rng: np.random.Generator,
+                     forbidden: tuple[list[str], list[str]], where: str) -> list:
+    """`background_units`, redrawn until its text holds none of the cell's entities or anchor sentences."""
+    entities, sentences = forbidden
+    for _ in range(HAYSTACK_DRAWS):
+        units = background_units(bg, modality, target, length, rng)
+        texts = [bg.tokenizer.decode(u[1]).lower() for u in units if u[0] == "text"]
+        hit = next((e for e in entities for t in texts if occurs(e, t)), None) or \
+            next((a for a in sentences for t in texts if a in t), None)
+        if hit is None:
+            return units
+    raise ValueError(f"{where}: every one of {HAYSTACK_DRAWS} background windows contains {hit!r}, which a query "
+                     "names; the haystack text cannot hide this needle's look-alikes")
 
 
 def background_units(bg: Background, modality: str, target: int, length: int, rng: np.random.Generator) -> list:
@@ -259,7 +299,7 @@ def place_anchor(units: list, anchor: Segment, depth: float, bg: Background, cou
     rest = total_tokens - counts[index]
     return Document(id="", segments=segments, tokens=total_tokens,
                     meta={"anchor_token_offset": before_tokens, "depth_measured": before_tokens / rest if rest else 0.0,
-                          "anchor_tokens": counts[index]})
+                          "anchor_tokens": counts[index], "anchor_segment": index})
 
 
 def _snap(ids: list[int], cut: int, bg: Background) -> int:

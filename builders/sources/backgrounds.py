@@ -13,6 +13,7 @@ from typing import Callable
 import numpy as np
 from PIL import Image as PILImage, UnidentifiedImageError
 
+from mmbench.builders.validity import DropLog
 from mmbench.documents import Image
 from mmbench.media import MediaStore
 from mmbench.tokens import TextTokenizer
@@ -77,11 +78,14 @@ def sample_background(tokenizer: TextTokenizer, media: MediaStore, seed: int, po
 
 
 def obelics_background(path: Path, tokenizer: TextTokenizer, media: MediaStore, max_docs: int | None = None,
-                       pool_size: int = 48) -> Background:
+                       pool_size: int = 48, drops: DropLog | None = None) -> Background:
     """An OBELICS-format parquet: `texts` and `images` lists aligned per document.
 
     Each `images` entry is None, a file path (absolute or relative to the parquet), raw
-    bytes, or a `{"bytes": ..., "path": ...}` dict (the `datasets` Image encoding).
+    bytes, or a `{"bytes": ..., "path": ...}` dict (the `datasets` Image encoding). OBELICS
+    itself ships URLs: `mmbench prepare obelics` maps them to local files first. Images are
+    decoded in order until `pool_size` are readable; with `drops`, an unusable one is counted
+    with its reason and skipped, without it the first one stops the read.
     """
     import pyarrow.parquet as pq
 
@@ -105,12 +109,36 @@ def obelics_background(path: Path, tokenizer: TextTokenizer, media: MediaStore, 
         raise ValueError(f"{path}: no text found")
     if not images:
         raise ValueError(f"{path}: no images found")
-    decoded = [_decode_obelics_image(path, row, im) for row, im in images[:pool_size]]
+    decoded: list[PILImage.Image] = []
+    for row, im in images:
+        if len(decoded) == pool_size:
+            break
+        try:
+            decoded.append(_decode_obelics_image(path, row, im))
+        except ImageEntryError as exc:
+            if drops is None:
+                raise
+            drops.drop(exc.reason, f"{path.name}: row {row}")
+            continue
+        if drops is not None:
+            drops.keep()
+    if not decoded:
+        top = ", ".join(f"{r} ×{n}" for r, n in drops.reasons.most_common(2)) if drops else ""
+        raise ValueError(f"{path}: none of its {len(images)} images is readable ({top}); OBELICS ships URLs: "
+                         "run `mmbench prepare obelics` to map them to local files")
 
     def make(index: int, side: int) -> PILImage.Image:
         return _square(decoded[index % len(decoded)], side)
 
     return Background(tokenizer.encode("\n\n".join(texts)), tokenizer, make, media, min(pool_size, len(decoded)))
+
+
+class ImageEntryError(ValueError):
+    """An OBELICS image entry that cannot be used; `reason` is its kind, for the drop counts."""
+
+    def __init__(self, where: str, reason: str, detail: str = "") -> None:
+        super().__init__(f"{where}: {reason}{f' ({detail})' if detail else ''}")
+        self.reason = reason
 
 
 def _decode_obelics_image(parquet: Path, row: int, entry: object) -> PILImage.Image:
@@ -125,18 +153,18 @@ def _decode_obelics_image(parquet: Path, row: int, entry: object) -> PILImage.Im
         ref = entry
     if data is None and ref:
         if ref.startswith(("http://", "https://")):
-            raise ValueError(f"{where}: image is a URL ({ref}); download OBELICS images and store paths or bytes")
+            raise ImageEntryError(where, "image is a URL", f"{ref}; run `mmbench prepare obelics` to map URLs to files")
         p = Path(ref) if Path(ref).is_absolute() else parquet.parent / ref
         if not p.is_file():
-            raise FileNotFoundError(f"{where}: image file {p} not found")
+            raise ImageEntryError(where, "image file not found", str(p))
         data = p.read_bytes()
     if data is None:
-        raise ValueError(f"{where}: unreadable image entry of type {type(entry).__name__}")
+        raise ImageEntryError(where, "unreadable image entry", f"of type {type(entry).__name__}")
     try:
         with PILImage.open(io.BytesIO(data)) as im:
             return im.convert("RGB")
     except (UnidentifiedImageError, OSError) as exc:
-        raise ValueError(f"{where}: corrupt image ({exc})") from exc
+        raise ImageEntryError(where, "corrupt image", str(exc)) from exc
 
 
 def _square(img: PILImage.Image, side: int) -> PILImage.Image:

@@ -6,11 +6,15 @@ be solved by reading that entity.
 """
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
+from typing import Any, Callable
 
 from PIL import Image as PILImage
+
+from mmbench.builders.articles import with_article
+from mmbench.builders.validity import DropLog
 
 from . import procedural
 from .jsonl import read_jsonl
@@ -26,6 +30,14 @@ class Needle:
     anchor_text: str = ""                                        # text needles
     anchor_image: Callable[[], PILImage.Image] | None = None     # image needles (lazy)
     caption: str = ""                                            # what the image shows
+    answer: str = ""            # what the query asks for (NeedleBench `arg2`), where the source says
+    origin: str = ""            # "file:line" of the source record, or "" for the sample
+    derived: bool = False       # a look-alike made from a real needle by substituting its entity
+
+    @property
+    def image_query(self) -> bool:
+        """An image needle without a text query is queried by its own picture."""
+        return self.kind == "image" and not self.query
 
 
 # Text families: the same sentence with one slot changed. Written for mmbench.
@@ -59,9 +71,10 @@ IMAGE_ANCHOR_SIZE = (224, 224)
 
 
 def _image_caption(shape: str, colour: str, count: int) -> str:
-    noun = shape if count == 1 else (shape + "s" if not shape.endswith("s") else shape)
-    amount = "a" if count == 1 else procedural.NUMBER_WORDS[count]
-    return f"{amount} {colour} {noun}"
+    if count == 1:
+        return with_article(f"{colour} {shape}")
+    noun = shape + "s" if not shape.endswith("s") else shape
+    return f"{procedural.NUMBER_WORDS[count]} {colour} {noun}"
 
 
 def sample_needles() -> list[Needle]:
@@ -98,56 +111,143 @@ def sample_background_text() -> str:
 
 
 # ---- real sources -------------------------------------------------------------------------
+#
+# NeedleBench (opencompass, `needles.jsonl`): one object per line with `needle`, `retrieval_question`
+# (ending in an answer-format instruction, "Please answer in the format ..."), `arg2` (the keyword the
+# answer is scored on) and `language`. Several lines may share one question with different answers.
+# MM-NIAH (OpenGVLab/MM-NIAH README, "Data Format"): `id`, `images_list` (context and question images
+# only), `context`, `question`, `answer` (an int for the choice tasks) and `meta` with `needles` (for
+# image needles: image paths relative to the image root), `choices`, `choices_image_path`, `placed_depth`.
 
-def read_needlebench(path: Path, language: str = "English") -> list[Needle]:
-    """NeedleBench needles JSONL: one object per line with `needle` and `retrieval_question`.
+FORMAT_INSTRUCTION = re.compile(r"\s*(Before answering, please consider.*|Please answer in the format.*)$", re.S)
+FORMAT_INSTRUCTION_ZH = re.compile(r"\s*(在回答之前.*|请按照.*)$", re.S)
 
-    Optional `family` groups look-alikes; without it a record is its own family.
-    """
-    needles = []
+
+@dataclass(frozen=True)
+class NeedleRecord:
+    """One usable NeedleBench line: the needle sentence, its question without the format instruction."""
+    id: str
+    where: str          # file:line
+    needle: str
+    question: str
+    answer: str         # `arg2` ("" when absent)
+    entity: str = ""    # explicit `entity` (an mmbench extension), else detected later
+    family: str = ""    # explicit `family` (an mmbench extension), else derived later
+
+
+@dataclass(frozen=True)
+class ImageNeedleRecord:
+    id: str
+    where: str
+    path: Path          # the needle image, resolved under the image root
+
+
+def strip_format_instruction(question: str) -> str:
+    """NeedleBench appends how to phrase the answer; a retrieval query keeps only the question."""
+    q = FORMAT_INSTRUCTION.sub("", question.strip())
+    return FORMAT_INSTRUCTION_ZH.sub("", q).strip()
+
+
+def _malformed(drops: DropLog | None, where: str, field_name: str, problem: str) -> None:
+    """Strict readers (no drop log) stop at the first bad record; a build counts it and goes on."""
+    if drops is None:
+        raise ValueError(f"{where}: field {field_name!r} {problem}")
+    drops.drop(f"field {field_name!r} {problem}", where)
+
+
+def read_needlebench(path: Path, language: str = "English", drops: DropLog | None = None) -> list[NeedleRecord]:
+    """The NeedleBench needles of one language, in file order (other languages are skipped, not dropped)."""
     _exists(path)
+    out: list[NeedleRecord] = []
     for where, lineno, rec in read_jsonl(path):
         if language and rec.get("language", language) != language:
             continue
-        for key in ("needle", "retrieval_question"):
-            if not isinstance(rec.get(key), str) or not rec[key].strip():
-                raise ValueError(f"{where}: field {key!r} missing or empty")
-        nid = str(rec.get("id", f"nb{lineno}"))
-        needles.append(Needle(id=f"text-{nid}", kind="text", family=str(rec.get("family", nid)),
-                              entity=str(rec.get("entity", nid)), query=rec["retrieval_question"].strip(),
-                              anchor_text=rec["needle"].strip()))
-    if not needles:
-        raise ValueError(f"{path}: no {language} needles found")
-    return needles
+        problem = next(((k, "missing or empty") for k in ("needle", "retrieval_question")
+                        if not isinstance(rec.get(k), str) or not rec[k].strip()), None)
+        if problem is None and rec.get("arg2") is not None and not isinstance(rec["arg2"], (str, int)):
+            problem = ("arg2", f"is a {type(rec['arg2']).__name__}, expected a string")
+        question = strip_format_instruction(rec["retrieval_question"]) if problem is None else ""
+        if problem is None and not question:
+            problem = ("retrieval_question", "holds only the answer-format instruction")
+        if problem is not None:
+            _malformed(drops, where, *problem)
+            continue
+        if drops is not None:
+            drops.keep()
+        out.append(NeedleRecord(id=str(rec.get("id", f"nb{lineno}")), where=where, needle=rec["needle"].strip(),
+                                question=question, answer=str(rec.get("arg2") or "").strip(),
+                                entity=str(rec.get("entity") or ""), family=str(rec.get("family") or "")))
+    if not out:
+        raise ValueError(f"{path}: no usable {language} needles found")
+    return out
 
 
-def read_mmniah_image_needles(path: Path, image_root: Path) -> list[Needle]:
-    """MM-NIAH retrieval-image-needle JSONL: `images_list` (the needle image is the last entry unless
-    `meta.needle_image` names it), `question`, optional `id` and `family`. Images load lazily."""
-    needles = []
+def read_mmniah_image_needles(path: Path, image_root: Path, drops: DropLog | None = None) -> list[ImageNeedleRecord]:
+    """Needle images of MM-NIAH image-needle records (`meta.needles`), one per distinct image, in file order.
+
+    `images_list` is the haystack (context and question images) and `meta.choices_image_path` the
+    answer options, so neither is read as a needle. Images are checked to open, and load lazily later.
+    """
     _exists(path)
+    out: list[ImageNeedleRecord] = []
+    seen: set[Path] = set()
     for where, lineno, rec in read_jsonl(path):
-        images = rec.get("images_list")
-        meta = rec.get("meta") or {}
-        rel = meta.get("needle_image") or (images[-1] if isinstance(images, list) and images else None)
-        if not rel:
-            raise ValueError(f"{where}: no needle image (`meta.needle_image` or `images_list`)")
-        question = rec.get("query") or rec.get("question")
-        if not isinstance(question, str) or not question.strip():
-            raise ValueError(f"{where}: field 'question' missing or empty")
-        img_path = Path(image_root) / rel
-        if not img_path.is_file():
-            raise FileNotFoundError(f"{where}: needle image {img_path} not found")
-        nid = str(rec.get("id", f"mmniah{lineno}"))
+        problem = _mmniah_problem(rec)
+        if problem is not None:
+            _malformed(drops, where, *problem)
+            continue
+        for k, rel in enumerate(rec["meta"]["needles"]):
+            img_path = Path(image_root) / rel
+            if img_path in seen:
+                continue
+            field_name = f"meta.needles[{k}]"
+            if not img_path.is_file():
+                _malformed(drops, where, field_name, f"names {img_path}, which does not exist")
+                continue
+            if not _opens(img_path):
+                _malformed(drops, where, field_name, f"names {img_path}, which is not a readable image")
+                continue
+            seen.add(img_path)
+            if drops is not None:
+                drops.keep()
+            suffix = f"-{k}" if len(rec["meta"]["needles"]) > 1 else ""
+            out.append(ImageNeedleRecord(id=f"{rec.get('id', f'mmniah{lineno}')}{suffix}", where=where, path=img_path))
+    if not out:
+        raise ValueError(f"{path}: no usable needle images found (MM-NIAH image needles are in `meta.needles`)")
+    return out
 
-        def render(p=img_path) -> PILImage.Image:
-            with PILImage.open(p) as im:
-                return im.convert("RGB").resize(IMAGE_ANCHOR_SIZE)
 
-        needles.append(Needle(id=f"image-{nid}", kind="image", family=str(rec.get("family", nid)),
-                              entity=nid, query=question.strip(), anchor_image=render,
-                              caption=str(rec.get("answer", ""))))
-    return needles
+def _mmniah_problem(rec: dict[str, Any]) -> tuple[str, str] | None:
+    meta = rec.get("meta")
+    if not isinstance(meta, dict):
+        return "meta", f"is {'missing' if meta is None else 'a ' + type(meta).__name__}, expected an object"
+    needles = meta.get("needles")
+    if not isinstance(needles, list) or not needles:
+        return "meta.needles", "missing or empty (a list of needle image paths)"
+    if not all(isinstance(n, str) and n.strip() for n in needles):
+        return "meta.needles", "must list image paths; this record's needles are not all paths (a text-needle file?)"
+    if not isinstance(rec.get("images_list", []), list):
+        return "images_list", "is not a list"
+    choices = meta.get("choices_image_path")
+    answer = rec.get("answer")
+    if isinstance(choices, list) and choices:
+        if not isinstance(answer, int) or isinstance(answer, bool) or not 0 <= answer < len(choices):
+            return "answer", f"is {answer!r}, expected an index into the {len(choices)} `meta.choices_image_path`"
+    return None
+
+
+def _opens(path: Path) -> bool:
+    try:
+        with PILImage.open(path) as im:
+            im.verify()
+        return True
+    except Exception:  # PIL raises many types for a broken file; any of them means unreadable
+        return False
+
+
+def load_needle_image(path: Path) -> PILImage.Image:
+    with PILImage.open(path) as im:
+        return im.convert("RGB").resize(IMAGE_ANCHOR_SIZE, PILImage.BICUBIC)
 
 
 def _exists(path: Path) -> None:

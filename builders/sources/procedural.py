@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from PIL import Image, ImageDraw, ImageFilter
+from PIL import Image, ImageChops, ImageDraw, ImageFilter
 
 COLOURS: dict[str, tuple[int, int, int]] = {
     "red": (214, 40, 40), "blue": (40, 90, 220), "green": (40, 170, 70), "yellow": (240, 205, 40),
@@ -141,18 +141,30 @@ def draw_object(base: Image.Image, shape: str, colour: str, count: int, seed: in
                 draw.ellipse([ex - r * 0.07, ey - r * 0.07, ex + r * 0.07, ey + r * 0.07], fill=(10, 10, 10))
         elif shape == "checkered sphere":
             box = [x - r, y - r, x + r, y + r]
-            draw.ellipse(box, fill=(245, 245, 245), outline=outline)
+            draw.ellipse(box, fill=(245, 245, 245))
+            # checker squares clipped to the disc: colour only where square and sphere overlap
+            disc = _mask(img.size, lambda d: d.ellipse(box, fill=255))
             n = 4
-            for i in range(n):
-                for j in range(n):
-                    if (i + j) % 2 == 0:
-                        cx0, cy0 = x - r + 2 * r * i / n, y - r + 2 * r * j / n
-                        if math.hypot(cx0 + r / n - x, cy0 + r / n - y) < r * 0.85:
-                            draw.rectangle([cx0, cy0, cx0 + 2 * r / n, cy0 + 2 * r / n], fill=rgb)
+            squares = _mask(img.size, lambda d: [d.rectangle([x - r + 2 * r * i / n, y - r + 2 * r * j / n,
+                                                               x - r + 2 * r * (i + 1) / n, y - r + 2 * r * (j + 1) / n],
+                                                              fill=255)
+                                                  for i in range(n) for j in range(n) if (i + j) % 2 == 0])
+            img.paste(rgb, mask=ImageChops.multiply(disc, squares))
+            draw.ellipse(box, outline=outline)
         elif shape == "crescent":
-            draw.ellipse([x - r, y - r, x + r, y + r], fill=rgb)
+            # a disc minus an offset disc: the bite shows the background, not a colour sampled from the image
             off = r * 0.45
-            draw.ellipse([x - r + off, y - r - off * 0.3, x + r + off, y + r - off * 0.3], fill=img.getpixel((int(min(w - 1, x + r)), int(y))))
+            disc = _mask(img.size, lambda d: d.ellipse([x - r, y - r, x + r, y + r], fill=255))
+            bite = _mask(img.size, lambda d: d.ellipse([x - r + off, y - r - off * 0.3, x + r + off, y + r - off * 0.3],
+                                                        fill=255))
+            img.paste(rgb, mask=ImageChops.subtract(disc, bite))
         else:
             raise ValueError(f"unknown shape {shape!r}")
     return img
+
+
+def _mask(size: tuple[int, int], paint) -> Image.Image:
+    """A greyscale mask of `size`, black except where `paint(draw)` fills it."""
+    m = Image.new("L", size, 0)
+    paint(ImageDraw.Draw(m))
+    return m

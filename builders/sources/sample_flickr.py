@@ -14,6 +14,8 @@ from dataclasses import dataclass
 import numpy as np
 from PIL import Image as PILImage
 
+from mmbench.builders.articles import article_for
+
 from .flickr30k import CaptionedImage
 from .procedural import COLOURS, draw_object, fractal_noise
 
@@ -79,13 +81,16 @@ def captions(scene: SampleScene) -> tuple[str, ...]:
     plural = scene.count > 1
     noun = lambda: pick(SHAPES[scene.shape])[1 if plural else 0]  # noqa: E731
     count = lambda: pick(COUNT_WORDS[scene.count])  # noqa: E731
+    fit = lambda w, nxt: article_for(nxt) if w == "a" else w  # "a" becomes "an" where the next word asks  # noqa: E731
     time, terrain = (lambda: pick(TIMES[scene.time])), (lambda: pick(TERRAINS[scene.terrain]))
     verb = "float" if plural else "floats"
-    c0 = f"{count()} {scene.colour} {noun()} {verb} {terrain()} {time()}."
-    c1 = f"{time()}, {count()} {scene.colour} {noun()} {'hang' if plural else 'hangs'} {terrain()}."
-    c2 = f"{count()} {noun()} coloured {scene.colour} {'are' if plural else 'is'} seen {terrain()}, {time()}."
-    c3 = f"A picture taken {time()} showing {count()} {scene.colour} {noun()} {terrain()}."
-    c4 = f"{count()} {scene.colour} {noun()} {terrain()}"  # terse, lower case, no time of day
+    colour = scene.colour
+    c0 = f"{fit(count(), colour)} {colour} {noun()} {verb} {terrain()} {time()}."
+    c1 = f"{time()}, {fit(count(), colour)} {colour} {noun()} {'hang' if plural else 'hangs'} {terrain()}."
+    w, n = count(), noun()   # drawn in this order, as before
+    c2 = f"{fit(w, n)} {n} coloured {colour} {'are' if plural else 'is'} seen {terrain()}, {time()}."
+    c3 = f"A picture taken {time()} showing {fit(count(), colour)} {colour} {noun()} {terrain()}."
+    c4 = f"{fit(count(), colour)} {colour} {noun()} {terrain()}"  # terse, lower case, no time of day
     return tuple(c[0].upper() + c[1:] for c in (c0, c1, c2, c3)) + (c4.lower(),)
 
 

@@ -15,6 +15,8 @@ from typing import Any
 import numpy as np
 from PIL import Image as PILImage, ImageDraw, ImageFont
 
+from mmbench.builders.articles import with_article
+
 FIRST = ("Ada", "Bruno", "Celia", "Dorian", "Elena", "Felix", "Greta", "Hugo", "Ines", "Jonas", "Kira", "Lionel",
          "Mara", "Nils", "Olga", "Pavel", "Quinn", "Rosa", "Stellan", "Tilde", "Ugo", "Vera", "Wendel", "Xenia",
          "Yannick", "Zora")
@@ -70,7 +72,7 @@ class _World:
 
     def person_paragraph(self, p: dict) -> list[str]:
         r = self.rng
-        return [f"{p['name']} (born {p['born']}) is a {p['job']} who grew up in {p['city']}.",
+        return [f"{p['name']} (born {p['born']}) is {with_article(p['job'])} who grew up in {p['city']}.",
                 f"{p['name'].split()[0]} was born in {p['city']} in {p['born']}.",
                 f"{p['name']} studied {p['field']} at the {p['uni']} before moving abroad.",
                 f"Critics have praised {p['name'].split()[1]}'s early work for its patience and precision.",
@@ -114,7 +116,7 @@ class _World:
 
     def band_paragraph(self, b: dict) -> list[str]:
         r = self.rng
-        return [f"{b['name']} are a {b['genre']} group formed in {b['year']}.",
+        return [f"{b['name']} are {with_article(b['genre'])} group formed in {b['year']}.",
                 f"The band's lead singer is {b['singer']}.",
                 f"They recorded their debut album in a converted chapel in {b['city']}.",
                 f"Over the following decade they released {int(r.integers(3, 11))} studio albums."]
@@ -234,7 +236,7 @@ def mmdocrag_records(seed: int, n: int) -> tuple[list[dict], dict[str, PILImage.
         ask = int(r.integers(len(years)))
         rid = f"sample-md-{i:03d}"
         texts = [f"{c['name']} annual report {years[-1]}: letter to shareholders.",
-                 f"Our chief executive officer, {ceo['name']}, joined the board after a long career as a {ceo['job']}.",
+                 f"Our chief executive officer, {ceo['name']}, joined the board after a long career as {with_article(ceo['job'])}.",
                  f"Headquartered in {c['city']}, {c['name']} employs about {c['staff']} people.",
                  "The audit committee met six times during the year and reviewed all material contracts.",
                  f"Capital spending focused on a new plant outside {_pick(r, CITY)} and on staff training.",
