@@ -43,6 +43,8 @@ PLACE_HEADS = ("Island", "Islands", "Isle", "City", "Town", "Village", "Kingdom"
                "Planet", "Station", "Academy", "University", "Library", "Museum", "Temple", "Palace", "Cave")
 PLACE_MODIFIERS = ("Emerald", "Crimson", "Silver", "Amber", "Obsidian", "Coral", "Ivory", "Cobalt", "Golden", "Misty",
                    "Willow", "Thistle", "Granite", "Saffron", "Juniper", "Heron", "Marble", "Copper", "Falcon", "Aspen")
+TITLES = ("Professor", "Doctor", "Dr", "Mr", "Mrs", "Ms", "Miss", "Captain", "King", "Queen", "Prince", "Princess",
+          "Lord", "Lady", "Sir", "Saint", "General", "President", "Chancellor", "Mayor", "Judge", "Uncle", "Aunt")
 NAME_SUBSTITUTES = ("Ashdown", "Brackwater", "Calder", "Dunmore", "Everly", "Fairholm", "Greystone", "Halloran",
                     "Ivers", "Kingsley", "Larkin", "Merriden", "Northcote", "Oakhurst", "Pemberton", "Quinlan",
                     "Rowan", "Stanwick", "Thorne", "Underhill", "Vance", "Whitlock", "Yardley", "Zellner")
@@ -97,7 +99,7 @@ def query_entity(question: str, needle: str, answer: str = "") -> Entity | None:
     for span in spans:
         if not re.search(r"(?<![\w])" + re.escape(span) + r"(?![\w])", needle):
             continue
-        if answer and (span.lower() in answer.lower() or answer.lower() in span.lower()):
+        if answer and (occurs(span, answer) or occurs(answer, span)):
             continue
         found.append(span)
     if not found:
@@ -120,7 +122,9 @@ def _substitute_pool(entity: Entity, key: str) -> list[str]:
         head = entity.text.split()[-1]
         pool = [f"{m} {head}" for m in PLACE_MODIFIERS]
     else:
-        pool = list(NAME_SUBSTITUTES)
+        first = entity.text.split()[0]
+        title = f"{first} " if first in TITLES and len(entity.text.split()) > 1 else ""
+        pool = [title + n for n in NAME_SUBSTITUTES]   # "Professor Lindqvist" -> "Professor Calder"
     return [pool[i] for i in rng.permutation(len(pool))]
 
 
@@ -148,6 +152,10 @@ def text_families(records: Sequence[NeedleRecord], family_size: int, drops: Drop
                                                                                           rec.answer)
         if entity is None:
             drops.drop("the question names no entity that its needle repeats (nothing to vary)", rec.where)
+            continue
+        if entity.kind == "number" and len(entity.text) < 3:
+            drops.drop("the entity it names is a short number, which any long haystack repeats",
+                       f"{rec.where} ({entity.text})")
             continue
         if entity.text.lower() in by_entity:
             drops.drop("names the same entity as an earlier needle's question", f"{rec.where} ({entity.text})")

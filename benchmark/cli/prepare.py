@@ -13,6 +13,8 @@ from .errors import CLIError
 
 PREPARERS: dict[str, tuple[str, str]] = {
     # name -> ("module:function", one-line help); each function parses its own arguments
+    "obelics": ("mmbench.builders.sources.obelics:prepare",
+                "OBELICS parquet: image URLs -> local files from an img2dataset folder or a URL map"),
 }
 
 
