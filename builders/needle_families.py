@@ -8,22 +8,27 @@ name), and replaced by others of its kind in both needle and question. Each fami
 needle and `family_size - 1` look-alikes that read the same, differ only in that entity, and answer
 only their own question. Substitutes never occur in any other needle or question of the source.
 
-Images: each needle image is described by an integer descriptor (a 4×4×4 colour histogram of a
-32×32 thumbnail, plus an 8×8 RGB thumbnail); families are formed greedily in source order, each
-the first unassigned image with its nearest unassigned neighbours (squared Euclidean distance,
-exact in integers, ties by source order).
+Images: each needle image is described by an integer descriptor, by default "thumbnail-histogram"
+(a 4×4×4 colour histogram of a 32×32 thumbnail, plus an 8×8 RGB thumbnail), or "model:NAME" (a
+registered image embedder's unit vectors, rounded); families are formed greedily in source order,
+each the first unassigned image with its nearest unassigned neighbours (squared Euclidean
+distance, exact in integers, ties by source order).
 """
 from __future__ import annotations
 
 import hashlib
 import re
+import tempfile
 from dataclasses import dataclass
-from typing import Sequence
+from pathlib import Path
+from typing import Callable, Sequence
 
 import numpy as np
 from PIL import Image as PILImage
 
 from mmbench.builders.validity import DropLog, normalise_question
+from mmbench.documents import Document
+from mmbench.media import MediaStore
 
 from .sources.needles import ImageNeedleRecord, Needle, NeedleRecord, load_needle_image
 
@@ -213,9 +218,47 @@ def image_descriptor(img: PILImage.Image) -> np.ndarray:
     return np.concatenate([hist, thumb])
 
 
-def image_families(records: Sequence[ImageNeedleRecord], family_size: int) -> list[Needle]:
-    """Needle images grouped with their nearest neighbours under `image_descriptor`, contiguous."""
-    descs = np.stack([image_descriptor(load_needle_image(r.path)) for r in records])
+def describe_with_model(name: str) -> Callable[[Sequence[PILImage.Image]], np.ndarray]:
+    """A descriptor from a registered image embedder: unit vectors rounded to 1e-6, as integers.
+
+    Grouping is then exact given the embeddings; the embeddings themselves are as reproducible
+    as the model (the default descriptor does not depend on any model or BLAS).
+    """
+    from mmbench.models.registry import load_model
+
+    model = load_model(name)
+    if "image" not in model.card.modalities:
+        raise ValueError(f"image_descriptor model:{name} does not embed images (modalities: "
+                         f"{', '.join(sorted(model.card.modalities))})")
+
+    def describe(images: Sequence[PILImage.Image]) -> np.ndarray:
+        with tempfile.TemporaryDirectory() as tmp:
+            media = MediaStore(Path(tmp))
+            docs = [Document(id=f"needle{i}", segments=[media.put_image(im)]) for i, im in enumerate(images)]
+            vecs = np.asarray(model.encode(docs, "document", media), dtype=np.float64)
+        norms = np.linalg.norm(vecs, axis=1, keepdims=True)
+        return np.rint(vecs / np.where(norms > 0, norms, 1.0) * 1e6).astype(np.int64)
+
+    return describe
+
+
+def thumbnail_histogram(images: Sequence[PILImage.Image]) -> np.ndarray:
+    return np.stack([image_descriptor(im) for im in images])
+
+
+def resolve_descriptor(spec: str) -> Callable[[Sequence[PILImage.Image]], np.ndarray]:
+    if spec == IMAGE_DESCRIPTOR:
+        return thumbnail_histogram
+    if spec.startswith("model:") and spec[len("model:"):]:
+        return describe_with_model(spec[len("model:"):])
+    raise ValueError(f"unknown image_descriptor {spec!r}; use {IMAGE_DESCRIPTOR!r} or 'model:NAME' (a registered "
+                     "image embedder)")
+
+
+def image_families(records: Sequence[ImageNeedleRecord], family_size: int,
+                   descriptor: str = IMAGE_DESCRIPTOR) -> list[Needle]:
+    """Needle images grouped with their nearest neighbours under `descriptor`, contiguous."""
+    descs = resolve_descriptor(descriptor)([load_needle_image(r.path) for r in records])
     unassigned = list(range(len(records)))
     groups: list[list[int]] = []
     while unassigned:

@@ -55,16 +55,19 @@ class VGParams:
     needles_per_kind: int = 25
     image_pool: int = 48
     family_size: int = 5
+    image_descriptor: str = IMAGE_DESCRIPTOR
 
 
 def build(source: str, out: Path, seed: int = 0, lengths: Sequence[int] = LENGTHS, depths: Sequence[float] = DEPTHS,
           backgrounds: Sequence[str] = BACKGROUNDS, kinds: Sequence[str] = KINDS, needles_per_kind: int = 25,
           image_pool: int = 48, text_needles: str | None = None, image_needles: str | None = None,
           image_root: str | None = None, haystack: str | None = None, tokenizer_json: str | None = None,
-          family_size: int = 5, allow_missing: bool = False, progress: bool = True) -> PoolSet:
+          family_size: int = 5, image_descriptor: str = IMAGE_DESCRIPTOR, allow_missing: bool = False,
+          progress: bool = True) -> PoolSet:
     """Build the task from `source` ("sample", or "real" with the needle and haystack paths) into `out`."""
     params = VGParams(tuple(int(x) for x in lengths), tuple(float(d) for d in depths), tuple(backgrounds),
-                      tuple(kinds), int(needles_per_kind), int(image_pool), int(family_size))
+                      tuple(kinds), int(needles_per_kind), int(image_pool), int(family_size),
+                      str(image_descriptor))
     _check_params(params)
     counter = UnifiedTokenCounter.default(tokenizer_json)
     out = Path(out)
@@ -84,7 +87,6 @@ def build(source: str, out: Path, seed: int = 0, lengths: Sequence[int] = LENGTH
         ps.builder = {"name": "mmbench.builders.visual_grounding", "params": _jsonable(asdict(params)),
                       "source": source, "length_tolerance": LENGTH_TOLERANCE, "depth_tolerance": DEPTH_TOLERANCE,
                       "token_counter": getattr(counter.tokenizer, "name", "qwen3"),
-                      "image_descriptor": IMAGE_DESCRIPTOR if source == "real" else None,
                       "max_drop_share": MAX_DROP_SHARE, "allow_missing": bool(allow_missing)}
         write_valid_poolset(ps, out, media_from=scratch, drops=drops)
     return ps
@@ -142,7 +144,7 @@ def _load_sources(source, counter, media, seed, params, text_needles, image_need
     if "image" in params.kinds:
         drops["image_needle_records"] = DropLog("MM-NIAH needle images")
         records = read_mmniah_image_needles(Path(image_needles), Path(image_root), drops=drops["image_needle_records"])
-        needles += image_families(records, params.family_size)
+        needles += image_families(records, params.family_size, params.image_descriptor)
     drops["haystack_images"] = DropLog("OBELICS images")
     background = obelics_background(Path(haystack), counter.tokenizer, media, pool_size=params.image_pool,
                                     drops=drops["haystack_images"])

@@ -1,7 +1,8 @@
 """Visual Grounding (MMLongEmbed Task 1): a multimodal needle in a haystack.
 
 25 text and 25 image query–anchor pairs in look-alike families; 8 length bins × 6 depths ×
-3 background modalities; each (length, depth) cell is its own 25-candidate corpus.
+3 background modalities; each (length, depth) cell is its own 25-candidate corpus. Invariants:
+mmbench.builders.checks.visual_grounding.
 """
 from mmbench.builders.visual_grounding import DEPTHS, LENGTHS, TASK_NAME, TASK_VERSION, length_label
 
@@ -21,10 +22,13 @@ TASK = TaskSpec(
     summary_axes=("length_bin", "depth"),
     default_params={"depths": DEPTHS, "lengths": LENGTHS},
     source_params={
-        "text_needles": "NeedleBench needles JSONL (`needle`, `retrieval_question`, optional `family`)",
-        "image_needles": "MM-NIAH image-needle JSONL (`images_list` or `meta.needle_image`, `question`)",
+        "text_needles": "NeedleBench needles.jsonl (opencompass: `needle`, `retrieval_question`, `arg2`, `language`)",
+        "image_needles": "MM-NIAH image-needle JSONL (official layout: needle images in `meta.needles`)",
         "image_root": "folder the MM-NIAH image paths are relative to",
-        "haystack": "OBELICS-format parquet (`texts`, `images` as paths or bytes)",
+        "haystack": "OBELICS parquet with local images (`mmbench prepare obelics` maps its URLs to files)",
+        "family_size": "look-alike family size for real needles (default 5: a needle and four look-alikes)",
+        "image_descriptor": "how image look-alikes are chosen: thumbnail-histogram (default) or model:NAME",
+        "allow_missing": "build even when more than 10 % of a source's records are unusable (counted in the manifest)",
     },
     validator="mmbench.builders.checks.visual_grounding",
 )

@@ -208,6 +208,23 @@ def test_image_families_group_nearest_needles(real_files):
     assert all(n.image_query for n in needles)
 
 
+def test_image_families_under_a_registered_image_embedder(real_files, monkeypatch):
+    from mmbench.models import registry
+
+    monkeypatch.setitem(registry._REGISTRY, "toy-colour", registry.ModelSpec(
+        "toy-colour", "toy_models:HashingModel", ("text", "image"), None, "mean colour of the pixels"))
+    recs = read_mmniah_image_needles(real_files["image_needles"], real_files["image_root"])
+    needles = image_families(recs, family_size=2, descriptor="model:toy-colour")
+    pairs = {}
+    for n in needles:
+        pairs.setdefault(n.family, []).append(n.entity)
+    assert sorted(pairs.values()) == [[str(i), str(i + 1)] for i in range(0, 10, 2)]
+    with pytest.raises(ValueError, match="does not embed images"):
+        image_families(recs, 2, descriptor="model:bm25")
+    with pytest.raises(ValueError, match="unknown image_descriptor 'sift'"):
+        image_families(recs, 2, descriptor="sift")
+
+
 # ---- end to end -----------------------------------------------------------------------------
 
 def test_real_build_from_stock_files_is_valid_and_bm25_finds_every_anchor(real_files, tmp_path):
@@ -274,3 +291,19 @@ def test_obelics_errors_name_the_row(tmp_path):
     pq.write_table(pa.table({"text": ["x"]}), nocol)
     with pytest.raises(ValueError, match="column 'texts' missing"):
         obelics_background(nocol, tok, MediaStore(tmp_path / "m"))
+
+
+def test_cli_real_build_prints_what_it_read_kept_and_dropped(real_files, tmp_path, capsys):
+    from mmbench.cli import main
+
+    out = tmp_path / "cli"
+    args = ["build", "--task", "visual_grounding", "--source", "real", "--out", str(out), "--param", "lengths=[256]",
+            "--param", "backgrounds=[image]", "--param", "kinds=[text]", "--param", "needles_per_kind=10",
+            "--param", f"text_needles={real_files['text_needles']}", "--param", f"haystack={real_files['haystack']}",
+            "--param", "progress=False"]
+    assert main(args) == 0
+    printed = capsys.readouterr().out
+    assert "NeedleBench lines: 9 read -> 9 kept" in printed
+    assert "NeedleBench questions made into families: 9 read -> 5 kept" in printed
+    assert "dropped 3: shares its question with an earlier needle" in printed
+    assert "validity: 8 invariants checked, 0 violations" in printed
