@@ -215,8 +215,10 @@ def test_duplicate_via_cli_exits_2_and_names_replace(setup, tmp_path, capsys):
 
 def test_official_command_writes_a_registry_entry(vg_tiny, registry, tmp_path):
     assert main(["leaderboard", "official", str(vg_tiny), "--write", str(tmp_path / "reg.json")]) == 0
-    written = OfficialRegistry.load(tmp_path / "reg.json").get("visual_grounding", "1.0")
-    expected = registry.get("visual_grounding", "1.0")
+    from mmbench.builders.visual_grounding import TASK_VERSION
+
+    written = OfficialRegistry.load(tmp_path / "reg.json").get("visual_grounding", TASK_VERSION)
+    expected = registry.get("visual_grounding", TASK_VERSION)
     assert (written.content_hash, written.n_items, written.subsets) == (expected.content_hash, expected.n_items,
                                                                         expected.subsets)
 

@@ -53,7 +53,10 @@ def test_a_second_candidate_naming_the_entity_is_caught(small, tmp_path):
     item = _text_item(ps)
     q = ps.query_by_id()[item.query_id]
     other = next(c for c in ps.candidates if c.id in item.candidate_ids and c.meta["family"] != q.meta["family"])
-    other.segments[0] = Text(other.segments[0].text + f" It happened on {q.meta['entity']} too.")
+    k = next(i for i, s in enumerate(other.segments) if i != other.meta["anchor_segment"] and isinstance(s, Text))
+    for c in ps.candidates:   # the whole family in this cell, so its haystack stays shared
+        if c.id in item.candidate_ids and c.meta["family"] == other.meta["family"]:
+            c.segments[k] = Text(c.segments[k].text + f" It happened on {q.meta['entity']} too.")
     violations = _broken(ps, "entity_unique")
     assert any(v.item == item.id and other.id in v.detail for v in violations)
     with pytest.raises(PoolSetError, match="entity_unique"):
@@ -91,6 +94,29 @@ def test_uneven_cells_and_double_labels_are_caught(small):
     ps = copy.deepcopy(small)
     ps.pools[5].relevant_ids = ps.pools[5].candidate_ids[:2]
     assert validate(ps).counts().get("one_relevant")
+
+
+def test_a_lookalike_that_differs_beyond_its_entity_is_caught(small):
+    ps = copy.deepcopy(small)
+    item = _text_item(ps)
+    cands = ps.candidate_by_id()
+    rel = cands[item.relevant_ids[0]]
+    i = rel.meta["anchor_segment"]
+    changed = rel.segments[i].text.replace("was", "had been", 1).replace("the", "a", 1)
+    for c in ps.candidates:   # the same edit on every copy of this anchor keeps the haystacks shared
+        if c.meta["needle_id"] == rel.meta["needle_id"] and c.meta["background_modality"] == "text":
+            c.segments[c.meta["anchor_segment"]] = Text(changed)
+    assert validate(ps).counts().get("lookalike_anchor")
+
+
+def test_bm25_finds_text_anchors_on_image_backgrounds_at_every_depth(small):
+    from mmbench.models.registry import load_model
+    from mmbench.runner import RunOptions, run_poolset
+
+    per_query, _, _ = run_poolset(small, load_model("bm25"), RunOptions(progress=False, use_cache=False))
+    sel = per_query[(per_query["anchor_kind"] == "text") & (per_query["background_modality"] == "image")]
+    assert len(sel) == 2 * 6 * 10
+    assert sel.groupby("depth")["precision_at_1"].mean().min() >= 0.95
 
 
 def test_length_and_depth_promises_are_rechecked(small):

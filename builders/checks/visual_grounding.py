@@ -6,6 +6,7 @@ The checks read only the pool set: candidate segments and the metadata the build
 """
 from __future__ import annotations
 
+import re
 from collections import Counter, defaultdict
 from typing import Iterable, Sequence
 
@@ -27,6 +28,7 @@ INVARIANTS: dict[str, str] = {
                      "the relevant candidate and in no other candidate of the item",
     "shared_haystack": "candidates of one look-alike family in a cell are identical except for the anchor segment, "
                        "which sits at the same position",
+    "lookalike_anchor": "a text family's anchors are one sentence in which only the entity differs",
     "length_bin": f"each candidate's unified token count lies within ±{LENGTH_TOLERANCE:.0%} of its bin's length",
     "depth": f"each anchor's measured depth (tokens before it / tokens other than it) lies within ±{DEPTH_TOLERANCE} "
              "of the requested depth and agrees with the stored offsets",
@@ -182,6 +184,11 @@ def _cell(ids, items, queries, cands, checked) -> list[Violation]:
     return out
 
 
+def _frame(text: str, entity: str) -> str:
+    """The sentence with its entity (and a "the" before it) blanked, case folded."""
+    return re.sub(r"(?<![\w])(?:the\s+)?" + re.escape(entity.lower()) + r"(?![\w])", "<entity>", text.lower())
+
+
 def _families(docs, anchors, checked) -> list[Violation]:
     out = []
     groups: dict[str, list[Document]] = defaultdict(list)
@@ -190,6 +197,12 @@ def _families(docs, anchors, checked) -> list[Violation]:
     for members in groups.values():
         base = members[0]
         i0 = anchors[base.id][0]
+        if isinstance(anchors[base.id][1], Text) and all(isinstance(anchors[m.id][1], Text) for m in members):
+            frames = {_frame(anchors[m.id][1].text, str(m.meta.get("entity") or "")) for m in members}
+            checked["lookalike_anchor"] = checked.get("lookalike_anchor", 0) + 1
+            if len(frames) != 1 or "<entity>" not in next(iter(frames)):
+                out.append(Violation("lookalike_anchor", base.id, f"family {base.meta.get('family')}: its "
+                                                                  f"{len(members)} anchors differ beyond their entities"))
         for other in members[1:]:
             checked["shared_haystack"] = checked.get("shared_haystack", 0) + 1
             i = anchors[other.id][0]
