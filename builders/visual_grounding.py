@@ -167,8 +167,9 @@ def select_needles(needles: Sequence[Needle], kind: str, n: int) -> list[Needle]
     multiple of the family size keeps every look-alike group whole)."""
     available = [x for x in needles if x.kind == kind]
     if n > len(available):
-        raise ValueError(f"needles_per_kind={n}, but the source has only {len(available)} {kind} needles; "
-                         f"pass --param needles_per_kind={len(available)} or fewer")
+        raise ValueError(f"needles_per_kind={n}, but the source gives only {len(available)} {kind} needles (for real "
+                         "text needles: distinct usable questions × family_size); pass --param "
+                         f"needles_per_kind={len(available)} or fewer")
     chosen = available[:n]
     if len(chosen) < 2:
         raise ValueError(f"need at least 2 {kind} needles, got {len(chosen)}")

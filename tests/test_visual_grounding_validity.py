@@ -237,6 +237,9 @@ def test_prepare_obelics_from_an_img2dataset_folder_and_build_reads_it(tmp_path,
     bg = obelics_background(out, UnifiedTokenCounter.default().tokenizer, MediaStore(tmp_path / "m"))
     assert bg.pool_size == 2
     assert list(tmp_path.joinpath("prep").iterdir()) == [out]       # written atomically, no temp left
+    assert main(["prepare", "obelics", str(src), "--images", str(folder), "--out", str(out)]) == 2
+    assert "exists; choose another --out or pass --overwrite" in capsys.readouterr().err
+    assert main(["prepare", "obelics", str(src), "--images", str(folder), "--out", str(out), "--overwrite"]) == 0
 
 
 def test_prepare_obelics_url_map_errors_are_one_line(tmp_path, capsys):

@@ -74,7 +74,8 @@ def url_map_from_file(path: Path) -> dict[str, Path]:
     return {u: (Path(p) if Path(p).is_absolute() else path.parent / p) for u, p in pairs}
 
 
-def map_images(src: Path, dst: Path, url_map: dict[str, Path], max_docs: int | None = None) -> DropLog:
+def map_images(src: Path, dst: Path, url_map: dict[str, Path], max_docs: int | None = None,
+               overwrite: bool = False) -> DropLog:
     """Write `dst`: `src` with each image URL replaced by its local file (or None); returns the counts."""
     import pyarrow as pa
     import pyarrow.parquet as pq
@@ -84,6 +85,8 @@ def map_images(src: Path, dst: Path, url_map: dict[str, Path], max_docs: int | N
         raise FileNotFoundError(f"OBELICS parquet {src} not found")
     if dst.resolve() == src.resolve():
         raise ValueError(f"{dst}: the output must not overwrite the input parquet")
+    if dst.exists() and not overwrite:
+        raise ValueError(f"{dst} exists; choose another --out or pass --overwrite")
     table = pq.read_table(src)
     for col in ("texts", "images"):
         if col not in table.column_names:
@@ -134,12 +137,13 @@ def prepare(argv: list[str]) -> int:
     src.add_argument("--images", type=Path, help="img2dataset output folder (JSON sidecars with `url`)")
     src.add_argument("--url-map", type=Path, help="JSON {url: path} or TSV url<TAB>path")
     p.add_argument("--max-docs", type=int, default=None, help="keep only the first N documents")
+    p.add_argument("--overwrite", action="store_true", help="replace an existing --out file")
     args = p.parse_args(argv)
     from mmbench.cli.errors import CLIError
 
     try:
         url_map = url_map_from_img2dataset(args.images) if args.images else url_map_from_file(args.url_map)
-        log = map_images(args.parquet, args.out, url_map, args.max_docs)
+        log = map_images(args.parquet, args.out, url_map, args.max_docs, args.overwrite)
     except (ValueError, FileNotFoundError) as exc:
         raise CLIError(f"cannot prepare obelics: {exc}") from None
     print(f"wrote {args.out}")
