@@ -120,10 +120,12 @@ def test_needlebench_reader_strips_the_format_instruction_and_keeps_arg2(real_fi
     ('{"needle": "x", "retrieval_question": "Where?", "arg2": {"a": 1}, "language": "English"}', "arg2"),
     ('{"needle": "x", "retrieval_question": "Please answer in the format \'y\'.", "language": "English"}',
      "retrieval_question"),
+    ('{"id": "dup", "needle": "x", "retrieval_question": "Where?", "language": "English"}\n'
+     '{"id": "dup", "needle": "y", "retrieval_question": "When?", "language": "English"}', "id"),
 ])
 def test_needlebench_malformed_records_give_one_line_naming_file_record_field(tmp_path, line, field):
     bad = write_needlebench(tmp_path / "bad.jsonl", STOCK[:2], extra=[line])
-    lineno = len(STOCK[:2]) + 2
+    lineno = len(STOCK[:2]) + 2 + line.count("\n")   # the Chinese line, then the bad record's last line
     with pytest.raises(ValueError) as err:
         read_needlebench(bad)
     msg = str(err.value)
@@ -184,8 +186,9 @@ def test_mmniah_reader_takes_needles_from_meta_not_images_list(real_files, tmp_p
     ({"id": 1, "images_list": [], "question": "q", "answer": 0, "meta": {"needles": []}}, "meta.needles"),
     ({"id": 1, "images_list": [], "question": "q", "answer": "B",
       "meta": {"needles": ["imgs/needle0.png"], "choices_image_path": ["a.png", "b.png"]}}, "answer"),
-    ({"id": 1, "images_list": [], "question": "q", "answer": 0, "meta": {"needles": ["imgs/missing.png"]}},
+    ({"id": 5, "images_list": [], "question": "q", "answer": 0, "meta": {"needles": ["imgs/missing.png"]}},
      "meta.needles[0]"),
+    ({"id": 0, "images_list": [], "question": "q", "answer": 0, "meta": {"needles": ["imgs/needle1.png"]}}, "id"),
 ])
 def test_mmniah_malformed_records_give_one_line_naming_file_record_field(tmp_path, record, field):
     path = write_mmniah(tmp_path, n=2, bad=[json.dumps(record)])

@@ -159,6 +159,7 @@ def read_needlebench(path: Path, language: str = "English", drops: DropLog | Non
     """The NeedleBench needles of one language, in file order (other languages are skipped, not dropped)."""
     _exists(path)
     out: list[NeedleRecord] = []
+    ids: set[str] = set()
     for where, lineno, rec in read_jsonl(path):
         if language and rec.get("language", language) != language:
             continue
@@ -169,12 +170,16 @@ def read_needlebench(path: Path, language: str = "English", drops: DropLog | Non
         question = strip_format_instruction(rec["retrieval_question"]) if problem is None else ""
         if problem is None and not question:
             problem = ("retrieval_question", "holds only the answer-format instruction")
+        nid = str(rec.get("id", f"nb{lineno}"))
+        if problem is None and nid in ids:
+            problem = ("id", f"repeats {nid!r}, the id of an earlier record")
         if problem is not None:
             _malformed(drops, where, *problem)
             continue
         if drops is not None:
             drops.keep()
-        out.append(NeedleRecord(id=str(rec.get("id", f"nb{lineno}")), where=where, needle=rec["needle"].strip(),
+        ids.add(nid)
+        out.append(NeedleRecord(id=nid, where=where, needle=rec["needle"].strip(),
                                 question=question, answer=str(rec.get("arg2") or "").strip(),
                                 entity=str(rec.get("entity") or ""), family=str(rec.get("family") or "")))
     if not out:
@@ -191,8 +196,12 @@ def read_mmniah_image_needles(path: Path, image_root: Path, drops: DropLog | Non
     _exists(path)
     out: list[ImageNeedleRecord] = []
     seen: set[Path] = set()
+    ids: set[str] = set()
     for where, lineno, rec in read_jsonl(path):
         problem = _mmniah_problem(rec)
+        rid = str(rec.get("id", f"mmniah{lineno}"))
+        if problem is None and rid in ids:
+            problem = ("id", f"repeats {rid!r}, the id of an earlier record (MM-NIAH ids restart per task file)")
         if problem is not None:
             _malformed(drops, where, *problem)
             continue
@@ -211,7 +220,8 @@ def read_mmniah_image_needles(path: Path, image_root: Path, drops: DropLog | Non
             if drops is not None:
                 drops.keep()
             suffix = f"-{k}" if len(rec["meta"]["needles"]) > 1 else ""
-            out.append(ImageNeedleRecord(id=f"{rec.get('id', f'mmniah{lineno}')}{suffix}", where=where, path=img_path))
+            ids.add(rid)
+            out.append(ImageNeedleRecord(id=f"{rid}{suffix}", where=where, path=img_path))
     if not out:
         raise ValueError(f"{path}: no usable needle images found (MM-NIAH image needles are in `meta.needles`)")
     return out
