@@ -26,6 +26,7 @@ from typing import Callable, Sequence
 import numpy as np
 from PIL import Image as PILImage
 
+from mmbench.builders.checks.visual_grounding import occurs as occurs_lower
 from mmbench.builders.validity import DropLog, normalise_question
 from mmbench.documents import Document
 from mmbench.media import MediaStore
@@ -75,8 +76,8 @@ def _pattern(entity: str) -> re.Pattern:
 
 
 def occurs(entity: str, text: str) -> bool:
-    """Whether `entity` occurs in `text` as whole words, ignoring case (the validity rule)."""
-    return re.search(r"(?<![\w])" + re.escape(entity) + r"(?![\w])", text, re.IGNORECASE) is not None
+    """Whether `entity` occurs in `text` as whole words, ignoring case (the validity rule, in any case)."""
+    return occurs_lower(entity.lower(), text.lower())
 
 
 def classify(entity: str) -> str:

@@ -146,11 +146,29 @@ def _load_sources(source, counter, media, seed, params, text_needles, image_need
         records = read_mmniah_image_needles(Path(image_needles), Path(image_root), drops=drops["image_needle_records"])
         needles += image_families(records, params.family_size, params.image_descriptor)
     drops["haystack_images"] = DropLog("OBELICS images")
+    drops["haystack_paragraphs"] = DropLog("OBELICS text paragraphs")
     background = obelics_background(Path(haystack), counter.tokenizer, media, pool_size=params.image_pool,
-                                    drops=drops["haystack_images"])
+                                    drops=drops["haystack_images"], leave_out=_names_a_needle(needles, params),
+                                    left_out=drops["haystack_paragraphs"])
     sources = {name: source_fingerprint(path) if path else "unused" for name, path in
                (("text_needles", text_needles), ("image_needles", image_needles), ("haystack", haystack))}
     return needles, background, sources
+
+
+def _names_a_needle(needles: Sequence[Needle], params: VGParams):
+    """A test for haystack paragraphs that would name a selected text needle's entity or hold its sentence
+    (left out of real haystacks up front; every window is still checked, see `clean_background`)."""
+    if "text" not in params.kinds or not any(n.kind == "text" for n in needles):
+        return None
+    chosen = select_needles(needles, "text", params.needles_per_kind)
+    entities = [n.entity.lower() for n in chosen if n.entity]
+    sentences = [n.anchor_text.lower() for n in chosen]
+
+    def test(paragraph: str) -> bool:
+        low = paragraph.lower()
+        return any(occurs(e, low) for e in entities) or any(a in low for a in sentences)
+
+    return test
 
 
 def _jsonable(d: dict[str, Any]) -> dict[str, Any]:

@@ -86,9 +86,10 @@ def write_mmniah(tmp_path, n=10, bad=()):
 def write_obelics(tmp_path):
     (tmp_path / "photo.png").write_bytes(_png((120, 60, 200), (80, 60)))
     docs = {
-        "images": [[None, {"bytes": None, "path": "photo.png"}, None], [{"bytes": _png((250, 140, 20)), "path": None}, None]],
+        "images": [[None, {"bytes": None, "path": "photo.png"}, None, None],
+                   [{"bytes": _png((250, 140, 20)), "path": None}, None]],
         "texts": [["A long article about harbours, ships and the tides of the northern coast. " * 60, None,
-                   "More words on sails, knots and weather at sea. " * 50],
+                   "More words on sails, knots and weather at sea. " * 50, "The Moon rose over the harbour wall."],
                   [None, "A second document on mountain trails, passes and the weather of high valleys. " * 70]],
     }
     path = tmp_path / "obelics.parquet"
@@ -244,6 +245,9 @@ def test_real_build_from_stock_files_is_valid_and_bm25_finds_every_anchor(real_f
     dropped = ps.manifest["dropped"]["text_needle_questions"]
     assert dropped["read"] == len(STOCK) and dropped["kept"] == 5
     assert ps.manifest["sources"]["haystack"].startswith("obelics.parquet sha256:")
+    left_out = ps.manifest["dropped"]["haystack_paragraphs"]       # the paragraph naming "Moon" is not used
+    assert (left_out["read"], left_out["kept"]) == (4, 3)
+    assert not any("moon rose" in c.text.lower() for c in ps.candidates)
     cands = ps.candidate_by_id()
     for item in ps.pools:
         (rel,) = item.relevant_ids

@@ -78,14 +78,18 @@ def sample_background(tokenizer: TextTokenizer, media: MediaStore, seed: int, po
 
 
 def obelics_background(path: Path, tokenizer: TextTokenizer, media: MediaStore, max_docs: int | None = None,
-                       pool_size: int = 48, drops: DropLog | None = None) -> Background:
+                       pool_size: int = 48, drops: DropLog | None = None,
+                       leave_out: Callable[[str], bool] | None = None,
+                       left_out: DropLog | None = None) -> Background:
     """An OBELICS-format parquet: `texts` and `images` lists aligned per document.
 
     Each `images` entry is None, a file path (absolute or relative to the parquet), raw
     bytes, or a `{"bytes": ..., "path": ...}` dict (the `datasets` Image encoding). OBELICS
     itself ships URLs: `mmbench prepare obelics` maps them to local files first. Images are
     decoded in order until `pool_size` are readable; with `drops`, an unusable one is counted
-    with its reason and skipped, without it the first one stops the read.
+    with its reason and skipped, without it the first one stops the read. Text paragraphs for
+    which `leave_out` is true (they name what a query asks about) are not used, and counted in
+    `left_out`.
     """
     import pyarrow.parquet as pq
 
@@ -103,7 +107,16 @@ def obelics_background(path: Path, tokenizer: TextTokenizer, media: MediaStore, 
             break
         if t_list is None or i_list is None or len(t_list) != len(i_list):
             raise ValueError(f"{path}: row {row}: `texts` and `images` must be lists of equal length")
-        texts.extend(t for t in t_list if t)
+        for t in t_list:
+            if not t:
+                continue
+            if leave_out is not None and leave_out(t):
+                if left_out is not None:
+                    left_out.drop("names a query's entity or holds an anchor sentence", f"{path.name}: row {row}")
+                continue
+            if left_out is not None:
+                left_out.keep()
+            texts.append(t)
         images.extend((row, im) for im in i_list if im is not None)
     if not texts:
         raise ValueError(f"{path}: no text found")
