@@ -63,6 +63,23 @@ def test_a_second_candidate_naming_the_entity_is_caught(small, tmp_path):
         write_valid_poolset(ps, tmp_path / "never")
 
 
+def test_cli_validate_names_item_and_invariant_of_a_pool_set_written_around_the_checks(small, tmp_path, capsys):
+    from mmbench.cli import main
+    from mmbench.poolset import write_poolset
+
+    ps = copy.deepcopy(small)
+    item = _text_item(ps, "image")
+    q = ps.query_by_id()[item.query_id]
+    cands = ps.candidate_by_id()
+    other = next(cands[c] for c in item.candidate_ids if cands[c].meta["family"] != q.meta["family"])
+    other.segments[other.meta["anchor_segment"]] = Text(f"Nothing happened on {q.meta['entity']}.")
+    write_poolset(ps, tmp_path / "bad", media_from=small.root / "media")   # the plain writer does not check
+    assert main(["validate", str(tmp_path / "bad")]) == 2
+    captured = capsys.readouterr()
+    assert f"{item.id}: entity_unique: candidate {other.id} also names" in captured.out
+    assert "entity_unique" in captured.err and "\n" not in captured.err.strip()
+
+
 def test_a_copy_of_the_anchor_elsewhere_is_caught(small):
     ps = copy.deepcopy(small)
     item = _text_item(ps, "image")
