@@ -69,6 +69,7 @@ def build(source: str, out: Path, seed: int = 0, lengths: Sequence[int] = LENGTH
                       tuple(kinds), int(needles_per_kind), int(image_pool), int(family_size),
                       str(image_descriptor))
     _check_params(params)
+    allow_missing = _flag(allow_missing, "allow_missing")
     counter = UnifiedTokenCounter.default(tokenizer_json)
     out = Path(out)
     with build_scratch(out) as scratch:
@@ -80,16 +81,28 @@ def build(source: str, out: Path, seed: int = 0, lengths: Sequence[int] = LENGTH
                  "haystack_images": haystack}
         for name, log in drops.items():
             if name in paths:
-                log.check_share(MAX_DROP_SHARE, bool(allow_missing), str(paths[name]))
+                log.check_share(MAX_DROP_SHARE, allow_missing, str(paths[name]))
         ps = assemble(needles, background, counter, media, params, seed, progress)
         check_tolerances(ps.candidates)
         ps.sources = sources
         ps.builder = {"name": "mmbench.builders.visual_grounding", "params": _jsonable(asdict(params)),
                       "source": source, "length_tolerance": LENGTH_TOLERANCE, "depth_tolerance": DEPTH_TOLERANCE,
                       "token_counter": getattr(counter.tokenizer, "name", "qwen3"),
-                      "max_drop_share": MAX_DROP_SHARE, "allow_missing": bool(allow_missing)}
+                      "max_drop_share": MAX_DROP_SHARE, "allow_missing": allow_missing}
         write_valid_poolset(ps, out, media_from=scratch, drops=drops)
     return ps
+
+
+def _flag(value: Any, name: str) -> bool:
+    """A yes/no parameter given as a bool or as text from `--param` ("true", "false", "1", "0", "yes", "no")."""
+    if isinstance(value, bool):
+        return value
+    text = str(value).strip().lower()
+    if text in ("true", "1", "yes"):
+        return True
+    if text in ("false", "0", "no"):
+        return False
+    raise ValueError(f"{name}={value!r}: expected true or false")
 
 
 def _check_params(p: VGParams) -> None:

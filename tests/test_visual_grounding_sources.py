@@ -271,7 +271,9 @@ def test_build_fails_when_too_many_records_are_unusable_unless_allowed(real_file
     with pytest.raises(ValueError, match=r"bad.jsonl: 2 of 11 NeedleBench lines unusable .*allow_missing=true"):
         get_task("visual_grounding").build("real", tmp_path / "a", seed=0, **kw, **files)
     assert not (tmp_path / "a").exists()
-    ps = get_task("visual_grounding").build("real", tmp_path / "b", seed=0, allow_missing=True, **kw, **files)
+    with pytest.raises(ValueError, match="allow_missing=true"):   # "false" from --param means false
+        get_task("visual_grounding").build("real", tmp_path / "a", seed=0, allow_missing="false", **kw, **files)
+    ps = get_task("visual_grounding").build("real", tmp_path / "b", seed=0, allow_missing="true", **kw, **files)
     rec = ps.manifest["dropped"]["text_needle_records"]
     assert rec["read"] == 11 and rec["kept"] == 9
     assert rec["dropped"]["field 'retrieval_question' missing or empty"]["examples"] == [f"{files['text_needles']}:11"]
