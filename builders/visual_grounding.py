@@ -8,6 +8,11 @@ look-alikes of its family are always among its distractors.
 All needles of one look-alike family share one haystack per (kind, background, length), so
 target and look-alike distractors differ only in their anchor; the haystack is also the same
 at every depth (only the insertion point moves), which isolates the depth effect.
+
+Real needles become look-alike families in `needle_families`; the task's invariants (one answering
+candidate per query, shared haystacks, entity only in the target, length and depth) are checked on
+the finished records by `mmbench.builders.checks.visual_grounding` before anything is written, and
+what the sources lost is counted (DropLog) and recorded in the manifest.
 """
 from __future__ import annotations
 
