@@ -296,6 +296,10 @@ def test_obelics_errors_name_the_row(tmp_path):
     pq.write_table(pa.table({"texts": [["some text", None]], "images": [[None, b"garbage"]]}), broken)
     with pytest.raises(ValueError, match=r"broken.parquet: row 0: corrupt image"):
         obelics_background(broken, tok, MediaStore(tmp_path / "m"))
+    uneven = tmp_path / "uneven.parquet"
+    pq.write_table(pa.table({"texts": [["a", None], ["b"]], "images": [[None, "x.png"], [None, None]]}), uneven)
+    with pytest.raises(ValueError, match=r"uneven.parquet: row 1: `texts` and `images` must be lists of equal length"):
+        obelics_background(uneven, tok, MediaStore(tmp_path / "m"))
     nocol = tmp_path / "nocol.parquet"
     pq.write_table(pa.table({"text": ["x"]}), nocol)
     with pytest.raises(ValueError, match="column 'texts' missing"):
