@@ -161,7 +161,9 @@ def _load_sources(source, counter, media, seed, params, text_needles, image_need
         needles += text_families(records, params.family_size, drops["text_needle_questions"])
     if "image" in params.kinds:
         drops["image_needle_records"] = DropLog("MM-NIAH needle images")
-        records = read_mmniah_image_needles(Path(image_needles), Path(image_root), drops=drops["image_needle_records"])
+        drops["image_needle_repeats"] = DropLog("MM-NIAH distinct needle images")
+        records = read_mmniah_image_needles(Path(image_needles), Path(image_root), drops=drops["image_needle_records"],
+                                            repeats=drops["image_needle_repeats"])
         needles += image_families(records, params.family_size, params.image_descriptor)
     drops["haystack_images"] = DropLog("OBELICS images")
     drops["haystack_paragraphs"] = DropLog("OBELICS text paragraphs")

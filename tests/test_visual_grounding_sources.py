@@ -45,6 +45,10 @@ STOCK = [
 ]
 
 
+def read_text_lines(path):
+    return [line for line in open(path).read().splitlines() if line.strip()]
+
+
 def _png(colour, size=(64, 48)) -> bytes:
     buf = io.BytesIO()
     Image.new("RGB", size, colour).save(buf, format="PNG")
@@ -180,6 +184,17 @@ def test_mmniah_reader_takes_needles_from_meta_not_images_list(real_files, tmp_p
     recs = read_mmniah_image_needles(real_files["image_needles"], real_files["image_root"])
     assert [r.path.name for r in recs] == [f"needle{i}.png" for i in range(10)]
     assert all("ctx" not in r.path.name for r in recs)
+    # a reused needle image (same path, or same picture elsewhere) is one needle, and the repeat is counted
+    lines = read_text_lines(real_files["image_needles"])
+    again = json.loads(lines[0])
+    again["id"] = 77
+    (tmp_path / "imgs" / "copy.png").write_bytes((tmp_path / "imgs" / "needle1.png").read_bytes())
+    again2 = {**again, "id": 78, "meta": {**again["meta"], "needles": ["imgs/copy.png"]}}
+    path = tmp_path / "reused.jsonl"
+    path.write_text("\n".join(lines + [json.dumps(again), json.dumps(again2)]) + "\n")
+    repeats = DropLog("distinct")
+    assert len(read_mmniah_image_needles(path, real_files["image_root"], repeats=repeats)) == 10
+    assert (repeats.read, repeats.kept, repeats.reasons["same image as an earlier needle"]) == (12, 10, 2)
 
 
 @pytest.mark.parametrize("record,field", [

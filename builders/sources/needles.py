@@ -6,6 +6,7 @@ be solved by reading that entity.
 """
 from __future__ import annotations
 
+import hashlib
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -187,15 +188,19 @@ def read_needlebench(path: Path, language: str = "English", drops: DropLog | Non
     return out
 
 
-def read_mmniah_image_needles(path: Path, image_root: Path, drops: DropLog | None = None) -> list[ImageNeedleRecord]:
+def read_mmniah_image_needles(path: Path, image_root: Path, drops: DropLog | None = None,
+                              repeats: DropLog | None = None) -> list[ImageNeedleRecord]:
     """Needle images of MM-NIAH image-needle records (`meta.needles`), one per distinct image, in file order.
 
     `images_list` is the haystack (context and question images) and `meta.choices_image_path` the
     answer options, so neither is read as a needle. Images are checked to open, and load lazily later.
+    MM-NIAH reuses needle images across records; a path or picture seen before is skipped (counted in
+    `repeats`), since two queries with one picture would both be answered by either haystack.
     """
     _exists(path)
     out: list[ImageNeedleRecord] = []
     seen: set[Path] = set()
+    digests: set[str] = set()
     ids: set[str] = set()
     for where, lineno, rec in read_jsonl(path):
         problem = _mmniah_problem(rec)
@@ -208,6 +213,8 @@ def read_mmniah_image_needles(path: Path, image_root: Path, drops: DropLog | Non
         for k, rel in enumerate(rec["meta"]["needles"]):
             img_path = Path(image_root) / rel
             if img_path in seen:
+                if repeats is not None:
+                    repeats.drop("same image as an earlier needle", f"{where} ({rel})")
                 continue
             field_name = f"meta.needles[{k}]"
             if not img_path.is_file():
@@ -217,8 +224,16 @@ def read_mmniah_image_needles(path: Path, image_root: Path, drops: DropLog | Non
                 _malformed(drops, where, field_name, f"names {img_path}, which is not a readable image")
                 continue
             seen.add(img_path)
+            digest = hashlib.sha256(img_path.read_bytes()).hexdigest()
+            if digest in digests:
+                if repeats is not None:
+                    repeats.drop("same image as an earlier needle", f"{where} ({rel})")
+                continue
+            digests.add(digest)
             if drops is not None:
                 drops.keep()
+            if repeats is not None:
+                repeats.keep()
             suffix = f"-{k}" if len(rec["meta"]["needles"]) > 1 else ""
             ids.add(rid)
             out.append(ImageNeedleRecord(id=f"{rid}{suffix}", where=where, path=img_path))
