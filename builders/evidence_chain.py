@@ -25,6 +25,7 @@ a pure function of the units' text, so the same data gives the same verdict ever
 """
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass
 from typing import Sequence
@@ -36,6 +37,7 @@ NOT_NAMES = STOPWORDS | frozenset("our we us you your i my its it's one two thre
 UNSEARCHABLE_ANSWERS = frozenset({"", "yes", "no", "none", "unknown"})
 
 
+@functools.lru_cache(maxsize=8192)
 def norm(text: str) -> str:
     """Lower case, every run of non-alphanumerics one space (what phrases are matched on)."""
     return " ".join(re.findall(r"[0-9a-z\u00e0-\u024f]+", text.lower()))
@@ -45,8 +47,9 @@ def has_phrase(text_norm: str, phrase_norm: str) -> bool:
     return bool(phrase_norm) and f" {phrase_norm} " in f" {text_norm} "
 
 
-def _words(text: str) -> set[str]:
-    return set(norm(text).split())
+@functools.lru_cache(maxsize=8192)
+def _words(text: str) -> frozenset[str]:
+    return frozenset(norm(text).split())
 
 
 def values(text: str, exclude: set[str]) -> set[str]:
@@ -83,18 +86,29 @@ def _about(u: ChainUnit, subject: str) -> bool:
     return u.subject == subject or (u.text is not None and has_phrase(norm(u.text), norm(subject)))
 
 
+@dataclass(frozen=True)
+class Leak:
+    """One way a variant still answers; `unit` is the index of the unit that gives it away, if one does."""
+
+    reason: str
+    unit: int | None = None
+
+
 def chain_survives(original: Sequence[ChainUnit], variant: Sequence[ChainUnit], replaced: Sequence[int],
                    question: str, answer: str) -> list[str]:
-    """Why `variant` (the units of `original` with indices `replaced` swapped) still answers; [] if broken.
+    """Why `variant` (the units of `original` with indices `replaced` swapped) still answers; [] if broken."""
+    return [leak.reason for leak in chain_leaks(original, variant, replaced, question, answer)]
 
-    `original` and `variant` are aligned unit for unit (a replacement takes its span's place).
-    """
+
+def chain_leaks(original: Sequence[ChainUnit], variant: Sequence[ChainUnit], replaced: Sequence[int],
+                question: str, answer: str) -> list[Leak]:
+    """The leaks of `variant`: `original` and `variant` are aligned unit for unit (a replacement takes
+    its span's place), `replaced` are the indices swapped."""
     replaced = sorted(set(replaced))
     gone = [original[i] for i in replaced]
-    keep = [u for k, u in enumerate(variant) if k not in replaced]  # untouched units
-    left = list(variant)                                             # plus the replacement texts
-    left_text = [(u, norm(u.text)) for u in left if u.text is not None]
-    reasons: list[str] = []
+    keep = [(k, u) for k, u in enumerate(variant) if k not in replaced]  # untouched units
+    left_text = [(k, norm(u.text)) for k, u in enumerate(variant) if u.text is not None]  # and replacements
+    reasons: list[Leak] = []
     q_words = _words(question)
     parts = answer_parts(answer, question)
     in_text = {p: [k for k, u in enumerate(original) if u.text is not None and has_phrase(norm(u.text), p)]
@@ -106,34 +120,36 @@ def chain_survives(original: Sequence[ChainUnit], variant: Sequence[ChainUnit], 
         if not any(k in replaced for k in carriers):
             continue
         carried_by_gone.add(p)
-        where = next((t for u, t in left_text if has_phrase(t, p)), None)
+        where = next(((k, t) for k, t in left_text if has_phrase(t, p)), None)
         if where is not None:
-            reasons.append(f"answer survives: {p!r} is still written in {_snip(where)!r}")
-        elif not in_text[p] and any(k not in replaced for k in gold_images):
-            reasons.append(f"answer survives: {p!r} is shown by a gold image that remains")
+            reasons.append(Leak(f"answer survives: {p!r} is still written in {_snip(where[1])!r}", where[0]))
+        elif not in_text[p]:
+            img = next((k for k in gold_images if k not in replaced), None)
+            if img is not None:
+                reasons.append(Leak(f"answer survives: {p!r} is shown by a gold image that remains", img))
     for i, g in zip(replaced, gone):
         if g.text is None:
-            if g.ref is not None and any(u.ref == g.ref for u in left):
-                reasons.append(f"image survives: gold image {g.ref} is still in the candidate")
+            same = next((k for k, u in enumerate(variant) if g.ref is not None and u.ref == g.ref), None)
+            if same is not None:
+                reasons.append(Leak(f"image survives: gold image {g.ref} is still in the candidate", same))
             continue
         vals = values(g.text, q_words | _words(g.subject))
         if not vals:
             continue
         need = min(2, len(vals))
-        for u in keep:
+        for k, u in keep:
             if u.text is None or not _about(u, g.subject):
                 continue
-            hit = vals & set(norm(u.text).split())
+            hit = vals & _words(u.text)
             if len(hit) >= need:
-                reasons.append(f"fact restated: {sorted(hit)} of {g.text!r} also in {_snip(u.text)!r}")
-                break
+                reasons.append(Leak(f"fact restated: {sorted(hit)} of {_snip(g.text)!r} also in {_snip(u.text)!r}", k))
     if parts and not carried_by_gone:
         others = [u for k, u in enumerate(original) if u.gold and k not in replaced and u.text is not None]
         linked = any(values(g.text, q_words | _words(g.subject)) & (_words(u.text) | _words(u.subject))
                      for g in gone if g.text is not None for u in others)
         if not linked:
-            reasons.append("span not needed: it carries no part of the answer and no link to the other "
-                           "evidence, which still answers")
+            reasons.append(Leak("span not needed: it carries no part of the answer and no link to the other "
+                                "evidence, which still answers"))
     return reasons
 
 

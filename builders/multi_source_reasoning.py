@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import hashlib
 import math
+import re
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any, Sequence
@@ -22,24 +23,29 @@ from tqdm.auto import tqdm
 
 from mmbench.documents import Document, Image, Text
 from mmbench.media import MediaStore
-from mmbench.builders.validity import write_valid_poolset
+from mmbench.builders.validity import DropLog, write_valid_poolset
 from mmbench.poolset import build_scratch, PoolItem, PoolSet, source_fingerprint
 from mmbench.tokens import UnifiedTokenCounter
 
-from .expansion import Filler, Unit, expand, image_unit, length_matched_text, replace_units, start_positions
+from .evidence_chain import ChainUnit, chain_leaks
+from .expansion import Filler, Unit, boundary_matched_text, expand, image_unit, replace_units, start_positions
+from .hard_auditor import HardAuditor
 from .query_filter import RULES_VERSION, LLMAuditor, RuleFilter, decision_summary, filter_records
 from .sources.hotpotqa import ReasoningRecord, hotpot_record, read_hotpotqa
 from .sources.mmdocrag import mmdocrag_record, read_mmdocrag
 from .visual_grounding import length_label
 
 TASK_NAME = "multi_source_reasoning"
-TASK_VERSION = "1.0"
+TASK_VERSION = "1.1"   # 1.1: Hard variants are checked to break the chain; replacements end at word boundaries
 LENGTHS = (8192, 16384, 32768)
 DATASETS = ("hotpotqa", "mmdocrag")
 VARIANTS = ("first", "last", "middle")
 LENGTH_TOLERANCE = 0.01      # every candidate is within ±1 % of its pool's nominal length
 HARD_EASY_TOLERANCE = 0      # a Hard variant has exactly its undamaged counterpart's unified length
 POSITION_TOLERANCE_TOKENS = 32  # each unit starts within this many tokens of its proportional position
+MAX_EXTRA_REPLACED = 2      # units restating a replaced fact that may be replaced with it
+DONOR_TRIES = 8             # redraws of a variant's replacements that gave the answer back
+TEXT_TRIES = 12             # donor draws for one exact-length replacement text
 
 
 def check_pool_params(lengths: Sequence[int], datasets: Sequence[str], known: Sequence[str],
@@ -58,7 +64,7 @@ def build(source: str, out: Path, seed: int = 0, lengths: Sequence[int] = LENGTH
           hotpotqa: str | None = None, mmdocrag: str | None = None, mmdocrag_images: str | None = None,
           filler: str | None = None, max_records: int | None = None, auditor_model: str | None = None,
           auditor_base_url: str | None = None, auditor_api_key_env: str = "OPENAI_API_KEY",
-          tokenizer_json: str | None = None, progress: bool = True) -> PoolSet:
+          tokenizer_json: str | None = None, audit_hard: bool = False, progress: bool = True) -> PoolSet:
     """Build from `source` ("sample", or "real" with `hotpotqa` / `mmdocrag` paths) into `out`."""
     lengths, datasets = check_pool_params(lengths, datasets, DATASETS, queries_per_dataset, candidates_per_query)
     counter = UnifiedTokenCounter.default(tokenizer_json)
@@ -70,19 +76,30 @@ def build(source: str, out: Path, seed: int = 0, lengths: Sequence[int] = LENGTH
         fill = default_filler(filler, counter, sources)
         auditor = LLMAuditor(auditor_base_url, auditor_model, auditor_api_key_env) \
             if auditor_model and auditor_base_url else None
+        hard_auditor = HardAuditor(auditor) if auditor is not None and audit_hard else None
+        if audit_hard and hard_auditor is None:
+            raise ValueError("audit_hard=true needs auditor_model and auditor_base_url")
         rules = RuleFilter(max_context_tokens=lengths[0])
         queries, candidates, pools, decisions, selected = [], [], [], [], {}
+        drops = {"records": DropLog("records"), "hard_variants": DropLog("Hard variants (record x slot x length)")}
         for ds in datasets:
             recs = records[ds]
             order = seeded_rng(seed, "order", ds).permutation(len(recs)) if source != "sample" else range(len(recs))
+            plans = {}
+            for r in recs:
+                plans[r.id] = plan_variants(r, seed)
+                if r.evidence_indices and not plans[r.id][0] and rules.check(r).kept:
+                    r.problems.append("no Hard variant breaks its evidence chain (" +
+                                      "; ".join(sorted(set(plans[r.id][1].values()))) + ")")
             kept, dec = filter_records([recs[i] for i in order], rules, auditor, queries_per_dataset)
             decisions += dec
+            _count_records(drops["records"], dec, len(recs), kept)
             if len(kept) < candidates_per_query:
                 raise ValueError(f"{ds}: only {len(kept)} queries pass the filter; need at least "
                                  f"candidates_per_query={candidates_per_query}")
             selected[ds] = [r.id for r in kept]
-            q, c, p = _dataset_pools(ds, kept, recs, lengths, fill, counter, media, candidates_per_query, seed,
-                                     progress)
+            q, c, p = _dataset_pools(ds, kept, lengths, fill, counter, media, candidates_per_query, seed,
+                                     progress, plans, drops["hard_variants"], hard_auditor)
             queries += q
             candidates += c
             pools += p
@@ -97,10 +114,25 @@ def build(source: str, out: Path, seed: int = 0, lengths: Sequence[int] = LENGTH
                       "filler": fill.name, "token_counter": getattr(counter.tokenizer, "name", "qwen3"),
                       "query_filter": {"rules_version": RULES_VERSION, "rule_params": asdict(rules),
                                        "auditor": auditor.describe() if auditor else None,
+                                       "hard_auditor": hard_auditor.describe() if hard_auditor else None,
                                        "summary": decision_summary(decisions), "selected": selected,
                                        "decisions": [d.to_dict() for d in decisions]}}
-        write_valid_poolset(ps, out, media_from=scratch)
+        write_valid_poolset(ps, out, media_from=scratch, drops=drops)
     return ps
+
+
+def _count_records(log: DropLog, decisions, n_read: int, kept: list[ReasoningRecord]) -> None:
+    """records read -> kept as queries, with the filter's reasons (numbers folded so reasons group)."""
+    final: dict[str, Any] = {}
+    for d in decisions:   # the last decision about a record is its fate (rules, then the auditor)
+        final[d.query_id] = d
+    kept_ids = {r.id for r in kept}
+    log.keep(len(kept_ids))
+    for qid, d in final.items():
+        if qid not in kept_ids:
+            log.drop(re.sub(r"\d+", "N", d.reason.split(":")[0], count=1) if not d.kept else "not needed (enough queries)", qid)
+    for _ in range(n_read - len(final)):
+        log.drop("not read by the filter (enough queries)")
 
 
 def seeded_rng(seed: int, *parts: Any) -> np.random.Generator:
@@ -152,11 +184,17 @@ def default_filler(path: str | None, counter: UnifiedTokenCounter, sources: dict
     return Filler.from_text(sample_background_text(), counter.tokenizer, "pydoc")
 
 
-def _dataset_pools(ds: str, kept: list[ReasoningRecord], all_records: list[ReasoningRecord], lengths, fill: Filler,
-                   counter: UnifiedTokenCounter, media: MediaStore, C: int, seed: int, progress: bool):
+def _dataset_pools(ds: str, kept: list[ReasoningRecord], lengths, fill: Filler,
+                   counter: UnifiedTokenCounter, media: MediaStore, C: int, seed: int, progress: bool,
+                   plans: dict[str, tuple[dict, dict]], drops: DropLog, hard_auditor=None):
     queries = [Document(id=f"q-{ds}-{r.id}", segments=[Text(r.question)], tokens=counter.text(r.question),
                         meta={"dataset": ds, "record_id": r.id, "answer": r.answer}) for r in kept]
-    replacements = {r.id: _replacements(r, all_records, counter, media, seed) for r in kept}
+    replacements, refused = {}, {}
+    for r in kept:
+        planned, refused[r.id] = dict(plans[r.id][0]), dict(plans[r.id][1])
+        replacements[r.id] = _replacements(r, planned, kept, counter, media, seed, refused[r.id])
+        if hard_auditor is not None:
+            _audit_hard(hard_auditor, r, replacements[r.id], refused[r.id])
     candidates: list[Document] = []
     pools: list[PoolItem] = []
     for length in tqdm(lengths, desc=f"{ds} lengths", disable=not progress):
@@ -177,16 +215,28 @@ def _dataset_pools(ds: str, kept: list[ReasoningRecord], all_records: list[Reaso
             candidates.append(candidate_doc(base, expanded, meta))
             relevant[r.id] = base
             hard[r.id] = []
-            for which, (ev_index, repl, info) in replacements[r.id].items():
-                k = where[ev_index]
-                broken = replace_units(expanded, k, k + 1, repl)
+            for which, why in refused[r.id].items():
+                drops.drop(why, f"{r.id}/{which}@{label}")
+            original = chain_units(expanded)
+            for which, repl in replacements[r.id].items():
+                broken = list(expanded)
+                for i, unit, _, _ in repl:
+                    k = where[i]
+                    broken = replace_units(broken, k, k + 1, [unit])
+                ks = [where[i] for i, _, _, _ in repl]
+                leaks = chain_leaks(original, chain_units(broken), ks, r.question, r.answer)
+                if leaks:   # the filler gives it away at this length
+                    drops.drop("filler " + _reason_kind(leaks[0].reason), f"{r.id}/{which}@{label}")
+                    continue
+                drops.keep()
+                spans = [{"unit": expanded[where[i]].source, "segment_index": where[i],
+                          "tokens": expanded[where[i]].tokens, "content": _describe(expanded[where[i]]),
+                          "replacement": info, "why": why} for i, _, info, why in repl]
                 m = candidate_meta(ds, length, "hard", r.id)
+                first = {k: v for k, v in spans[0].items() if k not in ("replacement", "why")}
                 m["provenance"] = {"original": f"{ds}:{r.id}", "operation": "replace_evidence", "which": which,
-                                   "counterpart": base, "replaced": {"unit": expanded[k].source,
-                                                                     "segment_index": k,
-                                                                     "tokens": expanded[k].tokens,
-                                                                     "content": _describe(expanded[k])},
-                                   "replacement": info, "units": unit_log(broken)}
+                                   "counterpart": base, "replaced": first, "replacement": spans[0]["replacement"],
+                                   "also_replaced": spans[1:], "units": unit_log(broken)}
                 cid = f"{base}-hard-{which}"
                 candidates.append(candidate_doc(cid, broken, m))
                 hard[r.id].append(cid)
@@ -223,51 +273,161 @@ def _expand(r: ReasoningRecord, length: int, fill: Filler, seed: int) -> tuple[l
     return expanded, where
 
 
-def _replacements(r: ReasoningRecord, pool: list[ReasoningRecord], counter: UnifiedTokenCounter,
-                  media: MediaStore, seed: int) -> dict[str, tuple[int, list[Unit], dict]]:
-    """For each variant: (evidence unit index, replacement units, provenance). Same at every length."""
+def chain_units(units: Sequence[Unit]) -> list[ChainUnit]:
+    """What the evidence-chain test sees of a record's units (the checker reads the same from the pool set)."""
+    out = []
+    for u in units:
+        seg = u.segment
+        subject = str(u.info.get("title", "")) if u.role in ("context", "evidence") and u.source.startswith("hotpotqa:") \
+            else ""
+        out.append(ChainUnit(seg.text if isinstance(seg, Text) else None, seg.ref if isinstance(seg, Image) else None,
+                             subject, u.is_evidence))
+    return out
+
+
+def _blanked(original: list[ChainUnit], removed: set[int]) -> list[ChainUnit]:
+    return [ChainUnit("" if u.text is not None else None) if k in removed else u for k, u in enumerate(original)]
+
+
+def plan_variants(r: ReasoningRecord, seed: int) -> tuple[dict[str, list[int]], dict[str, str]]:
+    """Which units each Hard variant replaces, so that the evidence chain is broken.
+
+    Each slot (first, last, random middle evidence span) starts from its span. Units that still
+    give the replaced fact or the answer away (`chain_leaks`) are replaced with it, up to
+    MAX_EXTRA_REPLACED more; a span the answer does not need, or one that cannot be repaired, is
+    swapped for an evidence span no other slot uses. Returns {slot: unit indices} and
+    {slot: why it was dropped}.
+    """
     ev = r.evidence_indices
     chosen = {"first": ev[0], "last": ev[-1]}
     if len(ev) >= 3:
         chosen["middle"] = ev[1 + int(seeded_rng(seed, "middle", r.dataset, r.id).integers(len(ev) - 2))]
-    donors = [d for d in pool if d.id != r.id]
-    out = {}
-    for which, i in chosen.items():
-        rng = seeded_rng(seed, "donor", r.dataset, r.id, which)
-        target = r.units[i]
-        if isinstance(target.segment, Image):
-            unit, info = _image_replacement(target, donors, media, rng)
+    original = chain_units(r.units)
+    plans: dict[str, list[int]] = {}
+    dropped: dict[str, str] = {}
+    taken: set[int] = set()
+    for which, span in chosen.items():
+        spare = [i for i in ev if i not in chosen.values() and i not in taken]
+        why = None
+        for start in [span] + spare:
+            removed, leaks = {start}, []
+            for _ in range(MAX_EXTRA_REPLACED + 1):
+                leaks = chain_leaks(original, _blanked(original, removed), sorted(removed), r.question, r.answer)
+                fixable = {lk.unit for lk in leaks if lk.unit is not None and lk.unit not in removed}
+                if not leaks or any(lk.unit is None for lk in leaks) or \
+                        len(removed | fixable) > 1 + MAX_EXTRA_REPLACED:
+                    break
+                removed |= fixable
+            if leaks:
+                why = why or _reason_kind(leaks[0].reason)
+                continue
+            if sorted(removed) in plans.values():
+                why = why or "duplicate: repairing it gives another variant's replacement"
+                continue
+            plans[which] = sorted(removed)
+            taken.add(start)
+            break
         else:
-            unit, info = _text_replacement(target, donors, counter, rng)
-        out[which] = (i, [unit], info)
+            dropped[which] = why or "no evidence span left"
+    return plans, dropped
+
+
+def _audit_hard(auditor: "HardAuditor", r: ReasoningRecord, variants: dict[str, list], refused: dict[str, str]) -> None:
+    """Ask the LLM auditor about each built variant (its original context, filler left out); drop what it
+    says still answers, and what it could not judge."""
+    for which in list(variants):
+        units = list(r.units)
+        for i, unit, _, _ in variants[which]:
+            units[i] = unit
+        verdict = auditor.audit(r, units)
+        if verdict.answerable is not False:
+            refused[which] = "auditor: still answers" if verdict.answerable else "auditor failed"
+            del variants[which]
+
+
+def _reason_kind(reason: str) -> str:
+    return {"answer": "answer survives elsewhere", "fact": "replaced fact restated elsewhere",
+            "image": "replaced gold image survives", "span": "span not needed: the remaining evidence answers"
+            }.get(reason.split()[0], reason.split(":")[0])
+
+
+def _replacements(r: ReasoningRecord, plans: dict[str, list[int]], pool: list[ReasoningRecord],
+                  counter: UnifiedTokenCounter, media: MediaStore, seed: int,
+                  dropped: dict[str, str]) -> dict[str, list[tuple[int, Unit, dict, str]]]:
+    """For each planned variant: [(unit index, replacement unit, provenance, why replaced)]. Same at every length.
+
+    A replacement that gives the answer or the fact back is redrawn (up to DONOR_TRIES times).
+    """
+    donors = [d for d in pool if d.id != r.id]
+    original = chain_units(r.units)
+    out = {}
+    for which, removed in plans.items():
+        rng = seeded_rng(seed, "donor", r.dataset, r.id, which)
+        for _ in range(DONOR_TRIES):
+            try:
+                repl = [(i, *_replacement(r.units[i], donors, counter, media, rng)) for i in removed]
+            except ValueError as exc:
+                dropped[which] = str(exc).split(": ", 1)[-1]
+                break
+            variant = list(original)
+            for i, unit, _ in repl:
+                variant[i] = chain_units([unit])[0]
+            if not chain_leaks(original, variant, removed, r.question, r.answer):
+                why = {i: ("key evidence span" if k == 0 else "restates the replaced fact or the answer")
+                       for k, i in enumerate(removed)}
+                out[which] = [(i, unit, info, why[i]) for i, unit, info in repl]
+                dropped.pop(which, None)
+                break
+            dropped[which] = "every donor drawn gives the answer or the fact back"
     return out
 
 
+def _replacement(target: Unit, donors: list[ReasoningRecord], counter, media, rng) -> tuple[Unit, dict]:
+    if isinstance(target.segment, Image):
+        return _image_replacement(target, donors, media, rng)
+    return _text_replacement(target, donors, counter, rng)
+
+
 def _text_replacement(target: Unit, donors: list[ReasoningRecord], counter, rng) -> tuple[Unit, dict]:
-    """Coherent text from another record's non-evidence context, exactly `target.tokens` long."""
-    for _ in range(10):
+    """Whole sentences (else whole words) of another record's non-evidence text, exactly `target.tokens` long.
+
+    Paragraph titles are not used (a bare title mid-sentence reads as noise). Several draws are
+    tried; the first that ends a sentence wins, else the first that ends a word.
+    """
+    word = None
+    for _ in range(TEXT_TRIES):
         d = donors[int(rng.integers(len(donors)))]
-        texts = [(u.source, u.segment.text) for u in d.units if not u.is_evidence and isinstance(u.segment, Text)]
+        texts = [(u.source, u.segment.text) for u in d.units if not u.is_evidence and isinstance(u.segment, Text)
+                 and not ("title" in u.info and "sent_id" not in u.info)]
         if not texts:
             continue
         start = int(rng.integers(len(texts)))
-        span = texts[start:] + texts[:start]
-        text, count = length_matched_text(counter.tokenizer, [t.strip() for _, t in span], target.tokens)
-        if count == target.tokens:
-            return (Unit(Text(text), count, "replacement", span[0][0]),
-                    {"kind": "text", "from_record": f"{d.dataset}:{d.id}", "from_units": _used_sources(span, text),
-                     "tokens": count, "text": text})
-    raise ValueError(f"record {target.source}: no donor text matches {target.tokens} tokens exactly")
+        span = texts[start:]
+        fit = boundary_matched_text(counter.tokenizer, [t for _, t in span], target.tokens)
+        if fit is None:
+            continue
+        text, boundary = fit
+        found = (d, span, text, boundary)
+        if boundary == "sentence":
+            word = found
+            break
+        word = word or found
+    if word is None:
+        raise ValueError(f"record {target.source}: no donor text fits {target.tokens} tokens at a word boundary")
+    d, span, text, boundary = word
+    return (Unit(Text(text), target.tokens, "replacement", span[0][0]),
+            {"kind": "text", "from_record": f"{d.dataset}:{d.id}", "from_units": _used_sources(span, text),
+             "tokens": target.tokens, "text": text, "boundary": boundary})
 
 
 def _used_sources(span: list[tuple[str, str]], text: str) -> list[str]:
-    """Sources of the donor units whose text the replacement begins with (in order)."""
+    """Sources of the donor units the replacement text is made of (in order)."""
     used, pos = [], 0
     for source, t in span:
         if pos >= len(text):
             break
         used.append(source)
-        pos += len(t.strip()) + 1
+        pos += len(" ".join(t.split())) + 1
     return used
 
 

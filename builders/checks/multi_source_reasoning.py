@@ -189,9 +189,8 @@ def _boundaries(ps: PoolSet, checked: dict[str, int]) -> Iterable[Violation]:
                 if full.startswith(text) and (len(full) == len(text) or full[len(text)].isspace()):
                     continue
                 yield Violation("replacement_boundary", c.id, f"replacement ends mid-word: …{text[-30:]!r}")
-            elif not text or not text[-1].isalnum():
-                yield Violation("replacement_boundary", c.id, f"replacement ends with {text[-1:]!r}")
-            elif r.get("boundary") not in ("sentence", "word"):
-                yield Violation("replacement_boundary", c.id, f"replacement ends mid-sentence and its donor "
-                                                              f"text is not in the pool set: …{text[-30:]!r}")
+            else:   # a donor outside the pool set: only what the text itself shows can be checked
+                if not text or not (text[-1].isalnum() or text[-1] in ",;:)") or r.get("boundary") != "word":
+                    yield Violation("replacement_boundary", c.id, f"replacement ends mid-sentence and its donor "
+                                                                  f"text is not in the pool set: …{text[-30:]!r}")
     checked["replacement_boundary"] = n
