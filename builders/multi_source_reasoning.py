@@ -303,7 +303,7 @@ def plan_variants(r: ReasoningRecord, seed: int) -> tuple[dict[str, list[int]], 
     if len(ev) >= 3:
         chosen["middle"] = ev[1 + int(seeded_rng(seed, "middle", r.dataset, r.id).integers(len(ev) - 2))]
     original = chain_units(r.units)
-    plans: dict[str, list[int]] = {}
+    plans: dict[str, list[int]] = {}   # slot -> [key evidence span, units restating it...]
     dropped: dict[str, str] = {}
     taken: set[int] = set()
     for which, span in chosen.items():
@@ -321,10 +321,10 @@ def plan_variants(r: ReasoningRecord, seed: int) -> tuple[dict[str, list[int]], 
             if leaks:
                 why = why or _reason_kind(leaks[0].reason)
                 continue
-            if sorted(removed) in plans.values():
+            if any(set(p) == removed for p in plans.values()):
                 why = why or "duplicate: repairing it gives another variant's replacement"
                 continue
-            plans[which] = sorted(removed)
+            plans[which] = [start] + sorted(removed - {start})   # the key span first, then its restatements
             taken.add(start)
             break
         else:
