@@ -45,7 +45,7 @@ HARD_EASY_TOLERANCE = 0      # a Hard variant has exactly its undamaged counterp
 POSITION_TOLERANCE_TOKENS = 32  # each unit starts within this many tokens of its proportional position
 MAX_EXTRA_REPLACED = 2      # units restating a replaced fact that may be replaced with it
 DONOR_TRIES = 8             # redraws of a variant's replacements that gave the answer back
-TEXT_TRIES = 12             # donor draws for one exact-length replacement text
+TEXT_TRIES = 40             # donor draws for one exact-length replacement text
 
 
 def check_pool_params(lengths: Sequence[int], datasets: Sequence[str], known: Sequence[str],

@@ -119,7 +119,7 @@ class _World:
 
     def band_paragraph(self, b: dict) -> list[str]:
         r = self.rng
-        return [f"{b['name']} are a {b['genre']} group formed in {b['year']}.",
+        return [f"{b['name']} are {_a(b['genre'])} group formed in {b['year']}.",
                 f"The band's lead singer is {b['singer']}.",
                 f"They recorded their debut album in a converted chapel in {b['city']}.",
                 f"Over the following decade they released {int(r.integers(3, 11))} studio albums."]
