@@ -189,12 +189,12 @@ def _dataset_pools(ds: str, kept: list[ReasoningRecord], lengths, fill: Filler,
                    plans: dict[str, tuple[dict, dict]], drops: DropLog, hard_auditor=None):
     queries = [Document(id=f"q-{ds}-{r.id}", segments=[Text(r.question)], tokens=counter.text(r.question),
                         meta={"dataset": ds, "record_id": r.id, "answer": r.answer}) for r in kept]
-    replacements, refused = {}, {}
+    replacements, refused, audits = {}, {}, {}
     for r in kept:
         planned, refused[r.id] = dict(plans[r.id][0]), dict(plans[r.id][1])
         replacements[r.id] = _replacements(r, planned, kept, counter, media, seed, refused[r.id])
         if hard_auditor is not None:
-            _audit_hard(hard_auditor, r, replacements[r.id], refused[r.id])
+            audits[r.id] = _audit_hard(hard_auditor, r, replacements[r.id], refused[r.id])
     candidates: list[Document] = []
     pools: list[PoolItem] = []
     for length in tqdm(lengths, desc=f"{ds} lengths", disable=not progress):
@@ -237,10 +237,16 @@ def _dataset_pools(ds: str, kept: list[ReasoningRecord], lengths, fill: Filler,
                 m["provenance"] = {"original": f"{ds}:{r.id}", "operation": "replace_evidence", "which": which,
                                    "counterpart": base, "replaced": first, "replacement": spans[0]["replacement"],
                                    "also_replaced": spans[1:], "units": unit_log(broken)}
+                if r.id in audits:
+                    m["provenance"]["hard_audit"] = audits[r.id][which]
                 cid = f"{base}-hard-{which}"
                 candidates.append(candidate_doc(cid, broken, m))
                 hard[r.id].append(cid)
-        pools += easy_hard_pools(ds, length, [r.id for r in kept], relevant, hard, C, seed)
+        try:
+            pools += easy_hard_pools(ds, length, [r.id for r in kept], relevant, hard, C, seed)
+        except ValueError as exc:
+            top = ", ".join(f"{why} ×{n}" for why, n in drops.reasons.most_common(3))
+            raise ValueError(f"{exc} (Hard variants dropped so far: {top or 'none'})") from None
     return queries, candidates, pools
 
 
@@ -332,9 +338,11 @@ def plan_variants(r: ReasoningRecord, seed: int) -> tuple[dict[str, list[int]], 
     return plans, dropped
 
 
-def _audit_hard(auditor: "HardAuditor", r: ReasoningRecord, variants: dict[str, list], refused: dict[str, str]) -> None:
+def _audit_hard(auditor: "HardAuditor", r: ReasoningRecord, variants: dict[str, list],
+                refused: dict[str, str]) -> dict[str, dict]:
     """Ask the LLM auditor about each built variant (its original context, filler left out); drop what it
-    says still answers, and what it could not judge."""
+    says still answers, and what it could not judge. Returns the verdicts of the variants kept."""
+    kept = {}
     for which in list(variants):
         units = list(r.units)
         for i, unit, _, _ in variants[which]:
@@ -343,6 +351,9 @@ def _audit_hard(auditor: "HardAuditor", r: ReasoningRecord, variants: dict[str, 
         if verdict.answerable is not False:
             refused[which] = "auditor: still answers" if verdict.answerable else "auditor failed"
             del variants[which]
+        else:
+            kept[which] = {"answerable": False, "reason": verdict.reason}
+    return kept
 
 
 def _reason_kind(reason: str) -> str:

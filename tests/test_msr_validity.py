@@ -247,3 +247,74 @@ def test_boundary_matched_text_is_exact_and_never_cuts_a_word():
         assert len(tok.encode(text)) == n
         assert " ".join(sents).startswith(text) and " ".join(sents)[len(text)] == " "
     assert boundary_matched_text(tok, sents[:1], 500) is None
+
+
+# ---- the optional LLM check of Hard variants (loopback fake server) -------------------------
+
+class _Judge:
+    """A loopback chat server: the query auditor keeps everything; the Hard-variant auditor says a
+    variant still answers when the record's answer is still written in it (a stand-in for a model)."""
+
+    def __init__(self, reply=None):
+        from loopback_server import LoopbackServer
+
+        judge = self
+
+        class Server(LoopbackServer):
+            def handle(self, path, headers, body):
+                judge.requests.append(body)
+                system, user = body["messages"][0]["content"], body["messages"][1]["content"]
+                if "{\"answerable\"" not in system:
+                    content = json.dumps({"keep": True, "reason": "linked"})
+                else:
+                    answer = judge.answers[user.split("\n", 1)[0][len("Question: "):]]
+                    still = answer.split(";")[0] in user.split("Document:", 1)[1]
+                    content = judge.reply or json.dumps({"answerable": still, "reason": "answer written" if still
+                                                         else "a needed fact is gone"})
+                return 200, {"Content-Type": "application/json"}, {
+                    "choices": [{"message": {"role": "assistant", "content": content}}]}
+
+        self.reply, self.requests, self.answers = reply, [], {}
+        self.server = Server()
+        self.url = self.server.url + "/v1"
+
+
+KW = dict(lengths=(2048,), datasets=("hotpotqa",), queries_per_dataset=5, candidates_per_query=3, progress=False)
+
+
+def test_hard_auditor_drops_the_variants_it_judges_answerable(tmp_path):
+    judge = _Judge()
+    judge.answers = {r["question"]: r["answer"] for r in sr.hotpot_records(0, 40)}
+    try:
+        ps = build("sample", tmp_path / "a", auditor_model="judge-1", auditor_base_url=judge.url, audit_hard=True,
+                   **KW)
+    finally:
+        judge.server.close()
+    hard_calls = [b for b in judge.requests if "{\"answerable\"" in b["messages"][0]["content"]]
+    assert hard_calls and all(b["model"] == "judge-1" and b["temperature"] == 0 for b in hard_calls)
+    assert "Document:" in hard_calls[0]["messages"][1]["content"]
+    assert ps.builder["query_filter"]["hard_auditor"]["prompt_version"] == "hard-variant-auditor/1"
+    dropped = ps.manifest["dropped"]["hard_variants"]["dropped"]
+    # a removed bridge leaves the founder's birth year written: the fake judge calls it answerable
+    assert dropped["auditor: still answers"]["count"] >= 1
+    audited = [c.meta["provenance"]["hard_audit"] for c in ps.candidates if c.meta["difficulty"] == "hard"]
+    assert audited and all(a == {"answerable": False, "reason": "a needed fact is gone"} for a in audited)
+    plain = build("sample", tmp_path / "b", **KW)
+    n_hard = lambda p: sum(c.meta["difficulty"] == "hard" for c in p.candidates)
+    assert n_hard(ps) == n_hard(plain) - dropped["auditor: still answers"]["count"]
+
+
+def test_hard_auditor_unreadable_reply_drops_the_variant_and_says_so(tmp_path):
+    judge = _Judge(reply="probably fine")
+    judge.answers = {r["question"]: r["answer"] for r in sr.hotpot_records(0, 40)}
+    try:
+        with pytest.raises(ValueError, match=r"not enough Hard variants .*dropped so far: auditor failed ×"):
+            build("sample", tmp_path / "a", auditor_model="judge-1", auditor_base_url=judge.url, audit_hard=True,
+                  **KW)
+    finally:
+        judge.server.close()
+
+
+def test_audit_hard_without_an_auditor_is_a_clear_error(tmp_path):
+    with pytest.raises(ValueError, match="audit_hard=true needs auditor_model and auditor_base_url"):
+        build("sample", tmp_path / "a", audit_hard=True, **KW)
