@@ -53,14 +53,20 @@ def _words(text: str) -> frozenset[str]:
 
 
 def values(text: str, exclude: set[str]) -> set[str]:
-    """Distinctive values of a sentence: numbers and capitalised names, lower-cased, minus `exclude`."""
+    """Distinctive values of a sentence: numbers and capitalised names, lower-cased, minus `exclude`.
+
+    The sentence's first word is a name only if it is capitalised again later ("During", "Its"
+    are capitalised by position alone); a name that opens a sentence is mostly its subject, which
+    `exclude` holds anyway.
+    """
     out = set()
-    for tok in TOKEN.findall(text):
+    toks = TOKEN.findall(text)
+    for k, tok in enumerate(toks):
         if tok[0].isdigit():
             out.add(re.sub(r"[,.]", "", tok))
-        elif tok[0].isupper() and tok.lower() not in NOT_NAMES:
+        elif tok[0].isupper() and tok.lower() not in NOT_NAMES and (k > 0 or tok in toks[1:]):
             out.update(norm(tok).split())
-    return {v for v in out if v and v not in exclude}
+    return {v for v in out if (v.isdigit() or len(v) > 1) and v not in exclude}
 
 
 @dataclass(frozen=True)

@@ -83,6 +83,23 @@ def test_rule_catches_the_answer_in_the_replacement_and_ignores_answers_in_the_q
     assert chain_survives(units, _swap(units, [0]), [0], q, "Northwind Tidal Power") == []
 
 
+def test_values_and_a_yes_no_comparison_in_hotpotqa_style():
+    from mmbench.builders.evidence_chain import values
+
+    assert values("During 1931 Ada Lockhart met Blue Shore's editor.", set()) == {"1931", "ada", "lockhart", "blue",
+                                                                                   "shore"}
+    assert values("Ada Lockhart met Ada.", {"lockhart"}) == {"ada"}      # a first word capitalised again later
+    assert values("Its best-known faculty is the school of History.", set()) == {"history"}
+    units = [_u(" Scott Derrickson is an American director.", "Scott Derrickson", True),
+             _u(" He lives in Los Angeles.", "Scott Derrickson"),
+             _u(" Edward Davis Wood Jr. was an American filmmaker.", "Ed Wood", True),
+             _u(" Ed Wood is a 1994 biopic starring an American actor.", "Ed Wood (film)")]
+    q = "Were Scott Derrickson and Ed Wood of the same nationality?"
+    assert chain_survives(units, _swap(units, [0]), [0], q, "yes") == []     # yes/no: every span needed
+    restated = units + [_u(" Derrickson, an American, directs horror films.", "Scott Derrickson")]
+    assert chain_survives(restated, _swap(restated, [0]), [0], q, "yes")[0].startswith("fact restated")
+
+
 def test_checker_reproduces_the_old_failures_on_a_tampered_build(default_ps):
     """Put a replaced sentence back (what the 1.0 builder left) and duplicate a question: the
     checker names the item and the invariant."""
