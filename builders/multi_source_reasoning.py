@@ -76,6 +76,7 @@ def build(source: str, out: Path, seed: int = 0, lengths: Sequence[int] = LENGTH
         fill = default_filler(filler, counter, sources)
         auditor = LLMAuditor(auditor_base_url, auditor_model, auditor_api_key_env) \
             if auditor_model and auditor_base_url else None
+        audit_hard = _flag(audit_hard, "audit_hard")
         hard_auditor = HardAuditor(auditor) if auditor is not None and audit_hard else None
         if audit_hard and hard_auditor is None:
             raise ValueError("audit_hard=true needs auditor_model and auditor_base_url")
@@ -119,6 +120,15 @@ def build(source: str, out: Path, seed: int = 0, lengths: Sequence[int] = LENGTH
                                        "decisions": [d.to_dict() for d in decisions]}}
         write_valid_poolset(ps, out, media_from=scratch, drops=drops)
     return ps
+
+
+def _flag(value: Any, name: str) -> bool:
+    """A yes/no parameter: a bool, or 'true'/'false' as `--param name=true` passes it."""
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, str) and value.lower() in ("true", "false"):
+        return value.lower() == "true"
+    raise ValueError(f"{name} must be true or false, not {value!r}")
 
 
 def _count_records(log: DropLog, decisions, n_read: int, kept: list[ReasoningRecord]) -> None:

@@ -334,4 +334,7 @@ def test_hard_auditor_unreadable_reply_drops_the_variant_and_says_so(tmp_path):
 
 def test_audit_hard_without_an_auditor_is_a_clear_error(tmp_path):
     with pytest.raises(ValueError, match="audit_hard=true needs auditor_model and auditor_base_url"):
-        build("sample", tmp_path / "a", audit_hard=True, **KW)
+        build("sample", tmp_path / "a", audit_hard="true", **KW)       # as `--param audit_hard=true` gives it
+    with pytest.raises(ValueError, match="audit_hard must be true or false, not 'yes'"):
+        build("sample", tmp_path / "b", audit_hard="yes", **KW)
+    assert build("sample", tmp_path / "c", audit_hard="false", **KW).builder["query_filter"]["hard_auditor"] is None
