@@ -51,6 +51,8 @@ def plan_variants(r: ReasoningRecord, seed: int) -> tuple[dict[str, list[int]], 
     {slot: why it was dropped}.
     """
     ev = r.evidence_indices
+    if not ev:
+        return {}, {}
     chosen = {"first": ev[0], "last": ev[-1]}
     if len(ev) >= 3:
         chosen["middle"] = ev[1 + int(seeded_rng(seed, "middle", r.dataset, r.id).integers(len(ev) - 2))]
@@ -85,7 +87,7 @@ def plan_variants(r: ReasoningRecord, seed: int) -> tuple[dict[str, list[int]], 
 
 
 def audit_hard(auditor: HardAuditor, r: ReasoningRecord, variants: dict[str, list],
-                refused: dict[str, str]) -> dict[str, dict]:
+               refused: dict[str, str]) -> dict[str, dict]:
     """Ask the LLM auditor about each built variant (its original context, filler left out); drop what it
     says still answers, and what it could not judge. Returns the verdicts of the variants kept."""
     kept = {}
@@ -109,8 +111,8 @@ def reason_kind(reason: str) -> str:
 
 
 def replacements_for(r: ReasoningRecord, plans: dict[str, list[int]], pool: list[ReasoningRecord],
-                  counter: UnifiedTokenCounter, media: MediaStore, seed: int,
-                  dropped: dict[str, str]) -> dict[str, list[tuple[int, Unit, dict, str]]]:
+                     counter: UnifiedTokenCounter, media: MediaStore, seed: int,
+                     dropped: dict[str, str]) -> dict[str, list[tuple[int, Unit, dict, str]]]:
     """For each planned variant: [(unit index, replacement unit, provenance, why replaced)]. Same at every length.
 
     A replacement that gives the answer or the fact back is redrawn (up to DONOR_TRIES times).

@@ -91,7 +91,7 @@ def build(source: str, out: Path, seed: int = 0, lengths: Sequence[int] = LENGTH
                 plans[r.id] = plan_variants(r, seed)
                 if r.evidence_indices and not plans[r.id][0] and rules.check(r).kept:
                     r.problems.append("no Hard variant breaks its evidence chain (" +
-                                      "; ".join(sorted(set(plans[r.id][1].values()))) + ")")
+                                      ", ".join(sorted(set(plans[r.id][1].values()))) + ")")
             kept, dec = filter_records([recs[i] for i in order], rules, auditor, queries_per_dataset)
             decisions += dec
             _count_records(drops["records"], dec, len(recs), kept)
@@ -131,6 +131,13 @@ def _flag(value: Any, name: str) -> bool:
     raise ValueError(f"{name} must be true or false, not {value!r}")
 
 
+def _reason_key(reason: str) -> str:
+    """A filter reason without what is particular to one record (quoted names, the first count), so
+    records dropped for the same reason are counted together."""
+    head = reason.split("; ")[0].split(": ")[0]
+    return re.sub(r"\d+", "N", re.sub(r"'[^']*'", "'…'", head), count=1)
+
+
 def _count_records(log: DropLog, decisions, n_read: int, kept: list[ReasoningRecord]) -> None:
     """records read -> kept as queries, with the filter's reasons (numbers folded so reasons group)."""
     final: dict[str, Any] = {}
@@ -140,7 +147,7 @@ def _count_records(log: DropLog, decisions, n_read: int, kept: list[ReasoningRec
     log.keep(len(kept_ids))
     for qid, d in final.items():
         if qid not in kept_ids:
-            log.drop(re.sub(r"\d+", "N", d.reason.split(":")[0], count=1) if not d.kept else "passed the filter, not selected (enough queries)", qid)
+            log.drop(_reason_key(d.reason) if not d.kept else "passed the filter, not selected (enough queries)", qid)
     for _ in range(n_read - len(final)):
         log.drop("not read by the filter (enough queries)")
 

@@ -145,7 +145,8 @@ def test_mmdocrag_bad_lines_corrupt_image_and_non_utf8(tmp_path, counter):
 def test_real_build_from_official_layouts_is_valid_and_counts_drops(tmp_path):
     """A `real` build from the official layouts passes every invariant and says what it dropped."""
     hp = tmp_path / "hotpot_dev_distractor_v1.json"
-    hp.write_text(json.dumps([WIKI] + sr.hotpot_records(11, 9)))
+    lost = {**WIKI, "_id": "no-evidence", "supporting_facts": [["Nobody", 0], ["Nothing", 2]]}   # none resolve
+    hp.write_text(json.dumps([WIKI, lost] + sr.hotpot_records(11, 9)))
     records = _mmdocrag_files(tmp_path, 7)
     md = _write(tmp_path / "dev_15.jsonl", records)
     ps = build("real", tmp_path / "msr", seed=0, lengths=(2048,), queries_per_dataset=5, candidates_per_query=3,
@@ -153,7 +154,8 @@ def test_real_build_from_official_layouts_is_valid_and_counts_drops(tmp_path):
     v = ps.manifest["validity"]
     assert v["ok"] and v["checked"]["hard_chain_broken"] > 10
     drops = ps.manifest["dropped"]
-    assert drops["records"]["read"] == 10 + 7 and drops["records"]["kept"] == 10
+    assert drops["records"]["read"] == 11 + 7 and drops["records"]["kept"] == 10
+    assert any("not found in the context" in r for r in drops["records"]["dropped"])
     hv = drops["hard_variants"]
     assert hv["kept"] == v["checked"]["hard_chain_broken"] and hv["read"] > hv["kept"]
     decided = {d["query_id"] for d in ps.builder["query_filter"]["decisions"]}
