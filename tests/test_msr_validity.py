@@ -338,3 +338,25 @@ def test_audit_hard_without_an_auditor_is_a_clear_error(tmp_path):
     with pytest.raises(ValueError, match="audit_hard must be true or false, not 'yes'"):
         build("sample", tmp_path / "b", audit_hard="yes", **KW)
     assert build("sample", tmp_path / "c", audit_hard="false", **KW).builder["query_filter"]["hard_auditor"] is None
+
+
+def test_a_record_whose_answer_is_everywhere_gets_no_hard_variant_and_is_dropped(tmp_path):
+    from mmbench.builders.hard_variants import plan_variants
+    from mmbench.builders.sources.hotpotqa import hotpot_record
+
+    rec = {"_id": "everywhere", "question": "Which river flows through Pellingford?", "answer": "Mirrow",
+           "supporting_facts": [["Pellingford", 0], ["Pellingford", 1]],
+           "context": [["Pellingford", ["The River Mirrow flows through Pellingford.",
+                                        "Pellingford lies on the Mirrow, which floods in spring."]],
+                       ["Mirrow", [f"The Mirrow is a river, fact {k}." for k in range(4)]]]}
+    r = hotpot_record(rec, UnifiedTokenCounter.default())
+    plans, dropped = plan_variants(r, 0)
+    assert plans == {} and set(dropped.values()) == {"answer survives elsewhere"}
+    fine = sr.hotpot_records(0, 12)
+    hp = tmp_path / "hotpot.json"
+    hp.write_text(json.dumps([rec] + fine))
+    ps = build("real", tmp_path / "out", hotpotqa=str(hp), datasets=("hotpotqa",), **{
+        k: v for k, v in KW.items() if k != "datasets"})
+    why = [d["reason"] for d in ps.builder["query_filter"]["decisions"] if d["query_id"] == "everywhere"]
+    assert why == ["no Hard variant breaks its evidence chain (answer survives elsewhere)"]
+    assert "everywhere" not in {q.meta["record_id"] for q in ps.queries}
