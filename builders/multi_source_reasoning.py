@@ -24,7 +24,7 @@ from tqdm.auto import tqdm
 
 from mmbench.documents import Document, Text
 from mmbench.media import MediaStore
-from mmbench.builders.validity import DropLog, write_valid_poolset
+from mmbench.builders.validity import DropLog, normalise_question, write_valid_poolset
 from mmbench.poolset import build_scratch, PoolItem, PoolSet, source_fingerprint
 from mmbench.tokens import UnifiedTokenCounter
 
@@ -87,6 +87,7 @@ def build(source: str, out: Path, seed: int = 0, lengths: Sequence[int] = LENGTH
             recs = records[ds]
             order = seeded_rng(seed, "order", ds).permutation(len(recs)) if source != "sample" else range(len(recs))
             plans = {}
+            _mark_ambiguous(recs, rules)
             for r in recs:
                 plans[r.id] = plan_variants(r, seed)
                 if r.evidence_indices and not plans[r.id][0] and rules.check(r).kept:
@@ -129,6 +130,34 @@ def _flag(value: Any, name: str) -> bool:
     if isinstance(value, str) and value.lower() in ("true", "false"):
         return value.lower() == "true"
     raise ValueError(f"{name} must be true or false, not {value!r}")
+
+
+def _mark_ambiguous(recs: list[ReasoningRecord], rules: RuleFilter) -> None:
+    """Records that another record would answer too get a problem, so the filter drops them: a later
+    record asking an earlier one's question (normalised text), or one whose every evidence sentence
+    is in another usable record's context (that context would be a second right answer in its pools).
+    Records the rules drop anyway keep their own reason and are not counted as holders."""
+    usable, asked = [], {}
+    for r in recs:
+        if not rules.check(r).kept:
+            continue
+        key = normalise_question(r.question)
+        if key in asked:
+            r.problems.append(f"asks the same question as record {asked[key]!r}")
+        else:
+            asked[key] = r.id
+            usable.append(r)
+    holders: dict[str, set[str]] = {}
+    for r in usable:
+        for u in r.units:
+            if isinstance(u.segment, Text):
+                holders.setdefault(u.segment.text.strip(), set()).add(r.id)
+    for r in usable:
+        texts = [r.units[i].segment.text.strip() for i in r.evidence_indices if isinstance(r.units[i].segment, Text)]
+        if texts and len(texts) == len(r.evidence_indices):
+            others = set.intersection(*(holders[t] for t in texts)) - {r.id}
+            if others:
+                r.problems.append(f"another record holds all of its evidence ({sorted(others)[0]!r})")
 
 
 def _reason_key(reason: str) -> str:

@@ -360,3 +360,23 @@ def test_a_record_whose_answer_is_everywhere_gets_no_hard_variant_and_is_dropped
     why = [d["reason"] for d in ps.builder["query_filter"]["decisions"] if d["query_id"] == "everywhere"]
     assert why == ["no Hard variant breaks its evidence chain (answer survives elsewhere)"]
     assert "everywhere" not in {q.meta["record_id"] for q in ps.queries}
+
+
+def test_records_another_record_would_answer_are_dropped_before_pooling(tmp_path):
+    recs = sr.hotpot_records(0, 12)
+    twin = json.loads(json.dumps(recs[0]))                 # same question, another answer
+    twin.update({"_id": "twin", "answer": "1111"})
+    sharer = json.loads(json.dumps(recs[1]))               # another question over the same paragraphs
+    sharer.update({"_id": "sharer", "question": recs[1]["question"].replace("Which river", "What river")})
+    hp = tmp_path / "hotpot.json"
+    hp.write_text(json.dumps(recs + [twin, sharer]))
+    ps = build("real", tmp_path / "out", hotpotqa=str(hp), datasets=("hotpotqa",), **{
+        k: v for k, v in KW.items() if k != "datasets"})
+    why = {d["query_id"]: d["reason"] for d in ps.builder["query_filter"]["decisions"]}
+    assert why["twin"] == f"asks the same question as record {recs[0]['_id']!r}"
+    assert why["sharer"] == f"another record holds all of its evidence ({recs[1]['_id']!r})"
+    assert why[recs[1]["_id"]] == "another record holds all of its evidence ('sharer')"
+    dropped = ps.manifest["dropped"]["records"]["dropped"]
+    assert dropped["asks the same question as record '…'"]["count"] == 1
+    assert dropped["another record holds all of its evidence ('…')"]["count"] == 2
+    assert ps.manifest["validity"]["ok"]
