@@ -6,9 +6,10 @@ of the context, the filler and the replacement text itself). The test below name
 chain can survive:
 
 * ``answer survives``: the span carried part of the answer (an answer part, split at ";", found in
-  its text), and that part is still written in a remaining unit. An answer part written in no
-  text unit of the record is taken to be shown by the gold images; replacing one gold image then
-  leaves it answered while another gold image remains.
+  its text), and that part is still written in a remaining unit. A short answer part (up to 6
+  words) written in no text unit of the record is taken to be shown by the gold images; replacing
+  one gold image then leaves it answered while another gold image remains. A longer part written
+  nowhere (a free-form answer) is not searched for.
 * ``fact restated``: a remaining unit about the same subject (same HotpotQA paragraph, or naming
   the paragraph's title; any unit for untitled sources) holds at least two of the span's
   distinctive values (numbers and capitalised names not in the question or the title; all of
@@ -35,6 +36,7 @@ from .query_filter import STOPWORDS
 TOKEN = re.compile(r"[A-Za-z\u00C0-\u024F][\w'\u00C0-\u024F-]*|\d[\d,.]*\d|\d")
 NOT_NAMES = STOPWORDS | frozenset("our we us you your i my its it's one two three".split())
 UNSEARCHABLE_ANSWERS = frozenset({"", "yes", "no", "none", "unknown"})
+MAX_IMAGE_PART_WORDS = 6   # an answer part written in no text is taken to be shown by a gold image up to this length
 
 
 @functools.lru_cache(maxsize=8192)
@@ -120,6 +122,9 @@ def chain_leaks(original: Sequence[ChainUnit], variant: Sequence[ChainUnit], rep
     in_text = {p: [k for k, u in enumerate(original) if u.text is not None and has_phrase(norm(u.text), p)]
                for p in parts}
     gold_images = [k for k, u in enumerate(original) if u.gold and u.text is None]
+    # a part written nowhere is searchable only if gold images can show it (a short value, not a
+    # free-form sentence); otherwise it is left out, as yes/no answers are
+    parts = [p for p in parts if in_text[p] or (gold_images and len(p.split()) <= MAX_IMAGE_PART_WORDS)]
     carried_by_gone = set()
     for p in parts:
         carriers = in_text[p] if in_text[p] else gold_images

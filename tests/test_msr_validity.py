@@ -73,6 +73,15 @@ def test_rule_catches_a_surviving_gold_image_and_an_unneeded_span():
     assert any(w.startswith("image survives") for w in why)
 
 
+def test_free_form_answers_written_nowhere_are_not_searched():
+    units = [_u("Revenue rose in every region except the north.", gold=True),
+             _u(None, gold=True, ref="aa/chart.jpg"),
+             _u("The board approved a new plant.", gold=True)]
+    q = "Why did the company build a new plant according to its chart?"
+    a = "Because demand in the southern and eastern regions grew faster than capacity over five years"
+    assert chain_survives(units, _swap(units, [2]), [2], q, a) == []      # each span counts as needed
+
+
 def test_rule_catches_the_answer_in_the_replacement_and_ignores_answers_in_the_question():
     why = chain_survives(ROSA, _swap(ROSA, [3, 4], "A plaque from 1970 marks the square."), [3, 4], Q_ROSA, "1970")
     assert why and why[0].startswith("answer survives")
