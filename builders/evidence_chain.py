@@ -6,7 +6,9 @@ of the context, the filler and the replacement text itself). The test below name
 chain can survive:
 
 * ``answer survives``: the span carried part of the answer (an answer part, split at ";", found in
-  its text), and that part is still written in a remaining unit. A short answer part (up to 6
+  its text), and that part is still written in a remaining unit tied to it: one about the span's
+  subject, or one sharing a distinctive value with the question or with the span (besides the
+  answer itself); a river of the same name in an unrelated town is a coincidence. A short answer part (up to 6
   words) written in no text unit of the record is taken to be shown by the gold images; replacing
   one gold image then leaves it answered while another gold image remains. A longer part written
   nowhere (a free-form answer) is not searched for.
@@ -115,7 +117,7 @@ def chain_leaks(original: Sequence[ChainUnit], variant: Sequence[ChainUnit], rep
     replaced = sorted(set(replaced))
     gone = [original[i] for i in replaced]
     keep = [(k, u) for k, u in enumerate(variant) if k not in replaced]  # untouched units
-    left_text = [(k, norm(u.text)) for k, u in enumerate(variant) if u.text is not None]  # and replacements
+    left_text = [(k, u, norm(u.text)) for k, u in enumerate(variant) if u.text is not None]  # and replacements
     reasons: list[Leak] = []
     q_words = _words(question)
     parts = answer_parts(answer, question)
@@ -125,13 +127,20 @@ def chain_leaks(original: Sequence[ChainUnit], variant: Sequence[ChainUnit], rep
     # a part written nowhere is searchable only if gold images can show it (a short value, not a
     # free-form sentence); otherwise it is left out, as yes/no answers are
     parts = [p for p in parts if in_text[p] or (gold_images and len(p.split()) <= MAX_IMAGE_PART_WORDS)]
+    q_values = values(question, set())
     carried_by_gone = set()
     for p in parts:
         carriers = in_text[p] if in_text[p] else gold_images
         if not any(k in replaced for k in carriers):
             continue
         carried_by_gone.add(p)
-        where = next(((k, t) for k, t in left_text if has_phrase(t, p)), None)
+        # written again where it is tied to the question or to the replaced fact, not by coincidence
+        ties = q_values | {v for i in replaced if original[i].text is not None
+                           for v in values(original[i].text, q_words | set(p.split()))}
+        subjects = [original[i].subject for i in replaced     # the answer's own paragraph is no tie
+                    if original[i].subject and not has_phrase(p, norm(original[i].subject))]
+        where = next(((k, t) for k, u, t in left_text if has_phrase(t, p) and
+                      (ties & _words(u.text) or any(_about(u, s) for s in subjects))), None)
         if where is not None:
             reasons.append(Leak(f"answer survives: {p!r} is still written in {_snip(where[1])!r}", where[0]))
         elif not in_text[p]:

@@ -83,8 +83,16 @@ def test_free_form_answers_written_nowhere_are_not_searched():
 
 
 def test_rule_catches_the_answer_in_the_replacement_and_ignores_answers_in_the_question():
-    why = chain_survives(ROSA, _swap(ROSA, [3, 4], "A plaque from 1970 marks the square."), [3, 4], Q_ROSA, "1970")
+    why = chain_survives(ROSA, _swap(ROSA, [3, 4], "Rosa Gallowglass, born 1970, founded a firm."), [3, 4], Q_ROSA,
+                         "1970")
     assert why and why[0].startswith("answer survives")
+    coincidence = _swap(ROSA, [3, 4], "A plaque from 1970 marks the square.")   # written, but tied to nothing
+    assert chain_survives(ROSA, coincidence, [3, 4], Q_ROSA, "1970") == []
+    titled = [*ROSA[:2],
+              _u("Silverline Optics is a privately held firm.", "Silverline Optics")]
+    why = chain_survives(titled, _swap(titled, [1]), [1], "Which company was founded by Rosa Gallowglass?",
+                         "Silverline Optics")
+    assert why == []          # the answer's own title and paragraph do not say who founded it
     units = [_u("Northwind Tidal Power was founded in 1956 by Zora Pennywhistle.", "Northwind Tidal Power", True),
              _u("Northwind Tidal Power is a privately held firm.", "Northwind Tidal Power"),
              _u("Brackwater Textiles was founded in 2009 by Greta Thistlewood.", "Brackwater Textiles", True)]
