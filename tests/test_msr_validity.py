@@ -364,8 +364,9 @@ def test_a_record_whose_answer_is_everywhere_gets_no_hard_variant_and_is_dropped
     rec = {"_id": "everywhere", "question": "Which river flows through Pellingford?", "answer": "Mirrow",
            "supporting_facts": [["Pellingford", 0], ["Pellingford", 1]],
            "context": [["Pellingford", ["The River Mirrow flows through Pellingford.",
-                                        "Pellingford lies on the Mirrow, which floods in spring."]],
-                       ["Mirrow", [f"The Mirrow is a river, fact {k}." for k in range(4)]]]}
+                                        "Pellingford lies on the Mirrow, which floods in spring."] +
+                         [f"The Mirrow at Pellingford has weir number {k}." for k in range(4)]],
+                       ["Mirrow", ["The Mirrow is a river."]]]}
     r = hotpot_record(rec, UnifiedTokenCounter.default())
     plans, dropped = plan_variants(r, 0)
     assert plans == {} and set(dropped.values()) == {"answer survives elsewhere"}
