@@ -146,7 +146,10 @@ def test_real_build_from_official_layouts_is_valid_and_counts_drops(tmp_path):
     """A `real` build from the official layouts passes every invariant and says what it dropped."""
     hp = tmp_path / "hotpot_dev_distractor_v1.json"
     lost = {**WIKI, "_id": "no-evidence", "supporting_facts": [["Nobody", 0], ["Nothing", 2]]}   # none resolve
-    hp.write_text(json.dumps([WIKI, lost] + sr.hotpot_records(11, 9)))
+    spaced = sr.hotpot_records(11, 9)
+    for r in spaced:   # as in the official file: sentences open with a space; some hold double spaces
+        r["context"] = [[t, [" " + x.replace(" is ", "  is ", 1) for x in sents]] for t, sents in r["context"]]
+    hp.write_text(json.dumps([WIKI, lost] + spaced))
     records = _mmdocrag_files(tmp_path, 7)
     md = _write(tmp_path / "dev_15.jsonl", records)
     ps = build("real", tmp_path / "msr", seed=0, lengths=(2048,), queries_per_dataset=5, candidates_per_query=3,

@@ -170,7 +170,7 @@ def _boundaries(ps: PoolSet, checked: dict[str, int]) -> Iterable[Violation]:
         if c.meta.get("difficulty") == "easy":
             for seg, (_, source, _) in zip(c.segments, c.meta["provenance"]["units"]):
                 if isinstance(seg, Text):
-                    donor_text.setdefault(source, seg.text.strip())
+                    donor_text.setdefault(source, " ".join(seg.text.split()))
     n = 0
     for c in ps.candidates:
         if c.meta.get("difficulty") != "hard":
@@ -180,7 +180,7 @@ def _boundaries(ps: PoolSet, checked: dict[str, int]) -> Iterable[Violation]:
             if r.get("kind") != "text":
                 continue
             n += 1
-            text = r["text"].strip()
+            text = " ".join(r["text"].split())
             if SENTENCE_END.search(text):
                 continue
             units = r.get("from_units", [])
