@@ -9,7 +9,6 @@ or drop a failing variant.
 from __future__ import annotations
 
 import re
-from collections import defaultdict
 from typing import Iterable
 
 from mmbench.builders.evidence_chain import ChainUnit, chain_survives
