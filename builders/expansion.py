@@ -92,6 +92,40 @@ def length_matched_text(tokenizer: TextTokenizer, paragraphs: Sequence[str], n: 
     return exact_text(tokenizer, ids, n)
 
 
+def boundary_matched_text(tokenizer: TextTokenizer, sentences: Sequence[str], n: int) -> tuple[str, str] | None:
+    """Whole sentences of exactly `n` tokens, else whole sentences and whole words of the next one.
+
+    Returns (text, "sentence" | "word"), or None when no cut at a word boundary gives exactly `n`
+    tokens (the caller tries other text). Unlike `length_matched_text`, the text never ends mid-word.
+    """
+    done: list[str] = []
+    for sent in sentences:
+        sent = " ".join(sent.split())
+        if not sent:
+            continue
+        whole = " ".join(done + [sent])
+        count = len(tokenizer.encode(whole))
+        if count == n:
+            return whole, "sentence"
+        if count > n:
+            words = sent.split(" ")
+            lo, hi = 1, len(words) - 1          # the longest prefix that is not too long, then its neighbours
+            while lo <= hi:
+                mid = (lo + hi) // 2
+                if len(tokenizer.encode(" ".join(done + words[:mid]))) <= n:
+                    lo = mid + 1
+                else:
+                    hi = mid - 1
+            for w in (hi, hi - 1, hi + 1):
+                if 1 <= w < len(words):
+                    text = " ".join(done + words[:w])
+                    if len(tokenizer.encode(text)) == n:
+                        return text, "word"
+            return None
+        done.append(sent)
+    return None
+
+
 class Filler:
     """Unrelated natural text cut into exact-length pieces at word boundaries."""
 

@@ -5,35 +5,41 @@ context expanded with unrelated filler to the pool length, every unit keeping it
 position. Its Hard variants are that same expanded context with one key evidence span (the
 first, the last, or a random middle one) swapped for coherent text of exactly the same unified
 length taken from another record (an image evidence is swapped for another record's image
-resized to the same pixels). Easy pools rank the relevant candidate among other queries'
+resized to the same pixels). Units that restate the replaced fact are replaced too, and a variant that
+would still answer its question is rebuilt or dropped (`hard_variants`, `evidence_chain`); every
+drop is counted, and the finished records are checked (`checks.multi_source_reasoning`) before
+they are written. Easy pools rank the relevant candidate among other queries'
 undamaged candidates; Hard pools among its own broken variants, topped up with other queries'
 broken variants. Every pool has the same number of candidates.
 """
 from __future__ import annotations
 
-import hashlib
 import math
+import re
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any, Sequence
 
-import numpy as np
 from tqdm.auto import tqdm
 
-from mmbench.documents import Document, Image, Text
+from mmbench.documents import Document, Text
 from mmbench.media import MediaStore
-from mmbench.builders.validity import write_valid_poolset
+from mmbench.builders.validity import DropLog, normalise_question, write_valid_poolset
 from mmbench.poolset import build_scratch, PoolItem, PoolSet, source_fingerprint
 from mmbench.tokens import UnifiedTokenCounter
 
-from .expansion import Filler, Unit, expand, image_unit, length_matched_text, replace_units, start_positions
+from .evidence_chain import chain_leaks
+from .expansion import Filler, Unit, expand, replace_units, start_positions
+from .hard_auditor import HardAuditor
+from .hard_variants import audit_hard, chain_units, plan_variants, reason_kind, replacements_for
 from .query_filter import RULES_VERSION, LLMAuditor, RuleFilter, decision_summary, filter_records
 from .sources.hotpotqa import ReasoningRecord, hotpot_record, read_hotpotqa
 from .sources.mmdocrag import mmdocrag_record, read_mmdocrag
+from .seeding import seeded_rng
 from .visual_grounding import length_label
 
 TASK_NAME = "multi_source_reasoning"
-TASK_VERSION = "1.0"
+TASK_VERSION = "1.1"   # 1.1: Hard variants are checked to break the chain; replacements end at word boundaries
 LENGTHS = (8192, 16384, 32768)
 DATASETS = ("hotpotqa", "mmdocrag")
 VARIANTS = ("first", "last", "middle")
@@ -58,7 +64,7 @@ def build(source: str, out: Path, seed: int = 0, lengths: Sequence[int] = LENGTH
           hotpotqa: str | None = None, mmdocrag: str | None = None, mmdocrag_images: str | None = None,
           filler: str | None = None, max_records: int | None = None, auditor_model: str | None = None,
           auditor_base_url: str | None = None, auditor_api_key_env: str = "OPENAI_API_KEY",
-          tokenizer_json: str | None = None, progress: bool = True) -> PoolSet:
+          tokenizer_json: str | None = None, audit_hard: bool = False, progress: bool = True) -> PoolSet:
     """Build from `source` ("sample", or "real" with `hotpotqa` / `mmdocrag` paths) into `out`."""
     lengths, datasets = check_pool_params(lengths, datasets, DATASETS, queries_per_dataset, candidates_per_query)
     counter = UnifiedTokenCounter.default(tokenizer_json)
@@ -70,19 +76,32 @@ def build(source: str, out: Path, seed: int = 0, lengths: Sequence[int] = LENGTH
         fill = default_filler(filler, counter, sources)
         auditor = LLMAuditor(auditor_base_url, auditor_model, auditor_api_key_env) \
             if auditor_model and auditor_base_url else None
+        audit_hard = _flag(audit_hard, "audit_hard")
+        hard_auditor = HardAuditor(auditor) if auditor is not None and audit_hard else None
+        if audit_hard and hard_auditor is None:
+            raise ValueError("audit_hard=true needs auditor_model and auditor_base_url")
         rules = RuleFilter(max_context_tokens=lengths[0])
         queries, candidates, pools, decisions, selected = [], [], [], [], {}
+        drops = {"records": DropLog("records"), "hard_variants": DropLog("Hard variants (record x slot x length)")}
         for ds in datasets:
             recs = records[ds]
             order = seeded_rng(seed, "order", ds).permutation(len(recs)) if source != "sample" else range(len(recs))
+            plans = {}
+            _mark_ambiguous(recs, rules)
+            for r in recs:
+                plans[r.id] = plan_variants(r, seed)
+                if r.evidence_indices and not plans[r.id][0] and rules.check(r).kept:
+                    r.problems.append("no Hard variant breaks its evidence chain (" +
+                                      ", ".join(sorted(set(plans[r.id][1].values()))) + ")")
             kept, dec = filter_records([recs[i] for i in order], rules, auditor, queries_per_dataset)
             decisions += dec
+            _count_records(drops["records"], dec, len(recs), kept)
             if len(kept) < candidates_per_query:
                 raise ValueError(f"{ds}: only {len(kept)} queries pass the filter; need at least "
                                  f"candidates_per_query={candidates_per_query}")
             selected[ds] = [r.id for r in kept]
-            q, c, p = _dataset_pools(ds, kept, recs, lengths, fill, counter, media, candidates_per_query, seed,
-                                     progress)
+            q, c, p = _dataset_pools(ds, kept, lengths, fill, counter, media, candidates_per_query, seed,
+                                     progress, plans, drops["hard_variants"], hard_auditor)
             queries += q
             candidates += c
             pools += p
@@ -97,15 +116,69 @@ def build(source: str, out: Path, seed: int = 0, lengths: Sequence[int] = LENGTH
                       "filler": fill.name, "token_counter": getattr(counter.tokenizer, "name", "qwen3"),
                       "query_filter": {"rules_version": RULES_VERSION, "rule_params": asdict(rules),
                                        "auditor": auditor.describe() if auditor else None,
+                                       "hard_auditor": hard_auditor.describe() if hard_auditor else None,
                                        "summary": decision_summary(decisions), "selected": selected,
                                        "decisions": [d.to_dict() for d in decisions]}}
-        write_valid_poolset(ps, out, media_from=scratch)
+        write_valid_poolset(ps, out, media_from=scratch, drops=drops)
     return ps
 
 
-def seeded_rng(seed: int, *parts: Any) -> np.random.Generator:
-    digest = hashlib.sha256(":".join(map(str, (seed, *parts))).encode()).digest()
-    return np.random.default_rng(int.from_bytes(digest[:8], "little"))
+def _flag(value: Any, name: str) -> bool:
+    """A yes/no parameter: a bool, or 'true'/'false' as `--param name=true` passes it."""
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, str) and value.lower() in ("true", "false"):
+        return value.lower() == "true"
+    raise ValueError(f"{name} must be true or false, not {value!r}")
+
+
+def _mark_ambiguous(recs: list[ReasoningRecord], rules: RuleFilter) -> None:
+    """Records that another record would answer too get a problem, so the filter drops them: a later
+    record asking an earlier one's question (normalised text), or one whose every evidence sentence
+    is in another usable record's context (that context would be a second right answer in its pools).
+    Records the rules drop anyway keep their own reason and are not counted as holders."""
+    usable, asked = [], {}
+    for r in recs:
+        if not rules.check(r).kept:
+            continue
+        key = normalise_question(r.question)
+        if key in asked:
+            r.problems.append(f"asks the same question as record {asked[key]!r}")
+        else:
+            asked[key] = r.id
+            usable.append(r)
+    holders: dict[str, set[str]] = {}
+    for r in usable:
+        for u in r.units:
+            if isinstance(u.segment, Text):
+                holders.setdefault(u.segment.text.strip(), set()).add(r.id)
+    for r in usable:
+        texts = [r.units[i].segment.text.strip() for i in r.evidence_indices if isinstance(r.units[i].segment, Text)]
+        if texts and len(texts) == len(r.evidence_indices):
+            others = set.intersection(*(holders[t] for t in texts)) - {r.id}
+            if others:
+                r.problems.append(f"another record holds all of its evidence ({sorted(others)[0]!r})")
+
+
+def _reason_key(reason: str) -> str:
+    """A filter reason without what is particular to one record (quoted names, the first count), so
+    records dropped for the same reason are counted together."""
+    head = reason.split("; ")[0].split(": ")[0]
+    return re.sub(r"\d+", "N", re.sub(r"'[^']*'", "'…'", head), count=1)
+
+
+def _count_records(log: DropLog, decisions, n_read: int, kept: list[ReasoningRecord]) -> None:
+    """records read -> kept as queries, with the filter's reasons (numbers folded so reasons group)."""
+    final: dict[str, Any] = {}
+    for d in decisions:   # the last decision about a record is its fate (rules, then the auditor)
+        final[d.query_id] = d
+    kept_ids = {r.id for r in kept}
+    log.keep(len(kept_ids))
+    for qid, d in final.items():
+        if qid not in kept_ids:
+            log.drop(_reason_key(d.reason) if not d.kept else "passed the filter, not selected (enough queries)", qid)
+    for _ in range(n_read - len(final)):
+        log.drop("not read by the filter (enough queries)")
 
 
 def _load(source, datasets, counter, media, seed, n, hotpotqa, mmdocrag, mmdocrag_images, max_records):
@@ -152,11 +225,17 @@ def default_filler(path: str | None, counter: UnifiedTokenCounter, sources: dict
     return Filler.from_text(sample_background_text(), counter.tokenizer, "pydoc")
 
 
-def _dataset_pools(ds: str, kept: list[ReasoningRecord], all_records: list[ReasoningRecord], lengths, fill: Filler,
-                   counter: UnifiedTokenCounter, media: MediaStore, C: int, seed: int, progress: bool):
+def _dataset_pools(ds: str, kept: list[ReasoningRecord], lengths, fill: Filler,
+                   counter: UnifiedTokenCounter, media: MediaStore, C: int, seed: int, progress: bool,
+                   plans: dict[str, tuple[dict, dict]], drops: DropLog, hard_auditor=None):
     queries = [Document(id=f"q-{ds}-{r.id}", segments=[Text(r.question)], tokens=counter.text(r.question),
                         meta={"dataset": ds, "record_id": r.id, "answer": r.answer}) for r in kept]
-    replacements = {r.id: _replacements(r, all_records, counter, media, seed) for r in kept}
+    replacements, refused, audits = {}, {}, {}
+    for r in kept:
+        planned, refused[r.id] = dict(plans[r.id][0]), dict(plans[r.id][1])
+        replacements[r.id] = replacements_for(r, planned, kept, counter, media, seed, refused[r.id])
+        if hard_auditor is not None:
+            audits[r.id] = audit_hard(hard_auditor, r, replacements[r.id], refused[r.id])
     candidates: list[Document] = []
     pools: list[PoolItem] = []
     for length in tqdm(lengths, desc=f"{ds} lengths", disable=not progress):
@@ -177,20 +256,38 @@ def _dataset_pools(ds: str, kept: list[ReasoningRecord], all_records: list[Reaso
             candidates.append(candidate_doc(base, expanded, meta))
             relevant[r.id] = base
             hard[r.id] = []
-            for which, (ev_index, repl, info) in replacements[r.id].items():
-                k = where[ev_index]
-                broken = replace_units(expanded, k, k + 1, repl)
+            for which, why in refused[r.id].items():
+                drops.drop(why, f"{r.id}/{which}@{label}")
+            original = chain_units(expanded)
+            for which, repl in replacements[r.id].items():
+                broken = list(expanded)
+                for i, unit, _, _ in repl:
+                    k = where[i]
+                    broken = replace_units(broken, k, k + 1, [unit])
+                ks = [where[i] for i, _, _, _ in repl]
+                leaks = chain_leaks(original, chain_units(broken), ks, r.question, r.answer)
+                if leaks:   # the filler gives it away at this length
+                    drops.drop("filler " + reason_kind(leaks[0].reason), f"{r.id}/{which}@{label}")
+                    continue
+                drops.keep()
+                spans = [{"unit": expanded[where[i]].source, "segment_index": where[i],
+                          "tokens": expanded[where[i]].tokens, "content": _describe(expanded[where[i]]),
+                          "replacement": info, "why": why} for i, _, info, why in repl]
                 m = candidate_meta(ds, length, "hard", r.id)
+                first = {k: v for k, v in spans[0].items() if k not in ("replacement", "why")}
                 m["provenance"] = {"original": f"{ds}:{r.id}", "operation": "replace_evidence", "which": which,
-                                   "counterpart": base, "replaced": {"unit": expanded[k].source,
-                                                                     "segment_index": k,
-                                                                     "tokens": expanded[k].tokens,
-                                                                     "content": _describe(expanded[k])},
-                                   "replacement": info, "units": unit_log(broken)}
+                                   "counterpart": base, "replaced": first, "replacement": spans[0]["replacement"],
+                                   "also_replaced": spans[1:], "units": unit_log(broken)}
+                if r.id in audits:
+                    m["provenance"]["hard_audit"] = audits[r.id][which]
                 cid = f"{base}-hard-{which}"
                 candidates.append(candidate_doc(cid, broken, m))
                 hard[r.id].append(cid)
-        pools += easy_hard_pools(ds, length, [r.id for r in kept], relevant, hard, C, seed)
+        try:
+            pools += easy_hard_pools(ds, length, [r.id for r in kept], relevant, hard, C, seed)
+        except ValueError as exc:
+            top = ", ".join(f"{why} ×{n}" for why, n in drops.reasons.most_common(3))
+            raise ValueError(f"{exc} (Hard variants dropped so far: {top or 'none'})") from None
     return queries, candidates, pools
 
 
@@ -221,69 +318,6 @@ def _expand(r: ReasoningRecord, length: int, fill: Filler, seed: int) -> tuple[l
             where[k] = i
             k += 1
     return expanded, where
-
-
-def _replacements(r: ReasoningRecord, pool: list[ReasoningRecord], counter: UnifiedTokenCounter,
-                  media: MediaStore, seed: int) -> dict[str, tuple[int, list[Unit], dict]]:
-    """For each variant: (evidence unit index, replacement units, provenance). Same at every length."""
-    ev = r.evidence_indices
-    chosen = {"first": ev[0], "last": ev[-1]}
-    if len(ev) >= 3:
-        chosen["middle"] = ev[1 + int(seeded_rng(seed, "middle", r.dataset, r.id).integers(len(ev) - 2))]
-    donors = [d for d in pool if d.id != r.id]
-    out = {}
-    for which, i in chosen.items():
-        rng = seeded_rng(seed, "donor", r.dataset, r.id, which)
-        target = r.units[i]
-        if isinstance(target.segment, Image):
-            unit, info = _image_replacement(target, donors, media, rng)
-        else:
-            unit, info = _text_replacement(target, donors, counter, rng)
-        out[which] = (i, [unit], info)
-    return out
-
-
-def _text_replacement(target: Unit, donors: list[ReasoningRecord], counter, rng) -> tuple[Unit, dict]:
-    """Coherent text from another record's non-evidence context, exactly `target.tokens` long."""
-    for _ in range(10):
-        d = donors[int(rng.integers(len(donors)))]
-        texts = [(u.source, u.segment.text) for u in d.units if not u.is_evidence and isinstance(u.segment, Text)]
-        if not texts:
-            continue
-        start = int(rng.integers(len(texts)))
-        span = texts[start:] + texts[:start]
-        text, count = length_matched_text(counter.tokenizer, [t.strip() for _, t in span], target.tokens)
-        if count == target.tokens:
-            return (Unit(Text(text), count, "replacement", span[0][0]),
-                    {"kind": "text", "from_record": f"{d.dataset}:{d.id}", "from_units": _used_sources(span, text),
-                     "tokens": count, "text": text})
-    raise ValueError(f"record {target.source}: no donor text matches {target.tokens} tokens exactly")
-
-
-def _used_sources(span: list[tuple[str, str]], text: str) -> list[str]:
-    """Sources of the donor units whose text the replacement begins with (in order)."""
-    used, pos = [], 0
-    for source, t in span:
-        if pos >= len(text):
-            break
-        used.append(source)
-        pos += len(t.strip()) + 1
-    return used
-
-
-def _image_replacement(target: Unit, donors: list[ReasoningRecord], media: MediaStore, rng) -> tuple[Unit, dict]:
-    """Another record's non-evidence image, resized to the target's pixels (identical token count)."""
-    pool = [(d, u) for d in donors for u in d.units if isinstance(u.segment, Image) and not u.is_evidence]
-    if not pool:
-        raise ValueError(f"record {target.source}: no donor images to replace an image evidence span")
-    d, u = pool[int(rng.integers(len(pool)))]
-    seg = target.segment
-    img = media.load_image(u.segment.ref, item=u.source).resize((seg.width, seg.height))
-    stored = media.put_image(img, format="JPEG")
-    return (image_unit(stored, role="replacement", source=u.source),
-            {"kind": "image", "from_record": f"{d.dataset}:{d.id}", "from_units": [u.source],
-             "tokens": target.tokens, "resized_from": [u.segment.width, u.segment.height],
-             "description": u.info.get("description", "")})
 
 
 def easy_hard_pools(ds: str, length: int, order: list[str], relevant: dict[str, str], hard: dict[str, list[str]],

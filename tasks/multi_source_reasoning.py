@@ -1,7 +1,8 @@
 """Multi-Source Reasoning (MMLongEmbed Task 2): retrieve the context whose evidence chain answers the question.
 
 HotpotQA and MMDocRAG contexts expanded to 8K/16K/32K unified tokens; Hard distractors are the
-same contexts with one key evidence span replaced by length-matched coherent text.
+same contexts with one key evidence span (and any unit restating its fact) replaced by
+length-matched coherent text; builds are checked by mmbench.builders.checks.multi_source_reasoning.
 """
 from mmbench.builders.multi_source_reasoning import LENGTHS, TASK_NAME, TASK_VERSION
 from mmbench.builders.visual_grounding import length_label
@@ -28,6 +29,7 @@ TASK = TaskSpec(
         "filler": "optional plain-text file of unrelated filler (default: Python's Language Reference)",
         "auditor_model": "optional chat model for the LLM query auditor (with auditor_base_url)",
         "auditor_base_url": "OpenAI-compatible base URL, e.g. http://localhost:8000/v1",
+        "audit_hard": "true: also ask the auditor whether each Hard variant still answers its query (drop if so)",
     },
     validator="mmbench.builders.checks.multi_source_reasoning",
 )

@@ -65,21 +65,34 @@ def read_hotpotqa(path: Path, counter: UnifiedTokenCounter, limit: int | None = 
 def _rows(path: Path) -> Iterator[tuple[str, dict]]:
     suffix = path.suffix.lower()
     if suffix == ".parquet":
+        import pyarrow as pa
         import pyarrow.parquet as pq
 
-        for i, rec in enumerate(pq.read_table(path).to_pylist()):
+        try:
+            rows = pq.read_table(path).to_pylist()
+        except (pa.ArrowException, OSError) as exc:
+            raise ValueError(f"{path}: not a readable parquet file ({str(exc).splitlines()[0]})") from None
+        for i, rec in enumerate(rows):
             yield f"{path}: row {i}", rec
     elif suffix == ".jsonl":
         for where, _, rec in read_jsonl(path):
             yield where, rec
     else:
+        raw = path.read_bytes()
         try:
-            data = json.loads(path.read_text(encoding="utf-8"))
+            text = raw.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            line = raw[:exc.start].count(b"\n") + 1
+            raise ValueError(f"{path}:{line}: not UTF-8 (byte {raw[exc.start]:#04x})") from None
+        try:
+            data = json.loads(text)
         except ValueError as exc:
             raise ValueError(f"{path}: invalid JSON ({exc})") from exc
         if not isinstance(data, list):
             raise ValueError(f"{path}: expected a JSON list of HotpotQA records")
         for i, rec in enumerate(data):
+            if not isinstance(rec, dict):
+                raise ValueError(f"{path}: record {i}: expected a JSON object, got {type(rec).__name__}")
             yield f"{path}: record {i}", rec
 
 

@@ -147,43 +147,59 @@ def _hotpot(rid: str, question: str, answer: str, gold: list[tuple[str, list[str
 
 
 def hotpot_records(seed: int, n: int, n_distractors: int = 8) -> list[dict]:
-    """`n` records in HotpotQA's original JSON layout; every 7th one is deliberately weak."""
-    out = []
+    """`n` records in HotpotQA's original JSON layout; every 7th one is deliberately weak.
+
+    No two records ask the same question: a record whose question was already asked is drawn again
+    from the next sub-seed (two records asking one question with different answers would each be a
+    second right answer in the other's pools).
+    """
+    out, asked = [], set()
     for i in range(n):
-        w = _World(_rng(seed, "hotpot", i))
-        rid = f"sample-hp-{i:03d}"
-        kind = i % 7
-        if kind in (0, 4):       # bridge: company -> founder's birth year
-            p = w.person()
-            c = w.company(p)
-            q = f"In which year was the founder of {c['name']} born?"
-            gold = [(c["name"], w.company_paragraph(c), [1]), (p["name"], w.person_paragraph(p), [0, 1])]
-            out.append(_hotpot(rid, q, str(p["born"]), gold, w, n_distractors))
-        elif kind in (1, 5):     # bridge: university -> city -> river
-            p = w.person()
-            city = w.city(p["uni"].replace("University of ", ""))
-            q = f"Which river flows through the city where the {p['uni']} is located?"
-            gold = [(p["uni"], w.university_paragraph(p["uni"], city["name"]), [0]),
-                    (city["name"], w.city_paragraph(city), [1])]
-            out.append(_hotpot(rid, q, city["river"], gold, w, n_distractors))
-        elif kind == 2:          # comparison
-            a, b = w.company(w.person()), w.company(w.person())
-            q = f"Which was founded earlier, {a['name']} or {b['name']}?"
-            gold = [(a["name"], w.company_paragraph(a), [1]), (b["name"], w.company_paragraph(b), [1])]
-            out.append(_hotpot(rid, q, a["name"] if a["year"] <= b["year"] else b["name"], gold, w, n_distractors))
-        elif kind == 3:          # 3 hops: band -> singer -> birthplace -> river
-            p = w.person()
-            band = w.band(p)
-            city = w.city(p["city"])
-            q = f"Which river runs through the birthplace of the lead singer of {band['name']}?"
-            gold = [(band["name"], w.band_paragraph(band), [1]), (p["name"], w.person_paragraph(p), [1]),
-                    (city["name"], w.city_paragraph(city), [1])]
-            out.append(_hotpot(rid, q, city["river"], gold, w, n_distractors))
-        else:                    # weak: one evidence sentence (the filter drops it)
-            c = w.company(w.person())
-            q = f"In which year was {c['name']} founded?"
-            out.append(_hotpot(rid, q, str(c["year"]), [(c["name"], w.company_paragraph(c), [1])], w, n_distractors))
+        for attempt in range(100):
+            rec = _hotpot_record(seed, i, attempt, n_distractors)
+            key = " ".join(rec["question"].lower().split())
+            if key not in asked:
+                break
+        else:
+            raise RuntimeError(f"sample record {i}: no unused question after 100 draws")
+        asked.add(key)
+        out.append(rec)
     return out
+
+
+def _hotpot_record(seed: int, i: int, attempt: int, n_distractors: int) -> dict:
+    w = _World(_rng(seed, "hotpot", i) if attempt == 0 else _rng(seed, "hotpot", i, attempt))
+    rid = f"sample-hp-{i:03d}"
+    kind = i % 7
+    if kind in (0, 4):       # bridge: company -> founder's birth year
+        p = w.person()
+        c = w.company(p)
+        q = f"In which year was the founder of {c['name']} born?"
+        gold = [(c["name"], w.company_paragraph(c), [1]), (p["name"], w.person_paragraph(p), [0, 1])]
+        return _hotpot(rid, q, str(p["born"]), gold, w, n_distractors)
+    if kind in (1, 5):       # bridge: institute -> the city it is in -> river
+        inst = w._unique(lambda: f"{_pick(w.rng, LAST)} Institute")
+        city = w.city(_pick(w.rng, CITY))
+        q = f"Which river flows through the city where the {inst} is located?"
+        gold = [(inst, w.university_paragraph(inst, city["name"]), [0]),
+                (city["name"], w.city_paragraph(city), [1])]
+        return _hotpot(rid, q, city["river"], gold, w, n_distractors)
+    if kind == 2:            # comparison
+        a, b = w.company(w.person()), w.company(w.person())
+        q = f"Which was founded earlier, {a['name']} or {b['name']}?"
+        gold = [(a["name"], w.company_paragraph(a), [1]), (b["name"], w.company_paragraph(b), [1])]
+        return _hotpot(rid, q, a["name"] if a["year"] <= b["year"] else b["name"], gold, w, n_distractors)
+    if kind == 3:            # 3 hops: band -> singer -> birthplace -> river
+        p = w.person()
+        band = w.band(p)
+        city = w.city(p["city"])
+        q = f"Which river runs through the birthplace of the lead singer of {band['name']}?"
+        gold = [(band["name"], w.band_paragraph(band), [1]), (p["name"], w.person_paragraph(p), [1]),
+                (city["name"], w.city_paragraph(city), [1])]
+        return _hotpot(rid, q, city["river"], gold, w, n_distractors)
+    c = w.company(w.person())   # weak: one evidence sentence (the filter drops it)
+    q = f"In which year was {c['name']} founded?"
+    return _hotpot(rid, q, str(c["year"]), [(c["name"], w.company_paragraph(c), [1])], w, n_distractors)
 
 
 # ---- MMDocRAG-style annual reports ---------------------------------------------------------
