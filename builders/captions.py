@@ -2,6 +2,9 @@
 
 The default rewrite is rule-based and deterministic: one sentence per event, joined with
 explicit transition words ("First, … Then, … Finally, …"; Chinese captions get 首先/然后/最后).
+A caption that already opens with a transition word ("Then the man …", "Finally, she …",
+"然后他……") has it removed first, so the rewrite never says "Then, then" or "Finally, finally".
+"First" and "Next" are removed only when a comma follows ("Next to the car …" keeps its words).
 The optional rewrite sends the captions to an OpenAI-compatible chat API with the project's
 prompt (`PROMPT_VERSION`), which also translates non-English captions into English; outputs are
 stored with the prompt version and model, and cached in a JSONL file so rebuilds reuse them.
@@ -19,7 +22,7 @@ from typing import Sequence
 from mmbench.media import atomic_write_bytes
 from mmbench.models.http_client import APIError, HttpClient
 
-RULE_VERSION = "rule-1"
+RULE_VERSION = "rule-2"
 PROMPT_VERSION = "ts-rewrite-1"
 SYSTEM_PROMPT = (
     "You write search queries for a video retrieval benchmark. You receive the captions of the events "
@@ -31,6 +34,12 @@ SYSTEM_PROMPT = (
 _EN_MIDDLE = ("Then", "Next", "After that")
 _ZH_MIDDLE = ("然后", "接着", "之后")
 _CJK = re.compile(r"[\u3400-\u9fff]")
+# a transition word opening an English caption: these always connect, with or without a comma ...
+_EN_LEAD = re.compile(r"^(?:then|afterwards?|after that|after this|finally|lastly|subsequently|eventually)\b,?\s*",
+                      re.IGNORECASE)
+# ... and these only with a comma ("Next to the car", "First place" are no transitions)
+_EN_LEAD_COMMA = re.compile(r"^(?:first(?:ly)?|next|second(?:ly)?|later|in the end|at last)\s*,\s*", re.IGNORECASE)
+_ZH_LEAD = re.compile(r"^(?:首先|然后|接着|之后|随后|最后|后来|其次|紧接着)[，,、\s]*")
 
 
 def language_of(captions: Sequence[str]) -> str:
@@ -39,8 +48,16 @@ def language_of(captions: Sequence[str]) -> str:
     return "zh" if text and len(_CJK.findall(text)) / len(text) > 0.3 else "en"
 
 
+def strip_transition(caption: str, zh: bool) -> str:
+    """The caption without a leading transition word of its own (the rewrite adds one)."""
+    if zh:
+        return _ZH_LEAD.sub("", caption, count=1)
+    out = _EN_LEAD.sub("", caption, count=1)
+    return _EN_LEAD_COMMA.sub("", out, count=1)
+
+
 def _clean(caption: str, zh: bool) -> str:
-    c = " ".join(caption.split()).strip()
+    c = strip_transition(" ".join(caption.split()).strip(), zh).strip()
     return c.rstrip("。．.!！?？,，;；、 ") if zh else c.rstrip(".!?,;: ")
 
 
