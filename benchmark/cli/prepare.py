@@ -13,6 +13,8 @@ from .errors import CLIError
 
 PREPARERS: dict[str, tuple[str, str]] = {
     # name -> ("module:function", one-line help); each function parses its own arguments
+    "youku": ("mmbench.builders.sources.youku_prepare:prepare_main",
+              "YoukuDenseCaption release: meta_files/<Category>.csv or benchmark_files/grounding.json -> JSONL"),
 }
 
 
