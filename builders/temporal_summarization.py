@@ -55,6 +55,7 @@ LENGTH_CONTROLS = ("duration", "resolution")
 SAMPLE_FRAME_SIZE = (512, 512)  # 256 unified tokens per frame: 8K ≈ 32 s, 16K ≈ 64 s, 32K ≈ 128 s at 1 FPS
 REAL_FRAME_SIZE = (448, 256)    # 112 unified tokens per frame (≈16:9): 8K ≈ 73 s, 16K ≈ 146 s, 32K ≈ 293 s
 MAX_MISSING_SHARE = 0.10    # more missing or unreadable annotated videos than this fails the build
+MAX_WARNINGS = 10           # skipped videos named one by one on stderr; the rest are counted
 FPS = 1.0
 SOURCES = ("sample", "activitynet", "youku")
 DIFFICULTIES = ("easy", "hard")
@@ -177,7 +178,11 @@ def build(source: str, out: Path, seed: int = 0, lengths: Sequence[int] = LENGTH
             except VideoReadError as exc:
                 files.drop("no video file" if rec.path is None else "unreadable video file", rec.id)
                 failures.append({"video_id": rec.id, "file": str(rec.path) if rec.path else None, "error": str(exc)})
-                print(f"warning: skipped video {rec.id}: {exc}", file=sys.stderr)
+                if len(failures) <= MAX_WARNINGS:
+                    print(f"warning: skipped video {rec.id}: {exc}", file=sys.stderr)
+        if len(failures) > MAX_WARNINGS:
+            print(f"warning: ... and {len(failures) - MAX_WARNINGS} more skipped videos (all counted below and "
+                  f"listed in the manifest's builder.failures)", file=sys.stderr)
         files.check_share(MAX_MISSING_SHARE, params.allow_missing, where)
         ps, excluded = assemble(processed, counter, params, seed, rewriter, failures)
         used = used_videos(ps)
