@@ -44,6 +44,7 @@ from .events import ANTI_OVERLAP_S, SHOT_THRESHOLD, Dropped, Event, apply_order,
 from .sources.activitynet import VideoRecord, read_activitynet
 from .sources.sample_videos import MIN_SCENE_S, make_sample_videos, spread_durations
 from .sources.youku import read_youku
+from .video_bins import bin_of, bin_ranges, frame_range
 from .video import MAX_FRAME_PIXELS, MIN_FRAME_PIXELS, VideoReadError, colour_histogram, fit_frame_size, \
     letterbox_frame, open_video, resize_frame
 
@@ -63,28 +64,6 @@ DIFFICULTIES = ("easy", "hard")
 
 def length_label(n: int) -> str:
     return f"{n // 1024}k" if n >= 1024 else str(n)
-
-
-def bin_ranges(lengths: Sequence[int]) -> dict[int, tuple[int, int]]:
-    """Each bin's [lo, hi) range of unified tokens: edges at the geometric midpoints of neighbouring nominal
-    lengths, the outer edges mirrored (a lone bin spans L/√2 .. L·√2), so the ranges tile without gaps."""
-    ls = sorted(set(int(x) for x in lengths))
-    if len(ls) == 1:
-        edges = [ls[0] / math.sqrt(2), ls[0] * math.sqrt(2)]
-    else:
-        mids = [math.sqrt(a * b) for a, b in zip(ls, ls[1:])]
-        edges = [ls[0] * ls[0] / mids[0], *mids, ls[-1] * ls[-1] / mids[-1]]
-    return {L: (math.ceil(edges[k] - 1e-9), math.ceil(edges[k + 1] - 1e-9)) for k, L in enumerate(ls)}
-
-
-def frame_range(token_range: tuple[int, int], tokens_per_frame: int) -> tuple[int, int]:
-    """The 1-FPS frame counts (inclusive) whose length n·tokens_per_frame lies in [lo, hi)."""
-    lo, hi = token_range
-    return -(-lo // tokens_per_frame), -(-hi // tokens_per_frame) - 1
-
-
-def bin_of(tokens: int, ranges: dict[int, tuple[int, int]]) -> int | None:
-    return next((L for L, (lo, hi) in ranges.items() if lo <= tokens < hi), None)
 
 
 @dataclass(frozen=True)
