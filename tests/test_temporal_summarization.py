@@ -647,6 +647,7 @@ def test_prepare_youku_release_then_build(tmp_path, capsys):
     assert main(["prepare", "youku", "--root", str(root), "--out", str(out)]) == 0
     printed = capsys.readouterr().out
     assert "4 videos read, 4 with event timestamps, 4 with a video file" in printed
+    assert "Agriculture.csv: path <- 'video_path', caption <- 'caption'" in printed
     recs = [json.loads(x) for x in out.read_text(encoding="utf-8").splitlines()]
     assert recs[0]["video_path"] == "data_files/Agriculture/test/sample_00.mp4" and recs[0]["category"] == "Agriculture"
     assert len(recs[0]["timestamps"]) == len(recs[0]["sentences"]) == 3

@@ -151,7 +151,9 @@ def find_release_video(root: Path, rel: str, category: str) -> str | None:
     return None
 
 
-def read_meta_files(root: Path, args: argparse.Namespace) -> Iterable[dict[str, Any]]:
+def read_meta_files(root: Path, args: argparse.Namespace,
+                    columns: dict[str, dict[str, str | None]] | None = None) -> Iterable[dict[str, Any]]:
+    """Rows of every meta_files/<Category>.csv; `columns` receives, per file, the columns used."""
     folder = root / "meta_files"
     if not folder.is_dir():
         raise ReleaseError(f"{folder} not found: expected the YoukuDenseCaption release layout "
@@ -172,6 +174,8 @@ def read_meta_files(root: Path, args: argparse.Namespace) -> Iterable[dict[str, 
             ccol = pick_column(header, CAPTION_COLUMNS, args.caption_column, "caption", where)
             tcol = pick_column(header, TIMESTAMP_COLUMNS, args.timestamp_column, "timestamp", where, required=False)
             dcol = pick_column(header, DURATION_COLUMNS, args.duration_column, "duration", where, required=False)
+            if columns is not None:
+                columns[path.name] = {"path": pcol, "caption": ccol, "timestamp": tcol, "duration": dcol}
             for row in reader:
                 line = f"{path}, line {reader.line_num}"
                 if None in row:
@@ -223,8 +227,9 @@ def read_grounding(root: Path, args: argparse.Namespace) -> Iterable[dict[str, A
         yield {**v, "timestamps": [e[0] for e in events], "sentences": [e[1] for e in events]}
 
 
-def prepare(root: Path, out: Path, args: argparse.Namespace) -> dict[str, int]:
-    rows = list(read_grounding(root, args) if args.source == "grounding" else read_meta_files(root, args))
+def prepare(root: Path, out: Path, args: argparse.Namespace) -> dict[str, Any]:
+    columns: dict[str, dict[str, str | None]] = {}
+    rows = list(read_grounding(root, args) if args.source == "grounding" else read_meta_files(root, args, columns))
     seen: dict[str, str] = {}
     lines, found = [], 0
     for r in rows:
@@ -236,7 +241,7 @@ def prepare(root: Path, out: Path, args: argparse.Namespace) -> dict[str, int]:
         found += r["video_path"] is not None
         lines.append(json.dumps(r, ensure_ascii=False, sort_keys=True))
     atomic_write_bytes(out, ("\n".join(lines) + "\n").encode("utf-8") if lines else b"")
-    return {"records": len(rows), "with_video": found,
+    return {"records": len(rows), "with_video": found, "columns": columns,
             "with_timestamps": sum(r["timestamps"] is not None for r in rows)}
 
 
@@ -259,6 +264,8 @@ def prepare_main(argv: list[str]) -> int:
         from mmbench.cli.errors import CLIError
 
         raise CLIError(str(exc)) from None
+    for name, cols in sorted(counts["columns"].items()):
+        print(f"  {name}: " + ", ".join(f"{k} <- {v!r}" for k, v in cols.items() if v is not None))
     print(f"prepared {args.out}: {counts['records']} videos read, {counts['with_timestamps']} with event timestamps, "
           f"{counts['with_video']} with a video file under {args.root}")
     if counts["with_video"] < counts["records"]:
