@@ -164,13 +164,7 @@ def build(source: str, out: Path, seed: int = 0, lengths: Sequence[int] = LENGTH
                   f"listed in the manifest's builder.failures)", file=sys.stderr)
         files.check_share(MAX_MISSING_SHARE, params.allow_missing, where)
         ps, excluded = assemble(processed, counter, params, seed, rewriter, failures)
-        used = used_videos(ps)
-        decoded = DropLog("decoded videos (pools)")
-        for pv in processed:
-            if pv.record.id in used:
-                decoded.keep()
-            else:
-                decoded.drop(_drop_kind(pv.record.id, excluded, failures), pv.record.id)
+        drops = {"files": files, **count_drops(processed, ps, excluded, failures)}
         ps.sources = sources
         ranges = params.ranges
         ps.builder = {
@@ -192,7 +186,7 @@ def build(source: str, out: Path, seed: int = 0, lengths: Sequence[int] = LENGTH
                          for L, r in sorted(ranges.items())}})
         else:
             ps.builder["length_tolerance"] = LENGTH_TOLERANCE
-        write_valid_poolset(ps, out, media_from=scratch / "media", drops={"files": files, "videos": decoded})
+        write_valid_poolset(ps, out, media_from=scratch / "media", drops=drops)
     return ps
 
 
@@ -206,20 +200,34 @@ def _boolean(value: Any, name: str) -> bool:
     raise ValueError(f"{name} must be true or false, got {value!r}")
 
 
+def count_drops(processed: Sequence[ProcessedVideo], ps: PoolSet, excluded: list[dict],
+                failures: list[dict]) -> dict[str, DropLog]:
+    """Readable videos -> videos in a bin -> videos that are a query, each step with a count per reason."""
+    used_videos = {c.meta["video_id"] for c in ps.candidates}
+    queries = {q.meta["video_id"] for q in ps.queries}
+    binned, asked = DropLog("decoded videos (length bins)"), DropLog("videos in a bin (queries)")
+    for pv in processed:
+        vid = pv.record.id
+        if not pv.renders:
+            binned.drop(_drop_kind(vid, excluded, failures), vid)
+            continue
+        binned.keep()
+        if vid in queries:
+            asked.keep()
+        else:
+            kind = _drop_kind(vid, [e for e in excluded if e["kind"] != "cannot reach a bin's length"], failures)
+            asked.drop(kind + (" (still an Easy distractor)" if vid in used_videos else ""), vid)
+    return {"bins": binned, "queries": asked}
+
+
 def _drop_kind(vid: str, excluded: list[dict], failures: list[dict]) -> str:
-    """The reason a decoded video is in no pool: its first exclusion's kind (or its rewrite failure)."""
+    """Why a video is in no bin or is no query: its first exclusion's kind (or its rewrite failure)."""
     for e in excluded:
         if e["video_id"] == vid:
             return e["kind"]
     if any(f["video_id"] == vid for f in failures):
         return "query rewrite failed"
     return "not drawn into any pool"
-
-
-def used_videos(ps: PoolSet) -> set[str]:
-    """Ids of the videos that appear in a pool (as the target or as an Easy distractor)."""
-    cands = ps.candidate_by_id()
-    return {cands[c].meta["video_id"] for p in ps.pools for c in p.candidate_ids}
 
 
 def _check_params(p: TSParams, source: str, base_url: str | None) -> None:
@@ -235,6 +243,15 @@ def _check_params(p: TSParams, source: str, base_url: str | None) -> None:
         raise ValueError(f"length_control must be one of {LENGTH_CONTROLS}, got {p.length_control!r}")
     if len(p.frame_size) != 2 or min(p.frame_size) < 32 or any(x % 32 for x in p.frame_size):
         raise ValueError(f"frame_size must be [width, height], multiples of 32, got {list(p.frame_size)}")
+    if not p.min_frame_pixels <= p.frame_size[0] * p.frame_size[1] <= p.max_frame_pixels:
+        raise ValueError(f"frame_size {p.frame_size[0]}x{p.frame_size[1]} is outside the frame pixel budget "
+                         f"{p.min_frame_pixels}..{p.max_frame_pixels} (min_frame_pixels, max_frame_pixels)")
+    if p.length_control == "duration":
+        for L, r in sorted(p.ranges.items()):
+            lo, hi = frame_range(r, p.tokens_per_frame)
+            if lo > hi:
+                raise ValueError(f"bin {length_label(L)} ({r[0]}..{r[1] - 1} tokens) holds no whole number of "
+                                 f"{p.tokens_per_frame}-token frames; use a smaller frame_size")
     if p.segmentation not in ("auto", "shots"):
         raise ValueError(f"segmentation must be 'auto' or 'shots', got {p.segmentation!r}")
     if p.rewrite not in ("rule", "llm"):
@@ -414,6 +431,10 @@ def assemble(processed: Sequence[ProcessedVideo], counter: UnifiedTokenCounter, 
 
 def _outside(pv: ProcessedVideo, p: TSParams, ranges: dict[int, tuple[int, int]]) -> dict:
     """The exclusion of a video whose length fits no bin (duration control)."""
+    if p.length_control == "resolution":
+        return {"video_id": pv.record.id, "kind": "cannot reach any bin's length",
+                "reason": f"{pv.info['frames']} frames cannot reach any of {list(p.lengths)} tokens within "
+                          f"±{LENGTH_TOLERANCE:.0%} inside the frame pixel budget"}
     tokens = pv.info["frames"] * p.tokens_per_frame
     lo, hi = min(r[0] for r in ranges.values()), max(r[1] for r in ranges.values())
     kind = "shorter than the shortest bin" if tokens < lo else "longer than the longest bin"

@@ -288,6 +288,9 @@ def test_queries_and_manifest(built):
     assert loaded.manifest["dropped"]["files"] == {"what": "annotated videos (files)", "read": 8, "kept": 8,
                                                    "dropped": {}}
     assert loaded.manifest["validity"]["ok"] and "bin_length" in loaded.manifest["validity"]["invariants"]
+    drops = loaded.manifest["dropped"]
+    assert drops["bins"]["read"] == 8 and drops["bins"]["kept"] == 8
+    assert drops["queries"]["read"] == 8 and drops["queries"]["kept"] == len(loaded.queries)
     videos = b["videos"]
     assert {v["segmentation"] for v in videos.values()} == {"annotations", "shots"}
     # sample_02 carries a whole-video caption that the 0.5 s filter drops, and its query leaves it out
@@ -532,7 +535,7 @@ def test_videos_outside_every_bin_are_counted_not_stretched(tmp_path):
     ps = build("activitynet", tmp_path / "ps", annotations=str(tmp_path / "ann.json"), video_root=str(videos),
                lengths=[128], frame_size=[64, 64], distractors=3, progress=False)
     assert len(data) == 6
-    drops = ps.manifest["dropped"]["videos"]
+    drops = ps.manifest["dropped"]["bins"]
     assert drops["read"] == 6 and drops["kept"] == 4
     assert drops["dropped"] == {"longer than the longest bin": {"count": 1, "examples": ["sample_05"]},
                                 "shorter than the shortest bin": {"count": 1, "examples": ["sample_00"]}}
@@ -730,3 +733,31 @@ def test_activitynet_official_layout_and_malformed_variants(tmp_path):
     path.write_text("{not json")
     with pytest.raises(ValueError, match=r"val_1.json: invalid JSON"):
         read_activitynet(path, tmp_path)
+
+
+def test_report_draws_length_curves_over_the_duration_bins(built, tmp_path, monkeypatch, capsys):
+    from mmbench.cli import main
+
+    monkeypatch.setenv("MMBENCH_HOME", str(tmp_path / "home"))
+    _, out = built
+    assert main(["run", "--task", "temporal_summarization", "--model", "bm25", "--data", str(out), "--quiet",
+                 "--output", str(tmp_path / "run")]) == 0
+    assert main(["report", str(tmp_path / "run"), "--out", str(tmp_path / "report"), "--ci-resamples", "50"]) == 0
+    md = (tmp_path / "report" / "report.md").read_text()
+    assert "length curves" in md and (tmp_path / "report" / "figures" / "temporal_summarization_length_curves.png").is_file()
+    assert any(line.startswith("- bm25, temporal_summarization / sample (hard): 128: ") and ", 256: " in line
+               for line in md.splitlines())
+
+
+def test_frame_size_parameters_are_checked(tmp_path):
+    for bad, message in (([100, 64], "multiples of 32"), ([2048, 2048], "outside the frame pixel budget")):
+        with pytest.raises(ValueError, match=message):
+            build("sample", tmp_path / "x", videos=4, lengths=[128], frame_size=bad, progress=False)
+    with pytest.raises(ValueError, match="length_control must be one of"):
+        build("sample", tmp_path / "x", length_control="padding", progress=False)
+    with pytest.raises(ValueError, match="allow_missing must be true or false"):
+        build("sample", tmp_path / "x", allow_missing="maybe", progress=False)
+    with pytest.raises(ValueError, match=r"bin 128 \(91..181 tokens\) holds no whole number of 256-token frames"):
+        build("sample", tmp_path / "x", lengths=[128], progress=False)
+    with pytest.raises(ValueError, match=r"bin 1k holds 3..5 frames at 256 tokens per frame, too short for a sample"):
+        build("sample", tmp_path / "x", lengths=[1024], progress=False)
