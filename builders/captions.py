@@ -4,7 +4,8 @@ The default rewrite is rule-based and deterministic: one sentence per event, joi
 explicit transition words ("First, … Then, … Finally, …"; Chinese captions get 首先/然后/最后).
 A caption that already opens with a transition word ("Then the man …", "Finally, she …",
 "然后他……") has it removed first, so the rewrite never says "Then, then" or "Finally, finally".
-"First" and "Next" are removed only when a comma follows ("Next to the car …" keeps its words).
+"First", "Next" and "Later" are removed only before a comma or a subject ("Next the man …"),
+so "Next to the car …" and "First place …" keep their words.
 The optional rewrite sends the captions to an OpenAI-compatible chat API with the project's
 prompt (`PROMPT_VERSION`), which also translates non-English captions into English; outputs are
 stored with the prompt version and model, and cached in a JSONL file so rebuilds reuse them.
@@ -37,8 +38,11 @@ _CJK = re.compile(r"[\u3400-\u9fff]")
 # a transition word opening an English caption: these always connect, with or without a comma ...
 _EN_LEAD = re.compile(r"^(?:then|afterwards?|after that|after this|finally|lastly|subsequently|eventually)\b,?\s*",
                       re.IGNORECASE)
-# ... and these only with a comma ("Next to the car", "First place" are no transitions)
-_EN_LEAD_COMMA = re.compile(r"^(?:first(?:ly)?|next|second(?:ly)?|later|in the end|at last)\s*,\s*", re.IGNORECASE)
+# ... and these only with a comma or before a subject ("Next to the car", "First place", "Next day" are no
+# transitions; "Next, the man", "First the man", "Next he" are)
+_SUBJECT = r"(?:the|a|an|he|she|they|we|it|his|her|their|two|three|several|some|people|someone|more|another)\b"
+_EN_LEAD_COMMA = re.compile(r"^(?:first(?:ly)?|next|second(?:ly)?|later|in the end|at last)"
+                            r"(?:\s*,\s*|\s+(?=" + _SUBJECT + r"))", re.IGNORECASE)
 _ZH_LEAD = re.compile(r"^(?:首先|然后|接着|之后|随后|最后|后来|其次|紧接着)[，,、\s]*")
 
 

@@ -161,21 +161,24 @@ def apply_order(segments: Sequence[Sequence[str]], order: Sequence[int]) -> list
 
 
 def distractor_permutations(segments: Sequence[Sequence[str]], k: int, rng: np.random.Generator,
-                            max_tries: int = 200) -> list[Permutation]:
+                            max_tries: int = 200, captions: Sequence[str] | None = None) -> list[Permutation]:
     """Up to `k` permutations whose frame sequences differ from the original and from each other.
 
     The whole reversal comes first, then block permutations. Identity orders, and orders that
-    happen to reproduce an existing frame sequence (identical events), are rejected.
+    happen to reproduce an existing frame sequence (identical events), are rejected. With
+    `captions` (one per segment), so are orders that tell the same caption sequence as the
+    original (events [A, B, A] reversed still read "A, then B, then A": that video answers the query).
     """
     n = len(segments)
     if n < 2 or k < 1:
         return []
     seen = {tuple(apply_order(segments, range(n)))}
+    story = tuple(captions) if captions is not None and len(captions) == n else None
     out: list[Permutation] = []
     candidates = itertools.chain([reversal(n)], (block_permutation(n, rng) for _ in range(max_tries)))
     for p in candidates:
         frames = tuple(apply_order(segments, p.order))
-        if frames in seen:
+        if frames in seen or (story is not None and tuple(story[i] for i in p.order) == story):
             continue
         seen.add(frames)
         out.append(p)

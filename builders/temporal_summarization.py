@@ -364,7 +364,8 @@ def assemble(processed: Sequence[ProcessedVideo], counter: UnifiedTokenCounter, 
     perms = {}
     for pv in decoded:
         vid = pv.record.id
-        found = distractor_permutations(frame_keys(pv), p.distractors, _rng(seed, vid))
+        stories = [normalise_question(e.caption) for e in pv.events] if pv.segmentation == "annotations" else None
+        found = distractor_permutations(frame_keys(pv), p.distractors, _rng(seed, vid), captions=stories)
         if len(found) < p.distractors:
             excluded.append({"video_id": vid, "kind": "too few distinct event permutations",
                              "reason": f"{len(pv.segments)} event segment(s) allow only {len(found)} distinct "
@@ -468,6 +469,7 @@ def _candidate(pv: ProcessedVideo, L: int, counter: UnifiedTokenCounter, p: TSPa
     return Document(id=f"ts-{length_label(L)}-{pv.record.id}", segments=[video], tokens=counter.segment(video),
                     meta={"length_bin": length_label(L), "length_tokens": L, "video_id": pv.record.id,
                           "dataset": pv.record.dataset, "perturbation": "none", "length_control": p.length_control,
+                          "segmentation": pv.segmentation,
                           "duration_s": pv.info["duration"], "frames": len(video.frames),
                           "captions": [c for c in pv.captions if c.strip()],
                           "event_order": list(range(len(pv.segments))),

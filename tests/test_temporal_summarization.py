@@ -523,6 +523,8 @@ def test_rule_rewrite_does_not_repeat_transition_words():
     assert rule_rewrite(["First, a girl dances.", "Afterwards she bows", "Lastly she leaves"]) == \
         "First, a girl dances. Then, she bows. Finally, she leaves."
     assert rule_rewrite(["First place goes to a boy", "he smiles"]) == "First, first place goes to a boy. Finally, he smiles."
+    assert rule_rewrite(["First the man stretches", "Next he runs", "Next day he rests"]) == \
+        "First, the man stretches. Then, he runs. Finally, next day he rests."
     assert rule_rewrite(["首先，一个男人走进厨房。", "然后他切菜", "最后，他把菜放进锅里"]) == \
         "首先，一个男人走进厨房。然后，他切菜。最后，他把菜放进锅里。"
 
@@ -761,3 +763,26 @@ def test_frame_size_parameters_are_checked(tmp_path):
         build("sample", tmp_path / "x", lengths=[128], progress=False)
     with pytest.raises(ValueError, match=r"bin 1k holds 3..5 frames at 256 tokens per frame, too short for a sample"):
         build("sample", tmp_path / "x", lengths=[1024], progress=False)
+
+
+def test_hard_permutation_must_tell_another_caption_sequence(built):
+    """Events A, B, A reversed still read "A, then B, then A": such an order answers the query and is no distractor."""
+    import copy
+
+    from mmbench.builders.validity import validate
+
+    segments = _segments([2, 3, 2])
+    perms = distractor_permutations(segments, 5, np.random.default_rng(0), captions=["a dog runs", "it sits", "a dog runs"])
+    assert perms and all(tuple(["x", "y", "x"][i] for i in p.order) != ("x", "y", "x") for p in perms)
+    assert (2, 1, 0) not in {p.order for p in perms}
+    assert (2, 1, 0) in {p.order for p in distractor_permutations(segments, 5, np.random.default_rng(0))}
+    # the validator finds such a distractor in a built pool set
+    ps, _ = built
+    bad = copy.deepcopy(ps)
+    cands = bad.candidate_by_id()
+    item = next(p for p in bad.pools if p.meta["difficulty"] == "hard" and p.meta["n_events"] == 3
+                and cands[p.relevant_ids[0]].meta["segmentation"] == "annotations")
+    target = cands[item.relevant_ids[0]]
+    target.meta["captions"] = ["a dog runs", "it sits", "a dog runs"]
+    report = validate(bad)
+    assert any(v.invariant == "hard_permutation" and "same caption sequence" in v.detail for v in report.violations)

@@ -17,7 +17,8 @@ INVARIANTS: dict[str, str] = {
     "one_answer": "each pool labels exactly one candidate, the unperturbed video of its query, and no other "
                   "candidate shows that video's frames in their original order",
     "hard_permutation": "every Hard distractor is the target's own frames with its events in another order "
-                        "(same frames, same count, same length, a frame sequence of its own)",
+                        "(same frames, same count, same length, a frame sequence of its own) that tells another "
+                        "caption sequence",
     "easy_other_video": "every Easy distractor is another, unperturbed video that tells another event sequence "
                         "(so it does not answer the query)",
     "bin_length": "duration control: every candidate of a bin has the bin's one frame size, a frame count equal "
@@ -114,6 +115,12 @@ def _check_hard(item_id: str, target: Document, tv: Video, doc: Document, v: Vid
     if pos != len(tv.frames) or sorted(order) != list(range(len(lengths))) or \
             tuple(f for i in order for f in segments[i]) != v.frames:
         yield Violation("hard_permutation", item_id, f"{doc.id} is not the target's events in the order {order}")
+        return
+    captions = [normalise_question(c) for c in target.meta.get("captions", [])]
+    if target.meta.get("segmentation") == "annotations" and len(captions) == len(lengths) and \
+            [captions[i] for i in order] == captions:
+        yield Violation("hard_permutation", item_id, f"{doc.id} reorders events that tell the same caption sequence "
+                                                     f"(it answers the query too)")
 
 
 def _check_bins(ps: PoolSet, cands: dict[str, Document], checked: dict[str, int]) -> Iterable[Violation]:
