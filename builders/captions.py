@@ -16,6 +16,7 @@ import hashlib
 import json
 import os
 import re
+import unicodedata
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Sequence
@@ -44,6 +45,13 @@ _SUBJECT = r"(?:the|a|an|he|she|they|we|it|his|her|their|two|three|several|some|
 _EN_LEAD_COMMA = re.compile(r"^(?:first(?:ly)?|next|second(?:ly)?|later|in the end|at last)"
                             r"(?:\s*,\s*|\s+(?=" + _SUBJECT + r"))", re.IGNORECASE)
 _ZH_LEAD = re.compile(r"^(?:首先|然后|接着|之后|随后|最后|后来|其次|紧接着)[，,、\s]*")
+
+
+def story_key(text: str) -> str:
+    """Text compared for sameness: NFKC, lower case, letters and digits of any script, single spaces
+    (Chinese captions keep their characters; ASCII-only normalisation would make them all equal)."""
+    folded = unicodedata.normalize("NFKC", text).lower()
+    return " ".join("".join(ch if ch.isalnum() else " " for ch in folded).split())
 
 
 def language_of(captions: Sequence[str]) -> str:

@@ -34,11 +34,12 @@ from tqdm.auto import tqdm
 from mmbench.documents import Document, Text, Video
 from mmbench.media import MediaStore
 from mmbench.models.http_client import APIError
-from mmbench.builders.validity import DropLog, normalise_question, write_valid_poolset
+from mmbench.builders.validity import DropLog, write_valid_poolset
 from mmbench.poolset import build_scratch, PoolItem, PoolSet, source_fingerprint
 from mmbench.tokens import UnifiedTokenCounter, image_tokens
 
-from .captions import PROMPT_VERSION, RULE_VERSION, SYSTEM_PROMPT, ChatRewriter, Rewrite, rule_rewrite
+from .captions import PROMPT_VERSION, RULE_VERSION, SYSTEM_PROMPT, ChatRewriter, Rewrite, rule_rewrite, \
+    story_key
 from .events import ANTI_OVERLAP_S, SHOT_THRESHOLD, Dropped, Event, apply_order, detect_shots, \
     distractor_permutations, segment_events
 from .sources.activitynet import VideoRecord, read_activitynet
@@ -364,7 +365,7 @@ def assemble(processed: Sequence[ProcessedVideo], counter: UnifiedTokenCounter, 
     perms = {}
     for pv in decoded:
         vid = pv.record.id
-        stories = [normalise_question(e.caption) for e in pv.events] if pv.segmentation == "annotations" else None
+        stories = [story_key(e.caption) for e in pv.events] if pv.segmentation == "annotations" else None
         found = distractor_permutations(frame_keys(pv), p.distractors, _rng(seed, vid), captions=stories)
         if len(found) < p.distractors:
             excluded.append({"video_id": vid, "kind": "too few distinct event permutations",
@@ -454,7 +455,7 @@ def _length_meta(L: int, p: TSParams, ranges: dict[int, tuple[int, int]]) -> dic
 
 def event_story(doc: Document) -> str:
     """A video's event sequence as normalised text: two videos with the same story answer the same query."""
-    return normalise_question(" | ".join(doc.meta.get("captions", [])))
+    return story_key(" | ".join(doc.meta.get("captions", [])))
 
 
 def frame_keys(pv: ProcessedVideo) -> list[list[Any]]:

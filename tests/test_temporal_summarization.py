@@ -514,6 +514,19 @@ def test_sample_event_segments_start_at_the_scene_changes(tmp_path):
     assert boundaries >= 10
 
 
+def test_story_key_keeps_chinese_text():
+    """Sameness of event sequences must not fold every Chinese caption to the empty string."""
+    from mmbench.builders.captions import story_key
+
+    assert story_key("一个红球滚过灰色地面。") == "一个红球滚过灰色地面"
+    assert story_key("一个红球滚过灰色地面") != story_key("蓝色方块慢慢变大")
+    assert story_key("  A Dog, runs!  ") == "a dog runs" and story_key("ＡＢＣ") == "abc"
+    # Chinese events without digits: reversal is a real distractor, repeated events A, B, A are not
+    segments = _segments([2, 2, 2])
+    zh = [story_key(c) for c in ("一个男人走进厨房", "他切菜", "他把菜放进锅里")]
+    assert distractor_permutations(segments, 3, np.random.default_rng(0), captions=zh)[0].kind == "reversal"
+
+
 def test_rule_rewrite_does_not_repeat_transition_words():
     text = rule_rewrite(["A man walks in.", "Then he sits down.", "then, a dog barks", "Next to the car a woman waves",
                          "After that the crowd cheers", "Finally, the man leaves."])
@@ -616,6 +629,7 @@ def test_validator_catches_broken_pool_sets(built):
 # --- YoukuDenseCaption official release layout -------------------------------------------------
 
 ZH = ("一个红球滚过灰色地面", "蓝色方块慢慢变大", "黄色星星在绿色背景上旋转", "紫色小球上下跳动")
+ZH_PLACES = ("在农场里", "在厨房里", "在公园里", "在海边")
 
 
 def _youku_release(root, n=4, seed=4):
@@ -629,7 +643,7 @@ def _youku_release(root, n=4, seed=4):
     rows, moments = [], []
     for i, r in enumerate(records):
         events = r.events or tuple(Event(10.0 * k, 10.0 * (k + 1)) for k in range(3))
-        caps = [{"timestamp": [round(e.start, 2), round(e.end, 2)], "sentence": f"视频{i}：{ZH[(i + k) % 4]}"}
+        caps = [{"timestamp": [round(e.start, 2), round(e.end, 2)], "sentence": f"{ZH[(i + k) % 4]}，{ZH_PLACES[i]}"}
                 for k, e in enumerate(events[:3])]
         rows.append({"video_path": f"test/{r.id}.mp4", "caption": json.dumps(caps, ensure_ascii=False)})
         moments += [{"video": f"test/{r.id}.mp4", "category": "Agriculture", "timestamp": c["timestamp"],
@@ -659,7 +673,7 @@ def test_prepare_youku_release_then_build(tmp_path, capsys):
     ps = build("youku", tmp_path / "ps", annotations=str(out), video_root=str(root), lengths=[128],
                frame_size=[64, 64], distractors=1, progress=False)
     assert {p.meta["dataset"] for p in ps.pools} == {"youku"} and ps.manifest["validity"]["ok"]
-    assert ps.queries[0].segments[0].text.startswith("首先，视频")
+    assert ps.queries[0].segments[0].text.startswith("首先，") and len(ps.queries) == 4
     # grounding.json gives the same events (its moments come in any order and are put in time order)
     out2 = tmp_path / "grounding.jsonl"
     assert main(["prepare", "youku", "--root", str(root), "--out", str(out2), "--from", "grounding"]) == 0

@@ -9,7 +9,8 @@ from __future__ import annotations
 from collections import Counter, defaultdict
 from typing import Iterable
 
-from mmbench.builders.validity import Violation, normalise_question
+from mmbench.builders.captions import story_key
+from mmbench.builders.validity import Violation
 from mmbench.documents import Document, Video
 from mmbench.poolset import PoolSet
 
@@ -35,7 +36,7 @@ def _video(doc: Document) -> Video | None:
 
 
 def _story(doc: Document) -> str:
-    return normalise_question(" | ".join(doc.meta.get("captions", [])))
+    return story_key(" | ".join(doc.meta.get("captions", [])))
 
 
 def expected_frames(duration: float, fps: float = 1.0) -> int:
@@ -116,7 +117,7 @@ def _check_hard(item_id: str, target: Document, tv: Video, doc: Document, v: Vid
             tuple(f for i in order for f in segments[i]) != v.frames:
         yield Violation("hard_permutation", item_id, f"{doc.id} is not the target's events in the order {order}")
         return
-    captions = [normalise_question(c) for c in target.meta.get("captions", [])]
+    captions = [story_key(c) for c in target.meta.get("captions", [])]
     if target.meta.get("segmentation") == "annotations" and len(captions) == len(lengths) and \
             [captions[i] for i in order] == captions:
         yield Violation("hard_permutation", item_id, f"{doc.id} reorders events that tell the same caption sequence "
