@@ -2,6 +2,10 @@
 
 The default rewrite is rule-based and deterministic: one sentence per event, joined with
 explicit transition words ("First, … Then, … Finally, …"; Chinese captions get 首先/然后/最后).
+A caption that already opens with a transition word ("Then the man …", "Finally, she …",
+"然后他……") has it removed first, so the rewrite never says "Then, then" or "Finally, finally".
+"First", "Next" and "Later" are removed only before a comma or a subject ("Next the man …"),
+so "Next to the car …" and "First place …" keep their words.
 The optional rewrite sends the captions to an OpenAI-compatible chat API with the project's
 prompt (`PROMPT_VERSION`), which also translates non-English captions into English; outputs are
 stored with the prompt version and model, and cached in a JSONL file so rebuilds reuse them.
@@ -12,6 +16,7 @@ import hashlib
 import json
 import os
 import re
+import unicodedata
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Sequence
@@ -19,7 +24,7 @@ from typing import Sequence
 from mmbench.media import atomic_write_bytes
 from mmbench.models.http_client import APIError, HttpClient
 
-RULE_VERSION = "rule-1"
+RULE_VERSION = "rule-2"
 PROMPT_VERSION = "ts-rewrite-1"
 SYSTEM_PROMPT = (
     "You write search queries for a video retrieval benchmark. You receive the captions of the events "
@@ -31,6 +36,22 @@ SYSTEM_PROMPT = (
 _EN_MIDDLE = ("Then", "Next", "After that")
 _ZH_MIDDLE = ("然后", "接着", "之后")
 _CJK = re.compile(r"[\u3400-\u9fff]")
+# a transition word opening an English caption: these always connect, with or without a comma ...
+_EN_LEAD = re.compile(r"^(?:then|afterwards?|after that|after this|finally|lastly|subsequently|eventually)\b,?\s*",
+                      re.IGNORECASE)
+# ... and these only with a comma or before a subject ("Next to the car", "First place", "Next day" are no
+# transitions; "Next, the man", "First the man", "Next he" are)
+_SUBJECT = r"(?:the|a|an|he|she|they|we|it|his|her|their|two|three|several|some|people|someone|more|another)\b"
+_EN_LEAD_COMMA = re.compile(r"^(?:first(?:ly)?|next|second(?:ly)?|later|in the end|at last)"
+                            r"(?:\s*,\s*|\s+(?=" + _SUBJECT + r"))", re.IGNORECASE)
+_ZH_LEAD = re.compile(r"^(?:首先|然后|接着|之后|随后|最后|后来|其次|紧接着)[，,、\s]*")
+
+
+def story_key(text: str) -> str:
+    """Text compared for sameness: NFKC, lower case, letters and digits of any script, single spaces
+    (Chinese captions keep their characters; ASCII-only normalisation would make them all equal)."""
+    folded = unicodedata.normalize("NFKC", text).lower()
+    return " ".join("".join(ch if ch.isalnum() else " " for ch in folded).split())
 
 
 def language_of(captions: Sequence[str]) -> str:
@@ -39,8 +60,16 @@ def language_of(captions: Sequence[str]) -> str:
     return "zh" if text and len(_CJK.findall(text)) / len(text) > 0.3 else "en"
 
 
+def strip_transition(caption: str, zh: bool) -> str:
+    """The caption without a leading transition word of its own (the rewrite adds one)."""
+    if zh:
+        return _ZH_LEAD.sub("", caption, count=1)
+    out = _EN_LEAD.sub("", caption, count=1)
+    return _EN_LEAD_COMMA.sub("", out, count=1)
+
+
 def _clean(caption: str, zh: bool) -> str:
-    c = " ".join(caption.split()).strip()
+    c = strip_transition(" ".join(caption.split()).strip(), zh).strip()
     return c.rstrip("。．.!！?？,，;；、 ") if zh else c.rstrip(".!?,;: ")
 
 

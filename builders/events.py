@@ -13,9 +13,13 @@ so far is ≤ 0.5 s, otherwise it is dropped. Kept events therefore overlap pair
 0.5 s. They are then put in order of (start, end).
 
 Frame assignment: between consecutive kept events a, b the cut is the midpoint of a.end and
-b.start (inside the overlap if they overlap, inside the gap if not), made non-decreasing;
-frames before the first cut belong to the first event and after the last to the last. An event
-left with no 1-FPS frame is dropped and the cuts recomputed.
+b.start (inside the overlap if they overlap, inside the gap if not), made non-decreasing. A 1-FPS
+frame sampled at t_k stands for the second [t_k, t_k + 1/fps) until the next sample, so it belongs
+to the event that holds most of that interval: to a when t_k + 0.5/fps ≤ cut, else to b (the cut
+is in effect rounded to the nearest sample time). Taking "t_k < cut" instead put the first frame of
+a new scene into the previous event whenever the annotated boundary lay just after the sample
+time. Frames before the first cut belong to the first event and after the last to the last. An
+event left with no 1-FPS frame is dropped and the cuts recomputed.
 """
 from __future__ import annotations
 
@@ -81,10 +85,12 @@ def assign_frames(events: Sequence[Event], times: Sequence[float]) -> tuple[list
     events = list(events)
     dropped: list[Dropped] = []
     t = np.asarray(times, dtype=np.float64)
+    step = float(np.median(np.diff(t))) if len(t) > 1 else 1.0
+    centres = t + step / 2          # the middle of the interval each sampled frame stands for
     while events:
         cuts = [(a.end + b.start) / 2 for a, b in zip(events, events[1:])]
         cuts = list(np.maximum.accumulate(cuts)) if cuts else []
-        bounds = [0] + [int(np.searchsorted(t, c, side="left")) for c in cuts] + [len(t)]
+        bounds = [0] + [int(np.searchsorted(centres, c, side="right")) for c in cuts] + [len(t)]
         segments = [list(range(lo, hi)) for lo, hi in zip(bounds, bounds[1:])]
         empty = [i for i, s in enumerate(segments) if not s]
         if not empty:
@@ -155,21 +161,24 @@ def apply_order(segments: Sequence[Sequence[str]], order: Sequence[int]) -> list
 
 
 def distractor_permutations(segments: Sequence[Sequence[str]], k: int, rng: np.random.Generator,
-                            max_tries: int = 200) -> list[Permutation]:
+                            max_tries: int = 200, captions: Sequence[str] | None = None) -> list[Permutation]:
     """Up to `k` permutations whose frame sequences differ from the original and from each other.
 
     The whole reversal comes first, then block permutations. Identity orders, and orders that
-    happen to reproduce an existing frame sequence (identical events), are rejected.
+    happen to reproduce an existing frame sequence (identical events), are rejected. With
+    `captions` (one per segment), so are orders that tell the same caption sequence as the
+    original (events [A, B, A] reversed still read "A, then B, then A": that video answers the query).
     """
     n = len(segments)
     if n < 2 or k < 1:
         return []
     seen = {tuple(apply_order(segments, range(n)))}
+    story = tuple(captions) if captions is not None and len(captions) == n else None
     out: list[Permutation] = []
     candidates = itertools.chain([reversal(n)], (block_permutation(n, rng) for _ in range(max_tries)))
     for p in candidates:
         frames = tuple(apply_order(segments, p.order))
-        if frames in seen:
+        if frames in seen or (story is not None and tuple(story[i] for i in p.order) == story):
             continue
         seen.add(frames)
         out.append(p)

@@ -1,20 +1,28 @@
 """Temporal Summarization builder: whole videos at 1 FPS, retrieved by an ordered event description.
 
-Each video is decoded once at 1 FPS; for every length bin L it is rendered at the frame size
-that puts its unified length n·⌈H/32⌉·⌈W/32⌉ within ±LENGTH_TOLERANCE of L (`video.fit_frame_size`),
-so a video appears in every bin its frame count allows. Its events (annotation timestamps, or
-detected shots) cut the frame sequence into segments (`events.py`).
+Length control by duration (the default): every video is decoded once at 1 FPS and rendered at
+one standard frame size (`frame_size`, sides multiples of 32, letterboxed), so a video's unified
+length is n_frames·⌈H/32⌉·⌈W/32⌉ and grows with its duration alone. Each length bin is a stated
+range of unified tokens around its nominal length (`bin_ranges`: edges at the geometric midpoints
+between neighbouring bins); a video goes into the one bin its own length falls in, and a video
+that fits no bin is counted as dropped, never stretched. `length_control="resolution"` keeps the
+earlier rule: every video in every bin it can reach, with a per-bin frame size that puts its length
+within ±LENGTH_TOLERANCE of the nominal length (`video.fit_frame_size`).
 
-For each (video, bin) there are two pools with the same query and the same number of candidates:
-Easy = the video + `distractors` other videos of the same dataset and bin; Hard = the video +
-`distractors` event-level permutations of itself (whole reversal first, then block permutations),
-which hold exactly the same frames and so exactly the same length. A video is a query only where
-both pools can be filled; everything left out, and every unreadable video, is recorded in the
-manifest's builder record.
+Its events (annotation timestamps, or detected shots) cut the frame sequence into segments
+(`events.py`). For each (video, bin) there are two pools with the same query and the same number of
+candidates: Easy = the video + `distractors` other videos of the same dataset and bin that tell a
+different event sequence; Hard = the video + `distractors` event-level permutations of itself
+(whole reversal first, then block permutations), which hold exactly the same frames and so exactly
+the same length. A video is a query only where both pools can be filled. Every annotated video
+that is missing, unreadable or left out is counted with its reason (`DropLog`, printed at the end
+of the build and stored in the manifest); a build that loses more than MAX_MISSING_SHARE of its
+annotated videos to missing or unreadable files fails unless `allow_missing=True`.
 """
 from __future__ import annotations
 
 import hashlib
+import math
 import sys
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -26,23 +34,30 @@ from tqdm.auto import tqdm
 from mmbench.documents import Document, Text, Video
 from mmbench.media import MediaStore
 from mmbench.models.http_client import APIError
-from mmbench.builders.validity import write_valid_poolset
+from mmbench.builders.validity import DropLog, write_valid_poolset
 from mmbench.poolset import build_scratch, PoolItem, PoolSet, source_fingerprint
-from mmbench.tokens import UnifiedTokenCounter
+from mmbench.tokens import UnifiedTokenCounter, image_tokens
 
-from .captions import PROMPT_VERSION, RULE_VERSION, SYSTEM_PROMPT, ChatRewriter, Rewrite, rule_rewrite
+from .captions import PROMPT_VERSION, RULE_VERSION, SYSTEM_PROMPT, ChatRewriter, Rewrite, rule_rewrite, \
+    story_key
 from .events import ANTI_OVERLAP_S, SHOT_THRESHOLD, Dropped, Event, apply_order, detect_shots, \
     distractor_permutations, segment_events
 from .sources.activitynet import VideoRecord, read_activitynet
-from .sources.sample_videos import make_sample_videos
+from .sources.sample_videos import MIN_SCENE_S, make_sample_videos, spread_durations
 from .sources.youku import read_youku
+from .video_bins import bin_of, bin_ranges, frame_range
 from .video import MAX_FRAME_PIXELS, MIN_FRAME_PIXELS, VideoReadError, colour_histogram, fit_frame_size, \
-    open_video, resize_frame
+    letterbox_frame, open_video, resize_frame
 
 TASK_NAME = "temporal_summarization"
-TASK_VERSION = "1.0"
+TASK_VERSION = "2.0"
 LENGTHS = (8192, 16384, 32768)
-LENGTH_TOLERANCE = 0.10     # a candidate's unified length lies within ±10 % of its bin's nominal length
+LENGTH_TOLERANCE = 0.10     # length_control="resolution": within ±10 % of the bin's nominal length
+LENGTH_CONTROLS = ("duration", "resolution")
+SAMPLE_FRAME_SIZE = (512, 512)  # 256 unified tokens per frame: 8K ≈ 32 s, 16K ≈ 64 s, 32K ≈ 128 s at 1 FPS
+REAL_FRAME_SIZE = (448, 256)    # 112 unified tokens per frame (≈16:9): 8K ≈ 73 s, 16K ≈ 146 s, 32K ≈ 293 s
+MAX_MISSING_SHARE = 0.10    # more missing or unreadable annotated videos than this fails the build
+MAX_WARNINGS = 10           # skipped videos named one by one on stderr; the rest are counted
 FPS = 1.0
 SOURCES = ("sample", "activitynet", "youku")
 DIFFICULTIES = ("easy", "hard")
@@ -56,7 +71,7 @@ def length_label(n: int) -> str:
 class TSParams:
     lengths: tuple[int, ...] = LENGTHS
     distractors: int = 3
-    videos: int = 10                    # sample source only
+    videos: int = 15                    # sample source only: spread evenly over the bins
     max_videos: int | None = None       # real sources: a seeded sample of this many annotated videos
     segmentation: str = "auto"          # "auto": annotation timestamps where present, shots otherwise; "shots"
     shot_threshold: float = SHOT_THRESHOLD
@@ -66,11 +81,24 @@ class TSParams:
     reader: str = "auto"
     min_frame_pixels: int = MIN_FRAME_PIXELS
     max_frame_pixels: int = MAX_FRAME_PIXELS
+    length_control: str = "duration"    # "duration" (one frame size, bin by own length) or "resolution"
+    frame_size: tuple[int, int] = REAL_FRAME_SIZE   # duration control: the standard (width, height)
+    allow_missing: bool = False
+
+    @property
+    def tokens_per_frame(self) -> int:
+        return image_tokens(*self.frame_size)
+
+    @property
+    def ranges(self) -> dict[int, tuple[int, int]]:
+        return bin_ranges(self.lengths)
 
 
 @dataclass
 class ProcessedVideo:
-    """A decoded video: its frames per bin (original order) and its event segments (frame indices)."""
+    """A decoded video: its frames per bin (original order) and its event segments (frame indices).
+
+    `renders` is empty for a video whose length fits no bin (it was not decoded further)."""
 
     record: VideoRecord
     renders: dict[int, Video]
@@ -89,17 +117,21 @@ class ProcessedVideo:
 
 
 def build(source: str, out: Path, seed: int = 0, lengths: Sequence[int] = LENGTHS, distractors: int = 3,
-          videos: int = 10, annotations: str | None = None, video_root: str | None = None,
+          videos: int = 15, annotations: str | None = None, video_root: str | None = None,
           max_videos: int | None = None, segmentation: str = "auto", shot_threshold: float = SHOT_THRESHOLD,
           rewrite: str = "rule", rewrite_model: str | None = None, rewrite_base_url: str | None = None,
           rewrite_api_key_env: str = "OPENAI_API_KEY", rewrite_cache: str | None = None,
           frame_format: str = "JPEG", reader: str = "auto", min_frame_pixels: int = MIN_FRAME_PIXELS,
-          max_frame_pixels: int = MAX_FRAME_PIXELS, tokenizer_json: str | None = None,
-          progress: bool = True) -> PoolSet:
+          max_frame_pixels: int = MAX_FRAME_PIXELS, length_control: str = "duration",
+          frame_size: Sequence[int] | None = None, allow_missing: bool = False,
+          tokenizer_json: str | None = None, progress: bool = True) -> PoolSet:
     """Build the task from `source` ("sample", "activitynet" or "youku") into `out`."""
+    size = tuple(int(x) for x in frame_size) if frame_size is not None else \
+        (SAMPLE_FRAME_SIZE if source == "sample" else REAL_FRAME_SIZE)
     params = TSParams(tuple(int(x) for x in lengths), int(distractors), int(videos),
                       None if max_videos is None else int(max_videos), segmentation, float(shot_threshold),
-                      rewrite, rewrite_model, frame_format, reader, int(min_frame_pixels), int(max_frame_pixels))
+                      rewrite, rewrite_model, frame_format, reader, int(min_frame_pixels), int(max_frame_pixels),
+                      length_control, size, _boolean(allow_missing, "allow_missing"))
     _check_params(params, source, rewrite_base_url)
     rewriter = ChatRewriter(rewrite_base_url, rewrite_model, rewrite_api_key_env, rewrite_cache) \
         if rewrite == "llm" else None
@@ -108,6 +140,13 @@ def build(source: str, out: Path, seed: int = 0, lengths: Sequence[int] = LENGTH
     with build_scratch(out) as scratch:
         media = MediaStore(scratch / "media")
         records, sources = _load_records(source, scratch, seed, params, annotations, video_root)
+        files = DropLog("annotated videos (files)")
+        where = f"{source} videos under {video_root}" if video_root else f"{source} videos"
+        missing = [r for r in records if r.path is None]
+        if len(missing) > MAX_MISSING_SHARE * len(records) and not params.allow_missing:
+            raise ValueError(f"{where}: {len(missing)} of {len(records)} annotated videos have no video file "
+                             f"(e.g. {', '.join(r.id for r in missing[:3])}), more than {MAX_MISSING_SHARE:.0%}; "
+                             f"fix video_root or pass --param allow_missing=true")
         processed, failures = [], []
         for rec in tqdm(records, desc="decode videos", disable=not progress):
             try:
@@ -115,22 +154,81 @@ def build(source: str, out: Path, seed: int = 0, lengths: Sequence[int] = LENGTH
                     raise VideoReadError(f"no video file for {rec.id!r} under {video_root} "
                                          f"(tried {rec.id}.mp4/.mkv/.webm/.avi/.mov/.m4v)")
                 processed.append(process_video(rec, media, params))
+                files.keep()
             except VideoReadError as exc:
+                files.drop("no video file" if rec.path is None else "unreadable video file", rec.id)
                 failures.append({"video_id": rec.id, "file": str(rec.path) if rec.path else None, "error": str(exc)})
-                print(f"warning: skipped video {rec.id}: {exc}", file=sys.stderr)
+                if len(failures) <= MAX_WARNINGS:
+                    print(f"warning: skipped video {rec.id}: {exc}", file=sys.stderr)
+        if len(failures) > MAX_WARNINGS:
+            print(f"warning: ... and {len(failures) - MAX_WARNINGS} more skipped videos (all counted below and "
+                  f"listed in the manifest's builder.failures)", file=sys.stderr)
+        files.check_share(MAX_MISSING_SHARE, params.allow_missing, where)
         ps, excluded = assemble(processed, counter, params, seed, rewriter, failures)
+        drops = {"files": files, **count_drops(processed, ps, excluded, failures)}
         ps.sources = sources
+        ranges = params.ranges
         ps.builder = {
             "name": "mmbench.builders.temporal_summarization", "source": source, "params": _jsonable(asdict(params)),
-            "length_tolerance": LENGTH_TOLERANCE, "fps": FPS, "anti_overlap_s": ANTI_OVERLAP_S,
+            "length_control": params.length_control, "fps": FPS, "anti_overlap_s": ANTI_OVERLAP_S,
             "frame_rule": "frame on screen at t_k = k/fps (last frame with pts <= t_k), times from the first frame",
             "rewrite": _rewrite_record(rewriter),
             "token_counter": getattr(counter.tokenizer, "name", "qwen3"),
+            "max_missing_share": MAX_MISSING_SHARE,
             "videos": {p.record.id: p.info for p in processed},
             "failures": failures, "excluded": excluded,
         }
-        write_valid_poolset(ps, out, media_from=scratch / "media")
+        if params.length_control == "duration":
+            tpf = params.tokens_per_frame
+            ps.builder.update({
+                "frame_size": list(params.frame_size), "tokens_per_frame": tpf,
+                "frame_resize": "bicubic, letterboxed (aspect kept, black bars)",
+                "bins": {length_label(L): {"tokens": list(r), "frames": list(frame_range(r, tpf))}
+                         for L, r in sorted(ranges.items())}})
+        else:
+            ps.builder["length_tolerance"] = LENGTH_TOLERANCE
+        write_valid_poolset(ps, out, media_from=scratch / "media", drops=drops)
     return ps
+
+
+def _boolean(value: Any, name: str) -> bool:
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, str) and value.lower() in ("true", "false", "1", "0", "yes", "no"):
+        return value.lower() in ("true", "1", "yes")
+    if isinstance(value, int) and value in (0, 1):
+        return bool(value)
+    raise ValueError(f"{name} must be true or false, got {value!r}")
+
+
+def count_drops(processed: Sequence[ProcessedVideo], ps: PoolSet, excluded: list[dict],
+                failures: list[dict]) -> dict[str, DropLog]:
+    """Readable videos -> videos in a bin -> videos that are a query, each step with a count per reason."""
+    used_videos = {c.meta["video_id"] for c in ps.candidates}
+    queries = {q.meta["video_id"] for q in ps.queries}
+    binned, asked = DropLog("decoded videos (length bins)"), DropLog("videos in a bin (queries)")
+    for pv in processed:
+        vid = pv.record.id
+        if not pv.renders:
+            binned.drop(_drop_kind(vid, excluded, failures), vid)
+            continue
+        binned.keep()
+        if vid in queries:
+            asked.keep()
+        else:
+            kind = _drop_kind(vid, [e for e in excluded if e["kind"] != "cannot reach a bin's length"], failures)
+            asked.drop(kind + (" (still an Easy distractor)" if vid in used_videos else ""), vid)
+    return {"bins": binned, "queries": asked}
+
+
+def _drop_kind(vid: str, excluded: list[dict], failures: list[dict]) -> str:
+    """Why a video is in no bin or is no query: its first exclusion's kind (or its rewrite failure)."""
+    for e in excluded:
+        if e["video_id"] == vid:
+            return e["kind"]
+    if any(f["video_id"] == vid for f in failures):
+        return "query rewrite failed"
+    return "not drawn into any pool"
 
 
 def _check_params(p: TSParams, source: str, base_url: str | None) -> None:
@@ -140,6 +238,21 @@ def _check_params(p: TSParams, source: str, base_url: str | None) -> None:
         raise ValueError("distractors must be at least 1")
     if not p.lengths or min(p.lengths) < 64:
         raise ValueError(f"lengths must be a non-empty list of token counts >= 64, got {list(p.lengths)}")
+    if len(set(p.lengths)) != len(p.lengths):
+        raise ValueError(f"lengths must not repeat a bin, got {list(p.lengths)}")
+    if p.length_control not in LENGTH_CONTROLS:
+        raise ValueError(f"length_control must be one of {LENGTH_CONTROLS}, got {p.length_control!r}")
+    if len(p.frame_size) != 2 or min(p.frame_size) < 32 or any(x % 32 for x in p.frame_size):
+        raise ValueError(f"frame_size must be [width, height], multiples of 32, got {list(p.frame_size)}")
+    if not p.min_frame_pixels <= p.frame_size[0] * p.frame_size[1] <= p.max_frame_pixels:
+        raise ValueError(f"frame_size {p.frame_size[0]}x{p.frame_size[1]} is outside the frame pixel budget "
+                         f"{p.min_frame_pixels}..{p.max_frame_pixels} (min_frame_pixels, max_frame_pixels)")
+    if p.length_control == "duration":
+        for L, r in sorted(p.ranges.items()):
+            lo, hi = frame_range(r, p.tokens_per_frame)
+            if lo > hi:
+                raise ValueError(f"bin {length_label(L)} ({r[0]}..{r[1] - 1} tokens) holds no whole number of "
+                                 f"{p.tokens_per_frame}-token frames; use a smaller frame_size")
     if p.segmentation not in ("auto", "shots"):
         raise ValueError(f"segmentation must be 'auto' or 'shots', got {p.segmentation!r}")
     if p.rewrite not in ("rule", "llm"):
@@ -150,11 +263,32 @@ def _check_params(p: TSParams, source: str, base_url: str | None) -> None:
         raise ValueError(f"frame_format must be 'JPEG' or 'PNG', got {p.frame_format!r}")
 
 
+def sample_durations(p: TSParams) -> list[int]:
+    """Whole-second durations of the sample videos: spread inside each bin's frame range (duration control),
+    or long enough for the longest bin within the frame pixel ceiling (resolution control)."""
+    n_bins = len(p.lengths)
+    counts = [p.videos // n_bins + (1 if b < p.videos % n_bins else 0) for b in range(n_bins)]
+    if p.length_control == "resolution":
+        lo = max(4 * MIN_SCENE_S, math.ceil(max(p.lengths) / (p.max_frame_pixels // 1024)))
+        return spread_durations(lo, lo + 16, p.videos)
+    out = []
+    for (L, r), n in zip(sorted(p.ranges.items()), counts):
+        lo, hi = frame_range(r, p.tokens_per_frame)
+        if lo < 3 * MIN_SCENE_S:
+            raise ValueError(f"bin {length_label(L)} holds {lo}..{hi} frames at {p.tokens_per_frame} tokens per "
+                             f"frame, too short for a sample video of 3 scenes of {MIN_SCENE_S} s; use a smaller "
+                             f"frame_size")
+        out += spread_durations(lo, hi, n)
+    return out
+
+
 def _load_records(source: str, scratch: Path, seed: int, p: TSParams, annotations: str | None,
                   video_root: str | None) -> tuple[list[VideoRecord], dict[str, str]]:
     if source == "sample":
-        records = make_sample_videos(scratch / "videos", p.videos, seed)
-        return records, {"videos": f"mmbench synthetic sample videos (n={p.videos}, seed={seed}, 128x128, 4 fps, H.264)"}
+        durations = sample_durations(p)
+        records = make_sample_videos(scratch / "videos", durations, seed)
+        return records, {"videos": f"mmbench synthetic sample videos (n={len(durations)}, seed={seed}, "
+                                   f"durations {min(durations)}-{max(durations)} s, 128x128, 4 fps, H.264)"}
     if annotations is None or video_root is None:
         raise ValueError(f"source {source!r} needs parameters annotations=<file> and video_root=<folder>")
     reader = read_activitynet if source == "activitynet" else read_youku
@@ -166,36 +300,50 @@ def _load_records(source: str, scratch: Path, seed: int, p: TSParams, annotation
 def process_video(rec: VideoRecord, media: MediaStore, p: TSParams) -> ProcessedVideo:
     """Decode at 1 FPS, store the frames once per bin at the bin's frame size, and segment into events."""
     try:
-        sv, sizes, refs, hists = _decode(rec.path, media, p, p.reader)
+        return _process(rec, media, p, p.reader)
     except VideoReadError:
         if p.reader != "auto":
             raise
-        sv, sizes, refs, hists = _decode(rec.path, media, p, "pyav")  # decord opened it but failed to decode
+        return _process(rec, media, p, "pyav")  # decord opened it but failed to decode
+
+
+def frame_sizes(n_frames: int, width: int, height: int, p: TSParams) -> dict[int, tuple[int, int] | None]:
+    """The frame size of each bin for a video of `n_frames` 1-FPS frames (None where it does not go)."""
+    if p.length_control == "resolution":
+        return {L: fit_frame_size(n_frames, L, width, height, LENGTH_TOLERANCE, p.min_frame_pixels,
+                                  p.max_frame_pixels) for L in p.lengths}
+    home = bin_of(n_frames * p.tokens_per_frame, p.ranges)
+    return {L: (p.frame_size if L == home else None) for L in p.lengths}
+
+
+def _process(rec: VideoRecord, media: MediaStore, p: TSParams, reader: str) -> ProcessedVideo:
+    sv = open_video(rec.path, FPS, reader)
+    sizes = frame_sizes(sv.n_frames, sv.width, sv.height, p)
+    info: dict[str, Any] = {"file": rec.path.name, "reader": sv.reader, "duration": round(sv.duration, 3),
+                            "frames": sv.n_frames, "source_size": [sv.width, sv.height],
+                            "frame_sizes": {length_label(L): (list(s) if s else None) for L, s in sizes.items()}}
+    if p.length_control == "duration":
+        info["tokens"] = sv.n_frames * p.tokens_per_frame
+    if not any(sizes.values()):
+        info["segmentation"] = None
+        return ProcessedVideo(rec, {}, [], [], [], "none", info)
+    resize = letterbox_frame if p.length_control == "duration" else resize_frame
+    refs: dict[int, list[str]] = {L: [] for L, s in sizes.items() if s}
+    hists = []
+    for frame in sv.frames():
+        hists.append(colour_histogram(frame))
+        for L in refs:
+            refs[L].append(media.put_image(resize(frame, sizes[L]), format=p.frame_format).ref)
     if rec.events is not None and p.segmentation == "auto":
         events, method = list(rec.events), "annotations"
     else:
         events, method = detect_shots(hists, sv.times, sv.duration, p.shot_threshold), "shots"
     kept, segments, dropped = segment_events(events, sv.duration, sv.times)
     renders = {L: Video(tuple(r), FPS, sizes[L][0], sizes[L][1]) for L, r in refs.items()}
-    info = {"file": rec.path.name, "reader": sv.reader, "duration": round(sv.duration, 3), "frames": sv.n_frames,
-            "source_size": [sv.width, sv.height], "segmentation": method, "events_kept": len(kept),
-            "events_dropped": [{"start": d.event.start, "end": d.event.end, "reason": d.reason} for d in dropped],
-            "frame_sizes": {length_label(L): (list(s) if s else None) for L, s in sizes.items()}}
+    info.update({"segmentation": method, "events_kept": len(kept),
+                 "events_dropped": [{"start": d.event.start, "end": d.event.end, "reason": d.reason}
+                                    for d in dropped]})
     return ProcessedVideo(rec, renders, kept, segments, dropped, method, info)
-
-
-def _decode(path: Path, media: MediaStore, p: TSParams, reader: str):
-    """One decoding pass: per-bin frame sizes, stored frame refs per bin, and 1-FPS colour histograms."""
-    sv = open_video(path, FPS, reader)
-    sizes = {L: fit_frame_size(sv.n_frames, L, sv.width, sv.height, LENGTH_TOLERANCE, p.min_frame_pixels,
-                               p.max_frame_pixels) for L in p.lengths}
-    refs: dict[int, list[str]] = {L: [] for L, s in sizes.items() if s}
-    hists = []
-    for frame in sv.frames():
-        hists.append(colour_histogram(frame))
-        for L in refs:
-            refs[L].append(media.put_image(resize_frame(frame, sizes[L]), format=p.frame_format).ref)
-    return sv, sizes, refs, hists
 
 
 def _rng(seed: int, *parts: Any) -> np.random.Generator:
@@ -205,16 +353,24 @@ def _rng(seed: int, *parts: Any) -> np.random.Generator:
 
 def assemble(processed: Sequence[ProcessedVideo], counter: UnifiedTokenCounter, p: TSParams, seed: int,
              rewriter: ChatRewriter | None, failures: list[dict]) -> tuple[PoolSet, list[dict]]:
-    """Queries, candidates and Easy/Hard pools from decoded videos; returns the pool set and the exclusions."""
+    """Queries, candidates and Easy/Hard pools from decoded videos; returns the pool set and the exclusions
+    (each {video_id, kind, reason[, bin]}: `kind` is the counted category, `reason` the particulars)."""
     excluded: list[dict] = []
+    ranges = p.ranges
+    for pv in processed:
+        if not pv.renders:
+            excluded.append(_outside(pv, p, ranges))
+    decoded = [pv for pv in processed if pv.renders]
     queries: dict[str, Document] = {}
     perms = {}
-    for pv in processed:
+    for pv in decoded:
         vid = pv.record.id
-        found = distractor_permutations(frame_keys(pv), p.distractors, _rng(seed, vid))
+        stories = [story_key(e.caption) for e in pv.events] if pv.segmentation == "annotations" else None
+        found = distractor_permutations(frame_keys(pv), p.distractors, _rng(seed, vid), captions=stories)
         if len(found) < p.distractors:
-            excluded.append({"video_id": vid, "reason": f"{len(pv.segments)} event segment(s) allow only "
-                             f"{len(found)} distinct non-identity permutations (< {p.distractors})"})
+            excluded.append({"video_id": vid, "kind": "too few distinct event permutations",
+                             "reason": f"{len(pv.segments)} event segment(s) allow only {len(found)} distinct "
+                                       f"non-identity permutations (< {p.distractors})"})
             continue
         captions = [c for c in pv.captions if c.strip()]
         try:
@@ -231,19 +387,24 @@ def assemble(processed: Sequence[ProcessedVideo], counter: UnifiedTokenCounter, 
     pools: list[PoolItem] = []
     for L in p.lengths:
         label = length_label(L)
-        in_bin = [pv for pv in processed if L in pv.renders]
-        excluded += [{"video_id": pv.record.id, "bin": label, "reason": f"{pv.info['frames']} frames cannot reach "
-                      f"{L} tokens within ±{LENGTH_TOLERANCE:.0%} inside the frame pixel budget"}
-                     for pv in processed if L not in pv.renders]
-        originals = {pv.record.id: _candidate(pv, L, counter) for pv in in_bin}
+        in_bin = [pv for pv in decoded if L in pv.renders]
+        if p.length_control == "resolution":
+            excluded += [{"video_id": pv.record.id, "bin": label, "kind": "cannot reach a bin's length",
+                          "reason": f"{pv.info['frames']} frames cannot reach {L} tokens within "
+                                    f"±{LENGTH_TOLERANCE:.0%} inside the frame pixel budget"}
+                         for pv in decoded if L not in pv.renders]
+        originals = {pv.record.id: _candidate(pv, L, counter, p) for pv in in_bin}
         for pv in in_bin:
             vid, dataset = pv.record.id, pv.record.dataset
             if vid not in queries:
                 continue
-            others = sorted(o.record.id for o in in_bin if o.record.id != vid and o.record.dataset == dataset)
+            story = event_story(originals[vid])
+            others = sorted(o.record.id for o in in_bin if o.record.id != vid and o.record.dataset == dataset
+                            and event_story(originals[o.record.id]) != story)
             if len(others) < p.distractors:
-                excluded.append({"video_id": vid, "bin": label, "reason": f"only {len(others)} other videos fit "
-                                 f"this bin (< {p.distractors} Easy distractors)"})
+                excluded.append({"video_id": vid, "bin": label, "kind": "too few other videos in its bin",
+                                 "reason": f"only {len(others)} other videos of {dataset} with another event "
+                                           f"sequence fit bin {label} (< {p.distractors} Easy distractors)"})
                 continue
             target = originals[vid]
             candidates[target.id] = target
@@ -260,7 +421,7 @@ def assemble(processed: Sequence[ProcessedVideo], counter: UnifiedTokenCounter, 
                     id=f"{dataset}/{diff}/{label}/{vid}", query_id=f"q-{vid}", subset=f"{dataset}/{diff}/{label}",
                     candidate_ids=[ids[i] for i in order], relevant_ids=[target.id],
                     meta={"length_bin": label, "length_tokens": L, "difficulty": diff, "dataset": dataset,
-                          "video_id": vid, "n_events": len(pv.segments)}))
+                          "video_id": vid, "n_events": len(pv.segments), **_length_meta(L, p, ranges)}))
     if not pools:
         raise ValueError(f"no pool could be built: {len(processed)} videos decoded, {len(failures)} failed, "
                          f"{len(excluded)} exclusions (first: {(failures + excluded)[:2]})")
@@ -270,6 +431,33 @@ def assemble(processed: Sequence[ProcessedVideo], counter: UnifiedTokenCounter, 
     return ps, excluded
 
 
+def _outside(pv: ProcessedVideo, p: TSParams, ranges: dict[int, tuple[int, int]]) -> dict:
+    """The exclusion of a video whose length fits no bin (duration control)."""
+    if p.length_control == "resolution":
+        return {"video_id": pv.record.id, "kind": "cannot reach any bin's length",
+                "reason": f"{pv.info['frames']} frames cannot reach any of {list(p.lengths)} tokens within "
+                          f"±{LENGTH_TOLERANCE:.0%} inside the frame pixel budget"}
+    tokens = pv.info["frames"] * p.tokens_per_frame
+    lo, hi = min(r[0] for r in ranges.values()), max(r[1] for r in ranges.values())
+    kind = "shorter than the shortest bin" if tokens < lo else "longer than the longest bin"
+    return {"video_id": pv.record.id, "kind": kind,
+            "reason": f"{pv.info['frames']} frames x {p.tokens_per_frame} tokens = {tokens} tokens, outside "
+                      f"every bin ({lo}..{hi - 1} tokens)"}
+
+
+def _length_meta(L: int, p: TSParams, ranges: dict[int, tuple[int, int]]) -> dict[str, Any]:
+    """What a pool item states about its bin: the control, and the range (or tolerance) its candidates meet."""
+    if p.length_control == "resolution":
+        return {"length_control": "resolution", "length_tolerance": LENGTH_TOLERANCE}
+    return {"length_control": "duration", "length_range": list(ranges[L]), "frame_size": list(p.frame_size),
+            "tokens_per_frame": p.tokens_per_frame}
+
+
+def event_story(doc: Document) -> str:
+    """A video's event sequence as normalised text: two videos with the same story answer the same query."""
+    return story_key(" | ".join(doc.meta.get("captions", [])))
+
+
 def frame_keys(pv: ProcessedVideo) -> list[list[Any]]:
     """Each segment's frames as their stored content (refs in every bin), so a permutation that
     reproduces the original frame sequence (events with identical frames) is recognised and rejected."""
@@ -277,11 +465,14 @@ def frame_keys(pv: ProcessedVideo) -> list[list[Any]]:
     return [[tuple(pv.renders[L].frames[i] for L in bins) if bins else i for i in seg] for seg in pv.segments]
 
 
-def _candidate(pv: ProcessedVideo, L: int, counter: UnifiedTokenCounter) -> Document:
+def _candidate(pv: ProcessedVideo, L: int, counter: UnifiedTokenCounter, p: TSParams) -> Document:
     video = pv.renders[L]
     return Document(id=f"ts-{length_label(L)}-{pv.record.id}", segments=[video], tokens=counter.segment(video),
                     meta={"length_bin": length_label(L), "length_tokens": L, "video_id": pv.record.id,
-                          "dataset": pv.record.dataset, "perturbation": "none",
+                          "dataset": pv.record.dataset, "perturbation": "none", "length_control": p.length_control,
+                          "segmentation": pv.segmentation,
+                          "duration_s": pv.info["duration"], "frames": len(video.frames),
+                          "captions": [c for c in pv.captions if c.strip()],
                           "event_order": list(range(len(pv.segments))),
                           "event_frames": [len(seg) for seg in pv.segments]})
 

@@ -5,10 +5,13 @@ Frames are chosen by timestamp, not by index arithmetic: for each sample time t_
 whose presentation time is ≤ t_k. Times are measured from the first frame. decord is the
 primary reader and PyAV the fallback; both apply the same rule, so they pick the same frames.
 
-Frame sizes: a video of n sampled frames is rendered for a target unified length L by choosing
-a grid of a×b visual tokens per frame (frame = 32b × 32a pixels, sides multiples of 32) so that
-n·a·b is within a tolerance of L, inside a per-frame pixel budget, and close to the source's
-aspect ratio. Any file that cannot be opened or decoded raises `VideoReadError` naming it.
+Frame sizes. By default (length control by duration) every video of a build is rendered at one
+standard frame size (sides multiples of 32), letterboxed so its aspect ratio is kept, and its
+length is its 1-FPS frame count times that size's unified tokens (`letterbox_frame`). The optional
+length control by resolution renders a video of n sampled frames for a target unified length L
+with a grid of a×b visual tokens per frame (frame = 32b × 32a pixels) so that n·a·b is within a
+tolerance of L, inside a per-frame pixel budget, and close to the source's aspect ratio
+(`fit_frame_size`). Any file that cannot be opened or decoded raises `VideoReadError` naming it.
 """
 from __future__ import annotations
 
@@ -19,6 +22,7 @@ from typing import Callable, Iterator, Sequence
 
 import numpy as np
 from PIL import Image as PILImage
+from PIL import ImageOps
 
 TIME_EPS = 1e-6                        # seconds: a frame exactly at t_k counts as on screen at t_k
 MIN_FRAME_PIXELS = 4 * 32 * 32         # 4 unified tokens per frame at least
@@ -207,6 +211,14 @@ def resize_frame(frame: np.ndarray, size: tuple[int, int]) -> PILImage.Image:
     """An (H, W, 3) frame as a PIL image of `size` = (width, height), bicubic."""
     img = PILImage.fromarray(np.ascontiguousarray(frame[..., :3]), "RGB")
     return img if img.size == size else img.resize(size, PILImage.Resampling.BICUBIC)
+
+
+def letterbox_frame(frame: np.ndarray, size: tuple[int, int]) -> PILImage.Image:
+    """An (H, W, 3) frame scaled (bicubic) to fit inside `size` = (width, height), aspect kept, centred on black."""
+    img = PILImage.fromarray(np.ascontiguousarray(frame[..., :3]), "RGB")
+    if img.size == size:
+        return img
+    return ImageOps.pad(img, size, method=PILImage.Resampling.BICUBIC, color=(0, 0, 0), centering=(0.5, 0.5))
 
 
 def colour_histogram(frame: np.ndarray, bins: int = 8) -> np.ndarray:

@@ -1,7 +1,8 @@
 """Temporal Summarization (MMLongEmbed Task 4): retrieve the video an ordered event description tells.
 
-Candidates are whole videos at 1 FPS in 8K/16K/32K unified-length pools; Easy distractors are
-other videos, Hard distractors are event-level permutations (reversal, block permutation) of the
+Candidates are whole videos at 1 FPS and one standard frame size, pooled into the 8K/16K/32K
+bin their own length (= duration × tokens per frame) falls in; Easy distractors are other videos
+of the bin, Hard distractors are event-level permutations (reversal, block permutation) of the
 target video itself, with the same frames and length.
 """
 from mmbench.builders.temporal_summarization import DIFFICULTIES, LENGTHS, SOURCES, TASK_NAME, TASK_VERSION, \
@@ -24,9 +25,16 @@ TASK = TaskSpec(
     default_params={"lengths": LENGTHS, "distractors": 3},
     source_params={
         "annotations": "dense-caption annotations: ActivityNet Captions JSON ({id: {duration, timestamps, "
-                       "sentences}}); Youku: the same JSON or JSONL with a video_id field",
+                       "sentences}}); Youku: the JSONL written by `mmbench prepare youku` (or the same JSON, or "
+                       "JSONL with a video_id field)",
         "video_root": "folder of video files named <id>.<ext> (ActivityNet: also without the 'v_' prefix)",
         "max_videos": "use a seeded sample of this many annotated videos",
+        "frame_size": "[width, height] of the one standard frame (multiples of 32; default 448x256 = 112 tokens "
+                      "for real sources, 512x512 = 256 for the sample)",
+        "length_control": "'duration' (default: each video in the bin of its own length) or 'resolution' (the 1.0 "
+                          "rule: every video in every bin, frame size fitted per bin)",
+        "allow_missing": "true: build even when more than 10% of the annotated videos are missing or unreadable",
+        "videos": "sample source: number of synthetic videos, spread over the bins (default 15)",
         "rewrite": "'rule' (default, offline) or 'llm' (OpenAI-compatible chat API; translates Chinese)",
         "rewrite_base_url": "chat API base URL for rewrite='llm' (key from rewrite_api_key_env, default "
                             "OPENAI_API_KEY)",

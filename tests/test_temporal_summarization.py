@@ -11,10 +11,8 @@ import pytest
 from mmbench.builders.captions import PROMPT_VERSION, SYSTEM_PROMPT, ChatRewriter, language_of, rule_rewrite
 from mmbench.builders.events import (Event, anti_overlap, apply_order, assign_frames, block_permutation,
                                      detect_shots, distractor_permutations, overlap, reversal, segment_events)
-from mmbench.builders.sources.activitynet import read_activitynet
 from mmbench.builders.sources.sample_videos import make_sample_videos
-from mmbench.builders.sources.youku import read_youku
-from mmbench.builders.temporal_summarization import build
+from mmbench.builders.temporal_summarization import bin_ranges, build
 from mmbench.builders.video import colour_histogram
 from mmbench.documents import Video
 from mmbench.models.http_client import APIError, HttpClient, RetryPolicy
@@ -23,7 +21,8 @@ from mmbench.tasks import get_task
 
 from test_api_embedders import Server
 
-SMALL = dict(videos=5, lengths=[1024, 2048], distractors=3, progress=False)
+# 64x64 frames (4 unified tokens each): bin "128" holds 23..45 frames, bin "256" 46..90 frames
+SMALL = dict(videos=8, lengths=[128, 256], frame_size=[64, 64], distractors=3, progress=False)
 
 
 # --- events ------------------------------------------------------------------------------------
@@ -61,8 +60,8 @@ def test_frames_go_to_events_at_midpoint_cuts():
     assert segments == [list(range(0, 10)), list(range(10, 21)), list(range(21, 30))]
     assert not dropped
     # an event with no 1-FPS frame of its own is dropped, the cut recomputed
-    events, segments, dropped = assign_frames([Event(0, 5.1), Event(5.1, 5.6), Event(5.6, 10)], times[:10])
-    assert [len(s) for s in segments] == [6, 4] and dropped[0].event == Event(5.1, 5.6)
+    events, segments, dropped = assign_frames([Event(0, 5.6), Event(5.6, 5.9), Event(5.9, 10)], times[:10])
+    assert [len(s) for s in segments] == [6, 4] and dropped[0].event == Event(5.6, 5.9)
     # clipping to the video and the filter together; leading frames go to the first event
     events, segments, dropped = segment_events([Event(3, 12), Event(11.8, 40), Event(-2, 1.0)], 20.0, times[:20])
     assert [(e.start, e.end) for e in events] == [(0.0, 1.0), (3, 12), (11.8, 20.0)]
@@ -182,27 +181,63 @@ def built(tmp_path_factory):
     return build("sample", out, seed=0, **SMALL), out
 
 
-def test_pools_are_length_binned_easy_and_hard(built):
+def test_pools_are_binned_by_each_video_s_own_duration(built):
     ps, out = built
     spec = get_task("temporal_summarization")
     assert spec.summary_axes == ("length_bin", "difficulty") and spec.length_bins == ("8k", "16k", "32k")
     cands = ps.candidate_by_id()
-    assert {p.subset for p in ps.pools} == {f"sample/{d}/{b}" for d in ("easy", "hard") for b in ("1k", "2k")}
+    assert {p.subset for p in ps.pools} == {f"sample/{d}/{b}" for d in ("easy", "hard") for b in ("128", "256")}
     assert {len(p.candidate_ids) for p in ps.pools} == {4}                     # C/Q constant
+    ranges = bin_ranges([128, 256])
+    assert ranges == {128: (91, 182), 256: (182, 363)}                         # geometric midpoints, no gaps
+    durations = {}
     for item in ps.pools:
-        assert {"length_bin", "length_tokens", "difficulty", "dataset"} <= set(item.meta)
-        assert item.meta["dataset"] == "sample"
-        L = item.meta["length_tokens"]
+        assert {"length_bin", "length_tokens", "difficulty", "dataset", "length_range"} <= set(item.meta)
+        assert item.meta["dataset"] == "sample" and item.meta["length_control"] == "duration"
+        lo, hi = ranges[item.meta["length_tokens"]]
         for cid in item.candidate_ids:
             doc = cands[cid]
             (video,) = doc.segments
             assert isinstance(video, Video) and video.fps == 1.0
-            assert video.width % 32 == 0 and video.height % 32 == 0
-            assert doc.tokens == len(video.frames) * (video.width // 32) * (video.height // 32)
-            assert abs(doc.tokens - L) <= 0.10 * L                               # stated tolerance
-    # every query is in both difficulties of every bin it appears in
+            assert (video.width, video.height) == (64, 64)                      # one frame size for every video
+            assert doc.tokens == len(video.frames) * 4                            # length = frames x tokens/frame
+            assert len(video.frames) == math.ceil(doc.meta["duration_s"] - 1e-6)  # one frame per second
+            assert lo <= doc.tokens < hi                                          # inside its own bin's range
+            durations.setdefault(item.meta["length_bin"], {})[doc.meta["video_id"]] = doc.meta["duration_s"]
+    # every video sits in exactly one bin, and the longer bin holds the longer videos
+    assert not set(durations["128"]) & set(durations["256"])
+    assert max(durations["128"].values()) < min(durations["256"].values())
+    assert np.mean(list(durations["128"].values())) * 1.5 < np.mean(list(durations["256"].values()))
+    # every query is in both difficulties of the one bin it appears in
     by_query = Counter((p.query_id, p.meta["length_bin"]) for p in ps.pools)
-    assert set(by_query.values()) == {2}
+    assert set(by_query.values()) == {2} and len({q for q, _ in by_query}) == len(by_query)
+
+
+def test_default_sample_fills_8k_16k_32k_by_duration():
+    """The default sample's plan: durations spread inside each bin at 512x512 frames (256 tokens each)."""
+    from mmbench.builders.temporal_summarization import TSParams, frame_range, sample_durations
+
+    p = TSParams(frame_size=(512, 512))
+    assert p.tokens_per_frame == 256
+    durations = sample_durations(p)
+    assert len(durations) == 15
+    by_bin = [durations[0:5], durations[5:10], durations[10:15]]
+    for (L, r), ds in zip(sorted(p.ranges.items()), by_bin):
+        lo, hi = frame_range(r, 256)
+        assert all(lo <= d <= hi and r[0] <= d * 256 < r[1] for d in ds), (L, ds)
+    means = [np.mean(ds) for ds in by_bin]
+    assert means[0] < means[1] < means[2] and 1.8 < means[1] / means[0] < 2.2 and 1.8 < means[2] / means[1] < 2.2
+
+
+def test_bin_ranges_tile_and_state_their_edges():
+    r = bin_ranges([8192, 16384, 32768])
+    assert r == {8192: (5793, 11586), 16384: (11586, 23171), 32768: (23171, 46341)}
+    assert bin_ranges([1000]) == {1000: (708, 1415)}
+    from mmbench.builders.temporal_summarization import bin_of, frame_range
+
+    assert bin_of(11585, r) == 8192 and bin_of(11586, r) == 16384 and bin_of(5792, r) is None
+    assert bin_of(46341, r) is None
+    assert frame_range(r[8192], 256) == (23, 45)            # 23*256 = 5888 >= 5793; 46*256 = 11776 >= 11586
 
 
 def test_hard_candidates_are_length_matched_event_permutations(built):
@@ -244,7 +279,16 @@ def test_queries_and_manifest(built):
     assert q.segments[0].text.startswith("First, ") and "Finally, " in q.segments[0].text
     assert q.meta["rewrite"]["method"] == "rule"
     b = loaded.manifest["builder"]
-    assert b["length_tolerance"] == 0.10 and b["anti_overlap_s"] == 0.5 and b["failures"] == []
+    assert b["length_control"] == "duration" and b["anti_overlap_s"] == 0.5 and b["failures"] == []
+    assert b["frame_size"] == [64, 64] and b["tokens_per_frame"] == 4
+    assert b["bins"] == {"128": {"tokens": [91, 182], "frames": [23, 45]},
+                         "256": {"tokens": [182, 363], "frames": [46, 90]}}
+    assert loaded.manifest["dropped"]["files"] == {"what": "annotated videos (files)", "read": 8, "kept": 8,
+                                                   "dropped": {}}
+    assert loaded.manifest["validity"]["ok"] and "bin_length" in loaded.manifest["validity"]["invariants"]
+    drops = loaded.manifest["dropped"]
+    assert drops["bins"]["read"] == 8 and drops["bins"]["kept"] == 8
+    assert drops["queries"]["read"] == 8 and drops["queries"]["kept"] == len(loaded.queries)
     videos = b["videos"]
     assert {v["segmentation"] for v in videos.values()} == {"annotations", "shots"}
     # sample_02 carries a whole-video caption that the 0.5 s filter drops, and its query leaves it out
@@ -271,7 +315,7 @@ def _write_annotations(records, path):
 
 def test_corrupt_video_is_reported_and_build_survives(tmp_path, capsys):
     videos = tmp_path / "videos"
-    records = make_sample_videos(videos, 4, seed=5)
+    records = make_sample_videos(videos, [30, 32, 34, 36], seed=5)
     data = _write_annotations(records, tmp_path / "ann.json")
     data = {f"v_{k}": v for k, v in data.items()}      # ActivityNet ids; files are named without "v_"
     data["v_broken"] = {"duration": 50.0, "timestamps": [[0, 20], [20, 50]], "sentences": ["a", "b"]}
@@ -279,8 +323,22 @@ def test_corrupt_video_is_reported_and_build_survives(tmp_path, capsys):
     (videos / "broken.mp4").write_bytes(b"\x00\x00\x00\x18ftypmp42" + b"corrupt" * 500)
     ann = tmp_path / "ann.json"
     ann.write_text(json.dumps(data))
-    ps = build("activitynet", tmp_path / "ps", annotations=str(ann), video_root=str(videos), lengths=[1024],
-               distractors=3, progress=False)
+    common = dict(annotations=str(ann), video_root=str(videos), lengths=[128], frame_size=[64, 64], distractors=3,
+                  progress=False)
+    # 2 of 6 annotated videos lost is more than the stated 10 %: the build fails, naming the count and the way out
+    with pytest.raises(ValueError, match=r"activitynet videos under .*: 1 of 6 annotated videos have no video file "
+                                         r"\(e.g. v_missing\), more than 10%; .*allow_missing=true"):
+        build("activitynet", tmp_path / "ps", **common)
+    assert not (tmp_path / "ps").exists()
+    # found but unreadable counts the same way, checked once the files were opened
+    only_broken = {k: v for k, v in data.items() if k != "v_missing"}
+    (tmp_path / "ann2.json").write_text(json.dumps(only_broken))
+    with pytest.raises(ValueError, match=r"1 of 5 annotated videos \(files\) unusable \(unreadable video file ×1\)"):
+        build("activitynet", tmp_path / "ps", **{**common, "annotations": str(tmp_path / "ann2.json")})
+    ps = build("activitynet", tmp_path / "ps", allow_missing=True, **common)
+    assert ps.manifest["dropped"]["files"]["dropped"] == {
+        "no video file": {"count": 1, "examples": ["v_missing"]},
+        "unreadable video file": {"count": 1, "examples": ["v_broken"]}}
     failures = {f["video_id"]: f for f in ps.manifest["builder"]["failures"]}
     assert set(failures) == {"v_broken", "v_missing"}
     assert "broken.mp4" in failures["v_broken"]["error"] and failures["v_broken"]["file"].endswith("broken.mp4")
@@ -290,37 +348,21 @@ def test_corrupt_video_is_reported_and_build_survives(tmp_path, capsys):
     assert ps.sources["annotations"].startswith("ann.json sha256:")
 
 
-def test_real_source_readers_validate(tmp_path):
-    bad = tmp_path / "bad.json"
-    bad.write_text(json.dumps({"v_x": {"duration": 10, "timestamps": [[0, 5]], "sentences": ["a", "b"]}}))
-    with pytest.raises(ValueError, match=r"bad.json: record 'v_x': field 'timestamps'"):
-        read_activitynet(bad, tmp_path)
-    jl = tmp_path / "youku.jsonl"
-    jl.write_text(json.dumps({"video_id": "yk1", "duration": 30, "timestamps": None,
-                              "sentences": ["一个女孩在跳舞", "她鞠躬"]}, ensure_ascii=False) + "\n"
-                  + json.dumps({"duration": 3, "sentences": ["x"]}) + "\n")
-    with pytest.raises(ValueError, match=r"youku.jsonl:2: missing field 'video_id'"):
-        read_youku(jl, tmp_path)
-    jl.write_text(jl.read_text(encoding="utf-8").splitlines()[0] + "\n", encoding="utf-8")
-    (rec,) = read_youku(jl, tmp_path)
-    assert rec.events is None and rec.lang == "zh" and rec.dataset == "youku" and rec.path is None
-    assert rule_rewrite(rec.captions, rec.lang).startswith("首先，一个女孩在跳舞。")
-
-
 def test_cli_build_and_run_offline(tmp_path, monkeypatch, capsys):
     from mmbench.cli import main
 
     monkeypatch.setenv("MMBENCH_HOME", str(tmp_path / "home"))
     out = tmp_path / "ps"
     assert main(["build", "--task", "temporal_summarization", "--out", str(out), "--param", "videos=4",
-                 "--param", "lengths=[1024]"]) == 0
-    assert "content hash" in capsys.readouterr().out
+                 "--param", "lengths=[128]", "--param", "frame_size=[64,64]"]) == 0
+    printed = capsys.readouterr().out
+    assert "content hash" in printed and "annotated videos (files): 4 read -> 4 kept" in printed
     assert main(["run", "--task", "temporal_summarization", "--model", "minilm", "--data", str(out), "--quiet",
                  "--output", str(tmp_path / "run")]) == 0
     text = capsys.readouterr().out
     assert "the model sees only text" in text and "precision_at_1 by difficulty" in text
     per_query = __import__("pandas").read_parquet(next((tmp_path / "run").glob("per_query*.parquet")))
-    assert set(per_query["difficulty"]) == {"easy", "hard"} and set(per_query["length_bin"]) == {"1k"}
+    assert set(per_query["difficulty"]) == {"easy", "hard"} and set(per_query["length_bin"]) == {"128"}
     assert math.isclose(per_query["precision_at_1"].isin([0.0, 1.0]).mean(), 1.0)
 
 
@@ -340,7 +382,7 @@ def test_qwen_adapter_receives_the_counted_frames(built, tmp_path):
                                             video_max_pixels=768 * 32 * 32))
     model = QwenVLEmbedder(preset, model_path=str(build_qwen3vl(tmp_path / "q3")), context=4096, device="cpu",
                            dtype="float32")
-    item = next(p for p in loaded.pools if p.meta["difficulty"] == "hard" and p.meta["length_bin"] == "1k")
+    item = next(p for p in loaded.pools if p.meta["difficulty"] == "hard" and p.meta["length_bin"] == "256")
     cands = loaded.candidate_by_id()
     target = cands[item.relevant_ids[0]]
     reversed_ = next(cands[c] for c in item.candidate_ids if cands[c].meta["perturbation"] == "reversal")
@@ -358,7 +400,7 @@ def test_decode_failure_in_decord_falls_back_to_pyav(tmp_path, monkeypatch):
     from mmbench.builders.temporal_summarization import TSParams, process_video
     from mmbench.media import MediaStore
 
-    (rec,) = make_sample_videos(tmp_path / "v", 1, seed=2)
+    (rec,) = make_sample_videos(tmp_path / "v", [30], seed=2)
     real = video_mod._OPENERS["decord"]
 
     def flaky(path, fps):
@@ -371,11 +413,12 @@ def test_decode_failure_in_decord_falls_back_to_pyav(tmp_path, monkeypatch):
         return sv
 
     monkeypatch.setitem(video_mod._OPENERS, "decord", flaky)
-    pv = process_video(rec, MediaStore(tmp_path / "m"), TSParams(lengths=(1024, 1 << 17)))
-    assert pv.info["reader"] == "pyav" and pv.info["frame_sizes"]["128k"] is None   # too few frames for 128K
-    assert set(pv.renders) == {1024} and len(pv.renders[1024].frames) == pv.info["frames"]
+    params = TSParams(lengths=(128, 1 << 17), frame_size=(64, 64))
+    pv = process_video(rec, MediaStore(tmp_path / "m"), params)
+    assert pv.info["reader"] == "pyav" and pv.info["frame_sizes"]["128k"] is None   # 30 s is far from 128K
+    assert set(pv.renders) == {128} and len(pv.renders[128].frames) == pv.info["frames"] == 30
     with pytest.raises(video_mod.VideoReadError, match="simulated decode error"):
-        process_video(rec, MediaStore(tmp_path / "m"), TSParams(lengths=(1024,), reader="decord"))
+        process_video(rec, MediaStore(tmp_path / "m"), TSParams(lengths=(128,), frame_size=(64, 64), reader="decord"))
 
 
 def test_bm25_runs_on_video_only_candidates(built, tmp_path):
@@ -398,8 +441,8 @@ def test_permutation_reproducing_the_original_frames_is_rejected():
     def video(vid, frames):
         rec = VideoRecord(vid, None, 4.0, ("a man walks in", "he sits down"), None)
         render = Video(tuple(frames), 1.0, 64, 64)
-        return ProcessedVideo(rec, {64: render}, [Event(0, 2, "a"), Event(2, 4, "b")], [[0, 1], [2, 3]], [],
-                              "annotations", {"frames": 4})
+        return ProcessedVideo(rec, {64: render}, [Event(0, 2, f"{vid} a"), Event(2, 4, f"{vid} b")], [[0, 1], [2, 3]], [],
+                              "annotations", {"frames": 4, "duration": 4.0})
 
     static = video("v_static", ["f0.jpg", "f1.jpg", "f0.jpg", "f1.jpg"])
     moving = [video(f"v_{k}", [f"{k}{j}.jpg" for j in range(4)]) for k in "abc"]
@@ -422,3 +465,194 @@ def test_clip_events_says_why_an_event_was_dropped():
     reasons = {d.event.caption: d.reason for d in dropped}
     assert "ends (4 s) before it starts (9 s)" in reasons["backwards"]
     assert reasons["late"] == "empty within [0, 10] s"
+
+
+# --- issue 13/14 fixes ---------------------------------------------------------------------------
+
+def test_event_cut_goes_to_the_scene_change_not_one_frame_past_it():
+    """Annotated boundaries within ±0.25 s of a scene change at t = 20 s: frame 20 shows the new scene."""
+    times = [float(t) for t in range(40)]
+    for a_end in (19.8, 20.0, 20.2, 20.25):
+        for b_start in (19.75, 20.0, 20.1, 20.25):
+            _, segments, _ = assign_frames([Event(0, a_end, "a"), Event(b_start, 40, "b")], times)
+            assert segments[1][0] == 20, (a_end, b_start)
+
+
+def test_sample_event_segments_start_at_the_scene_changes(tmp_path):
+    """Issue 13.7: with the old "t_k < cut" rule, 13 of 30 sample boundaries slipped one frame past the change."""
+    from mmbench.builders.sources.sample_videos import scene_starts
+    from mmbench.builders.video import sample_times
+
+    durations = [27, 34, 41, 53, 61, 68]
+    records = make_sample_videos(tmp_path, durations, seed=0)
+    boundaries = 0
+    for rec, true_starts in zip(records, scene_starts(durations, seed=0)):
+        if rec.events is None:
+            continue
+        _, segments, _ = segment_events(rec.events, rec.duration, sample_times(rec.duration))
+        assert [s[0] for s in segments] == true_starts, rec.id
+        boundaries += len(true_starts) - 1
+    assert boundaries >= 10
+
+
+def test_story_key_keeps_chinese_text():
+    """Sameness of event sequences must not fold every Chinese caption to the empty string."""
+    from mmbench.builders.captions import story_key
+
+    assert story_key("一个红球滚过灰色地面。") == "一个红球滚过灰色地面"
+    assert story_key("一个红球滚过灰色地面") != story_key("蓝色方块慢慢变大")
+    assert story_key("  A Dog, runs!  ") == "a dog runs" and story_key("ＡＢＣ") == "abc"
+    # Chinese events without digits: reversal is a real distractor, repeated events A, B, A are not
+    segments = _segments([2, 2, 2])
+    zh = [story_key(c) for c in ("一个男人走进厨房", "他切菜", "他把菜放进锅里")]
+    assert distractor_permutations(segments, 3, np.random.default_rng(0), captions=zh)[0].kind == "reversal"
+
+
+def test_rule_rewrite_does_not_repeat_transition_words():
+    text = rule_rewrite(["A man walks in.", "Then he sits down.", "then, a dog barks", "Next to the car a woman waves",
+                         "After that the crowd cheers", "Finally, the man leaves."])
+    assert text == ("First, a man walks in. Then, he sits down. Next, a dog barks. After that, next to the car a "
+                    "woman waves. Then, the crowd cheers. Finally, the man leaves.")
+    assert "then, then" not in text.lower() and "finally, finally" not in text.lower()
+    assert rule_rewrite(["First, a girl dances.", "Afterwards she bows", "Lastly she leaves"]) == \
+        "First, a girl dances. Then, she bows. Finally, she leaves."
+    assert rule_rewrite(["First place goes to a boy", "he smiles"]) == "First, first place goes to a boy. Finally, he smiles."
+    assert rule_rewrite(["First the man stretches", "Next he runs", "Next day he rests"]) == \
+        "First, the man stretches. Then, he runs. Finally, next day he rests."
+    assert rule_rewrite(["首先，一个男人走进厨房。", "然后他切菜", "最后，他把菜放进锅里"]) == \
+        "首先，一个男人走进厨房。然后，他切菜。最后，他把菜放进锅里。"
+
+
+def test_videos_outside_every_bin_are_counted_not_stretched(tmp_path):
+    videos = tmp_path / "videos"
+    durations = [16, 30, 32, 34, 36, 60]     # bin "128" at 64x64 holds 23..45 s: 16 s and 60 s fit no bin
+    records = make_sample_videos(videos, durations, seed=3)
+    data = _write_annotations(records, tmp_path / "ann.json")
+    ps = build("activitynet", tmp_path / "ps", annotations=str(tmp_path / "ann.json"), video_root=str(videos),
+               lengths=[128], frame_size=[64, 64], distractors=3, progress=False)
+    assert len(data) == 6
+    drops = ps.manifest["dropped"]["bins"]
+    assert drops["read"] == 6 and drops["kept"] == 4
+    assert drops["dropped"] == {"longer than the longest bin": {"count": 1, "examples": ["sample_05"]},
+                                "shorter than the shortest bin": {"count": 1, "examples": ["sample_00"]}}
+    info = ps.manifest["builder"]["videos"]
+    assert info["sample_00"]["frame_sizes"] == {"128": None} and "events_kept" not in info["sample_00"]
+    assert {d.meta["video_id"] for d in ps.candidates} == {f"sample_0{i}" for i in range(1, 5)}
+
+
+def test_resolution_control_keeps_the_per_bin_frame_size_rule(tmp_path):
+    ps = build("sample", tmp_path / "res", videos=4, lengths=[1024, 2048], length_control="resolution",
+               progress=False)
+    cands = ps.candidate_by_id()
+    assert ps.manifest["builder"]["length_control"] == "resolution" and ps.manifest["validity"]["ok"]
+    sizes = {}
+    for item in ps.pools:
+        assert item.meta["length_control"] == "resolution"
+        L = item.meta["length_tokens"]
+        for cid in item.candidate_ids:
+            doc = cands[cid]
+            assert abs(doc.tokens - L) <= 0.10 * L
+            v = doc.segments[0]
+            sizes.setdefault(doc.meta["video_id"], {})[L] = (v.width, v.height, len(v.frames))
+    # the same video in both bins: the same frames, larger ones in the longer bin
+    for vid, per_bin in sizes.items():
+        assert set(per_bin) == {1024, 2048}
+        assert per_bin[1024][2] == per_bin[2048][2] and per_bin[1024][0] < per_bin[2048][0]
+
+
+def test_validator_catches_broken_pool_sets(built):
+    import copy
+    from dataclasses import replace as dc_replace
+
+    from mmbench.builders.validity import validate
+
+    ps, _ = built
+    assert validate(ps).ok
+
+    def broken(edit):
+        bad = copy.deepcopy(ps)
+        edit(bad)
+        return validate(bad).counts()
+
+    def hard_copy_of_target(bad):
+        item = next(p for p in bad.pools if p.meta["difficulty"] == "hard")
+        cands = bad.candidate_by_id()
+        target = cands[item.relevant_ids[0]]
+        other = next(cands[c] for c in item.candidate_ids if c != target.id)
+        other.segments[0] = target.segments[0]
+    assert set(broken(hard_copy_of_target)) >= {"one_answer", "hard_permutation"}
+
+    def resize(bad):
+        doc = bad.candidates[0]
+        doc.segments[0] = dc_replace(doc.segments[0], width=96)
+    assert "bin_length" in broken(resize)
+
+    def same_story(bad):
+        item = next(p for p in bad.pools if p.meta["difficulty"] == "easy")
+        cands = bad.candidate_by_id()
+        target = cands[item.relevant_ids[0]]
+        other = next(cands[c] for c in item.candidate_ids if c != target.id)
+        other.meta["captions"] = list(target.meta["captions"])
+    assert "easy_other_video" in broken(same_story)
+
+    def short_pool(bad):
+        bad.pools[0].candidate_ids = bad.pools[0].candidate_ids[:3]
+    assert "constant_cq" in broken(short_pool)
+
+    def two_bins(bad):
+        item = next(p for p in bad.pools if p.meta["length_bin"] == "128")
+        other = next(p for p in bad.pools if p.meta["length_bin"] == "256" and p.meta["difficulty"] == "easy")
+        stray = next(c for c in item.candidate_ids if c not in item.relevant_ids)
+        other.candidate_ids[-1] = stray if stray not in other.relevant_ids else other.candidate_ids[-1]
+    assert "one_bin_per_video" in broken(two_bins)
+
+
+def test_report_draws_length_curves_over_the_duration_bins(built, tmp_path, monkeypatch, capsys):
+    from mmbench.cli import main
+
+    monkeypatch.setenv("MMBENCH_HOME", str(tmp_path / "home"))
+    _, out = built
+    assert main(["run", "--task", "temporal_summarization", "--model", "bm25", "--data", str(out), "--quiet",
+                 "--output", str(tmp_path / "run")]) == 0
+    assert main(["report", str(tmp_path / "run"), "--out", str(tmp_path / "report"), "--ci-resamples", "50"]) == 0
+    md = (tmp_path / "report" / "report.md").read_text()
+    assert "length curves" in md and (tmp_path / "report" / "figures" / "temporal_summarization_length_curves.png").is_file()
+    assert any(line.startswith("- bm25, temporal_summarization / sample (hard): 128: ") and ", 256: " in line
+               for line in md.splitlines())
+
+
+def test_frame_size_parameters_are_checked(tmp_path):
+    for bad, message in (([100, 64], "multiples of 32"), ([2048, 2048], "outside the frame pixel budget")):
+        with pytest.raises(ValueError, match=message):
+            build("sample", tmp_path / "x", videos=4, lengths=[128], frame_size=bad, progress=False)
+    with pytest.raises(ValueError, match="length_control must be one of"):
+        build("sample", tmp_path / "x", length_control="padding", progress=False)
+    with pytest.raises(ValueError, match="allow_missing must be true or false"):
+        build("sample", tmp_path / "x", allow_missing="maybe", progress=False)
+    with pytest.raises(ValueError, match=r"bin 128 \(91..181 tokens\) holds no whole number of 256-token frames"):
+        build("sample", tmp_path / "x", lengths=[128], progress=False)
+    with pytest.raises(ValueError, match=r"bin 1k holds 3..5 frames at 256 tokens per frame, too short for a sample"):
+        build("sample", tmp_path / "x", lengths=[1024], progress=False)
+
+
+def test_hard_permutation_must_tell_another_caption_sequence(built):
+    """Events A, B, A reversed still read "A, then B, then A": such an order answers the query and is no distractor."""
+    import copy
+
+    from mmbench.builders.validity import validate
+
+    segments = _segments([2, 3, 2])
+    perms = distractor_permutations(segments, 5, np.random.default_rng(0), captions=["a dog runs", "it sits", "a dog runs"])
+    assert perms and all(tuple(["x", "y", "x"][i] for i in p.order) != ("x", "y", "x") for p in perms)
+    assert (2, 1, 0) not in {p.order for p in perms}
+    assert (2, 1, 0) in {p.order for p in distractor_permutations(segments, 5, np.random.default_rng(0))}
+    # the validator finds such a distractor in a built pool set
+    ps, _ = built
+    bad = copy.deepcopy(ps)
+    cands = bad.candidate_by_id()
+    item = next(p for p in bad.pools if p.meta["difficulty"] == "hard" and p.meta["n_events"] == 3
+                and cands[p.relevant_ids[0]].meta["segmentation"] == "annotations")
+    target = cands[item.relevant_ids[0]]
+    target.meta["captions"] = ["a dog runs", "it sits", "a dog runs"]
+    report = validate(bad)
+    assert any(v.invariant == "hard_permutation" and "same caption sequence" in v.detail for v in report.violations)

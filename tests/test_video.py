@@ -111,3 +111,15 @@ def test_unreadable_files_name_the_file(tmp_path):
         open_video(tmp_path / "missing.mp4")
     with pytest.raises(ValueError, match="unknown video reader"):
         open_video(garbage, reader="opencv")
+
+
+def test_letterbox_keeps_the_aspect_inside_the_standard_frame():
+    from mmbench.builders.video import letterbox_frame
+
+    frame = np.full((90, 160, 3), 200, np.uint8)            # 16:9 into a square frame: bars above and below
+    img = np.asarray(letterbox_frame(frame, (64, 64)))
+    assert img.shape == (64, 64, 3)
+    assert img[:8].max() == 0 and img[-8:].max() == 0       # black bars
+    assert abs(int(img[32, 32, 0]) - 200) <= 2 and abs(int(img[32, 0, 0]) - 200) <= 2   # content spans the width
+    same = np.zeros((64, 64, 3), np.uint8)
+    assert np.array_equal(np.asarray(letterbox_frame(same, (64, 64))), same)

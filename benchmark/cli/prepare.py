@@ -15,6 +15,8 @@ PREPARERS: dict[str, tuple[str, str]] = {
     # name -> ("module:function", one-line help); each function parses its own arguments
     "obelics": ("mmbench.builders.sources.obelics:prepare",
                 "OBELICS parquet: image URLs -> local files from an img2dataset folder or a URL map"),
+    "youku": ("mmbench.builders.sources.youku_prepare:prepare_main",
+              "YoukuDenseCaption release: meta_files/<Category>.csv or benchmark_files/grounding.json -> JSONL"),
 }
 
 

@@ -1,19 +1,23 @@
-"""The offline `sample` source: short synthetic H.264 videos with distinct, describable events.
+"""The offline `sample` source: synthetic H.264 videos of chosen durations with distinct, describable events.
 
-Each video strings together 3–4 scenes drawn from a small vocabulary (a red ball rolling left to
-right, a blue square growing, a yellow star spinning on green, …), each 11–19 s long, written at
-128×128 px and 4 fps with PyAV's bundled libx264 (no system ffmpeg). Captions describe each scene.
-To exercise the whole pipeline, annotations are jittered by up to ±0.25 s (neighbouring events
-may overlap a little, which the 0.5 s filter keeps), every third video carries an extra
-whole-video caption that the filter drops, and every fifth video has no timestamps at all, so
-the shot detector segments it. Everything is a pure function of the seed.
+The builder asks for videos of given whole-second durations (spread over its length bins, see
+`spread_durations`). Each video strings together 3–4 scenes drawn from a small vocabulary (a red
+ball rolling left to right, a blue square growing, a yellow star spinning on green, …); the scene
+lengths are a seeded integer split of the duration, each at least MIN_SCENE_S seconds, so scene
+changes fall on whole seconds. No two videos of one call show the same scene sequence (their
+queries would be the same question). Videos are written at 128×128 px and 4 fps with PyAV's
+bundled libx264 (no system ffmpeg). Captions describe each scene. To exercise the whole
+pipeline, annotations are jittered by up to ±0.25 s (neighbouring events may overlap a little,
+which the 0.5 s filter keeps), every third video carries an extra whole-video caption that the
+filter drops, and every fifth video has no timestamps at all, so the shot detector segments it.
+Everything is a pure function of the seed and the durations.
 """
 from __future__ import annotations
 
 import math
 from fractions import Fraction
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Sequence
 
 import numpy as np
 from PIL import Image, ImageDraw
@@ -23,7 +27,7 @@ from .activitynet import VideoRecord
 
 SIZE = 128
 FPS = 4
-MIN_DURATION = 44       # seconds: enough 1-FPS frames for the 32K pool within the 768-token frame ceiling
+MIN_SCENE_S = 5         # seconds: every scene (event) lasts at least this long
 
 Draw = Callable[[ImageDraw.ImageDraw, float, np.random.Generator], None]
 
@@ -109,14 +113,27 @@ def write_video(path: Path, frames, fps: int = FPS) -> None:
             container.mux(packet)
 
 
-def _plan(rng: np.random.Generator) -> list[tuple[int, int]]:
-    """(scene index, duration in whole seconds) for one video, totalling at least MIN_DURATION s."""
-    n = int(rng.integers(3, 5))
-    scenes = rng.choice(len(SCENES), size=n, replace=False).tolist()
+def spread_durations(lo: int, hi: int, n: int) -> list[int]:
+    """`n` whole-second durations spread evenly inside [lo, hi] (interior points, increasing)."""
+    if hi < lo:
+        raise ValueError(f"empty duration range [{lo}, {hi}] s")
+    return [int(round(lo + (hi - lo) * (j + 1) / (n + 1))) for j in range(n)]
+
+
+def _plan(rng: np.random.Generator, duration: int, used: set[tuple[int, ...]]) -> list[tuple[int, int]]:
+    """(scene index, whole seconds) for one video of `duration` s; a scene sequence not in `used`."""
+    n = 4 if duration >= 4 * MIN_SCENE_S and rng.random() < 0.5 else 3
+    if duration < n * MIN_SCENE_S:
+        raise ValueError(f"a sample video of {duration} s cannot hold {n} scenes of >= {MIN_SCENE_S} s")
     while True:
-        lengths = rng.integers(11, 20, size=n).tolist() if n == 3 else rng.integers(11, 16, size=n).tolist()
-        if sum(lengths) >= MIN_DURATION:
-            return list(zip(scenes, lengths))
+        scenes = tuple(rng.choice(len(SCENES), size=n, replace=False).tolist())
+        if scenes not in used:
+            used.add(scenes)
+            break
+    extra = duration - n * MIN_SCENE_S
+    cuts = sorted(rng.integers(0, extra + 1, size=n - 1).tolist())
+    lengths = [MIN_SCENE_S + b - a for a, b in zip([0, *cuts], [*cuts, extra])]
+    return list(zip(scenes, lengths))
 
 
 def _render(plan: list[tuple[int, int]], rng: np.random.Generator):
@@ -128,13 +145,13 @@ def _render(plan: list[tuple[int, int]], rng: np.random.Generator):
             yield np.asarray(img)
 
 
-def make_sample_videos(folder: Path, n_videos: int = 10, seed: int = 0) -> list[VideoRecord]:
-    """Write `n_videos` sample videos into `folder` and return their annotation records."""
+def make_sample_videos(folder: Path, durations: Sequence[int], seed: int = 0) -> list[VideoRecord]:
+    """Write one sample video per entry of `durations` (whole seconds) into `folder`; their annotation records."""
     folder = Path(folder)
-    records = []
-    for i in range(n_videos):
+    records, used = [], set()
+    for i, total in enumerate(durations):
         rng = np.random.default_rng([seed, i])
-        plan = _plan(rng)
+        plan = _plan(rng, int(total), used)
         vid = f"sample_{i:02d}"
         path = folder / f"{vid}.mp4"
         write_video(path, _render(plan, rng))
@@ -153,3 +170,13 @@ def make_sample_videos(folder: Path, n_videos: int = 10, seed: int = 0) -> list[
             events = tuple(events)
         records.append(VideoRecord(vid, path, duration, tuple(captions), events, "en", "sample"))
     return records
+
+
+def scene_starts(durations: Sequence[int], seed: int = 0) -> list[list[int]]:
+    """The true scene-change times (whole seconds, first scene at 0) of `make_sample_videos(_, durations, seed)`."""
+    used: set[tuple[int, ...]] = set()
+    out = []
+    for i, total in enumerate(durations):
+        plan = _plan(np.random.default_rng([seed, i]), int(total), used)
+        out.append([int(x) for x in np.cumsum([0] + [s for _, s in plan[:-1]])])
+    return out
