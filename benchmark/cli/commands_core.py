@@ -95,13 +95,23 @@ def cmd_list(args: argparse.Namespace) -> int:
     else:
         from mmbench.models.registry import model_specs
 
-        print(f"{'name':26s} {'modalities':22s} {'context':>8s}  description")
+        print(f"{'name':26s} {'modalities':18s} {'context':>7s} {'params':>7s} {'dim':>5s}  {'hub id / reference':46s}"
+              "  description")
         for m in model_specs():
             ctx = str(m.context) if m.context else "-"
-            print(f"{m.name:26s} {','.join(m.modalities):22s} {ctx:>8s}  {m.description}")
+            flag = "" if m.verified else "UNVERIFIED: "
+            print(f"{m.name:26s} {','.join(m.modalities):18s} {ctx:>7s} {format_parameters(m.parameters):>7s} "
+                  f"{str(m.dim or '-'):>5s}  {m.hub_id or '-':46s}  {flag}{m.description}")
             if args.options:
                 print(f"{'':26s} options: {', '.join(sorted(m.option_names())) or '-'}")
     return 0
+
+
+def format_parameters(n: int | None) -> str:
+    """A parameter count as the field writes it (22.7M, 2.2B); '-' when undisclosed or not applicable."""
+    if not n:
+        return "-"
+    return f"{n / 1e9:.1f}B" if n >= 1e9 else f"{n / 1e6:.1f}M"
 
 
 def parse_params(items: list[str], flag: str = "--param") -> dict[str, Any]:

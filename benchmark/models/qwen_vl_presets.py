@@ -90,4 +90,9 @@ PRESETS: dict[str, QwenVLPreset] = {p.name: p for p in (
     QwenVLPreset("embed-rl", None, replace(QWEN3_VL_EMBEDDING, name="embed-rl"), 32768, QWEN3_VISION,
                  notes=UNVERIFIED.format("the Qwen3-VL-Embedding template and bounds")
                  + " No hub id recorded: pass --model-path (a Qwen3-VL-based checkpoint is assumed)."),
+    QwenVLPreset("mmemb-r1", None, replace(QWEN3_VL_EMBEDDING, name="mmemb-r1"), 32768, QWEN3_VISION,
+                 notes=UNVERIFIED.format("the Qwen3-VL-Embedding template and bounds")
+                 + " MMEmb-R1 (arXiv 2604.06156) reports a 4B model that reasons before embedding only when it "
+                   "helps; no public weights or inference code were found, so its reasoning step is not run and "
+                   "no hub id is recorded: pass --model-path (a Qwen3-VL-based checkpoint is assumed)."),
 )}

@@ -23,6 +23,11 @@ class ModelSpec:
     description: str
     defaults: dict[str, Any] = field(default_factory=dict)
     options_from: str = ""  # "module:Class" whose constructor lists the options, when the factory forwards **options
+    hub_id: str | None = None        # where the weights (or the API reference) are
+    parameters: int | None = None    # total parameters; None when undisclosed or not applicable
+    dim: int | None = None           # embedding dimension
+    license: str | None = None
+    verified: bool = True            # False: prompt/pooling/window not confirmed against the authors' code
 
     def load(self, **options: Any) -> EmbeddingModel:
         return _resolve(self.factory)(**{**self.defaults, **options})
@@ -138,3 +143,59 @@ register(ModelSpec("openai-embeddings", "mmbench.models.api_openai:OpenAIEmbeddi
 register(ModelSpec("gemini-embedding", "mmbench.models.api_gemini:GeminiEmbeddingModel", ("text",), 2048,
                    "Gemini embedContent API (gemini-embedding-001: text only; images with a multimodal model "
                    "such as model=gemini-embedding-2); key from GEMINI_API_KEY", {"model": "gemini-embedding-001"}))
+
+
+# --- what `mmbench list models` and the leaderboard show: hub id, parameters, dimension, licence --------------
+# Parameters, dimensions and licences as mteb 2.26's ModelMeta records them (checked in tests/test_model_registry.py);
+# models mteb does not list carry what their model cards state, or None where nothing is published.
+METADATA: dict[str, dict[str, Any]] = {
+    "minilm": dict(hub_id="sentence-transformers/all-MiniLM-L6-v2", parameters=22_713_216, dim=384,
+                   license="apache-2.0"),
+    "clip-vit-b-32": dict(hub_id="openai/clip-vit-base-patch32", parameters=151_277_313, dim=512, license="mit"),
+    "siglip-base": dict(hub_id="google/siglip-base-patch16-224", parameters=203_155_970, dim=768,
+                        license="apache-2.0"),
+    "gme-2b": dict(hub_id="Alibaba-NLP/gme-Qwen2-VL-2B-Instruct", parameters=2_208_985_600, dim=1536,
+                   license="apache-2.0"),
+    "gme-7b": dict(hub_id="Alibaba-NLP/gme-Qwen2-VL-7B-Instruct", parameters=7_746_378_240, dim=3584,
+                   license="apache-2.0"),
+    "qwen3-vl-embedding-2b": dict(hub_id="Qwen/Qwen3-VL-Embedding-2B", parameters=2_127_532_032, dim=2048,
+                                  license="apache-2.0"),
+    "qwen3-vl-embedding-8b": dict(hub_id="Qwen/Qwen3-VL-Embedding-8B", parameters=8_144_793_840, dim=4096,
+                                  license="apache-2.0"),
+    # a full fine-tune of Qwen2-VL-2B-Instruct (model card), so the backbone's count; mteb does not list it
+    "vlm2vec-2b": dict(hub_id="TIGER-Lab/VLM2Vec-Qwen2VL-2B", parameters=2_208_985_600, dim=1536,
+                       license="apache-2.0"),
+    "vlm2vec-v2": dict(hub_id="VLM2Vec/VLM2Vec-V2.0", parameters=2_208_985_600, dim=1536, license="apache-2.0"),
+    "ops-mm-embedding-2b": dict(hub_id="OpenSearch-AI/Ops-MM-embedding-v1-2B", parameters=2_208_985_600, dim=1536,
+                                license="apache-2.0"),
+    "ops-mm-embedding-7b": dict(hub_id="OpenSearch-AI/Ops-MM-embedding-v1-7B", parameters=8_291_375_616, dim=3584,
+                                license="apache-2.0"),
+    "rzen-embed": dict(hub_id="qihoo360/RzenEmbed", parameters=8_291_375_616, dim=3584, license="mit"),
+    "e5-v": dict(hub_id="royokong/e5-v", parameters=8_355_276_800, dim=4096, license=None),
+    "doubao-seed-1.6-embedding": dict(hub_id="https://www.volcengine.com/docs/82379/1409290", parameters=None,
+                                      dim=2048, license="proprietary"),
+    "embed-rl": dict(verified=False),
+    "mmemb-r1": dict(parameters=None, verified=False),
+}
+
+
+def _with_metadata() -> None:
+    from dataclasses import replace
+
+    for name, meta in METADATA.items():
+        if name in _REGISTRY:
+            _REGISTRY[name] = replace(_REGISTRY[name], **meta)
+
+
+register(ModelSpec("doubao-seed-1.6-embedding", "mmbench.models.api_doubao:DoubaoEmbeddingModel",
+                   ("text", "image", "video"), 128_000,
+                   "Doubao-Seed-1.6 embedding (ByteDance, Volcengine Ark multimodal embeddings API), the seed's "
+                   "proprietary 128K-window MEM; interleaved text+images; key from ARK_API_KEY; budget tokenizer: "
+                   "Qwen3 stand-in"))
+register(ModelSpec("e5-v", "mmbench.models.e5v:E5VEmbedder", ("text", "image", "video"), 8192,
+                   "E5-V (LLaVA-NeXT-8B, one-word summary prompts, last token; checked against mteb's wrapper)"))
+register(ModelSpec("mmemb-r1", "mmbench.models.qwen_vl:load_preset", ("text", "image", "video"), 32768,
+                   "MMEmb-R1 (arXiv 2604.06156, 4B, reasoning-driven); no public weights or code found: "
+                   "Qwen3-VL-Embedding template assumed (UNVERIFIED); --model-path", {"preset": "mmemb-r1"},
+                   options_from="mmbench.models.qwen_vl:QwenVLEmbedder"))
+_with_metadata()
