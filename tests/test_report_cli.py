@@ -325,3 +325,24 @@ def test_embedding_summary_keeps_document_wording(tmp_path):
     assert all(f"{m} " in micro for m in ("P@1", "P@5", "R@5", "MRR@10", "nDCG@10"))
     other = format_summary(_summary_run(tmp_path, "not_a_task", {"n_items": 12}), ())
     assert "P@1" in [line for line in other.splitlines() if line.startswith("micro")][0]
+
+
+def test_report_says_when_a_positional_fit_is_unreliable_or_at_the_boundary(tmp_path, monkeypatch):
+    """A chance-level subset: statsmodels' default fit degenerates; the report names the refit and its status."""
+    import mmbench.evaluators.stats.positional as positional
+
+    pq = grounding_per_query(0, needles=25)
+    rng = np.random.default_rng(2)
+    pq["precision_at_1"] = (rng.random(len(pq)) < 0.04).astype(float)
+    path = write_run(tmp_path / "a", pq, "blind-model")
+    assert run_cli(["report", str(path), "--out", str(tmp_path / "rep")]) == 0
+    entries = json.loads((tmp_path / "rep" / "report.json").read_text())["tasks"][0]["positional_bias"]
+    fits = {e["rows"]: e["result"] for e in entries}
+    assert fits["image anchor"]["fit_status"] == "boundary" and fits["all"]["optimizer"] == "powell"
+    md = (tmp_path / "rep" / "report.md").read_text()
+    assert "| boundary (powell) |" in md and "UNRELIABLE" not in md.split("Fit: `ok`")[0]
+    monkeypatch.setattr(positional, "FIT_METHODS", ("default",))  # only statsmodels' default: nothing usable
+    assert run_cli(["report", str(path), "--out", str(tmp_path / "rep2")]) == 0
+    entries2 = json.loads((tmp_path / "rep2" / "report.json").read_text())["tasks"][0]["positional_bias"]
+    assert {e["result"]["fit_status"] for e in entries2} == {"unreliable"}
+    assert "| **UNRELIABLE** (none usable) |" in (tmp_path / "rep2" / "report.md").read_text()

@@ -180,6 +180,14 @@ def draw_figures(data: dict[str, Any], out: Path) -> None:
             t["figures"][name] = d
 
 
+def _fit_cell(r: dict[str, Any]) -> str:
+    """The positional table's fit column: status, and the optimizer when it is not the default."""
+    status = r.get("fit_status", "ok" if r["converged"] else "unreliable")
+    label = "**UNRELIABLE**" if status == "unreliable" else status
+    opt = r.get("optimizer", "")
+    return label + (f" ({opt})" if opt and opt not in ("default", "ols") else "")
+
+
 def report_markdown(data: dict[str, Any]) -> str:
     s = data["settings"]
     metric, hm = s["metric"], s["heatmap_metric"]
@@ -219,9 +227,13 @@ def report_markdown(data: dict[str, Any]) -> str:
                              f"{fmt(r['depth_wald']['chi2'], 2)} ({r['depth_wald']['df']})", fmt_p(r["depth_wald"]["p_value"]),
                              f"{fmt(r['quadratic_coef'])}, χ²={fmt(r['quadratic_wald']['chi2'], 2)}", fmt_p(r["quadratic_wald"]["p_value"]),
                              f"{r['shape']}" + (f" (vertex {fmt(r['vertex'], 2)})" if r["vertex"] is not None else "")
-                             + ("" if r["model"].startswith("mixedlm") else f"; {r['model']}")
-                             + ("" if r["converged"] else "; did not converge")])
-            lines += [md_table(["model", "rows", "obs / needles", "depth Wald χ² (df)", "p", "depth² coef", "p (1 df)", "shape"], rows), ""]
+                             + ("" if r["model"].startswith("mixedlm") else f"; {r['model']}"),
+                             _fit_cell(r)])
+            lines += [md_table(["model", "rows", "obs / needles", "depth Wald χ² (df)", "p", "depth² coef", "p (1 df)", "shape",
+                                "fit"], rows), "",
+                      "Fit: `ok`; `boundary` = the random-intercept variance is ≈ 0 (a singular but valid fit); "
+                      "**UNRELIABLE** = no optimizer gave a converged fit with finite standard errors: do not read its "
+                      "tests. The optimizer is named when statsmodels' default had to be replaced.", ""]
             for e in t["positional_bias"]:
                 if "error" in e or e["rows"] != "all":
                     continue
@@ -231,6 +243,7 @@ def report_markdown(data: dict[str, Any]) -> str:
                                    [[x["term"], fmt(x["estimate"], 4), fmt(x["std_err"], 4), fmt(x["z"], 2), fmt_p(x["p_value"]),
                                      f"[{fmt(x['ci_low'], 4)}, {fmt(x['ci_high'], 4)}]"] for x in r["estimates"]]),
                           "", f"Random-intercept variance: {fmt(r['group_variance'], 4)}."
+                          + (f" Fit notes: {'; '.join(r['fit_notes'])}." if r.get("fit_notes") else "")
                           + (f" Warnings: {'; '.join(r['warnings'])}" if r["warnings"] else ""), "", "</details>", ""]
         if "heatmap" in figs:
             lines += [f"### Length × depth heatmaps ({hm})", "",
