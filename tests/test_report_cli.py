@@ -108,9 +108,10 @@ def test_report_figures_and_json(grounding_runs, tmp_path):
 
     # modality robustness: model-b has a planted mixed-background loss
     rob = {r["label"]: r for r in vg["modality_robustness"]}
-    assert rob["model-b"]["kind"] == "disrupted by mixed noise"
-    s = rob["model-a"]["scores"]
-    assert rob["model-a"]["sd"] == pytest.approx(np.std([s["text"], s["mixed"], s["image"]], ddof=1))
+    assert rob["model-b (text anchor)"]["kind"] == "disrupted by mixed noise"
+    assert rob["model-b (image anchor)"]["kind"] == "disrupted by mixed noise"
+    s = rob["model-a (text anchor)"]["scores"]
+    assert rob["model-a (text anchor)"]["sd"] == pytest.approx(np.std([s["text"], s["mixed"], s["image"]], ddof=1))
 
     # real task: per-length curves per dataset, Easy vs Hard
     curves = real["figures"]["length_curves"]

@@ -137,3 +137,23 @@ def test_no_usable_optimizer_is_reported_unreliable(monkeypatch):
 def test_a_sound_default_fit_is_kept():
     res = positional_bias_lmm(simulate(0, lambda d: 0.0, needles=10))
     assert res.optimizer == "default" and res.fit_status == "ok" and res.fit_notes == []
+
+
+def test_a_blind_model_is_labelled_not_typed():
+    """A text-only model: text anchors score best on image-only haystacks (the anchor is the only text it sees),
+    which plain typing reads as 'modality-biased (image)'; the report types by what the model saw."""
+    from mmbench.evaluators.reports.report import robustness_numbers
+    from report_helpers import grounding_per_query
+
+    pq = grounding_per_query(0, needles=8)
+    text = pq["anchor_kind"] == "text"
+    pq.loc[text & (pq["background_modality"] == "image"), "precision_at_1"] = 1.0
+    pq.loc[text & (pq["background_modality"] != "image"), "precision_at_1"] = 0.3
+    pq.loc[~text, "precision_at_1"] = 0.04
+    naive = {r["anchor_kind"]: r for r in robustness_numbers(pq, "m", "precision_at_1", None)}
+    assert naive["text"]["kind"] == "modality-biased (image)"  # the misreading this guards against
+    typed = {r["anchor_kind"]: r for r in robustness_numbers(pq, "m", "precision_at_1", {"text"})}
+    assert typed["image"]["kind"] == "blind (image anchors unseen)"
+    assert typed["text"]["kind"] == "not typed (image backgrounds unseen)"
+    full = {r["anchor_kind"]: r for r in robustness_numbers(pq, "m", "precision_at_1", {"text", "image"})}
+    assert full["text"]["kind"] == "modality-biased (image)"  # a model that sees both is typed as before

@@ -88,16 +88,44 @@ def easy_hard_numbers(pq: pd.DataFrame, label: str, task: str, metric: str) -> l
     return out
 
 
-def robustness_numbers(pq: pd.DataFrame, label: str, metric: str) -> dict[str, Any] | None:
+def robustness_numbers(pq: pd.DataFrame, label: str, metric: str,
+                       seen: set[str] | None = None) -> list[dict[str, Any]]:
+    """Modality typing per anchor kind (text and image anchors are never pooled: a text-only model finds a
+    text anchor in an image-only haystack because it is the only text it sees). `seen` is the set of
+    modalities the model saw (from the run's seen-records); a model that cannot see the anchor, or the
+    image/text backgrounds, is labelled as such instead of being typed."""
     if "background_modality" not in pq.columns:
+        return []
+    kinds = sorted(pq["anchor_kind"].dropna().unique()) if "anchor_kind" in pq.columns else []
+    parts = [(k, pq[pq["anchor_kind"] == k]) for k in kinds] or [(None, pq)]
+    out = []
+    for anchor, part in parts:
+        groups = averages(part)["groups"]
+        scores = {m: groups.get(f"background_modality={m}", {}).get(metric) for m in MODALITIES}
+        if any(v is None for v in scores.values()):
+            continue
+        res = modality_robustness(scores).to_dict()
+        blind = _blindness(anchor, seen)
+        if blind:
+            res["kind"], res["reason"] = blind
+        res["n"] = {m: groups[f"background_modality={m}"]["n"] for m in MODALITIES}
+        out.append({"label": label if anchor is None else f"{label} ({anchor} anchor)", "model": label,
+                    "anchor_kind": anchor, "modalities_seen": sorted(seen) if seen is not None else None, **res})
+    return out
+
+
+def _blindness(anchor: str | None, seen: set[str] | None) -> tuple[str, str] | None:
+    if seen is None:
         return None
-    groups = averages(pq)["groups"]
-    scores = {m: groups.get(f"background_modality={m}", {}).get(metric) for m in MODALITIES}
-    if any(v is None for v in scores.values()):
-        return None
-    res = modality_robustness(scores).to_dict()
-    res["n"] = {m: groups[f"background_modality={m}"]["n"] for m in MODALITIES}
-    return {"label": label, **res}
+    if anchor is not None and anchor not in seen:
+        return (f"blind ({anchor} anchors unseen)", f"the model sees {', '.join(sorted(seen)) or 'nothing'}: "
+                f"it cannot see a {anchor} anchor, so its scores here are at chance by construction")
+    missing = [m for m in ("text", "image") if m not in seen]
+    if missing:
+        return (f"not typed ({missing[0]} backgrounds unseen)",
+                f"the model does not see {missing[0]}: in a {missing[0]}-only haystack the anchor is all it sees, so "
+                "the background columns do not measure robustness to noise")
+    return None
 
 
 def positional_numbers(pq: pd.DataFrame, label: str, metric: str) -> list[dict[str, Any]]:
@@ -144,9 +172,8 @@ def report_numbers(runs: Sequence[RunResults], *, metric: str = "precision_at_1"
         t["heatmaps"] += heatmap_numbers(pq, label, heatmap_metric)
         t["length_curves"] += length_curve_numbers(pq, label, run.task, metric)
         t["easy_hard"] += easy_hard_numbers(pq, label, run.task, metric)
-        rob = robustness_numbers(pq, label, metric)
-        if rob is not None:
-            t["modality_robustness"].append(rob)
+        seen = run.info.get("modalities_seen") or run.info.get("model", {}).get("modalities")
+        t["modality_robustness"] += robustness_numbers(pq, label, metric, set(seen) if seen else None)
     return {"kind": "mmbench.report",
             "settings": {"metric": metric, "heatmap_metric": heatmap_metric, "ci_resamples": ci_resamples, "seed": seed,
                          "ci_method": "percentile bootstrap, seeded numpy Generator",
@@ -269,7 +296,9 @@ def report_markdown(data: dict[str, Any]) -> str:
                       "Mean and sample standard deviation (N − 1) across the text, mixed and image background columns. "
                       f"Typing: stable if sd ≤ {th['STABLE_MAX_SD']}; else disrupted by mixed noise if mixed is more than "
                       f"{th['MIXED_DROP_MIN']} below both pure columns; else modality-biased if |text − image| ≥ {th['MODALITY_GAP_MIN']}; "
-                      "else variable.", "",
+                      "else variable. Text and image anchors are typed apart; a model that cannot see the anchor is "
+                      "`blind`, and one that cannot see a background modality is `not typed` (its anchor is then the "
+                      "only thing it sees in that column).", "",
                       md_table(["model", "text", "mixed", "image", "mean", "sd", "type"],
                                [[r["label"], fmt(r["scores"]["text"]), fmt(r["scores"]["mixed"]), fmt(r["scores"]["image"]),
                                  fmt(r["mean"]), fmt(r["sd"]), r["kind"]] for r in t["modality_robustness"]]), ""]
