@@ -6,6 +6,7 @@ import re
 from pathlib import Path
 from typing import Any, Sequence
 
+import numpy as np
 import pandas as pd
 
 from mmbench.evaluators.stats import modality_robustness, positional_bias_lmm, sort_length_bins
@@ -49,8 +50,28 @@ def heatmap_numbers(pq: pd.DataFrame, label: str, metric: str) -> list[dict[str,
         values = [[float(cell.loc[(d, l), "mean"]) if (d, l) in cell.index else None for l in lengths] for d in depths]
         counts = [[int(cell.loc[(d, l), "size"]) if (d, l) in cell.index else 0 for l in lengths] for d in depths]
         out.append({"label": label, "anchor_kind": str(anchor), "metric": metric, "lengths": lengths, "depths": depths,
-                    "values": values, "n": counts})
+                    "values": values, "n": counts, "ceiling": metric_ceiling(part, metric)})
     return out
+
+
+def chance_numbers(pq: pd.DataFrame, metrics: Sequence[str]) -> dict[str, float]:
+    """Expected metrics of a uniformly random ranking of each item's pool, averaged over the items (as compare)."""
+    from mmbench.evaluators.metrics import chance_metrics
+
+    if not {"ranked_ids", "relevant_ids"} <= set(pq.columns) or pq.empty:
+        return {}
+    rows = [chance_metrics(len(r), len(rel)) for r, rel in zip(pq["ranked_ids"], pq["relevant_ids"])]
+    return {m: float(np.mean([row[m] for row in rows])) for m in dict.fromkeys(metrics) if m in rows[0]}
+
+
+def metric_ceiling(pq: pd.DataFrame, metric: str) -> float:
+    """The best mean a perfect ranking reaches: P@k is capped at (relevant ÷ k) per item (0.2 for P@5 with one
+    relevant), every other metric at 1. Heatmap colours run from 0 to this ceiling."""
+    m = re.fullmatch(r"precision_at_(\d+)", metric)
+    if not m or "relevant_ids" not in pq.columns or pq.empty:
+        return 1.0
+    k = int(m.group(1))
+    return float(np.mean([min(len(r), k) / k for r in pq["relevant_ids"]]))
 
 
 def length_curve_numbers(pq: pd.DataFrame, label: str, task: str, metric: str) -> list[dict[str, Any]]:
@@ -165,7 +186,8 @@ def report_numbers(runs: Sequence[RunResults], *, metric: str = "precision_at_1"
         avg = averages(pq)
         ci = {m: metric_ci(pq[m].to_numpy(dtype=float), resamples=ci_resamples, seed=seed)
               for m in dict.fromkeys([*CI_METRICS, metric]) if m in pq.columns}
-        t["runs"].append({"label": label, "model": run.info.get("model", {}), "content_hash": run.content_hash,
+        chance = chance_numbers(pq, [*CI_METRICS, metric])
+        t["runs"].append({"label": label, "model": run.info.get("model", {}), "content_hash": run.content_hash, "chance": chance,
                           "root": str(run.root) if run.root else None, "n_failed_excluded": n_failed, "micro": avg["micro"], "macro": avg["macro"],
                           "subsets": avg["subsets"], "bootstrap_ci": ci})
         t["positional_bias"] += positional_numbers(pq, label, metric)
@@ -207,6 +229,17 @@ def draw_figures(data: dict[str, Any], out: Path) -> None:
             t["figures"][name] = d
 
 
+def _distinct_chance(runs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """One chance row when all runs were scored on the same items, else one per run."""
+    seen, out = set(), []
+    for r in runs:
+        key = tuple(sorted(r["chance"].items()))
+        if r["chance"] and key not in seen:
+            seen.add(key)
+            out.append(r)
+    return out if len(out) > 1 else out[:1]
+
+
 def _fit_cell(r: dict[str, Any]) -> str:
     """The positional table's fit column: status, and the optimizer when it is not the default."""
     status = r.get("fit_status", "ok" if r["converged"] else "unreliable")
@@ -219,7 +252,8 @@ def report_markdown(data: dict[str, Any]) -> str:
     s = data["settings"]
     metric, hm = s["metric"], s["heatmap_metric"]
     lines = ["# mmbench report", "",
-             f"Main metric `{metric}`; heatmaps `{hm}`. 95 % CIs: {s['ci_method']}, {s['ci_resamples']} resamples, seed {s['seed']}.", ""]
+             f"Main metric `{metric}`; heatmaps `{hm}`. 95 % CIs: {s['ci_method']}, {s['ci_resamples']} resamples, seed {s['seed']}. "
+             "All tests are two-sided.", ""]
     for t in data["tasks"]:
         figs = t.get("figures", {})
         lines += [f"## Task `{t['task']}`", "", "Pool set(s): " + ", ".join(f"`{h}`" for h in t["content_hashes"]), ""]
@@ -234,7 +268,12 @@ def report_markdown(data: dict[str, Any]) -> str:
                            [[r["label"], r["micro"]["n"], fmt(r["micro"].get(metric)),
                              f"{fmt(r['macro'].get(metric))} ({r['macro']['n_subsets']})"]
                             + [fmt_ci(r["bootstrap_ci"][m]["estimate"], r["bootstrap_ci"][m]["low"], r["bootstrap_ci"][m]["high"])
-                               for m in ci_names] for r in t["runs"]]), ""]
+                               for m in ci_names] for r in t["runs"]]
+                           + [[f"random ranking (expected){'' if len(t['runs']) == 1 else ', ' + r['label'] + ' items'}",
+                               "–", fmt(r["chance"].get(metric)), "–"] + [fmt(r["chance"].get(m)) for m in ci_names]
+                              for r in _distinct_chance(t["runs"])]), "",
+                  "The random-ranking row is the exact expected value of each metric when every item's pool is ranked "
+                  "uniformly at random: a model near it has learned nothing the metric can see.", ""]
         subsets = subset_order(k for r in t["runs"] for k in r["subsets"])
         if len(subsets) > 1:
             lines += [f"#### {metric} per subset", "",
@@ -275,7 +314,9 @@ def report_markdown(data: dict[str, Any]) -> str:
         if "heatmap" in figs:
             lines += [f"### Length × depth heatmaps ({hm})", "",
                       f"Rows: models; columns: anchor kinds; x: length bin, y: needle depth; brighter is higher. "
-                      f"Panels: {', '.join(figs['heatmap']['panels'])}. With one relevant item per query P@5 is at most 0.2.", "",
+                      f"Panels: {', '.join(figs['heatmap']['panels'])}. Colours run from 0 to the metric's ceiling (the mean a "
+                      f"perfect ranking reaches: {fmt(max(h['ceiling'] for h in t['heatmaps']), 2)} here; P@5 with one "
+                      "relevant item is at most 0.2), so a perfect cell is fully bright.", "",
                       f"![heatmaps]({figs['heatmap']['path']})", ""]
         if "length_curves" in figs:
             lines += [f"### {metric} by length", "", f"![length curves]({figs['length_curves']['path']})", ""]
