@@ -54,10 +54,11 @@ def test_gw_pair_accuracy_identity_for_identical_spaces():
 def test_methods_dispatch_covers_all(pair):
     v, t, _ = pair
     patches = np.repeat(v[:, None, :], 3, axis=1) + 0.01 * np.random.default_rng(3).normal(size=(len(v), 3, 24))
-    assert methods.parse_methods("all") == list(methods.METHODS)
+    assert methods.parse_methods("all") == [m for m in methods.METHODS if m not in methods.OPT_IN]
+    assert "gw-l1" not in methods.parse_methods("baselines") and methods.parse_methods("gw-l1") == ["gw-l1"]
     with pytest.raises(ValueError):
         methods.parse_methods("nope")
-    for m in methods.METHODS:
+    for m in methods.parse_methods("all"):  # gw-l1 (O(n^4)) has its own small tests in test_ravel_gw.py
         assert np.isfinite(methods.compute(m, patches, t, k=10, q=2)), m
 
 

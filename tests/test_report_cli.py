@@ -108,9 +108,10 @@ def test_report_figures_and_json(grounding_runs, tmp_path):
 
     # modality robustness: model-b has a planted mixed-background loss
     rob = {r["label"]: r for r in vg["modality_robustness"]}
-    assert rob["model-b"]["kind"] == "disrupted by mixed noise"
-    s = rob["model-a"]["scores"]
-    assert rob["model-a"]["sd"] == pytest.approx(np.std([s["text"], s["mixed"], s["image"]], ddof=1))
+    assert rob["model-b (text anchor)"]["kind"] == "disrupted by mixed noise"
+    assert rob["model-b (image anchor)"]["kind"] == "disrupted by mixed noise"
+    s = rob["model-a (text anchor)"]["scores"]
+    assert rob["model-a (text anchor)"]["sd"] == pytest.approx(np.std([s["text"], s["mixed"], s["image"]], ddof=1))
 
     # real task: per-length curves per dataset, Easy vs Hard
     curves = real["figures"]["length_curves"]
@@ -325,3 +326,66 @@ def test_embedding_summary_keeps_document_wording(tmp_path):
     assert all(f"{m} " in micro for m in ("P@1", "P@5", "R@5", "MRR@10", "nDCG@10"))
     other = format_summary(_summary_run(tmp_path, "not_a_task", {"n_items": 12}), ())
     assert "P@1" in [line for line in other.splitlines() if line.startswith("micro")][0]
+
+
+def test_report_says_when_a_positional_fit_is_unreliable_or_at_the_boundary(tmp_path, monkeypatch):
+    """A chance-level subset: statsmodels' default fit degenerates; the report names the refit and its status."""
+    import mmbench.evaluators.stats.positional as positional
+
+    pq = grounding_per_query(0, needles=25)
+    rng = np.random.default_rng(2)
+    pq["precision_at_1"] = (rng.random(len(pq)) < 0.04).astype(float)
+    path = write_run(tmp_path / "a", pq, "blind-model")
+    assert run_cli(["report", str(path), "--out", str(tmp_path / "rep")]) == 0
+    entries = json.loads((tmp_path / "rep" / "report.json").read_text())["tasks"][0]["positional_bias"]
+    fits = {e["rows"]: e["result"] for e in entries}
+    assert fits["image anchor"]["fit_status"] == "boundary" and fits["all"]["optimizer"] == "powell"
+    md = (tmp_path / "rep" / "report.md").read_text()
+    assert "| boundary (powell) |" in md and "UNRELIABLE" not in md.split("Fit: `ok`")[0]
+    monkeypatch.setattr(positional, "FIT_METHODS", ("default",))  # only statsmodels' default: nothing usable
+    assert run_cli(["report", str(path), "--out", str(tmp_path / "rep2")]) == 0
+    entries2 = json.loads((tmp_path / "rep2" / "report.json").read_text())["tasks"][0]["positional_bias"]
+    assert {e["result"]["fit_status"] for e in entries2} == {"unreliable"}
+    assert "| **UNRELIABLE** (none usable) |" in (tmp_path / "rep2" / "report.md").read_text()
+
+
+def test_report_prints_chance_two_sidedness_and_the_heatmap_ceiling(grounding_runs, tmp_path):
+    from mmbench.evaluators.metrics import chance_metrics
+
+    path = grounding_runs[1][0]
+    out = tmp_path / "rep"
+    assert run_cli(["report", str(path), "--out", str(out)]) == 0
+    data = json.loads((out / "report.json").read_text())
+    vg = data["tasks"][0]
+    pq = load_results(path).per_query
+    expected = np.mean([chance_metrics(len(r), len(rel))["precision_at_1"]
+                        for r, rel in zip(pq["ranked_ids"], pq["relevant_ids"])])
+    assert vg["runs"][0]["chance"]["precision_at_1"] == pytest.approx(expected) == pytest.approx(1 / 25)
+    md = (out / "report.md").read_text()
+    assert "random ranking (expected)" in md and "two-sided" in md
+    assert all(h["ceiling"] == pytest.approx(0.2) for h in vg["heatmaps"])  # P@5 with one relevant item
+    assert "ceiling" in md
+
+
+def test_underflowed_p_values_print_a_bound():
+    from mmbench.evaluators.reports.common import fmt_p
+
+    assert fmt_p(0.0) == "< 1e-300" and fmt_p(1e-320) == "< 1e-300"
+    assert fmt_p(3e-9) == "3.0e-09" and fmt_p(0.25) == "0.2500"
+
+
+def test_compare_says_when_differences_are_zero_by_construction(tmp_path):
+    """Two models that gave every candidate one score on some items share the seeded tie-break there."""
+    a, b = grounding_per_query(0), grounding_per_query(1)
+    flat = a.index[:7]
+    for frame in (a, b):
+        frame["scores"] = [[0.5] * 25 if i in set(flat) else list(v) for i, v in zip(frame.index, frame["scores"])]
+    b.loc[flat, "ranked_ids"] = a.loc[flat, "ranked_ids"]
+    for col in [c for c in a.columns if c.startswith(("precision_at", "recall_at", "mrr", "ndcg"))] + ["first_relevant_rank"]:
+        b.loc[flat, col] = a.loc[flat, col]
+    pa_, pb_ = write_run(tmp_path / "a", a, "model-a"), write_run(tmp_path / "b", b, "model-b")
+    out = tmp_path / "cmp"
+    assert run_cli(["compare", str(pa_), str(pb_), "--resamples", "100", "--ci-resamples", "100", "--out", str(out)]) == 0
+    data = json.loads((out / "compare.json").read_text())
+    assert data["pairs"][0]["tied_by_construction"] == 7 and data["settings"]["sidedness"] == "two-sided"
+    assert "zero by construction" in (out / "compare.md").read_text()

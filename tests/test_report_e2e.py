@@ -38,7 +38,11 @@ def test_compare_and_report_on_real_runs(two_runs, capsys):
     for info in task["figures"].values():
         assert (rep_out / info["path"]).read_bytes().startswith(b"\x89PNG")  # written whole, as PNG
     assert not list(rep_out.rglob("*.tmp")) and not list(cmp_out.rglob("*.tmp"))  # atomic writes leave no temps
-    assert {r["label"] for r in task["modality_robustness"]} == {"bm25", "minilm"}
+    rob = {(r["model"], r["anchor_kind"]): r for r in task["modality_robustness"]}
+    assert set(rob) == {(m, k) for m in ("bm25", "minilm") for k in ("text", "image")}
+    # both are text-only: blind to image anchors, and never typed "modality-biased (image)" on text anchors
+    assert rob[("minilm", "image")]["kind"].startswith("blind")
+    assert rob[("minilm", "text")]["kind"].startswith("not typed") and rob[("minilm", "text")]["modalities_seen"] == ["text"]
     assert any("result" in e for e in task["positional_bias"])
     text = (rep_out / "report.md").read_text()
     assert "Positional bias" in text and "Modality robustness" in text

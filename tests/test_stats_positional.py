@@ -99,3 +99,61 @@ def test_modality_robustness_typing():
     assert MIXED_DROP_MIN > 0 and MODALITY_GAP_MIN > 0
     with pytest.raises(ValueError):
         modality_robustness({"text": 0.3, "image": 0.5})
+
+
+def chance_level(seed=2, needles=25):
+    """Binary scores at ~4 % (a blind model on 25 candidates): statsmodels' default fit degenerates on seed 2."""
+    rng = np.random.default_rng(seed)
+    rows = [{"needle_id": str(g), "depth": d, "length_bin": L, "precision_at_1": float(rng.random() < 0.04)}
+            for g in range(needles) for d in DEPTHS for L in ("1k", "2k", "4k", "8k")]
+    return pd.DataFrame(rows)
+
+
+def test_a_degenerate_default_fit_is_detected_and_refitted():
+    df = chance_level()
+    data = df.assign(_depth=df["depth"].map(lambda d: f"{d:g}"))
+    default = smf.mixedlm("precision_at_1 ~ C(_depth) + C(length_bin)", data, groups=data["needle_id"]).fit(reml=True)
+    assert default.converged and not np.isfinite(default.llf)  # statsmodels calls this converged
+    res = positional_bias_lmm(df)
+    assert res.optimizer != "default" and res.converged
+    assert res.fit_status == "boundary" and any("default" in n and "degenerate" in n for n in res.fit_notes)
+    assert all(np.isfinite(e.std_err) and e.std_err > 0 for e in res.estimates)
+    cell = df[(df["depth"] == 0.0) & (df["length_bin"] == "1k")]["precision_at_1"]
+    intercept = next(e for e in res.estimates if e.term == "Intercept").estimate
+    # at a zero random-intercept variance the fit is OLS: its intercept is OLS's, not the degenerate ~0
+    ols = smf.ols("precision_at_1 ~ C(_depth) + C(length_bin)", data).fit()
+    assert intercept == pytest.approx(ols.params["Intercept"], abs=1e-6) and abs(default.params["Intercept"]) < 1e-9
+    assert len(cell) == 25
+
+
+def test_no_usable_optimizer_is_reported_unreliable(monkeypatch):
+    import mmbench.evaluators.stats.positional as positional
+
+    monkeypatch.setattr(positional, "FIT_METHODS", ("default",))
+    res = positional_bias_lmm(chance_level())
+    assert res.fit_status == "unreliable" and not res.converged
+
+
+def test_a_sound_default_fit_is_kept():
+    res = positional_bias_lmm(simulate(0, lambda d: 0.0, needles=10))
+    assert res.optimizer == "default" and res.fit_status == "ok" and res.fit_notes == []
+
+
+def test_a_blind_model_is_labelled_not_typed():
+    """A text-only model: text anchors score best on image-only haystacks (the anchor is the only text it sees),
+    which plain typing reads as 'modality-biased (image)'; the report types by what the model saw."""
+    from mmbench.evaluators.reports.report import robustness_numbers
+    from report_helpers import grounding_per_query
+
+    pq = grounding_per_query(0, needles=8)
+    text = pq["anchor_kind"] == "text"
+    pq.loc[text & (pq["background_modality"] == "image"), "precision_at_1"] = 1.0
+    pq.loc[text & (pq["background_modality"] != "image"), "precision_at_1"] = 0.3
+    pq.loc[~text, "precision_at_1"] = 0.04
+    naive = {r["anchor_kind"]: r for r in robustness_numbers(pq, "m", "precision_at_1", None)}
+    assert naive["text"]["kind"] == "modality-biased (image)"  # the misreading this guards against
+    typed = {r["anchor_kind"]: r for r in robustness_numbers(pq, "m", "precision_at_1", {"text"})}
+    assert typed["image"]["kind"] == "blind (image anchors unseen)"
+    assert typed["text"]["kind"] == "not typed (image backgrounds unseen)"
+    full = {r["anchor_kind"]: r for r in robustness_numbers(pq, "m", "precision_at_1", {"text", "image"})}
+    assert full["text"]["kind"] == "modality-biased (image)"  # a model that sees both is typed as before

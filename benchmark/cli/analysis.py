@@ -31,7 +31,8 @@ def register(sub) -> None:
                        description="Paired t-test (bootstrap CI, Cohen's d_z), McNemar on R@1, Wilcoxon on reciprocal rank, "
                                    "Bonferroni/Holm, and bootstrap CIs of R@1, R@3, MRR for two or more runs of the same pool set.")
     p.add_argument("results", nargs="+", type=Path, metavar="RESULTS", help="results folders (two or more, same content hash)")
-    p.add_argument("--metric", default=DEFAULT_METRIC, help="per-query metric of the paired t-test (default: %(default)s)")
+    p.add_argument("--metric", default=None, help="per-query metric of the paired t-test (default: the task's main score, "
+                                                  f"e.g. recall_at_1 for Flickr; {DEFAULT_METRIC} for tasks mmbench does not know)")
     p.add_argument("--resamples", type=int, default=10_000, help="bootstrap resamples, CI of the mean difference (default: %(default)s)")
     p.add_argument("--ci-resamples", type=int, default=1_000, help="bootstrap resamples, per-run metric CIs (default: %(default)s)")
     p.add_argument("--seed", type=nonnegative_int, default=0, help="bootstrap seed (default: %(default)s)")
@@ -42,7 +43,8 @@ def register(sub) -> None:
     r = sub.add_parser("report", help="positional bias, heatmaps, length curves, Easy vs Hard, modality robustness",
                        description="Markdown report with PNG figures and the same numbers as JSON.")
     r.add_argument("results", nargs="+", type=Path, metavar="RESULTS", help="results folders")
-    r.add_argument("--metric", default=DEFAULT_METRIC, help="per-query score of tables, curves and the mixed model (default: %(default)s)")
+    r.add_argument("--metric", default=None, help="per-query score of tables, curves and the mixed model (default: the "
+                                                  f"tasks' main score when they share one, else {DEFAULT_METRIC})")
     r.add_argument("--heatmap-metric", default="precision_at_5", help="metric of the length×depth heatmaps (default: %(default)s)")
     r.add_argument("--ci-resamples", type=int, default=1_000, help="bootstrap resamples for metric CIs (default: %(default)s)")
     r.add_argument("--seed", type=nonnegative_int, default=0, help="bootstrap seed (default: %(default)s)")
@@ -88,6 +90,19 @@ def _check_metrics(runs, *metrics: str) -> None:
                 raise CLIError(f"{run.root}: no per-query column {metric!r} (choose a metric column of per_query.parquet)")
 
 
+def main_score(runs) -> str:
+    """The runs' task main score (one name for one number: Flickr's R@1 is `recall_at_1`), if they share one."""
+    from mmbench.tasks import UnknownTaskError, get_task
+
+    scores = set()
+    for run in runs:
+        try:
+            scores.add(get_task(run.task).main_score)
+        except UnknownTaskError:
+            scores.add(DEFAULT_METRIC)
+    return scores.pop() if len(scores) == 1 else DEFAULT_METRIC
+
+
 def _check_resamples(*values: int) -> None:
     if any(v < 1 for v in values):
         raise CLIError("resample counts must be positive")
@@ -100,6 +115,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
         raise CLIError("compare needs two or more results folders")
     _check_resamples(args.resamples, args.ci_resamples)
     runs = _load(args.results)
+    args.metric = args.metric or main_score(runs)
     _check_metrics(runs, args.metric)
     try:
         _, markdown = write_comparison(runs, args.out, metric=args.metric, resamples=args.resamples,
@@ -117,6 +133,7 @@ def cmd_report(args: argparse.Namespace) -> int:
 
     _check_resamples(args.ci_resamples)
     runs = _load(args.results)
+    args.metric = args.metric or main_score(runs)
     _check_metrics(runs, args.metric, args.heatmap_metric)
     write_report(runs, args.out, metric=args.metric, heatmap_metric=args.heatmap_metric,
                  ci_resamples=args.ci_resamples, seed=args.seed)

@@ -66,7 +66,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
     p = sub.add_parser("show", help="print the summary of a results folder")
     p.add_argument("results", type=Path)
-    p.add_argument("--metric", default="precision_at_1")
+    p.add_argument("--metric", default=None, help="metric to tabulate (default: the task's main score)")
     p.set_defaults(func=cmd_show)
 
 
@@ -297,9 +297,11 @@ def cmd_show(args: argparse.Namespace) -> int:
     except ResultsError as exc:
         raise CLIError(str(exc)) from None
     axes = ("length_bin", "depth", "difficulty", "background_modality", "anchor_kind")
+    metric = args.metric or "precision_at_1"
     try:
-        axes = task_or_error(res.task).summary_axes
+        task = task_or_error(res.task)
+        axes, metric = task.summary_axes, args.metric or task.main_score
     except CLIError:
         pass
-    print(format_summary(res, axes, args.metric))
+    print(format_summary(res, axes, metric))
     return 0

@@ -143,6 +143,8 @@ def fmt_p(p: Any) -> str:
     p = float(p)
     if not math.isfinite(p):
         return "–"
+    if p < 1e-300:  # underflowed to (almost) zero in double precision: print the bound, not 0.0e+00
+        return "< 1e-300"
     if p < 1e-4:
         return f"{p:.1e}"
     return f"{p:.4f}"

@@ -17,6 +17,7 @@ import itertools
 from typing import Any, Sequence
 
 import numpy as np
+import pandas as pd
 
 from mmbench.evaluators.metrics import chance_metrics
 from mmbench.evaluators.stats import correct_pvalues, mcnemar, paired_ttest, wilcoxon_signed_rank
@@ -59,7 +60,8 @@ def compare_runs(runs: Sequence[RunResults], *, metric: str = "precision_at_1", 
                          resamples=resamples, seed=seed).to_dict()
         mc = mcnemar(hit_at_1(a), hit_at_1(b), labels=pair_labels).to_dict()
         wx = wilcoxon_signed_rank(a["mrr"].to_numpy(dtype=float), b["mrr"].to_numpy(dtype=float)).to_dict()
-        pairs.append({"a": labels[i], "b": labels[j], "ttest": t, "mcnemar": mc, "wilcoxon": wx})
+        pairs.append({"a": labels[i], "b": labels[j], "ttest": t, "mcnemar": mc, "wilcoxon": wx,
+                      "tied_by_construction": tied_by_construction(a, b)})
     corrections = {family: correct_family(pairs, family, alpha) for family in TEST_FAMILIES}
     chance_rows = [chance_metrics(len(ranked), len(relevant))
                    for ranked, relevant in zip(frames[0]["ranked_ids"], frames[0]["relevant_ids"])]
@@ -72,7 +74,8 @@ def compare_runs(runs: Sequence[RunResults], *, metric: str = "precision_at_1", 
                      "ci_method": "percentile bootstrap, seeded numpy Generator", "effect_size": EFFECT_SIZE_KIND,
                      "mcnemar": "R@1 hit per item; exact binomial when b + c < 25, else chi2 with continuity correction",
                      "wilcoxon": "per-item reciprocal rank (mrr); zero differences dropped",
-                     "correction": f"Bonferroni and Holm over the {len(pairs)} pairwise comparisons, per test"},
+                     "correction": f"Bonferroni and Holm over the {len(pairs)} pairwise comparisons, per test",
+                     "sidedness": "two-sided"},
         "runs": out_runs, "pairs": pairs, "corrections": corrections, "timing": timing_rows(runs),
         "chance": chance,
     }
@@ -101,6 +104,20 @@ def correct_family(pairs: list[dict[str, Any]], family: str, alpha: float) -> di
     return out
 
 
+def tied_by_construction(a: pd.DataFrame, b: pd.DataFrame) -> int:
+    """Items both runs scored with one constant score for every candidate (e.g. two models that saw identical,
+    empty views): their rankings come from the same seeded tie-break, so the difference there is zero by
+    construction, not evidence that the models agree."""
+    if "scores" not in a.columns or "scores" not in b.columns:
+        return 0
+    n = 0
+    for sa, sb, ra, rb in zip(a["scores"], b["scores"], a["ranked_ids"], b["ranked_ids"]):
+        flat = lambda v: len(set(np.round(np.asarray(v, dtype=float), 6))) <= 1
+        if flat(sa) and flat(sb) and list(ra) == list(rb):
+            n += 1
+    return n
+
+
 def comparison_markdown(data: dict[str, Any]) -> str:
     s = data["settings"]
     metric = s["metric"]
@@ -109,7 +126,12 @@ def comparison_markdown(data: dict[str, Any]) -> str:
              + ("" if data["items_identical"] else " (the items all runs share; the runs' item sets differ)")
              + (f"; {data['n_failed_excluded']} items some run failed to score are left out" if data["n_failed_excluded"] else "")
              + ".",
-             f"Significance level α = {s['alpha']}; {s['correction']}.", ""]
+             f"Significance level α = {s['alpha']}; {s['correction']}. All tests are two-sided.", ""]
+    for pair in data["pairs"]:
+        if pair.get("tied_by_construction"):
+            lines += [f"Note: on {pair['tied_by_construction']} of {data['n_items']} items {pair['a']} and {pair['b']} gave "
+                      "every candidate the same score and were ranked by the same seeded tie-break, so their difference "
+                      "there is zero by construction (e.g. neither model could see what those documents hold).", ""]
     for a, b in data.get("identical_runs", []):
         lines += [f"Note: {a} and {b} have byte-identical per-query results (copies of one run?); "
                   "their comparison counts in the correction family.", ""]

@@ -51,7 +51,8 @@ def heatmap_figure(heatmaps: Sequence[dict[str, Any]], path: Path, metric: str, 
     anchors = list(dict.fromkeys(h["anchor_kind"] for h in heatmaps))
     by_key = {(h["label"], h["anchor_kind"]): h for h in heatmaps}
     finite = [v for h in heatmaps for row in h["values"] for v in row if v is not None and math.isfinite(v)]
-    vmax = max(finite) if finite and max(finite) > 0 else 1.0
+    ceiling = max((h.get("ceiling") or 0.0) for h in heatmaps)  # a perfect ranking's mean: P@5 is ≤ 0.2 with one relevant
+    vmax = ceiling if ceiling > 0 else (max(finite) if finite and max(finite) > 0 else 1.0)
     fig, axes = plt.subplots(len(models), len(anchors), squeeze=False, layout="constrained",
                              figsize=(2.0 + 0.8 * max(len(h["lengths"]) for h in heatmaps) * len(anchors), 0.6 + 2.6 * len(models)))
     drawn, image = [], None
@@ -75,7 +76,8 @@ def heatmap_figure(heatmaps: Sequence[dict[str, Any]], path: Path, metric: str, 
             ax.set_title(f"{model} | {anchor} anchor", fontsize=9)
             drawn.append(ax)
     if image is not None:
-        fig.colorbar(image, ax=axes.ravel().tolist(), shrink=0.8, label=metric)
+        fig.colorbar(image, ax=axes.ravel().tolist(), shrink=0.8,
+                     label=metric + ("" if vmax == 1.0 else f" (scale 0 to its ceiling {vmax:.2f})"))
     fig.suptitle(title or f"{metric} by length and depth", fontsize=10)
     return _save(fig, path, "length_depth_heatmap", len(models), len(anchors), drawn)
 

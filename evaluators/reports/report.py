@@ -6,6 +6,7 @@ import re
 from pathlib import Path
 from typing import Any, Sequence
 
+import numpy as np
 import pandas as pd
 
 from mmbench.evaluators.stats import modality_robustness, positional_bias_lmm, sort_length_bins
@@ -49,8 +50,28 @@ def heatmap_numbers(pq: pd.DataFrame, label: str, metric: str) -> list[dict[str,
         values = [[float(cell.loc[(d, l), "mean"]) if (d, l) in cell.index else None for l in lengths] for d in depths]
         counts = [[int(cell.loc[(d, l), "size"]) if (d, l) in cell.index else 0 for l in lengths] for d in depths]
         out.append({"label": label, "anchor_kind": str(anchor), "metric": metric, "lengths": lengths, "depths": depths,
-                    "values": values, "n": counts})
+                    "values": values, "n": counts, "ceiling": metric_ceiling(part, metric)})
     return out
+
+
+def chance_numbers(pq: pd.DataFrame, metrics: Sequence[str]) -> dict[str, float]:
+    """Expected metrics of a uniformly random ranking of each item's pool, averaged over the items (as compare)."""
+    from mmbench.evaluators.metrics import chance_metrics
+
+    if not {"ranked_ids", "relevant_ids"} <= set(pq.columns) or pq.empty:
+        return {}
+    rows = [chance_metrics(len(r), len(rel)) for r, rel in zip(pq["ranked_ids"], pq["relevant_ids"])]
+    return {m: float(np.mean([row[m] for row in rows])) for m in dict.fromkeys(metrics) if m in rows[0]}
+
+
+def metric_ceiling(pq: pd.DataFrame, metric: str) -> float:
+    """The best mean a perfect ranking reaches: P@k is capped at (relevant ÷ k) per item (0.2 for P@5 with one
+    relevant), every other metric at 1. Heatmap colours run from 0 to this ceiling."""
+    m = re.fullmatch(r"precision_at_(\d+)", metric)
+    if not m or "relevant_ids" not in pq.columns or pq.empty:
+        return 1.0
+    k = int(m.group(1))
+    return float(np.mean([min(len(r), k) / k for r in pq["relevant_ids"]]))
 
 
 def length_curve_numbers(pq: pd.DataFrame, label: str, task: str, metric: str) -> list[dict[str, Any]]:
@@ -88,16 +109,44 @@ def easy_hard_numbers(pq: pd.DataFrame, label: str, task: str, metric: str) -> l
     return out
 
 
-def robustness_numbers(pq: pd.DataFrame, label: str, metric: str) -> dict[str, Any] | None:
+def robustness_numbers(pq: pd.DataFrame, label: str, metric: str,
+                       seen: set[str] | None = None) -> list[dict[str, Any]]:
+    """Modality typing per anchor kind (text and image anchors are never pooled: a text-only model finds a
+    text anchor in an image-only haystack because it is the only text it sees). `seen` is the set of
+    modalities the model saw (from the run's seen-records); a model that cannot see the anchor, or the
+    image/text backgrounds, is labelled as such instead of being typed."""
     if "background_modality" not in pq.columns:
+        return []
+    kinds = sorted(pq["anchor_kind"].dropna().unique()) if "anchor_kind" in pq.columns else []
+    parts = [(k, pq[pq["anchor_kind"] == k]) for k in kinds] or [(None, pq)]
+    out = []
+    for anchor, part in parts:
+        groups = averages(part)["groups"]
+        scores = {m: groups.get(f"background_modality={m}", {}).get(metric) for m in MODALITIES}
+        if any(v is None for v in scores.values()):
+            continue
+        res = modality_robustness(scores).to_dict()
+        blind = _blindness(anchor, seen)
+        if blind:
+            res["kind"], res["reason"] = blind
+        res["n"] = {m: groups[f"background_modality={m}"]["n"] for m in MODALITIES}
+        out.append({"label": label if anchor is None else f"{label} ({anchor} anchor)", "model": label,
+                    "anchor_kind": anchor, "modalities_seen": sorted(seen) if seen is not None else None, **res})
+    return out
+
+
+def _blindness(anchor: str | None, seen: set[str] | None) -> tuple[str, str] | None:
+    if seen is None:
         return None
-    groups = averages(pq)["groups"]
-    scores = {m: groups.get(f"background_modality={m}", {}).get(metric) for m in MODALITIES}
-    if any(v is None for v in scores.values()):
-        return None
-    res = modality_robustness(scores).to_dict()
-    res["n"] = {m: groups[f"background_modality={m}"]["n"] for m in MODALITIES}
-    return {"label": label, **res}
+    if anchor is not None and anchor not in seen:
+        return (f"blind ({anchor} anchors unseen)", f"the model sees {', '.join(sorted(seen)) or 'nothing'}: "
+                f"it cannot see a {anchor} anchor, so its scores here are at chance by construction")
+    missing = [m for m in ("text", "image") if m not in seen]
+    if missing:
+        return (f"not typed ({missing[0]} backgrounds unseen)",
+                f"the model does not see {missing[0]}: in a {missing[0]}-only haystack the anchor is all it sees, so "
+                "the background columns do not measure robustness to noise")
+    return None
 
 
 def positional_numbers(pq: pd.DataFrame, label: str, metric: str) -> list[dict[str, Any]]:
@@ -137,16 +186,16 @@ def report_numbers(runs: Sequence[RunResults], *, metric: str = "precision_at_1"
         avg = averages(pq)
         ci = {m: metric_ci(pq[m].to_numpy(dtype=float), resamples=ci_resamples, seed=seed)
               for m in dict.fromkeys([*CI_METRICS, metric]) if m in pq.columns}
-        t["runs"].append({"label": label, "model": run.info.get("model", {}), "content_hash": run.content_hash,
+        chance = chance_numbers(pq, [*CI_METRICS, metric])
+        t["runs"].append({"label": label, "model": run.info.get("model", {}), "content_hash": run.content_hash, "chance": chance,
                           "root": str(run.root) if run.root else None, "n_failed_excluded": n_failed, "micro": avg["micro"], "macro": avg["macro"],
                           "subsets": avg["subsets"], "bootstrap_ci": ci})
         t["positional_bias"] += positional_numbers(pq, label, metric)
         t["heatmaps"] += heatmap_numbers(pq, label, heatmap_metric)
         t["length_curves"] += length_curve_numbers(pq, label, run.task, metric)
         t["easy_hard"] += easy_hard_numbers(pq, label, run.task, metric)
-        rob = robustness_numbers(pq, label, metric)
-        if rob is not None:
-            t["modality_robustness"].append(rob)
+        seen = run.info.get("modalities_seen") or run.info.get("model", {}).get("modalities")
+        t["modality_robustness"] += robustness_numbers(pq, label, metric, set(seen) if seen else None)
     return {"kind": "mmbench.report",
             "settings": {"metric": metric, "heatmap_metric": heatmap_metric, "ci_resamples": ci_resamples, "seed": seed,
                          "ci_method": "percentile bootstrap, seeded numpy Generator",
@@ -180,11 +229,31 @@ def draw_figures(data: dict[str, Any], out: Path) -> None:
             t["figures"][name] = d
 
 
+def _distinct_chance(runs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """One chance row when all runs were scored on the same items, else one per run."""
+    seen, out = set(), []
+    for r in runs:
+        key = tuple(sorted(r["chance"].items()))
+        if r["chance"] and key not in seen:
+            seen.add(key)
+            out.append(r)
+    return out if len(out) > 1 else out[:1]
+
+
+def _fit_cell(r: dict[str, Any]) -> str:
+    """The positional table's fit column: status, and the optimizer when it is not the default."""
+    status = r.get("fit_status", "ok" if r["converged"] else "unreliable")
+    label = "**UNRELIABLE**" if status == "unreliable" else status
+    opt = r.get("optimizer", "")
+    return label + (f" ({opt})" if opt and opt not in ("default", "ols") else "")
+
+
 def report_markdown(data: dict[str, Any]) -> str:
     s = data["settings"]
     metric, hm = s["metric"], s["heatmap_metric"]
     lines = ["# mmbench report", "",
-             f"Main metric `{metric}`; heatmaps `{hm}`. 95 % CIs: {s['ci_method']}, {s['ci_resamples']} resamples, seed {s['seed']}.", ""]
+             f"Main metric `{metric}`; heatmaps `{hm}`. 95 % CIs: {s['ci_method']}, {s['ci_resamples']} resamples, seed {s['seed']}. "
+             "All tests are two-sided.", ""]
     for t in data["tasks"]:
         figs = t.get("figures", {})
         lines += [f"## Task `{t['task']}`", "", "Pool set(s): " + ", ".join(f"`{h}`" for h in t["content_hashes"]), ""]
@@ -199,7 +268,12 @@ def report_markdown(data: dict[str, Any]) -> str:
                            [[r["label"], r["micro"]["n"], fmt(r["micro"].get(metric)),
                              f"{fmt(r['macro'].get(metric))} ({r['macro']['n_subsets']})"]
                             + [fmt_ci(r["bootstrap_ci"][m]["estimate"], r["bootstrap_ci"][m]["low"], r["bootstrap_ci"][m]["high"])
-                               for m in ci_names] for r in t["runs"]]), ""]
+                               for m in ci_names] for r in t["runs"]]
+                           + [[f"random ranking (expected){'' if len(t['runs']) == 1 else ', ' + r['label'] + ' items'}",
+                               "–", fmt(r["chance"].get(metric)), "–"] + [fmt(r["chance"].get(m)) for m in ci_names]
+                              for r in _distinct_chance(t["runs"])]), "",
+                  "The random-ranking row is the exact expected value of each metric when every item's pool is ranked "
+                  "uniformly at random: a model near it has learned nothing the metric can see.", ""]
         subsets = subset_order(k for r in t["runs"] for k in r["subsets"])
         if len(subsets) > 1:
             lines += [f"#### {metric} per subset", "",
@@ -219,9 +293,13 @@ def report_markdown(data: dict[str, Any]) -> str:
                              f"{fmt(r['depth_wald']['chi2'], 2)} ({r['depth_wald']['df']})", fmt_p(r["depth_wald"]["p_value"]),
                              f"{fmt(r['quadratic_coef'])}, χ²={fmt(r['quadratic_wald']['chi2'], 2)}", fmt_p(r["quadratic_wald"]["p_value"]),
                              f"{r['shape']}" + (f" (vertex {fmt(r['vertex'], 2)})" if r["vertex"] is not None else "")
-                             + ("" if r["model"].startswith("mixedlm") else f"; {r['model']}")
-                             + ("" if r["converged"] else "; did not converge")])
-            lines += [md_table(["model", "rows", "obs / needles", "depth Wald χ² (df)", "p", "depth² coef", "p (1 df)", "shape"], rows), ""]
+                             + ("" if r["model"].startswith("mixedlm") else f"; {r['model']}"),
+                             _fit_cell(r)])
+            lines += [md_table(["model", "rows", "obs / needles", "depth Wald χ² (df)", "p", "depth² coef", "p (1 df)", "shape",
+                                "fit"], rows), "",
+                      "Fit: `ok`; `boundary` = the random-intercept variance is ≈ 0 (a singular but valid fit); "
+                      "**UNRELIABLE** = no optimizer gave a converged fit with finite standard errors: do not read its "
+                      "tests. The optimizer is named when statsmodels' default had to be replaced.", ""]
             for e in t["positional_bias"]:
                 if "error" in e or e["rows"] != "all":
                     continue
@@ -231,11 +309,14 @@ def report_markdown(data: dict[str, Any]) -> str:
                                    [[x["term"], fmt(x["estimate"], 4), fmt(x["std_err"], 4), fmt(x["z"], 2), fmt_p(x["p_value"]),
                                      f"[{fmt(x['ci_low'], 4)}, {fmt(x['ci_high'], 4)}]"] for x in r["estimates"]]),
                           "", f"Random-intercept variance: {fmt(r['group_variance'], 4)}."
+                          + (f" Fit notes: {'; '.join(r['fit_notes'])}." if r.get("fit_notes") else "")
                           + (f" Warnings: {'; '.join(r['warnings'])}" if r["warnings"] else ""), "", "</details>", ""]
         if "heatmap" in figs:
             lines += [f"### Length × depth heatmaps ({hm})", "",
                       f"Rows: models; columns: anchor kinds; x: length bin, y: needle depth; brighter is higher. "
-                      f"Panels: {', '.join(figs['heatmap']['panels'])}. With one relevant item per query P@5 is at most 0.2.", "",
+                      f"Panels: {', '.join(figs['heatmap']['panels'])}. Colours run from 0 to the metric's ceiling (the mean a "
+                      f"perfect ranking reaches: {fmt(max(h['ceiling'] for h in t['heatmaps']), 2)} here; P@5 with one "
+                      "relevant item is at most 0.2), so a perfect cell is fully bright.", "",
                       f"![heatmaps]({figs['heatmap']['path']})", ""]
         if "length_curves" in figs:
             lines += [f"### {metric} by length", "", f"![length curves]({figs['length_curves']['path']})", ""]
@@ -256,7 +337,9 @@ def report_markdown(data: dict[str, Any]) -> str:
                       "Mean and sample standard deviation (N − 1) across the text, mixed and image background columns. "
                       f"Typing: stable if sd ≤ {th['STABLE_MAX_SD']}; else disrupted by mixed noise if mixed is more than "
                       f"{th['MIXED_DROP_MIN']} below both pure columns; else modality-biased if |text − image| ≥ {th['MODALITY_GAP_MIN']}; "
-                      "else variable.", "",
+                      "else variable. Text and image anchors are typed apart; a model that cannot see the anchor is "
+                      "`blind`, and one that cannot see a background modality is `not typed` (its anchor is then the "
+                      "only thing it sees in that column).", "",
                       md_table(["model", "text", "mixed", "image", "mean", "sd", "type"],
                                [[r["label"], fmt(r["scores"]["text"]), fmt(r["scores"]["mixed"]), fmt(r["scores"]["image"]),
                                  fmt(r["mean"]), fmt(r["sd"]), r["kind"]] for r in t["modality_robustness"]]), ""]

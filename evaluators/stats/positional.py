@@ -18,6 +18,14 @@ with depth in [0, 1]; the Wald chi-squared (1 df) of the depth^2 coefficient tes
 and a positive, significant coefficient with its vertex -b1 / (2 b2) inside (0, 1) is reported
 as a U-shape. Without a needle column (or with fewer than two needles) both models fall back to
 ordinary least squares and say so in `model`.
+
+Fits are checked, not trusted: statsmodels' default optimizer can stop at a degenerate point and
+still flag it converged (an infinite log-likelihood, a null standard error, zero variance: typical
+of chance-level binary scores). A fit is usable only if it converged with a finite log-likelihood and
+finite, positive standard errors for every fixed effect; otherwise the fit is repeated with other
+optimizers (`FIT_METHODS`) and the usable one with the highest REML criterion is kept. A random-intercept
+variance at the boundary (≈ 0) is a valid but singular fit and is reported as such; when no optimizer
+gives a usable fit the result says `fit_status="unreliable"` and why.
 """
 from __future__ import annotations
 
@@ -34,6 +42,9 @@ from scipy import stats
 from ._base import StatResult
 
 DEFAULT_ALPHA = 0.05
+# statsmodels MixedLM.fit(method=...), tried in this order; "default" is statsmodels' own chain (bfgs, lbfgs, cg)
+FIT_METHODS = ("default", "powell", "nm", "lbfgs")
+BOUNDARY_REL = 1e-6  # group variance below this share of the residual variance is "at the boundary"
 
 
 @dataclass
@@ -77,6 +88,9 @@ class PositionalBiasResult(StatResult):
     converged: bool
     warnings: list[str] = field(default_factory=list)
     depth_means: dict[str, float] = field(default_factory=dict)
+    optimizer: str = "ols"           # the statsmodels method of the kept fit(s)
+    fit_status: str = "ok"           # "ok", "boundary" (variance ≈ 0: singular but valid) or "unreliable"
+    fit_notes: list[str] = field(default_factory=list)
 
 
 def sort_length_bins(values) -> list[str]:
@@ -111,19 +125,74 @@ def wald_chi2(res, terms: list[str]) -> WaldTest:
 
 
 def _fit(formula: str, data: pd.DataFrame, use_groups: bool, caught: list[str]):
+    """(result, method, notes): OLS, or the checked mixed-model fit (see the module docstring)."""
     import statsmodels.formula.api as smf
 
+    if not use_groups:
+        return _recorded(lambda: smf.ols(formula, data).fit(), caught), "ols", []
+    model = smf.mixedlm(formula, data, groups=data["_g"])
+    notes: list[str] = []
+    usable = []
+    for method in FIT_METHODS:
+        try:
+            kw = {} if method == "default" else {"method": method}
+            res = _recorded(lambda: model.fit(reml=True, **kw), caught if method == FIT_METHODS[0] else [])
+        except (ValueError, np.linalg.LinAlgError) as exc:
+            notes.append(f"{method}: failed ({exc})")
+            continue
+        problem = _fit_problem(res)
+        if problem is None:
+            usable.append((float(res.llf), method, res))
+            if method == FIT_METHODS[0]:
+                break  # the default fit is sound: keep statsmodels' own answer
+        else:
+            notes.append(f"{method}: {problem}")
+        if usable and method != FIT_METHODS[0]:
+            break  # the first sound alternative; the default already failed
+    if not usable:
+        return res, "none usable", notes
+    llf, method, res = max(usable, key=lambda t: t[0])
+    if method != FIT_METHODS[0]:
+        notes.append(f"kept the {method} fit (REML log-likelihood {llf:.4g})")
+    return res, method, notes
+
+
+def _recorded(fit, caught: list[str]):
     with warnings.catch_warnings(record=True) as record:
         warnings.simplefilter("always")
-        if use_groups:
-            res = smf.mixedlm(formula, data, groups=data["_g"]).fit(reml=True)
-        else:
-            res = smf.ols(formula, data).fit()
+        res = fit()
     for w in record:
         msg = f"{w.category.__name__}: {w.message}"
         if msg not in caught:
             caught.append(msg)
     return res
+
+
+def _fit_problem(res) -> str | None:
+    """Why a mixed-model fit cannot be trusted, or None."""
+    if not bool(getattr(res, "converged", True)):
+        return "did not converge"
+    if not math.isfinite(float(res.llf)):
+        return f"log-likelihood {float(res.llf)} (degenerate optimum)"
+    bse = np.asarray(res.bse_fe, dtype=float)
+    if not np.all(np.isfinite(bse)) or np.any(bse <= 0) or np.any(bse > 1e6):
+        return "fixed-effect standard errors are not finite and positive"
+    if not np.all(np.isfinite(np.asarray(res.cov_re, dtype=float))):
+        return "random-effect variance is not finite"
+    return None
+
+
+def _status(res, method: str, notes: list[str]) -> str:
+    if method == "none usable":
+        return "unreliable"
+    if method == "ols":
+        return "ok"
+    var = float(np.asarray(res.cov_re)[0, 0])
+    if var <= BOUNDARY_REL * max(float(res.scale), 1e-300):
+        notes.append("random-intercept variance at the boundary (≈ 0): a singular fit, equivalent to no needle "
+                     "effect; the fixed effects are still estimated")
+        return "boundary"
+    return "ok"
 
 
 def positional_bias_lmm(df: pd.DataFrame, *, score: str = "precision_at_1", depth: str = "depth",
@@ -159,12 +228,12 @@ def positional_bias_lmm(df: pd.DataFrame, *, score: str = "precision_at_1", dept
     length_term = " + C(_len)" if use_length else ""
     caught: list[str] = []
 
-    res = _fit(f"_y ~ C(_depth){length_term}", data, use_groups, caught)
+    res, method, notes = _fit(f"_y ~ C(_depth){length_term}", data, use_groups, caught)
     depth_terms = [n for n in res.params.index if n.startswith("C(_depth)")]
     fe_names = list(res.fe_params.index) if use_groups else list(res.params.index)
     depth_test = wald_chi2(res, depth_terms)
 
-    qres = _fit(f"_y ~ _dnum + I(_dnum ** 2){length_term}", data, use_groups, caught)
+    qres, qmethod, qnotes = _fit(f"_y ~ _dnum + I(_dnum ** 2){length_term}", data, use_groups, caught)
     q_fe = list(qres.fe_params.index) if use_groups else list(qres.params.index)
     quad_test = wald_chi2(qres, ["I(_dnum ** 2)"])
     b1, b2 = float(qres.params["_dnum"]), float(qres.params["I(_dnum ** 2)"])
@@ -184,7 +253,7 @@ def positional_bias_lmm(df: pd.DataFrame, *, score: str = "precision_at_1", dept
     if use_groups:
         group_var = float(np.asarray(res.cov_re)[0, 0])
         model = f"mixedlm REML (random intercept per {group})"
-        converged = bool(getattr(res, "converged", True)) and bool(getattr(qres, "converged", True))
+        converged = _fit_problem(res) is None and _fit_problem(qres) is None
     else:
         why = "no group column" if not has_group else "fewer than two groups with repeated rows"
         model = f"ols ({why}; no random intercept)"
@@ -201,9 +270,14 @@ def positional_bias_lmm(df: pd.DataFrame, *, score: str = "precision_at_1", dept
     depth_test.terms = [nice(t) for t in depth_test.terms]
     quad_test.terms = [nice(t) for t in quad_test.terms]
     means = data.groupby("_depth", observed=True)["_y"].mean()
+    fit_notes = [f"categorical model: {n}" for n in notes] + [f"quadratic model: {n}" for n in qnotes]
+    statuses = {_status(res, method, fit_notes), _status(qres, qmethod, fit_notes)}
+    fit_status = "unreliable" if "unreliable" in statuses else "boundary" if "boundary" in statuses else "ok"
+    fit_notes = list(dict.fromkeys(fit_notes))
     return PositionalBiasResult(
         score=score, model=model, n_obs=int(len(data)), n_groups=int(data["_g"].nunique()) if use_groups else None,
         depth_levels=depth_levels, length_levels=length_levels, depth_wald=depth_test, quadratic_wald=quad_test,
         quadratic_coef=b2, linear_coef=b1, vertex=vertex, shape=shape, depth_effect=bool(depth_test.p_value < alpha),
         alpha=float(alpha), estimates=ests, quadratic_estimates=qests, group_variance=group_var, converged=converged,
-        warnings=caught, depth_means={str(k): float(v) for k, v in means.items()})
+        warnings=caught, depth_means={str(k): float(v) for k, v in means.items()},
+        optimizer=method if method == qmethod else f"{method} / {qmethod}", fit_status=fit_status, fit_notes=fit_notes)
