@@ -114,7 +114,8 @@ def summary_lines(drops: dict[str, Any]) -> list[str]:
 
 
 def normalise_question(text: str) -> str:
-    return re.sub(r"[^0-9a-z]+", " ", text.lower()).strip()
+    """Lower-case words and digits of any script (Chinese Youku queries included), punctuation dropped."""
+    return re.sub(r"[\W_]+", " ", text.casefold()).strip()
 
 
 def query_text(doc) -> str:

@@ -127,9 +127,15 @@ def parse_params(items: list[str], flag: str = "--param") -> dict[str, Any]:
     return out
 
 
+BOOLEAN_WORDS = {"true": True, "false": False, "yes": True, "no": False}
+
+
 def parse_value(raw: str) -> Any:
-    """A Python literal where `raw` parses as one; a bracketed list of bare words ([text, mixed]) as a list
-    (so a list-valued builder parameter is never split into characters); else the string itself."""
+    """A Python literal where `raw` parses as one; true/false/yes/no (any case) as booleans (the string "false"
+    would otherwise count as true); a bracketed list of bare words ([text, mixed]) as a list (so a list-valued
+    builder parameter is never split into characters); else the string itself."""
+    if raw.strip().lower() in BOOLEAN_WORDS:
+        return BOOLEAN_WORDS[raw.strip().lower()]
     try:
         return ast.literal_eval(raw)
     except (ValueError, SyntaxError):
