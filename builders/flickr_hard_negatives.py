@@ -22,6 +22,7 @@ order does not depend on the similarity order.
 """
 from __future__ import annotations
 
+import functools
 import hashlib
 from collections import defaultdict
 from pathlib import Path
@@ -135,6 +136,7 @@ def hard_negatives(embeddings: np.ndarray, image_ids: Sequence[str], k: int, blo
     return idx, sims, skipped
 
 
+@functools.lru_cache(maxsize=2)
 def _load_caption_model(model_name: str | None):
     from mmbench.models.sentence_transformer import MINILM_HUB_ID, SentenceTransformerModel, packaged_minilm_path
 

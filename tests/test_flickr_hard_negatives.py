@@ -13,7 +13,8 @@ import pytest
 
 from fake_llm_server import FakeLLMServer
 from mmbench.builders.flickr_hard_negatives import _rng, embed_captions, hard_negatives, sample_pool, stratify
-from mmbench.builders.sources.flickr30k import (FlickrSourceError, read_annotations_csv, read_hf, read_karpathy)
+from mmbench.builders.sources.flickr30k import (FlickrSourceError, read_annotations_csv, read_hf, read_karpathy,
+                                                read_token)
 from mmbench.builders.sources.sample_flickr import captions, sample_flickr, sample_scenes
 from mmbench.cli import main
 from mmbench.poolset import load_poolset
@@ -63,13 +64,13 @@ def test_hard_negatives_match_brute_force_with_ties():
     emb[7] = emb[3] * 2.0          # same direction: exact ties with row 3 for every other row
     emb[21] = emb[3]
     ids = [f"id{(i * 17) % 40:02d}" for i in range(40)]  # id order differs from row order
-    idx, sims = hard_negatives(emb, ids, k=9, block=16)
-    assert idx.tolist() == _brute_force(emb.tolist(), ids, 9)
+    idx, sims, skipped = hard_negatives(emb, ids, k=9, block=16)
+    assert idx.tolist() == _brute_force(emb.tolist(), ids, 9) and skipped == {}
     assert all(i not in row for i, row in enumerate(idx.tolist()))
     assert np.all(np.diff(sims, axis=1) <= 0)
     # permuting the rows permutes the answer: selection does not depend on input order
     perm = rng.permutation(40)
-    idx2, _ = hard_negatives(emb[perm], [ids[p] for p in perm], k=9)
+    idx2, _, _ = hard_negatives(emb[perm], [ids[p] for p in perm], k=9)
     assert [[ids[perm[j]] for j in row] for row in idx2.tolist()] == [[ids[j] for j in idx[p]] for p in perm]
     with pytest.raises(ValueError, match="more than"):
         hard_negatives(emb[:9], ids[:9], k=9)
@@ -105,8 +106,8 @@ def test_build_sample_structure_and_hard_negatives(built):
         assert item.relevant_ids == [f"img-{item.id}"] and item.meta["caption_index"] == strata[item.id]
         assert len(item.candidate_ids) == 25 == len(set(item.candidate_ids))
         assert set(item.candidate_ids) == {f"img-{item.id}"} | {f"img-{pool_ids[j]}" for j in expected[row]}
-        # stored order is the documented seeded permutation of [image, negatives by similarity]
-        members = [f"img-{item.id}"] + [f"img-{pool_ids[j]}" for j in expected[row]]
+        # stored order is the documented seeded permutation of the candidates listed by image id
+        members = sorted([f"img-{item.id}"] + [f"img-{pool_ids[j]}" for j in expected[row]])
         order = _rng(0, "order", item.id).permutation(25)
         assert item.candidate_ids == [members[i] for i in order]
         assert item.candidate_ids.index(f"img-{item.id}") + 1 == item.meta["gt_position"]
@@ -137,6 +138,10 @@ def _export(tmp_path, n=30):
         w.writerow(["raw", "sentids", "split", "filename", "img_id"])
         for i, r in enumerate(recs):
             w.writerow([json.dumps(list(r.captions)), "[]", "test", f"{r.image_id}.jpg", i])
+    with open(tmp_path / "results_20130124.token", "w") as fh:  # the original release: name.jpg#k<TAB>caption
+        for k in (3, 0, 4, 1, 2):  # the caption number decides the order, not the line order
+            for r in recs:
+                fh.write(f"{r.image_id}.jpg#{k}\t{r.captions[k]}\n")
     import pyarrow as pa
     import pyarrow.parquet as pq
 
@@ -153,6 +158,7 @@ def test_readers_agree_with_the_sample(tmp_path):
     readers = {"karpathy": read_karpathy(str(tmp_path / "dataset_flickr30k.json"), str(root)),
                "results.csv": read_annotations_csv(str(tmp_path / "results.csv"), str(root)),
                "annotations.csv": read_annotations_csv(str(tmp_path / "flickr_annotations_30k.csv"), str(root)),
+               "token": read_token(str(tmp_path / "results_20130124.token"), str(root)),
                "parquet": read_hf(str(tmp_path / "flickr.parquet"))}
     for name, got in readers.items():
         assert {r.image_id: r.captions for r in got} == want, name
@@ -164,7 +170,8 @@ def test_readers_agree_with_the_sample(tmp_path):
 def test_reader_errors_name_file_and_record(tmp_path):
     recs, root = _export(tmp_path, n=6)
     bad = tmp_path / "bad.json"
-    bad.write_text(json.dumps({"images": [{"filename": "a.jpg", "sentences": [{"raw": "x"}]}, {"filename": "b.jpg"}]}))
+    bad.write_text(json.dumps({"images": [{"filename": f"{recs[0].image_id}.jpg", "sentences": [{"raw": "x"}]},
+                                          {"filename": f"{recs[1].image_id}.jpg"}]}))
     with pytest.raises(FlickrSourceError, match=r"bad\.json: images\[1\] lacks field 'sentences'"):
         read_karpathy(str(bad), str(root))
     odd = tmp_path / "odd.csv"
@@ -295,3 +302,284 @@ def test_seed_003_defaults(tmp_path, monkeypatch):
     with pytest.raises(RuntimeError, match="stop after"):
         fhn.build("karpathy", tmp_path / "out", pool_size=30, n_queries=10, **args)
     assert used == ["sentence-transformers/all-mpnet-base-v2"]
+
+
+# ---- exclusions, validity ------------------------------------------------------------------
+
+def test_hard_negatives_skip_excluded_rows_and_report_those_they_displaced():
+    rng = np.random.default_rng(1)
+    emb = rng.normal(size=(30, 5))
+    ids = [f"id{i:02d}" for i in range(30)]
+    free, _, _ = hard_negatives(emb, ids, k=6)
+    displaced = {int(free[4, 0]), int(free[4, 5])}
+    far = next(j for j in range(30) if j != 4 and j not in free[4])     # would not have been chosen anyway
+    idx, _, skipped = hard_negatives(emb, ids, k=6, exclude={4: displaced | {far}})
+    assert skipped == {4: sorted(displaced)}
+    ranked = [j for j in _brute_force(emb.tolist(), ids, 29)[4] if j not in displaced | {far}]
+    assert idx[4].tolist() == ranked[:6]
+    assert np.array_equal(np.delete(idx, 4, axis=0), np.delete(free, 4, axis=0))   # other rows untouched
+    with pytest.raises(ValueError, match="fewer than 6 images are left"):
+        hard_negatives(emb[:8], ids[:8], k=6, exclude={0: {1, 2}})
+
+
+def test_negative_sharing_the_query_caption_is_excluded_and_counted(tmp_path):
+    """Three images described by one caption: none may be a negative of a query made of that caption."""
+    recs, root = _export(tmp_path, n=30)
+    data = json.loads((tmp_path / "dataset_flickr30k.json").read_text())
+    shared = data["images"][0]["sentences"][0]["raw"]
+    for entry in data["images"][:3]:                  # whichever caption index they get, their query is `shared`
+        for sent in entry["sentences"]:
+            sent["raw"] = shared
+    (tmp_path / "dataset_flickr30k.json").write_text(json.dumps(data))
+    ps = get_task("flickr_hard_negatives").build("karpathy", tmp_path / "out", seed=0, pool_size=30, n_queries=30,
+                                                 n_negatives=4, caption_model="minilm", progress=False,
+                                                 annotations=str(tmp_path / "dataset_flickr30k.json"),
+                                                 image_root=str(root))
+    queries, cands = ps.query_by_id(), ps.candidate_by_id()
+    hit = [p for p in ps.pools if queries[p.query_id].text == shared]
+    assert len(hit) == 3
+    for item in hit:
+        negatives = [c for c in item.candidate_ids if c not in item.relevant_ids]
+        assert len(negatives) == 4 and all(shared not in cands[c].meta["captions"] for c in negatives)
+    dropped = ps.manifest["dropped"]["negatives"]["dropped"]
+    # identical texts have identical vectors (similarity 1): each query lost its 2 twins from its top 4
+    assert dropped["shares the query's caption text"]["count"] == 6
+    assert ps.manifest["validity"]["ok"]
+
+
+def test_validator_names_item_and_invariant(built, tmp_path):
+    from mmbench.builders.validity import validate
+
+    ps = load_poolset(built)
+    assert validate(ps).ok
+    cands = ps.candidate_by_id()
+    a, b = ps.pools[0], ps.pools[1]
+    neg = next(c for c in a.candidate_ids if c not in a.relevant_ids)
+    cands[neg].meta["captions"][2] = ps.query_by_id()[a.query_id].text        # a negative now also fits the query
+    b.relevant_ids = [b.relevant_ids[0], next(c for c in b.candidate_ids if c not in b.relevant_ids)]
+    ps.pools[2].candidate_ids = ps.pools[2].candidate_ids[:-1]
+    ps.pools[3].meta["gt_position"] = 0
+    got = {(v.item, v.invariant) for v in validate(ps).violations}
+    assert got == {(a.id, "negatives_not_described"), (b.id, "one_relevant_image"),
+                   (ps.pools[2].id, "candidates_per_query"), (ps.pools[3].id, "gt_position")}
+
+
+# ---- the same content hash on every machine --------------------------------------------------
+
+def _small_sample(out):
+    return get_task("flickr_hard_negatives").build("sample", out, seed=0, sample_images=POOL, pool_size=POOL,
+                                                   n_queries=QUERIES, progress=False)
+
+
+def test_hash_ignores_last_bit_noise_in_the_caption_vectors(built, tmp_path, monkeypatch):
+    """Float32 vectors differ in their last bits between CPUs, kernels and batch shapes (shipped b4b3ccd7 vs
+    e10f4ea6 on another machine); no such difference may reach the hashed records."""
+    from mmbench.builders import flickr_hard_negatives as fhn
+
+    ref = load_poolset(built).content_hash
+    original = fhn.embed_captions
+    seen = []
+
+    def other_batches(texts, model_name, **kw):      # other padding per batch: ~1e-7 differences
+        v, info = original(texts, model_name, batch_size=7)
+        seen.append(float(np.abs(v - original(texts, model_name)[0]).max()))
+        return v, info
+
+    monkeypatch.setattr(fhn, "embed_captions", other_batches)
+    assert _small_sample(tmp_path / "batches").content_hash == ref
+    assert seen[0] > 0, "batch size changed nothing: this check would not see float noise"
+
+    def perturbed(texts, model_name, **kw):          # similarities move by ~1e-9
+        v, info = original(texts, model_name)
+        return v + np.random.default_rng(5).normal(scale=1e-9, size=v.shape), info
+
+    monkeypatch.setattr(fhn, "embed_captions", perturbed)
+    assert _small_sample(tmp_path / "perturbed").content_hash == ref
+
+
+def test_hash_is_the_same_with_other_cpu_kernels_and_thread_counts(built, tmp_path):
+    """A subprocess stands in for another machine: one BLAS/OpenMP thread instead of the default, torch's
+    generic kernels instead of AVX2/AVX-512, numpy without its AVX dispatch, libjpeg-turbo without SIMD."""
+    import os
+    import subprocess
+    import sys
+
+    from numpy._core._multiarray_umath import __cpu_dispatch__
+
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1",
+           "ATEN_CPU_CAPABILITY": "default", "ONEDNN_MAX_CPU_ISA": "SSE41", "JSIMD_FORCENONE": "1",
+           "NPY_DISABLE_CPU_FEATURES": " ".join(__cpu_dispatch__)}
+    out = tmp_path / "other_machine"
+    code = ("import sys; from mmbench.tasks import get_task; "
+            f"ps = get_task('flickr_hard_negatives').build('sample', sys.argv[1], seed=0, sample_images={POOL}, "
+            f"pool_size={POOL}, n_queries={QUERIES}, progress=False); print(ps.content_hash)")
+    proc = subprocess.run([sys.executable, "-c", code, str(out)], env=env, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert proc.stdout.split()[-1] == load_poolset(built).content_hash
+
+
+def test_no_model_floats_in_hashed_records(built):
+    ps = load_poolset(built)
+    for item in ps.pools:
+        assert not any(isinstance(v, float) for v in item.meta.values()), item.meta
+    stats = ps.manifest["builder"]["hard_negatives"]["similarity_max_min"]
+    assert set(stats) == {p.id for p in ps.pools} and all(1 >= hi >= lo for hi, lo in stats.values())
+
+
+def test_image_encoding_is_fixed_and_drops_metadata():
+    import io
+
+    from PIL import Image as PILImage
+    from PIL import PngImagePlugin
+
+    from mmbench.media import encode_image
+
+    img = PILImage.new("RGB", (8, 8), (10, 200, 30))
+    tagged = img.copy()
+    tagged.info.update({"icc_profile": b"\0" * 64, "dpi": (300, 300)})
+    info = PngImagePlugin.PngInfo()
+    info.add_text("Software", "x")
+    buf = io.BytesIO()
+    tagged.save(buf, format="PNG", pnginfo=info, icc_profile=b"\0" * 64)
+    reread = PILImage.open(io.BytesIO(buf.getvalue()))
+    for fmt in ("PNG", "JPEG"):
+        plain = encode_image(img, fmt)
+        assert encode_image(tagged, fmt) == plain == encode_image(reread, fmt)
+        assert b"iCCP" not in plain[0] and b"tEXt" not in plain[0] and b"pHYs" not in plain[0]
+    assert encode_image(img.convert("RGBA"), "PNG") == encode_image(img, "PNG")
+
+
+# ---- readers: official layouts and malformed variants ----------------------------------------
+
+def _one_line(exc_info) -> str:
+    msg = str(exc_info.value)
+    assert "\n" not in msg, msg
+    return msg
+
+
+def test_token_reader_has_no_splits(tmp_path):
+    _, root = _export(tmp_path, n=3)
+    with pytest.raises(FlickrSourceError, match="no splits; use source karpathy"):
+        read_token(str(tmp_path / "results_20130124.token"), str(root), split="test")
+
+
+@pytest.mark.parametrize("bad, message", [
+    ("{name}#0 A dog runs .", r"line 3: no TAB between the caption id and the caption"),
+    ("{name}\tA dog runs .", r"line 3: field 'caption id' is '.*\.jpg', expected 'name\.jpg#k'"),
+    ("{name}#one\tA dog runs .", r"line 3: field 'caption id' is '.*#one'"),
+    ("{name}#0\tA dog runs .", r"line 3: field 'caption id': .*\.jpg#0 appears twice"),
+    ("{name}#4\t   ", r"line 3: field 'caption' is empty"),
+])
+def test_token_reader_malformed_lines(tmp_path, bad, message):
+    recs, root = _export(tmp_path, n=2)
+    name = f"{recs[0].image_id}.jpg"
+    path = tmp_path / "bad.token"
+    path.write_text(f"{name}#0\t{recs[0].captions[0]}\n{name}#1\t{recs[0].captions[1]}\n{bad.format(name=name)}\n")
+    with pytest.raises(FlickrSourceError) as exc:
+        read_token(str(path), str(root))
+    assert re.search(rf"bad\.token: {message}", _one_line(exc))
+
+
+def test_non_utf8_annotations_name_the_line(tmp_path):
+    recs, root = _export(tmp_path, n=2)
+    path = tmp_path / "latin1.token"
+    path.write_bytes(f"{recs[0].image_id}.jpg#0\tA dog\n".encode() + b"{0}.jpg#1\tA caf\xe9 .\n".replace(
+        b"{0}", recs[0].image_id.encode()))
+    with pytest.raises(FlickrSourceError) as exc:
+        read_token(str(path), str(root))
+    assert re.search(r"latin1\.token: line 2: not UTF-8 text \(byte 0xe9", _one_line(exc))
+
+
+def test_image_caption_csv_with_an_unquoted_comma_is_an_error(tmp_path):
+    """Before: 'A dog, running' was read as 'A dog' and the rest silently dropped."""
+    recs, root = _export(tmp_path, n=2)
+    path = tmp_path / "captions.txt"
+    with open(path, "w", newline="") as fh:
+        w = csv.writer(fh)
+        w.writerow(["image", "caption"])
+        for r in recs:
+            for c in r.captions:
+                w.writerow([f"{r.image_id}.jpg", c.replace(" over ", ", over ")])   # commas, quoted by the writer
+    got = {r.image_id: r.captions for r in read_annotations_csv(str(path), str(root))}
+    assert got == {r.image_id: tuple(c.replace(" over ", ", over ") for c in r.captions) for r in recs}
+    lines = path.read_text().splitlines()
+    lines[4] = f"{recs[0].image_id}.jpg,A dog, running on grass"
+    path.write_text("\n".join(lines) + "\n")
+    with pytest.raises(FlickrSourceError) as exc:
+        read_annotations_csv(str(path), str(root))
+    assert re.search(r"captions\.txt: line 5: 3 fields where the header has 2 \(an unquoted ',' inside field "
+                     r"'caption'\?\)", _one_line(exc))
+
+
+def test_results_csv_with_an_extra_bar_is_an_error(tmp_path):
+    recs, root = _export(tmp_path, n=2)
+    path = tmp_path / "results.csv"
+    lines = path.read_text().splitlines()
+    lines[2] = lines[2] + " | and more"
+    path.write_text("\n".join(lines) + "\n")
+    with pytest.raises(FlickrSourceError) as exc:
+        read_annotations_csv(str(path), str(root))
+    assert re.search(r"results\.csv: line 3: 4 fields where the header has 3 \(an unquoted '\|' inside field "
+                     r"'comment'\?\)", _one_line(exc))
+
+
+def test_missing_image_is_a_one_line_error_or_a_counted_drop(tmp_path):
+    from mmbench.builders.sources.flickr30k import MISSING_IMAGE
+    from mmbench.builders.validity import DropLog
+
+    recs, root = _export(tmp_path, n=6)
+    gone = recs[2].image_id
+    (root / f"{gone}.jpg").unlink()
+    layouts = [(read_karpathy, "dataset_flickr30k.json", r"dataset_flickr30k\.json: images\[2\]: field 'filename'"),
+               (read_token, "results_20130124.token", r"results_20130124\.token: line \d+: field 'caption id'"),
+               (read_annotations_csv, "results.csv", r"results\.csv: line \d+: field 'image_name'"),
+               (read_annotations_csv, "flickr_annotations_30k.csv",
+                r"flickr_annotations_30k\.csv: line 4: field 'filename'")]
+    for reader, name, where in layouts:
+        with pytest.raises(FlickrSourceError) as exc:
+            reader(str(tmp_path / name), str(root))
+        assert re.search(rf"{where}: image file .*{gone}\.jpg does not exist", _one_line(exc)), name
+        log = DropLog("images")
+        got = reader(str(tmp_path / name), str(root), drops=log)
+        assert sorted(r.image_id for r in got) == sorted(r.image_id for r in recs if r.image_id != gone)
+        assert dict(log.reasons) == {MISSING_IMAGE: 1} and gone in log.examples[MISSING_IMAGE][0], name
+
+
+def test_build_fails_above_the_missing_share_unless_allowed(tmp_path, capsys):
+    recs, root = _export(tmp_path, n=30)
+    (root / f"{recs[5].image_id}.jpg").unlink()
+    out = tmp_path / "out"
+    args = ["build", "--task", "flickr_hard_negatives", "--source", "token", "--out", str(out),
+            "--param", f"annotations={tmp_path / 'results_20130124.token'}", "--param", f"image_root={root}",
+            "--param", "pool_size=25", "--param", "n_queries=5", "--param", "caption_model=minilm"]
+    capsys.readouterr()
+    assert main(args) == 2
+    err = capsys.readouterr().err.strip()
+    assert "\n" not in err and "1 of 30 images unusable, more than 1%" in err
+    assert f"{recs[5].image_id}.jpg" in err and "--param allow_missing=true" in err and not out.exists()
+    assert main(args + ["--param", "allow_missing=true"]) == 0
+    printed = capsys.readouterr().out
+    assert "source images: 30 read -> 29 kept" in printed and "dropped 1: image file missing under image_root" in printed
+    ps = load_poolset(out)
+    assert ps.manifest["dropped"]["images"]["dropped"]["image file missing under image_root"]["count"] == 1
+    assert ps.manifest["builder"]["source_images"] == 30
+
+
+def test_offline_caption_model_is_a_one_line_error_with_the_fix(tmp_path, monkeypatch, capsys):
+    import mmbench.models.sentence_transformer as st
+
+    _, root = _export(tmp_path, n=10)
+
+    def offline(model_id, **_):
+        raise OSError("We couldn't connect to 'https://huggingface.co' to load the files, and couldn't find them in "
+                      "the cached files.\nCheck your internet connection or see how to run the library in offline "
+                      "mode at 'https://huggingface.co/docs/transformers/installation#offline-mode'.")
+
+    monkeypatch.setattr(st, "SentenceTransformerModel", offline)
+    capsys.readouterr()
+    assert main(["build", "--task", "flickr_hard_negatives", "--source", "karpathy", "--out", str(tmp_path / "o"),
+                 "--param", f"annotations={tmp_path / 'dataset_flickr30k.json'}", "--param", f"image_root={root}",
+                 "--param", "pool_size=10", "--param", "n_queries=3"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "\n" not in err and "'sentence-transformers/all-mpnet-base-v2' (hub id) cannot be loaded" in err
+    assert "--param caption_model=/path/to/all-mpnet-base-v2" in err and "--param caption_model=minilm" in err
