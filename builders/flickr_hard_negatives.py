@@ -184,7 +184,8 @@ def load_source(source: str, seed: int, dataset: str | None, annotations: str | 
         return sample_flickr(sample_images, seed), {"images": f"mmbench procedural sample ({sample_images} scenes, "
                                                               f"seed {seed})"}
     if source == "hf":
-        return read_hf(dataset, hf_split=hf_split, split=split, drops=drops), {"dataset": f"{dataset} [{hf_split}]"}
+        # rows carry their image bytes; one without them is an error when the pool reads it
+        return read_hf(dataset, hf_split=hf_split, split=split), {"dataset": f"{dataset} [{hf_split}]"}
     readers = {"karpathy": read_karpathy, "token": read_token, "csv": read_annotations_csv}
     if source in readers:
         images = readers[source](annotations, image_root, split, drops=drops)

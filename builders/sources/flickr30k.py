@@ -267,8 +267,7 @@ def read_annotations_csv(annotations: str | None, image_root: str | None, split:
             out.append(rec)
     return out
 def read_hf(dataset: str | None, hf_split: str = "test", split: str | None = None, image_column: str = "image",
-            caption_column: str | None = None, id_column: str | None = None,
-            drops: "DropLog | None" = None) -> list[CaptionedImage]:
+            caption_column: str | None = None, id_column: str | None = None) -> list[CaptionedImage]:
     """A `datasets` release with an image column and a list-of-captions column."""
     if not dataset:
         raise FlickrSourceError("source 'hf' needs the parameter dataset (parquet file/folder or dataset name)")
