@@ -468,7 +468,6 @@ def test_token_reader_has_no_splits(tmp_path):
     ("{name}\tA dog runs .", r"line 3: field 'caption id' is '.*\.jpg', expected 'name\.jpg#k'"),
     ("{name}#one\tA dog runs .", r"line 3: field 'caption id' is '.*#one'"),
     ("{name}#0\tA dog runs .", r"line 3: field 'caption id': .*\.jpg#0 appears twice"),
-    ("{name}#4\t   ", r"line 3: field 'caption' is empty"),
 ])
 def test_token_reader_malformed_lines(tmp_path, bad, message):
     recs, root = _export(tmp_path, n=2)
@@ -478,6 +477,24 @@ def test_token_reader_malformed_lines(tmp_path, bad, message):
     with pytest.raises(FlickrSourceError) as exc:
         read_token(str(path), str(root))
     assert re.search(rf"bad\.token: {message}", _one_line(exc))
+
+
+def test_empty_captions_are_read_and_the_build_drops_and_counts_their_image(tmp_path):
+    from mmbench.builders.flickr_hard_negatives import FEW_CAPTIONS, usable_images
+    from mmbench.builders.validity import DropLog
+
+    recs, root = _export(tmp_path, n=3)
+    path = tmp_path / "results_20130124.token"
+    lines = path.read_text().splitlines()
+    target = next(i for i, line in enumerate(lines) if line.startswith(f"{recs[1].image_id}.jpg#2\t"))
+    lines[target] = f"{recs[1].image_id}.jpg#2\t  "
+    path.write_text("\n".join(lines) + "\n")
+    got = {r.image_id: r for r in read_token(str(path), str(root))}
+    assert got[recs[1].image_id].captions[2] == ""
+    log = DropLog("images")
+    kept = usable_images(list(got.values()), log)
+    assert sorted(r.image_id for r in kept) == sorted([recs[0].image_id, recs[2].image_id])
+    assert dict(log.reasons) == {FEW_CAPTIONS: 1} and log.read == 3
 
 
 def test_non_utf8_annotations_name_the_line(tmp_path):

@@ -140,9 +140,7 @@ def read_token(annotations: str | None, image_root: str | None, split: str | Non
         if m is None:
             raise FlickrSourceError(f"{path}: line {n}: field 'caption id' is {key!r}, expected 'name.jpg#k' "
                                     "with k a caption number")
-        name, k, caption = m["name"], int(m["k"]), caption.strip()
-        if not caption:
-            raise FlickrSourceError(f"{path}: line {n}: field 'caption' is empty for {key}")
+        name, k, caption = m["name"], int(m["k"]), caption.strip()  # an empty caption is kept: the build drops
         caps = captions.setdefault(name, {})
         if k in caps:
             raise FlickrSourceError(f"{path}: line {n}: field 'caption id': {key} appears twice")
@@ -249,8 +247,9 @@ def read_annotations_csv(annotations: str | None, image_root: str | None, split:
                               f"comment_number {number} and the rest as the caption", stacklevel=2)
             if not name:
                 raise FlickrSourceError(f"{path}: line {n}: field {name_col!r} is empty")
-            if not cap:
-                raise FlickrSourceError(f"{path}: line {n}: field {cap_col!r} is {'missing' if cap is None else 'empty'}")
+            if cap is None:
+                raise FlickrSourceError(f"{path}: line {n}: field {cap_col!r} is missing")
+            # an empty caption is kept; the builder drops (and counts) images with fewer than five non-empty ones
             order = r.get("comment_number")
             try:
                 key = float(order) if order not in (None, "") else float(len(captions.get(name, [])))
