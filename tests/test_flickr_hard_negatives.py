@@ -347,6 +347,22 @@ def test_negative_sharing_the_query_caption_is_excluded_and_counted(tmp_path):
     assert ps.manifest["validity"]["ok"]
 
 
+def test_an_image_with_the_query_image_bytes_is_never_its_negative(tmp_path):
+    recs, root = _export(tmp_path, n=11)
+    a, b = recs[0].image_id, recs[1].image_id
+    (root / f"{b}.jpg").write_bytes((root / f"{a}.jpg").read_bytes())     # the same photo under two names
+    ps = get_task("flickr_hard_negatives").build("karpathy", tmp_path / "out", seed=0, pool_size=11, n_queries=11,
+                                                 n_negatives=9, caption_model="minilm", progress=False,
+                                                 annotations=str(tmp_path / "dataset_flickr30k.json"),
+                                                 image_root=str(root))
+    by_id = {p.id: p for p in ps.pools}
+    assert f"img-{b}" not in by_id[a].candidate_ids and f"img-{a}" not in by_id[b].candidate_ids
+    assert all(len(p.candidate_ids) == 10 for p in ps.pools)     # the other 9 images stand in
+    skipped = ps.manifest["dropped"]["negatives"]["dropped"]["same image bytes as the query's image"]
+    assert skipped == {"count": 2, "examples": [f"q-{a}: img-{b}", f"q-{b}: img-{a}"]}
+    assert ps.manifest["validity"]["ok"]
+
+
 def test_validator_names_item_and_invariant(built, tmp_path):
     from mmbench.builders.validity import validate
 
@@ -359,9 +375,14 @@ def test_validator_names_item_and_invariant(built, tmp_path):
     b.relevant_ids = [b.relevant_ids[0], next(c for c in b.candidate_ids if c not in b.relevant_ids)]
     ps.pools[2].candidate_ids = ps.pools[2].candidate_ids[:-1]
     ps.pools[3].meta["gt_position"] = 0
+    d = ps.pools[4]
+    twin = next(c for c in d.candidate_ids if c not in d.relevant_ids)
+    cands[twin].segments = list(cands[d.relevant_ids[0]].segments)                 # same bytes as the answer
     got = {(v.item, v.invariant) for v in validate(ps).violations}
-    assert got == {(a.id, "negatives_not_described"), (b.id, "one_relevant_image"),
-                   (ps.pools[2].id, "candidates_per_query"), (ps.pools[3].id, "gt_position")}
+    assert {(a.id, "negatives_not_described"), (b.id, "one_relevant_image"), (ps.pools[2].id, "candidates_per_query"),
+            (ps.pools[3].id, "gt_position"), (d.id, "negatives_not_described")} <= got
+    assert {inv for _, inv in got} == {"negatives_not_described", "one_relevant_image", "candidates_per_query",
+                                       "gt_position"}
 
 
 # ---- the same content hash on every machine --------------------------------------------------
