@@ -27,7 +27,7 @@ TASK = TaskSpec(
         "hf_split": "hf: the split to load (default test, the only split of nlphuji/flickr30k)",
         "annotations": "token: results_20130124.token; karpathy: dataset_flickr30k.json; "
                        "csv: results.csv / flickr_annotations_30k.csv / image,caption CSV",
-        "image_root": "token/karpathy/csv: folder holding the image files (flickr30k-images)",
+        "image_root": "token/karpathy/csv: folder holding the image files, or the release's .zip/.tar of them",
         "split": "optional Karpathy split filter (train, val, test)",
         "caption_model": "sentence-transformers model for caption similarity: hub id or local folder (default "
                          "all-mpnet-base-v2; `minilm` = the packaged all-MiniLM-L6-v2, the sample's default)",

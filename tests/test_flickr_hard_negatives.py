@@ -621,3 +621,46 @@ def test_offline_caption_model_is_a_one_line_error_with_the_fix(tmp_path, monkey
     err = capsys.readouterr().err.strip()
     assert "\n" not in err and "'sentence-transformers/all-mpnet-base-v2' (hub id) cannot be loaded" in err
     assert "--param caption_model=/path/to/all-mpnet-base-v2" in err and "--param caption_model=minilm" in err
+
+
+def test_image_root_may_be_the_release_archive(tmp_path):
+    """nlphuji/flickr30k ships flickr30k-images.zip beside flickr_annotations_30k.csv; it is read in place."""
+    import tarfile
+    import zipfile
+
+    recs, root = _export(tmp_path, n=6)
+    want = {r.image_id: (root / f"{r.image_id}.jpg").read_bytes() for r in recs}
+    zpath, tpath, gz = tmp_path / "flickr30k-images.zip", tmp_path / "flickr30k-images.tar", tmp_path / "images.tar.gz"
+    with zipfile.ZipFile(zpath, "w") as zf:
+        for r in recs[1:]:                                  # recs[0] is missing from the archives
+            zf.write(root / f"{r.image_id}.jpg", f"flickr30k-images/{r.image_id}.jpg")
+    with tarfile.open(tpath, "w") as tf, tarfile.open(gz, "w:gz") as tgz:
+        for r in recs[1:]:
+            tf.add(root / f"{r.image_id}.jpg", f"flickr30k-images/{r.image_id}.jpg")
+            tgz.add(root / f"{r.image_id}.jpg", f"flickr30k-images/{r.image_id}.jpg")
+    for archive in (zpath, tpath):
+        with pytest.raises(FlickrSourceError) as exc:
+            read_annotations_csv(str(tmp_path / "flickr_annotations_30k.csv"), str(archive))
+        assert re.search(rf"line 2: field 'filename': image file .*{archive.name}!{recs[0].image_id}\.jpg does not "
+                         "exist", _one_line(exc))
+        from mmbench.builders.validity import DropLog
+
+        log = DropLog("images")
+        got = read_annotations_csv(str(tmp_path / "flickr_annotations_30k.csv"), str(archive), drops=log)
+        assert log.dropped == 1 and {r.image_id: r.read()[0] for r in got} == {k: v for k, v in want.items()
+                                                                              if k != recs[0].image_id}
+    with pytest.raises(FlickrSourceError, match="compressed tar archive; unpack it first"):
+        read_karpathy(str(tmp_path / "dataset_flickr30k.json"), str(gz))
+    (tmp_path / "notes.txt").write_text("not an archive")
+    with pytest.raises(FlickrSourceError, match="neither a .zip nor a .tar"):
+        read_token(str(tmp_path / "results_20130124.token"), str(tmp_path / "notes.txt"))
+    damaged = bytearray(zpath.read_bytes())
+    start = damaged.find(want[recs[1].image_id][200:260])
+    damaged[start:start + 40] = bytes(40)
+    zpath.write_bytes(bytes(damaged))
+    first = next(r for r in read_token(str(tmp_path / "results_20130124.token"), str(zpath), drops=DropLog("x"))
+                 if r.image_id == recs[1].image_id)
+    with pytest.raises(FlickrSourceError) as exc:
+        first.read()
+    assert re.search(rf"cannot read .*flickr30k-images\.zip!{recs[1].image_id}\.jpg \(damaged archive member",
+                     _one_line(exc))

@@ -1,8 +1,10 @@
 """Flickr30k readers: images with their five captions, from the official release or its common re-packagings.
 
 Each reader follows one published layout (the README's Flickr section cites the document for each).
-Images are loaded lazily, only for the pool the builder samples; image files that are missing under
-``image_root`` are counted in a `DropLog` when the builder passes one (else they are an error).
+Images are loaded lazily, only for the pool the builder samples. ``image_root`` is the folder of
+images or the release's image archive (``flickr30k-images.zip`` of the Hugging Face release, an
+uncompressed ``.tar``), read in place. Images that are missing are counted in a `DropLog` when the
+builder passes one (else they are an error).
 
 * ``token``: the original release's ``results_20130124.token`` (Young et al. 2014): one caption per
   line, ``<file name>#<k><TAB><caption>`` with k = 0..4, plus ``image_root`` (``flickr30k-images/``).
@@ -27,7 +29,10 @@ import csv
 import io
 import json
 import re
+import tarfile
 import warnings
+import zipfile
+import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
@@ -100,24 +105,63 @@ def _read_text(path: Path) -> str:
                                 f"{exc.start})") from None
 
 
+def _archive_index(path: Path) -> dict[str, Callable[[], bytes]]:
+    """File name -> loader for the members of a .zip or uncompressed .tar (read in place, not unpacked)."""
+    members: list[tuple[str, Callable[[], bytes]]] = []
+    if zipfile.is_zipfile(path):
+        zf = zipfile.ZipFile(path)
+        members = [(i.filename, (lambda i=i: zf.read(i))) for i in zf.infolist() if not i.is_dir()]
+    elif tarfile.is_tarfile(path):
+        try:
+            tf = tarfile.open(path, "r:")
+        except tarfile.ReadError:
+            raise FlickrSourceError(f"image_root {path} is a compressed tar archive; unpack it first (reading "
+                                    "single images from it would decompress it again each time)") from None
+        members = [(m.name, (lambda m=m: tf.extractfile(m).read())) for m in tf.getmembers() if m.isfile()]
+    else:
+        raise FlickrSourceError(f"image_root {path} is a file but neither a .zip nor a .tar archive; give the folder "
+                                "of images or the release's archive")
+    index: dict[str, Callable[[], bytes]] = {}
+    seen: dict[str, str] = {}
+    for member, load in members:
+        base = Path(member).name
+        if base.startswith("._"):          # macOS resource forks some archives carry
+            continue
+        if base in index:
+            raise FlickrSourceError(f"image_root {path}: two members are named {base} ({seen[base]}, {member})")
+        index[base], seen[base] = _archive_loader(load, f"{path}!{member}"), member
+    return index
+
+
+def _archive_loader(load: Callable[[], bytes], where: str) -> Callable[[], bytes]:
+    def read() -> bytes:
+        try:
+            return load()
+        except (zipfile.BadZipFile, tarfile.TarError, EOFError, zlib.error) as exc:
+            raise OSError(f"damaged archive member {where}: {exc}") from None
+    return read
+
+
 class _ImageFiles:
-    """Resolves image file names under `root`; a missing file is dropped (with a DropLog) or an error."""
+    """Resolves image file names in `root`, a folder or the release's image archive (.zip/.tar, read in
+    place); a missing image is dropped (with a DropLog) or an error."""
 
     def __init__(self, root: Path, drops: "DropLog | None") -> None:
         self.root, self.drops = root, drops
-
-    def get(self, name: str, where: str, fld: str) -> Path | None:
-        path = self.root / name
-        if path.is_file():
-            return path
-        if self.drops is None:
-            raise FlickrSourceError(f"{where}: field {fld!r}: image file {path} does not exist")
-        self.drops.drop(MISSING_IMAGE, f"{where} ({name})")
-        return None
+        self.members = _archive_index(root) if root.is_file() else None
 
     def image(self, name: str, captions: tuple[str, ...], where: str, fld: str) -> CaptionedImage | None:
-        path = self.get(name, where, fld)
-        return None if path is None else CaptionedImage(_stem(name), captions, _file_loader(path), str(path))
+        if self.members is None:
+            path = self.root / name
+            found, origin = (_file_loader(path) if path.is_file() else None), str(path)
+        else:
+            found, origin = self.members.get(Path(name).name), f"{self.root}!{Path(name).name}"
+        if found is not None:
+            return CaptionedImage(_stem(name), captions, found, origin)
+        if self.drops is None:
+            raise FlickrSourceError(f"{where}: field {fld!r}: image file {origin} does not exist")
+        self.drops.drop(MISSING_IMAGE, f"{where} ({name})")
+        return None
 
 
 def read_token(annotations: str | None, image_root: str | None, split: str | None = None,
