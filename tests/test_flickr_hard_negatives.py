@@ -1,8 +1,8 @@
 """Flickr30k caption-space hard negatives: stratification, hard-negative selection against brute force,
-seeded candidate order, source readers, and an offline build → run (tiny CLIP) → rank (fake LLM) → compare."""
+exclusions and invariants, seeded candidate order, the same content hash on every machine, and an offline
+build → run (tiny CLIP) → rank (fake LLM) → compare. The readers are tested in test_flickr30k_readers.py."""
 from __future__ import annotations
 
-import csv
 import hashlib
 import json
 import math
@@ -12,9 +12,8 @@ import numpy as np
 import pytest
 
 from fake_llm_server import FakeLLMServer
+from flickr_layouts import export_layouts
 from mmbench.builders.flickr_hard_negatives import _rng, embed_captions, hard_negatives, sample_pool, stratify
-from mmbench.builders.sources.flickr30k import (FlickrSourceError, read_annotations_csv, read_hf, read_karpathy,
-                                                read_token)
 from mmbench.builders.sources.sample_flickr import captions, sample_flickr, sample_scenes
 from mmbench.cli import main
 from mmbench.poolset import load_poolset
@@ -117,77 +116,8 @@ def test_build_sample_structure_and_hard_negatives(built):
     assert img.kind == "image" and img.ref.endswith(".jpg")
 
 
-def _export(tmp_path, n=30):
-    """The sample written out in the three real layouts: image folder + Karpathy JSON, CSVs, parquet."""
-    recs = sample_flickr(n, seed=0)
-    root = tmp_path / "images"
-    root.mkdir()
-    for r in recs:
-        (root / f"{r.image_id}.jpg").write_bytes(r.read()[0])
-    karpathy = {"images": [{"filename": f"{r.image_id}.jpg", "split": "test" if i % 3 == 0 else "train",
-                            "sentences": [{"raw": c, "tokens": c.split()} for c in r.captions]}
-                           for i, r in enumerate(recs)]}
-    (tmp_path / "dataset_flickr30k.json").write_text(json.dumps(karpathy))
-    with open(tmp_path / "results.csv", "w") as fh:
-        fh.write("image_name| comment_number| comment\n")
-        for r in recs:
-            for k in (4, 2, 0, 1, 3):  # out of order on purpose: comment_number decides
-                fh.write(f"{r.image_id}.jpg| {k}| {r.captions[k]}\n")
-    with open(tmp_path / "flickr_annotations_30k.csv", "w", newline="") as fh:
-        w = csv.writer(fh)
-        w.writerow(["raw", "sentids", "split", "filename", "img_id"])
-        for i, r in enumerate(recs):
-            w.writerow([json.dumps(list(r.captions)), "[]", "test", f"{r.image_id}.jpg", i])
-    with open(tmp_path / "results_20130124.token", "w") as fh:  # the original release: name.jpg#k<TAB>caption
-        for k in (3, 0, 4, 1, 2):  # the caption number decides the order, not the line order
-            for r in recs:
-                fh.write(f"{r.image_id}.jpg#{k}\t{r.captions[k]}\n")
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-
-    table = pa.table({"image": [{"bytes": (root / f"{r.image_id}.jpg").read_bytes(), "path": f"{r.image_id}.jpg"}
-                                for r in recs],
-                      "caption": [list(r.captions) for r in recs], "filename": [f"{r.image_id}.jpg" for r in recs]})
-    pq.write_table(table, tmp_path / "flickr.parquet")
-    return recs, root
-
-
-def test_readers_agree_with_the_sample(tmp_path):
-    recs, root = _export(tmp_path)
-    want = {r.image_id: r.captions for r in recs}
-    readers = {"karpathy": read_karpathy(str(tmp_path / "dataset_flickr30k.json"), str(root)),
-               "results.csv": read_annotations_csv(str(tmp_path / "results.csv"), str(root)),
-               "annotations.csv": read_annotations_csv(str(tmp_path / "flickr_annotations_30k.csv"), str(root)),
-               "token": read_token(str(tmp_path / "results_20130124.token"), str(root)),
-               "parquet": read_hf(str(tmp_path / "flickr.parquet"))}
-    for name, got in readers.items():
-        assert {r.image_id: r.captions for r in got} == want, name
-        data, suffix, w, h = got[0].read()
-        assert suffix == ".jpg" and (w, h) == (96, 96) and data == (root / f"{got[0].image_id}.jpg").read_bytes()
-    assert len(read_karpathy(str(tmp_path / "dataset_flickr30k.json"), str(root), split="test")) == 10
-
-
-def test_reader_errors_name_file_and_record(tmp_path):
-    recs, root = _export(tmp_path, n=6)
-    bad = tmp_path / "bad.json"
-    bad.write_text(json.dumps({"images": [{"filename": f"{recs[0].image_id}.jpg", "sentences": [{"raw": "x"}]},
-                                          {"filename": f"{recs[1].image_id}.jpg"}]}))
-    with pytest.raises(FlickrSourceError, match=r"bad\.json: images\[1\] lacks field 'sentences'"):
-        read_karpathy(str(bad), str(root))
-    odd = tmp_path / "odd.csv"
-    odd.write_text("foo,bar\n1,2\n")
-    with pytest.raises(FlickrSourceError, match="odd.csv: unknown CSV layout"):
-        read_annotations_csv(str(odd), str(root))
-    (root / f"{recs[0].image_id}.jpg").write_bytes(b"not an image")
-    first = [r for r in read_karpathy(str(tmp_path / "dataset_flickr30k.json"), str(root)) if r.image_id == recs[0].image_id]
-    with pytest.raises(FlickrSourceError, match=f"{recs[0].image_id}.jpg is not a readable image"):
-        first[0].read()
-    with pytest.raises(FlickrSourceError, match="needs the parameter image_root"):
-        read_karpathy(str(tmp_path / "dataset_flickr30k.json"), None)
-
-
 def test_karpathy_build_matches_sample_build(tmp_path, built):
-    _export(tmp_path, n=POOL)
+    export_layouts(tmp_path, n=POOL)
     out = tmp_path / "from_karpathy"
     ps = get_task("flickr_hard_negatives").build("karpathy", out, seed=0, pool_size=POOL, n_queries=QUERIES,
                                                  caption_model="minilm", annotations=str(tmp_path / "dataset_flickr30k.json"),
@@ -262,19 +192,6 @@ def test_offline_run_rank_compare(built, tmp_path, capsys):
     assert "| random ranking (expected) |" in (cmp_out / "compare.md").read_text()
 
 
-def test_results_csv_line_without_its_second_bar_is_read_with_a_warning(tmp_path):
-    """The published results.csv has one line like '2199200615.jpg| 4 A dog runs across the grass .'."""
-    recs, root = _export(tmp_path, n=3)
-    path = tmp_path / "results.csv"
-    lines = path.read_text().splitlines()
-    target = next(i for i, line in enumerate(lines) if line.endswith(recs[1].captions[3]) and "| 3|" in line)
-    lines[target] = lines[target].replace("| 3| ", "| 3 ")
-    path.write_text("\n".join(lines) + "\n")
-    with pytest.warns(UserWarning, match=rf"results\.csv: line {target + 1}: no '\|' between comment_number"):
-        got = {r.image_id: r.captions for r in read_annotations_csv(str(path), str(root))}
-    assert got == {r.image_id: r.captions for r in recs}
-
-
 def test_seed_003_defaults(tmp_path, monkeypatch):
     """The seed's numbers are the defaults: pool 5,000 in 5 strata of 1,000, 1,000 queries, 24 negatives
     (25 candidates), all-mpnet-base-v2 for real sources, 1,000 bootstrap resamples for metric CIs."""
@@ -288,7 +205,7 @@ def test_seed_003_defaults(tmp_path, monkeypatch):
     assert inspect.signature(compare_runs).parameters["ci_resamples"].default == 1000
     strata = stratify([f"{i:05d}" for i in range(5000)], seed=0)
     assert [sum(v == g for v in strata.values()) for g in range(5)] == [1000] * 5
-    _export(tmp_path, n=30)
+    export_layouts(tmp_path, n=30)
     args = dict(annotations=str(tmp_path / "dataset_flickr30k.json"), image_root=str(tmp_path / "images"), progress=False)
     with pytest.raises(ValueError, match="pool_size 5000 exceeds the 30 usable images"):
         fhn.build("karpathy", tmp_path / "out", **args)
@@ -324,7 +241,7 @@ def test_hard_negatives_skip_excluded_rows_and_report_those_they_displaced():
 
 def test_negative_sharing_the_query_caption_is_excluded_and_counted(tmp_path):
     """Three images described by one caption: none may be a negative of a query made of that caption."""
-    recs, root = _export(tmp_path, n=30)
+    recs, root = export_layouts(tmp_path, n=30)
     data = json.loads((tmp_path / "dataset_flickr30k.json").read_text())
     shared = data["images"][0]["sentences"][0]["raw"]
     for entry in data["images"][:3]:                  # whichever caption index they get, their query is `shared`
@@ -348,7 +265,7 @@ def test_negative_sharing_the_query_caption_is_excluded_and_counted(tmp_path):
 
 
 def test_an_image_with_the_query_image_bytes_is_never_its_negative(tmp_path):
-    recs, root = _export(tmp_path, n=11)
+    recs, root = export_layouts(tmp_path, n=11)
     a, b = recs[0].image_id, recs[1].image_id
     (root / f"{b}.jpg").write_bytes((root / f"{a}.jpg").read_bytes())     # the same photo under two names
     ps = get_task("flickr_hard_negatives").build("karpathy", tmp_path / "out", seed=0, pool_size=11, n_queries=11,
@@ -468,199 +385,3 @@ def test_image_encoding_is_fixed_and_drops_metadata():
         assert encode_image(tagged, fmt) == plain == encode_image(reread, fmt)
         assert b"iCCP" not in plain[0] and b"tEXt" not in plain[0] and b"pHYs" not in plain[0]
     assert encode_image(img.convert("RGBA"), "PNG") == encode_image(img, "PNG")
-
-
-# ---- readers: official layouts and malformed variants ----------------------------------------
-
-def _one_line(exc_info) -> str:
-    msg = str(exc_info.value)
-    assert "\n" not in msg, msg
-    return msg
-
-
-def test_token_reader_has_no_splits(tmp_path):
-    _, root = _export(tmp_path, n=3)
-    with pytest.raises(FlickrSourceError, match="no splits; use source karpathy"):
-        read_token(str(tmp_path / "results_20130124.token"), str(root), split="test")
-
-
-@pytest.mark.parametrize("bad, message", [
-    ("{name}#0 A dog runs .", r"line 3: no TAB between the caption id and the caption"),
-    ("{name}\tA dog runs .", r"line 3: field 'caption id' is '.*\.jpg', expected 'name\.jpg#k'"),
-    ("{name}#one\tA dog runs .", r"line 3: field 'caption id' is '.*#one'"),
-    ("{name}#0\tA dog runs .", r"line 3: field 'caption id': .*\.jpg#0 appears twice"),
-])
-def test_token_reader_malformed_lines(tmp_path, bad, message):
-    recs, root = _export(tmp_path, n=2)
-    name = f"{recs[0].image_id}.jpg"
-    path = tmp_path / "bad.token"
-    path.write_text(f"{name}#0\t{recs[0].captions[0]}\n{name}#1\t{recs[0].captions[1]}\n{bad.format(name=name)}\n")
-    with pytest.raises(FlickrSourceError) as exc:
-        read_token(str(path), str(root))
-    assert re.search(rf"bad\.token: {message}", _one_line(exc))
-
-
-def test_empty_captions_are_read_and_the_build_drops_and_counts_their_image(tmp_path):
-    from mmbench.builders.flickr_hard_negatives import FEW_CAPTIONS, usable_images
-    from mmbench.builders.validity import DropLog
-
-    recs, root = _export(tmp_path, n=3)
-    path = tmp_path / "results_20130124.token"
-    lines = path.read_text().splitlines()
-    target = next(i for i, line in enumerate(lines) if line.startswith(f"{recs[1].image_id}.jpg#2\t"))
-    lines[target] = f"{recs[1].image_id}.jpg#2\t  "
-    path.write_text("\n".join(lines) + "\n")
-    got = {r.image_id: r for r in read_token(str(path), str(root))}
-    assert got[recs[1].image_id].captions[2] == ""
-    log = DropLog("images")
-    kept = usable_images(list(got.values()), log)
-    assert sorted(r.image_id for r in kept) == sorted([recs[0].image_id, recs[2].image_id])
-    assert dict(log.reasons) == {FEW_CAPTIONS: 1} and log.read == 3
-
-
-def test_non_utf8_annotations_name_the_line(tmp_path):
-    recs, root = _export(tmp_path, n=2)
-    path = tmp_path / "latin1.token"
-    path.write_bytes(f"{recs[0].image_id}.jpg#0\tA dog\n".encode() + b"{0}.jpg#1\tA caf\xe9 .\n".replace(
-        b"{0}", recs[0].image_id.encode()))
-    with pytest.raises(FlickrSourceError) as exc:
-        read_token(str(path), str(root))
-    assert re.search(r"latin1\.token: line 2: not UTF-8 text \(byte 0xe9", _one_line(exc))
-
-
-def test_image_caption_csv_with_an_unquoted_comma_is_an_error(tmp_path):
-    """Before: 'A dog, running' was read as 'A dog' and the rest silently dropped."""
-    recs, root = _export(tmp_path, n=2)
-    path = tmp_path / "captions.txt"
-    with open(path, "w", newline="") as fh:
-        w = csv.writer(fh)
-        w.writerow(["image", "caption"])
-        for r in recs:
-            for c in r.captions:
-                w.writerow([f"{r.image_id}.jpg", c.replace(" over ", ", over ")])   # commas, quoted by the writer
-    got = {r.image_id: r.captions for r in read_annotations_csv(str(path), str(root))}
-    assert got == {r.image_id: tuple(c.replace(" over ", ", over ") for c in r.captions) for r in recs}
-    lines = path.read_text().splitlines()
-    lines[4] = f"{recs[0].image_id}.jpg,A dog, running on grass"
-    path.write_text("\n".join(lines) + "\n")
-    with pytest.raises(FlickrSourceError) as exc:
-        read_annotations_csv(str(path), str(root))
-    assert re.search(r"captions\.txt: line 5: 3 fields where the header has 2 \(an unquoted ',' inside field "
-                     r"'caption'\?\)", _one_line(exc))
-
-
-def test_results_csv_with_an_extra_bar_is_an_error(tmp_path):
-    recs, root = _export(tmp_path, n=2)
-    path = tmp_path / "results.csv"
-    lines = path.read_text().splitlines()
-    lines[2] = lines[2] + " | and more"
-    path.write_text("\n".join(lines) + "\n")
-    with pytest.raises(FlickrSourceError) as exc:
-        read_annotations_csv(str(path), str(root))
-    assert re.search(r"results\.csv: line 3: 4 fields where the header has 3 \(an unquoted '\|' inside field "
-                     r"'comment'\?\)", _one_line(exc))
-
-
-def test_missing_image_is_a_one_line_error_or_a_counted_drop(tmp_path):
-    from mmbench.builders.sources.flickr30k import MISSING_IMAGE
-    from mmbench.builders.validity import DropLog
-
-    recs, root = _export(tmp_path, n=6)
-    gone = recs[2].image_id
-    (root / f"{gone}.jpg").unlink()
-    layouts = [(read_karpathy, "dataset_flickr30k.json", r"dataset_flickr30k\.json: images\[2\]: field 'filename'"),
-               (read_token, "results_20130124.token", r"results_20130124\.token: line \d+: field 'caption id'"),
-               (read_annotations_csv, "results.csv", r"results\.csv: line \d+: field 'image_name'"),
-               (read_annotations_csv, "flickr_annotations_30k.csv",
-                r"flickr_annotations_30k\.csv: line 4: field 'filename'")]
-    for reader, name, where in layouts:
-        with pytest.raises(FlickrSourceError) as exc:
-            reader(str(tmp_path / name), str(root))
-        assert re.search(rf"{where}: image file .*{gone}\.jpg does not exist", _one_line(exc)), name
-        log = DropLog("images")
-        got = reader(str(tmp_path / name), str(root), drops=log)
-        assert sorted(r.image_id for r in got) == sorted(r.image_id for r in recs if r.image_id != gone)
-        assert dict(log.reasons) == {MISSING_IMAGE: 1} and gone in log.examples[MISSING_IMAGE][0], name
-
-
-def test_build_fails_above_the_missing_share_unless_allowed(tmp_path, capsys):
-    recs, root = _export(tmp_path, n=30)
-    (root / f"{recs[5].image_id}.jpg").unlink()
-    out = tmp_path / "out"
-    args = ["build", "--task", "flickr_hard_negatives", "--source", "token", "--out", str(out),
-            "--param", f"annotations={tmp_path / 'results_20130124.token'}", "--param", f"image_root={root}",
-            "--param", "pool_size=25", "--param", "n_queries=5", "--param", "caption_model=minilm"]
-    capsys.readouterr()
-    assert main(args) == 2
-    err = capsys.readouterr().err.strip()
-    assert "\n" not in err and "1 of 30 images unusable, more than 1%" in err
-    assert f"{recs[5].image_id}.jpg" in err and "--param allow_missing=true" in err and not out.exists()
-    assert main(args + ["--param", "allow_missing=true"]) == 0
-    printed = capsys.readouterr().out
-    assert "source images: 30 read -> 29 kept" in printed and "dropped 1: image file missing under image_root" in printed
-    ps = load_poolset(out)
-    assert ps.manifest["dropped"]["images"]["dropped"]["image file missing under image_root"]["count"] == 1
-    assert ps.manifest["builder"]["source_images"] == 30
-
-
-def test_offline_caption_model_is_a_one_line_error_with_the_fix(tmp_path, monkeypatch, capsys):
-    import mmbench.models.sentence_transformer as st
-
-    _, root = _export(tmp_path, n=10)
-
-    def offline(model_id, **_):
-        raise OSError("We couldn't connect to 'https://huggingface.co' to load the files, and couldn't find them in "
-                      "the cached files.\nCheck your internet connection or see how to run the library in offline "
-                      "mode at 'https://huggingface.co/docs/transformers/installation#offline-mode'.")
-
-    monkeypatch.setattr(st, "SentenceTransformerModel", offline)
-    capsys.readouterr()
-    assert main(["build", "--task", "flickr_hard_negatives", "--source", "karpathy", "--out", str(tmp_path / "o"),
-                 "--param", f"annotations={tmp_path / 'dataset_flickr30k.json'}", "--param", f"image_root={root}",
-                 "--param", "pool_size=10", "--param", "n_queries=3"]) == 2
-    err = capsys.readouterr().err.strip()
-    assert "\n" not in err and "'sentence-transformers/all-mpnet-base-v2' (hub id) cannot be loaded" in err
-    assert "--param caption_model=/path/to/all-mpnet-base-v2" in err and "--param caption_model=minilm" in err
-
-
-def test_image_root_may_be_the_release_archive(tmp_path):
-    """nlphuji/flickr30k ships flickr30k-images.zip beside flickr_annotations_30k.csv; it is read in place."""
-    import tarfile
-    import zipfile
-
-    recs, root = _export(tmp_path, n=6)
-    want = {r.image_id: (root / f"{r.image_id}.jpg").read_bytes() for r in recs}
-    zpath, tpath, gz = tmp_path / "flickr30k-images.zip", tmp_path / "flickr30k-images.tar", tmp_path / "images.tar.gz"
-    with zipfile.ZipFile(zpath, "w") as zf:
-        for r in recs[1:]:                                  # recs[0] is missing from the archives
-            zf.write(root / f"{r.image_id}.jpg", f"flickr30k-images/{r.image_id}.jpg")
-    with tarfile.open(tpath, "w") as tf, tarfile.open(gz, "w:gz") as tgz:
-        for r in recs[1:]:
-            tf.add(root / f"{r.image_id}.jpg", f"flickr30k-images/{r.image_id}.jpg")
-            tgz.add(root / f"{r.image_id}.jpg", f"flickr30k-images/{r.image_id}.jpg")
-    for archive in (zpath, tpath):
-        with pytest.raises(FlickrSourceError) as exc:
-            read_annotations_csv(str(tmp_path / "flickr_annotations_30k.csv"), str(archive))
-        assert re.search(rf"line 2: field 'filename': image file .*{archive.name}!{recs[0].image_id}\.jpg does not "
-                         "exist", _one_line(exc))
-        from mmbench.builders.validity import DropLog
-
-        log = DropLog("images")
-        got = read_annotations_csv(str(tmp_path / "flickr_annotations_30k.csv"), str(archive), drops=log)
-        assert log.dropped == 1 and {r.image_id: r.read()[0] for r in got} == {k: v for k, v in want.items()
-                                                                              if k != recs[0].image_id}
-    with pytest.raises(FlickrSourceError, match="compressed tar archive; unpack it first"):
-        read_karpathy(str(tmp_path / "dataset_flickr30k.json"), str(gz))
-    (tmp_path / "notes.txt").write_text("not an archive")
-    with pytest.raises(FlickrSourceError, match="neither a .zip nor a .tar"):
-        read_token(str(tmp_path / "results_20130124.token"), str(tmp_path / "notes.txt"))
-    damaged = bytearray(zpath.read_bytes())
-    start = damaged.find(want[recs[1].image_id][200:260])
-    damaged[start:start + 40] = bytes(40)
-    zpath.write_bytes(bytes(damaged))
-    first = next(r for r in read_token(str(tmp_path / "results_20130124.token"), str(zpath), drops=DropLog("x"))
-                 if r.image_id == recs[1].image_id)
-    with pytest.raises(FlickrSourceError) as exc:
-        first.read()
-    assert re.search(rf"cannot read .*flickr30k-images\.zip!{recs[1].image_id}\.jpg \(damaged archive member",
-                     _one_line(exc))
