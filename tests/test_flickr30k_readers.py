@@ -249,3 +249,12 @@ def test_image_root_may_be_the_release_archive(tmp_path):
         first.read()
     assert re.search(rf"cannot read .*flickr30k-images\.zip!{recs[1].image_id}\.jpg \(damaged archive member",
                      one_line(exc))
+
+
+def test_unloadable_hf_dataset_is_a_one_line_error(tmp_path):
+    bad = tmp_path / "flickr.parquet"
+    bad.write_bytes(b"PAR1 but not really parquet")
+    with pytest.raises(FlickrSourceError) as exc:
+        read_hf(str(bad))
+    assert re.search(r"dataset '.*flickr\.parquet' \[test\] cannot be loaded \(.*\); give a local parquet file",
+                     one_line(exc))

@@ -317,11 +317,17 @@ def read_hf(dataset: str | None, hf_split: str = "test", split: str | None = Non
     import datasets
 
     path = Path(dataset)
-    if path.is_file() or (path.is_dir() and any(path.rglob("*.parquet"))):
-        files = [str(path)] if path.is_file() else sorted(str(p) for p in path.rglob("*.parquet"))
-        ds = datasets.load_dataset("parquet", data_files={hf_split: files}, split=hf_split)
-    else:
-        ds = datasets.load_dataset(dataset, split=hf_split)
+    try:
+        if path.is_file() or (path.is_dir() and any(path.rglob("*.parquet"))):
+            files = [str(path)] if path.is_file() else sorted(str(p) for p in path.rglob("*.parquet"))
+            ds = datasets.load_dataset("parquet", data_files={hf_split: files}, split=hf_split)
+        else:
+            ds = datasets.load_dataset(dataset, split=hf_split)
+    except (OSError, ValueError, RuntimeError) as exc:  # hub unreachable, unknown name, unreadable parquet
+        first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+        raise FlickrSourceError(f"dataset {dataset!r} [{hf_split}] cannot be loaded ({first[:160]}); give a local "
+                                "parquet file or folder, or use --source csv with flickr_annotations_30k.csv and "
+                                "--param image_root=flickr30k-images.zip") from None
     cols = ds.column_names
     if image_column not in cols:
         raise FlickrSourceError(f"{dataset}: no image column {image_column!r} (columns: {cols})")
