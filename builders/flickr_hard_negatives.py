@@ -206,13 +206,11 @@ def usable_images(images: Sequence[CaptionedImage], drops: DropLog) -> list[Capt
 
 
 def check_drops(drops: DropLog, allow_missing: bool, source: str) -> None:
-    """Fail with one line when more than MAX_DROP_SHARE of the source images are unusable."""
-    if drops.read and drops.dropped / drops.read > MAX_DROP_SHARE and not allow_missing:
-        reason, count = drops.reasons.most_common(1)[0]
-        example = drops.examples.get(reason, ["?"])[0]
-        raise FlickrSourceError(f"source {source}: {drops.dropped} of {drops.read} images unusable, more than "
-                                f"{MAX_DROP_SHARE:.0%} ({reason} ×{count}, first: {example}); fix the source or "
-                                "pass --param allow_missing=true")
+    """Fail with one line, naming the first dropped image, when more than MAX_DROP_SHARE are unusable."""
+    commonest = drops.reasons.most_common(1)[0][0] if drops.reasons else None
+    examples = drops.examples.get(commonest) if commonest else None
+    where = f"source {source}" + (f" (first dropped: {examples[0]})" if examples else "")
+    drops.check_share(MAX_DROP_SHARE, allow_missing, where)
 
 
 def _exclusions(pool: Sequence[CaptionedImage], texts: Sequence[str], refs: Sequence[str],

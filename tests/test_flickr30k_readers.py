@@ -178,7 +178,8 @@ def test_build_fails_above_the_missing_share_unless_allowed(tmp_path, capsys):
     capsys.readouterr()
     assert main(args) == 2
     err = capsys.readouterr().err.strip()
-    assert "\n" not in err and "1 of 30 images unusable, more than 1%" in err
+    assert "\n" not in err and "1 of 30 source images unusable (image file missing under image_root ×1), more " \
+                               "than 1%" in err
     assert f"{recs[5].image_id}.jpg" in err and "--param allow_missing=true" in err and not out.exists()
     assert main(args + ["--param", "allow_missing=true"]) == 0
     printed = capsys.readouterr().out
