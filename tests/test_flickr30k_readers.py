@@ -259,3 +259,18 @@ def test_unloadable_hf_dataset_is_a_one_line_error(tmp_path):
         read_hf(str(bad))
     assert re.search(r"dataset '.*flickr\.parquet' \[test\] cannot be loaded \(.*\); give a local parquet file",
                      one_line(exc))
+
+
+@pytest.mark.parametrize("images, message", [
+    ({"a": 1}, r"field 'images' is a JSON dict, not a list"),
+    (["x"], r"images\[0\] lacks field \(the record is not an object\)"),
+    ([{"filename": 7, "sentences": []}], r"images\[0\]: field 'filename' is 7, not a file name"),
+    ([{"filename": "a.jpg", "sentences": "A dog ."}], r"images\[0\]: field 'sentences' is not a list of objects"),
+    ([{"filename": "a.jpg", "sentences": [{"tokens": ["a"]}]}], r"images\[0\]: field 'sentences' is not a list"),
+])
+def test_karpathy_records_of_the_wrong_type_name_record_and_field(tmp_path, images, message):
+    path = tmp_path / "dataset_flickr30k.json"
+    path.write_text(json.dumps({"images": images}))
+    with pytest.raises(FlickrSourceError) as exc:
+        read_karpathy(str(path), str(tmp_path))
+    assert re.search(rf"dataset_flickr30k\.json: {message}", one_line(exc))

@@ -210,15 +210,23 @@ def read_karpathy(annotations: str | None, image_root: str | None, split: str | 
         if isinstance(exc, FlickrSourceError):
             raise
         raise FlickrSourceError(f"{path}: not a Karpathy split file (expected {{'images': [...]}}; {exc})") from None
+    if not isinstance(images, list):
+        raise FlickrSourceError(f"{path}: field 'images' is a JSON {type(images).__name__}, not a list")
     files = _ImageFiles(root, drops)
     out = []
     for i, rec in enumerate(images):
         try:
             filename = rec["filename"]
-            captions = tuple(str(s["raw"]).strip() for s in rec["sentences"])
+            sentences = rec["sentences"]
         except (KeyError, TypeError) as exc:
-            raise FlickrSourceError(f"{path}: images[{i}] lacks field {exc} (needs 'filename' and "
+            missing = exc if isinstance(exc, KeyError) else "(the record is not an object)"
+            raise FlickrSourceError(f"{path}: images[{i}] lacks field {missing} (needs 'filename' and "
                                     "'sentences' with 'raw')") from None
+        if not isinstance(filename, str) or not filename:
+            raise FlickrSourceError(f"{path}: images[{i}]: field 'filename' is {filename!r}, not a file name")
+        if not isinstance(sentences, list) or not all(isinstance(x, dict) and "raw" in x for x in sentences):
+            raise FlickrSourceError(f"{path}: images[{i}]: field 'sentences' is not a list of objects with 'raw'")
+        captions = tuple(str(x["raw"]).strip() for x in sentences)
         if split and rec.get("split") != split:
             continue
         image = files.image(filename, captions, f"{path}: images[{i}]", "filename")
