@@ -46,6 +46,29 @@ def atomic_write_bytes(path: Path, data: bytes) -> None:
         raise
 
 
+# Fixed encoder settings: the bytes (hence the media file names and a pool set's content hash) are a
+# function of the pixels and of the Pillow build alone, not of the CPU, the thread count or whatever
+# metadata the source image carried. JPEG: libjpeg-turbo's accurate integer DCT (its SIMD paths give the
+# same bytes as its C code), 4:2:0 chroma, baseline, no Huffman optimisation. PNG: zlib level 6, no
+# filter search, and no text, ICC, gamma or resolution chunks.
+JPEG_SETTINGS = {"quality": 90, "subsampling": 2, "optimize": False, "progressive": False}
+PNG_SETTINGS = {"compress_level": 6, "optimize": False}
+
+
+def encode_image(image: PILImage.Image, format: str = "PNG") -> tuple[bytes, str]:
+    """RGB pixels encoded with the fixed settings above, without metadata: (bytes, file suffix)."""
+    rgb = image.convert("RGB")
+    bare = PILImage.frombytes("RGB", rgb.size, rgb.tobytes())  # drops info (ICC profile, EXIF, dpi, text)
+    buf = io.BytesIO()
+    if format == "JPEG":
+        bare.save(buf, format="JPEG", **JPEG_SETTINGS)
+        return buf.getvalue(), ".jpg"
+    if format != "PNG":
+        raise ValueError(f"unsupported media format {format!r} (PNG or JPEG)")
+    bare.save(buf, format="PNG", **PNG_SETTINGS)
+    return buf.getvalue(), ".png"
+
+
 @dataclass
 class MediaStore:
     """The `media/` folder of a pool set."""
@@ -65,14 +88,8 @@ class MediaStore:
 
     def put_image(self, image: PILImage.Image, format: str = "PNG") -> Image:
         """Store a PIL image (PNG, lossless, by default; JPEG for bulky backgrounds); return its segment."""
-        buf = io.BytesIO()
-        if format == "JPEG":
-            image.convert("RGB").save(buf, format="JPEG", quality=90)
-            suffix = ".jpg"
-        else:
-            image.convert("RGB").save(buf, format="PNG")
-            suffix = ".png"
-        ref = self.put_bytes(buf.getvalue(), suffix)
+        data, suffix = encode_image(image, format)
+        ref = self.put_bytes(data, suffix)
         return Image(ref=ref, width=image.width, height=image.height)
 
     def path(self, ref: str) -> Path:

@@ -25,11 +25,14 @@ TASK = TaskSpec(
     source_params={
         "dataset": "hf: parquet file/folder or `datasets` name with image + captions columns (e.g. nlphuji/flickr30k)",
         "hf_split": "hf: the split to load (default test, the only split of nlphuji/flickr30k)",
-        "annotations": "karpathy: dataset_flickr30k.json; csv: results.csv / flickr_annotations_30k.csv",
-        "image_root": "karpathy/csv: folder holding the image files",
+        "annotations": "token: results_20130124.token; karpathy: dataset_flickr30k.json; "
+                       "csv: results.csv / flickr_annotations_30k.csv / image,caption CSV",
+        "image_root": "token/karpathy/csv: folder holding the image files, or the release's .zip/.tar of them",
         "split": "optional Karpathy split filter (train, val, test)",
-        "caption_model": "sentence-transformers model for caption similarity (default all-mpnet-base-v2; "
-                         "sample: packaged MiniLM)",
+        "caption_model": "sentence-transformers model for caption similarity: hub id or local folder (default "
+                         "all-mpnet-base-v2; `minilm` = the packaged all-MiniLM-L6-v2, the sample's default)",
+        "allow_missing": "true: build even when more than 1% of the source images are unusable (missing file, "
+                         "fewer than 5 captions); they are counted in the manifest either way",
     },
     validator="mmbench.builders.checks.flickr_hard_negatives",
 )

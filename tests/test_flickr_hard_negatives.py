@@ -1,8 +1,8 @@
 """Flickr30k caption-space hard negatives: stratification, hard-negative selection against brute force,
-seeded candidate order, source readers, and an offline build → run (tiny CLIP) → rank (fake LLM) → compare."""
+exclusions and invariants, seeded candidate order, the same content hash on every machine, and an offline
+build → run (tiny CLIP) → rank (fake LLM) → compare. The readers are tested in test_flickr30k_readers.py."""
 from __future__ import annotations
 
-import csv
 import hashlib
 import json
 import math
@@ -12,8 +12,8 @@ import numpy as np
 import pytest
 
 from fake_llm_server import FakeLLMServer
+from flickr_layouts import export_layouts
 from mmbench.builders.flickr_hard_negatives import _rng, embed_captions, hard_negatives, sample_pool, stratify
-from mmbench.builders.sources.flickr30k import (FlickrSourceError, read_annotations_csv, read_hf, read_karpathy)
 from mmbench.builders.sources.sample_flickr import captions, sample_flickr, sample_scenes
 from mmbench.cli import main
 from mmbench.poolset import load_poolset
@@ -63,13 +63,13 @@ def test_hard_negatives_match_brute_force_with_ties():
     emb[7] = emb[3] * 2.0          # same direction: exact ties with row 3 for every other row
     emb[21] = emb[3]
     ids = [f"id{(i * 17) % 40:02d}" for i in range(40)]  # id order differs from row order
-    idx, sims = hard_negatives(emb, ids, k=9, block=16)
-    assert idx.tolist() == _brute_force(emb.tolist(), ids, 9)
+    idx, sims, skipped = hard_negatives(emb, ids, k=9, block=16)
+    assert idx.tolist() == _brute_force(emb.tolist(), ids, 9) and skipped == {}
     assert all(i not in row for i, row in enumerate(idx.tolist()))
     assert np.all(np.diff(sims, axis=1) <= 0)
     # permuting the rows permutes the answer: selection does not depend on input order
     perm = rng.permutation(40)
-    idx2, _ = hard_negatives(emb[perm], [ids[p] for p in perm], k=9)
+    idx2, _, _ = hard_negatives(emb[perm], [ids[p] for p in perm], k=9)
     assert [[ids[perm[j]] for j in row] for row in idx2.tolist()] == [[ids[j] for j in idx[p]] for p in perm]
     with pytest.raises(ValueError, match="more than"):
         hard_negatives(emb[:9], ids[:9], k=9)
@@ -105,8 +105,8 @@ def test_build_sample_structure_and_hard_negatives(built):
         assert item.relevant_ids == [f"img-{item.id}"] and item.meta["caption_index"] == strata[item.id]
         assert len(item.candidate_ids) == 25 == len(set(item.candidate_ids))
         assert set(item.candidate_ids) == {f"img-{item.id}"} | {f"img-{pool_ids[j]}" for j in expected[row]}
-        # stored order is the documented seeded permutation of [image, negatives by similarity]
-        members = [f"img-{item.id}"] + [f"img-{pool_ids[j]}" for j in expected[row]]
+        # stored order is the documented seeded permutation of the candidates listed by image id
+        members = sorted([f"img-{item.id}"] + [f"img-{pool_ids[j]}" for j in expected[row]])
         order = _rng(0, "order", item.id).permutation(25)
         assert item.candidate_ids == [members[i] for i in order]
         assert item.candidate_ids.index(f"img-{item.id}") + 1 == item.meta["gt_position"]
@@ -116,71 +116,8 @@ def test_build_sample_structure_and_hard_negatives(built):
     assert img.kind == "image" and img.ref.endswith(".jpg")
 
 
-def _export(tmp_path, n=30):
-    """The sample written out in the three real layouts: image folder + Karpathy JSON, CSVs, parquet."""
-    recs = sample_flickr(n, seed=0)
-    root = tmp_path / "images"
-    root.mkdir()
-    for r in recs:
-        (root / f"{r.image_id}.jpg").write_bytes(r.read()[0])
-    karpathy = {"images": [{"filename": f"{r.image_id}.jpg", "split": "test" if i % 3 == 0 else "train",
-                            "sentences": [{"raw": c, "tokens": c.split()} for c in r.captions]}
-                           for i, r in enumerate(recs)]}
-    (tmp_path / "dataset_flickr30k.json").write_text(json.dumps(karpathy))
-    with open(tmp_path / "results.csv", "w") as fh:
-        fh.write("image_name| comment_number| comment\n")
-        for r in recs:
-            for k in (4, 2, 0, 1, 3):  # out of order on purpose: comment_number decides
-                fh.write(f"{r.image_id}.jpg| {k}| {r.captions[k]}\n")
-    with open(tmp_path / "flickr_annotations_30k.csv", "w", newline="") as fh:
-        w = csv.writer(fh)
-        w.writerow(["raw", "sentids", "split", "filename", "img_id"])
-        for i, r in enumerate(recs):
-            w.writerow([json.dumps(list(r.captions)), "[]", "test", f"{r.image_id}.jpg", i])
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-
-    table = pa.table({"image": [{"bytes": (root / f"{r.image_id}.jpg").read_bytes(), "path": f"{r.image_id}.jpg"}
-                                for r in recs],
-                      "caption": [list(r.captions) for r in recs], "filename": [f"{r.image_id}.jpg" for r in recs]})
-    pq.write_table(table, tmp_path / "flickr.parquet")
-    return recs, root
-
-
-def test_readers_agree_with_the_sample(tmp_path):
-    recs, root = _export(tmp_path)
-    want = {r.image_id: r.captions for r in recs}
-    readers = {"karpathy": read_karpathy(str(tmp_path / "dataset_flickr30k.json"), str(root)),
-               "results.csv": read_annotations_csv(str(tmp_path / "results.csv"), str(root)),
-               "annotations.csv": read_annotations_csv(str(tmp_path / "flickr_annotations_30k.csv"), str(root)),
-               "parquet": read_hf(str(tmp_path / "flickr.parquet"))}
-    for name, got in readers.items():
-        assert {r.image_id: r.captions for r in got} == want, name
-        data, suffix, w, h = got[0].read()
-        assert suffix == ".jpg" and (w, h) == (96, 96) and data == (root / f"{got[0].image_id}.jpg").read_bytes()
-    assert len(read_karpathy(str(tmp_path / "dataset_flickr30k.json"), str(root), split="test")) == 10
-
-
-def test_reader_errors_name_file_and_record(tmp_path):
-    recs, root = _export(tmp_path, n=6)
-    bad = tmp_path / "bad.json"
-    bad.write_text(json.dumps({"images": [{"filename": "a.jpg", "sentences": [{"raw": "x"}]}, {"filename": "b.jpg"}]}))
-    with pytest.raises(FlickrSourceError, match=r"bad\.json: images\[1\] lacks field 'sentences'"):
-        read_karpathy(str(bad), str(root))
-    odd = tmp_path / "odd.csv"
-    odd.write_text("foo,bar\n1,2\n")
-    with pytest.raises(FlickrSourceError, match="odd.csv: unknown CSV layout"):
-        read_annotations_csv(str(odd), str(root))
-    (root / f"{recs[0].image_id}.jpg").write_bytes(b"not an image")
-    first = [r for r in read_karpathy(str(tmp_path / "dataset_flickr30k.json"), str(root)) if r.image_id == recs[0].image_id]
-    with pytest.raises(FlickrSourceError, match=f"{recs[0].image_id}.jpg is not a readable image"):
-        first[0].read()
-    with pytest.raises(FlickrSourceError, match="needs the parameter image_root"):
-        read_karpathy(str(tmp_path / "dataset_flickr30k.json"), None)
-
-
 def test_karpathy_build_matches_sample_build(tmp_path, built):
-    _export(tmp_path, n=POOL)
+    export_layouts(tmp_path, n=POOL)
     out = tmp_path / "from_karpathy"
     ps = get_task("flickr_hard_negatives").build("karpathy", out, seed=0, pool_size=POOL, n_queries=QUERIES,
                                                  caption_model="minilm", annotations=str(tmp_path / "dataset_flickr30k.json"),
@@ -255,19 +192,6 @@ def test_offline_run_rank_compare(built, tmp_path, capsys):
     assert "| random ranking (expected) |" in (cmp_out / "compare.md").read_text()
 
 
-def test_results_csv_line_without_its_second_bar_is_read_with_a_warning(tmp_path):
-    """The published results.csv has one line like '2199200615.jpg| 4 A dog runs across the grass .'."""
-    recs, root = _export(tmp_path, n=3)
-    path = tmp_path / "results.csv"
-    lines = path.read_text().splitlines()
-    target = next(i for i, line in enumerate(lines) if line.endswith(recs[1].captions[3]) and "| 3|" in line)
-    lines[target] = lines[target].replace("| 3| ", "| 3 ")
-    path.write_text("\n".join(lines) + "\n")
-    with pytest.warns(UserWarning, match=rf"results\.csv: line {target + 1}: no '\|' between comment_number"):
-        got = {r.image_id: r.captions for r in read_annotations_csv(str(path), str(root))}
-    assert got == {r.image_id: r.captions for r in recs}
-
-
 def test_seed_003_defaults(tmp_path, monkeypatch):
     """The seed's numbers are the defaults: pool 5,000 in 5 strata of 1,000, 1,000 queries, 24 negatives
     (25 candidates), all-mpnet-base-v2 for real sources, 1,000 bootstrap resamples for metric CIs."""
@@ -281,7 +205,7 @@ def test_seed_003_defaults(tmp_path, monkeypatch):
     assert inspect.signature(compare_runs).parameters["ci_resamples"].default == 1000
     strata = stratify([f"{i:05d}" for i in range(5000)], seed=0)
     assert [sum(v == g for v in strata.values()) for g in range(5)] == [1000] * 5
-    _export(tmp_path, n=30)
+    export_layouts(tmp_path, n=30)
     args = dict(annotations=str(tmp_path / "dataset_flickr30k.json"), image_root=str(tmp_path / "images"), progress=False)
     with pytest.raises(ValueError, match="pool_size 5000 exceeds the 30 usable images"):
         fhn.build("karpathy", tmp_path / "out", **args)
@@ -295,3 +219,169 @@ def test_seed_003_defaults(tmp_path, monkeypatch):
     with pytest.raises(RuntimeError, match="stop after"):
         fhn.build("karpathy", tmp_path / "out", pool_size=30, n_queries=10, **args)
     assert used == ["sentence-transformers/all-mpnet-base-v2"]
+
+
+# ---- exclusions, validity ------------------------------------------------------------------
+
+def test_hard_negatives_skip_excluded_rows_and_report_those_they_displaced():
+    rng = np.random.default_rng(1)
+    emb = rng.normal(size=(30, 5))
+    ids = [f"id{i:02d}" for i in range(30)]
+    free, _, _ = hard_negatives(emb, ids, k=6)
+    displaced = {int(free[4, 0]), int(free[4, 5])}
+    far = next(j for j in range(30) if j != 4 and j not in free[4])     # would not have been chosen anyway
+    idx, _, skipped = hard_negatives(emb, ids, k=6, exclude={4: displaced | {far}})
+    assert skipped == {4: sorted(displaced)}
+    ranked = [j for j in _brute_force(emb.tolist(), ids, 29)[4] if j not in displaced | {far}]
+    assert idx[4].tolist() == ranked[:6]
+    assert np.array_equal(np.delete(idx, 4, axis=0), np.delete(free, 4, axis=0))   # other rows untouched
+    with pytest.raises(ValueError, match="fewer than 6 images are left"):
+        hard_negatives(emb[:8], ids[:8], k=6, exclude={0: {1, 2}})
+
+
+def test_negative_sharing_the_query_caption_is_excluded_and_counted(tmp_path):
+    """Three images described by one caption: none may be a negative of a query made of that caption."""
+    recs, root = export_layouts(tmp_path, n=30)
+    data = json.loads((tmp_path / "dataset_flickr30k.json").read_text())
+    shared = data["images"][0]["sentences"][0]["raw"]
+    for entry in data["images"][:3]:                  # whichever caption index they get, their query is `shared`
+        for sent in entry["sentences"]:
+            sent["raw"] = shared
+    (tmp_path / "dataset_flickr30k.json").write_text(json.dumps(data))
+    ps = get_task("flickr_hard_negatives").build("karpathy", tmp_path / "out", seed=0, pool_size=30, n_queries=30,
+                                                 n_negatives=4, caption_model="minilm", progress=False,
+                                                 annotations=str(tmp_path / "dataset_flickr30k.json"),
+                                                 image_root=str(root))
+    queries, cands = ps.query_by_id(), ps.candidate_by_id()
+    hit = [p for p in ps.pools if queries[p.query_id].text == shared]
+    assert len(hit) == 3
+    for item in hit:
+        negatives = [c for c in item.candidate_ids if c not in item.relevant_ids]
+        assert len(negatives) == 4 and all(shared not in cands[c].meta["captions"] for c in negatives)
+    dropped = ps.manifest["dropped"]["negatives"]["dropped"]
+    # identical texts have identical vectors (similarity 1): each query lost its 2 twins from its top 4
+    assert dropped["shares the query's caption text"]["count"] == 6
+    assert ps.manifest["validity"]["ok"]
+
+
+def test_an_image_with_the_query_image_bytes_is_never_its_negative(tmp_path):
+    recs, root = export_layouts(tmp_path, n=11)
+    a, b = recs[0].image_id, recs[1].image_id
+    (root / f"{b}.jpg").write_bytes((root / f"{a}.jpg").read_bytes())     # the same photo under two names
+    ps = get_task("flickr_hard_negatives").build("karpathy", tmp_path / "out", seed=0, pool_size=11, n_queries=11,
+                                                 n_negatives=9, caption_model="minilm", progress=False,
+                                                 annotations=str(tmp_path / "dataset_flickr30k.json"),
+                                                 image_root=str(root))
+    by_id = {p.id: p for p in ps.pools}
+    assert f"img-{b}" not in by_id[a].candidate_ids and f"img-{a}" not in by_id[b].candidate_ids
+    assert all(len(p.candidate_ids) == 10 for p in ps.pools)     # the other 9 images stand in
+    skipped = ps.manifest["dropped"]["negatives"]["dropped"]["same image bytes as the query's image"]
+    assert skipped == {"count": 2, "examples": [f"q-{a}: img-{b}", f"q-{b}: img-{a}"]}
+    assert ps.manifest["validity"]["ok"]
+
+
+def test_validator_names_item_and_invariant(built, tmp_path):
+    from mmbench.builders.validity import validate
+
+    ps = load_poolset(built)
+    assert validate(ps).ok
+    cands = ps.candidate_by_id()
+    a, b = ps.pools[0], ps.pools[1]
+    neg = next(c for c in a.candidate_ids if c not in a.relevant_ids)
+    cands[neg].meta["captions"][2] = ps.query_by_id()[a.query_id].text        # a negative now also fits the query
+    b.relevant_ids = [b.relevant_ids[0], next(c for c in b.candidate_ids if c not in b.relevant_ids)]
+    ps.pools[2].candidate_ids = ps.pools[2].candidate_ids[:-1]
+    ps.pools[3].meta["gt_position"] = 0
+    d = ps.pools[4]
+    twin = next(c for c in d.candidate_ids if c not in d.relevant_ids)
+    cands[twin].segments = list(cands[d.relevant_ids[0]].segments)                 # same bytes as the answer
+    got = {(v.item, v.invariant) for v in validate(ps).violations}
+    assert {(a.id, "negatives_not_described"), (b.id, "one_relevant_image"), (ps.pools[2].id, "candidates_per_query"),
+            (ps.pools[3].id, "gt_position"), (d.id, "negatives_not_described")} <= got
+    assert {inv for _, inv in got} == {"negatives_not_described", "one_relevant_image", "candidates_per_query",
+                                       "gt_position"}
+
+
+# ---- the same content hash on every machine --------------------------------------------------
+
+def _small_sample(out):
+    return get_task("flickr_hard_negatives").build("sample", out, seed=0, sample_images=POOL, pool_size=POOL,
+                                                   n_queries=QUERIES, progress=False)
+
+
+def test_hash_ignores_last_bit_noise_in_the_caption_vectors(built, tmp_path, monkeypatch):
+    """Float32 vectors differ in their last bits between CPUs, kernels and batch shapes (shipped b4b3ccd7 vs
+    e10f4ea6 on another machine); no such difference may reach the hashed records."""
+    from mmbench.builders import flickr_hard_negatives as fhn
+
+    ref = load_poolset(built).content_hash
+    original = fhn.embed_captions
+    seen = []
+
+    def other_batches(texts, model_name, **kw):      # other padding per batch: ~1e-7 differences
+        v, info = original(texts, model_name, batch_size=7)
+        seen.append(float(np.abs(v - original(texts, model_name)[0]).max()))
+        return v, info
+
+    monkeypatch.setattr(fhn, "embed_captions", other_batches)
+    assert _small_sample(tmp_path / "batches").content_hash == ref
+    assert seen[0] > 0, "batch size changed nothing: this check would not see float noise"
+
+    def perturbed(texts, model_name, **kw):          # similarities move by ~1e-9
+        v, info = original(texts, model_name)
+        return v + np.random.default_rng(5).normal(scale=1e-9, size=v.shape), info
+
+    monkeypatch.setattr(fhn, "embed_captions", perturbed)
+    assert _small_sample(tmp_path / "perturbed").content_hash == ref
+
+
+def test_hash_is_the_same_with_other_cpu_kernels_and_thread_counts(built, tmp_path):
+    """A subprocess stands in for another machine: one BLAS/OpenMP thread instead of the default, torch's
+    generic kernels instead of AVX2/AVX-512, numpy without its AVX dispatch, libjpeg-turbo without SIMD."""
+    import os
+    import subprocess
+    import sys
+
+    from numpy._core._multiarray_umath import __cpu_dispatch__
+
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1",
+           "ATEN_CPU_CAPABILITY": "default", "ONEDNN_MAX_CPU_ISA": "SSE41", "JSIMD_FORCENONE": "1",
+           "NPY_DISABLE_CPU_FEATURES": " ".join(__cpu_dispatch__)}
+    out = tmp_path / "other_machine"
+    code = ("import sys; from mmbench.tasks import get_task; "
+            f"ps = get_task('flickr_hard_negatives').build('sample', sys.argv[1], seed=0, sample_images={POOL}, "
+            f"pool_size={POOL}, n_queries={QUERIES}, progress=False); print(ps.content_hash)")
+    proc = subprocess.run([sys.executable, "-c", code, str(out)], env=env, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert proc.stdout.split()[-1] == load_poolset(built).content_hash
+
+
+def test_no_model_floats_in_hashed_records(built):
+    ps = load_poolset(built)
+    for item in ps.pools:
+        assert not any(isinstance(v, float) for v in item.meta.values()), item.meta
+    stats = ps.manifest["builder"]["hard_negatives"]["similarity_max_min"]
+    assert set(stats) == {p.id for p in ps.pools} and all(1 >= hi >= lo for hi, lo in stats.values())
+
+
+def test_image_encoding_is_fixed_and_drops_metadata():
+    import io
+
+    from PIL import Image as PILImage
+    from PIL import PngImagePlugin
+
+    from mmbench.media import encode_image
+
+    img = PILImage.new("RGB", (8, 8), (10, 200, 30))
+    tagged = img.copy()
+    tagged.info.update({"icc_profile": b"\0" * 64, "dpi": (300, 300)})
+    info = PngImagePlugin.PngInfo()
+    info.add_text("Software", "x")
+    buf = io.BytesIO()
+    tagged.save(buf, format="PNG", pnginfo=info, icc_profile=b"\0" * 64)
+    reread = PILImage.open(io.BytesIO(buf.getvalue()))
+    for fmt in ("PNG", "JPEG"):
+        plain = encode_image(img, fmt)
+        assert encode_image(tagged, fmt) == plain == encode_image(reread, fmt)
+        assert b"iCCP" not in plain[0] and b"tEXt" not in plain[0] and b"pHYs" not in plain[0]
+    assert encode_image(img.convert("RGBA"), "PNG") == encode_image(img, "PNG")

@@ -8,13 +8,13 @@ which is what makes hard negatives hard. Everything is a pure function of the se
 """
 from __future__ import annotations
 
-import io
 from dataclasses import dataclass
 
 import numpy as np
 from PIL import Image as PILImage
 
 from mmbench.builders.articles import article_for
+from mmbench.media import encode_image
 
 from .flickr30k import CaptionedImage
 from .procedural import COLOURS, draw_object, fractal_noise
@@ -113,9 +113,7 @@ def render(scene: SampleScene, side: int = IMAGE_SIDE) -> PILImage.Image:
 
 
 def _jpeg(scene: SampleScene) -> bytes:
-    buf = io.BytesIO()
-    render(scene).save(buf, format="JPEG", quality=90)
-    return buf.getvalue()
+    return encode_image(render(scene), "JPEG")[0]
 
 
 def sample_flickr(n: int = 100, seed: int = 0) -> list[CaptionedImage]:
