@@ -1,55 +1,90 @@
 """Logical Summarization builder (MMLongEmbed Task 3): a summary retrieves its whole report.
 
-Text (GovReport): the relevant candidate is the report padded with unrelated filler to the pool
-length. Its Hard variants replace the first 25 %, the last 25 % or the middle 50 % of the report
-(cut at paragraph boundaries) with paragraphs of BM25 look-alike reports: other reports of the
-whole corpus that BM25 ranks highest for the summary, taken from the same relative position and
-length-matched to the unified token. Multimodal (MMLongBench page images): the document is a
-sequence of pages, and the replaced pages come from unseen consecutive pages of the same
-source document's extended version, resized to the replaced pages' pixels. Pools are composed
-as in Multi-Source Reasoning (constant candidates per query).
+Length is the candidate's own length. Bins are stated ranges (builders/length_bins.py): a
+document goes into the one bin its own length falls in, (L/2, L] for L = 8K, 16K, 32K, and only a
+document just short of the smallest bin is padded, with filler never more than `max_filler_share`
+of the candidate (recorded per candidate). So each pool holds documents that are long in
+themselves, and no document appears in two bins. `length_control="padding"` keeps the earlier
+behaviour instead: every report that fits a bin is padded at its end with unrelated filler to the
+bin's nominal length, so one report appears in every bin it fits.
+
+Text (GovReport): Hard variants replace the first 25 %, the last 25 % or the middle 50 % of the
+report (cut at paragraph boundaries) with paragraphs of BM25 look-alike reports: other reports of
+the whole corpus that BM25 ranks highest for the summary, taken from the same relative position
+and length-matched to the unified token. Multimodal (MMLongBench page images): the document is a
+sequence of pages, binned by its pages' tokens, and the replaced pages come from unseen
+consecutive pages of the same source document's extended version, resized to the replaced
+pages' pixels. Hard variants keep the document's own length exactly. Summaries must be
+macro-level (query_filter.summary_rule) on text reports and, where the page text is known, on
+page documents. Pools are composed as in Multi-Source Reasoning (constant candidates per query).
 """
 from __future__ import annotations
 
-import math
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Iterable, Sequence
 
 from tqdm.auto import tqdm
 
 from mmbench.documents import Document, Image, Text
 from mmbench.media import MediaStore
-from mmbench.builders.validity import write_valid_poolset
+from mmbench.builders.validity import DropLog, write_valid_poolset
 from mmbench.poolset import build_scratch, PoolSet, source_fingerprint
 from mmbench.tokens import UnifiedTokenCounter
 
 from .expansion import Filler, Unit, image_unit, length_matched_text, pad, pad_pages, replace_units, text_unit
+from .length_bins import MAX_FILLER_SHARE, Bin, Placement, make_bins, no_bin_reason, place
 from .lookalikes import LookalikeIndex
 from .multi_source_reasoning import (LENGTHS, candidate_doc, candidate_meta, check_pool_params, default_filler,
                                      easy_hard_pools, seeded_rng, unit_log)
 from .query_filter import SUMMARY_RULES_VERSION, Decision, decision_summary, summary_rule
 from .sources.govreport import Report, govreport_fingerprint, read_govreport
 from .sources.mmlongbench import PagedDocument, read_mmlongbench
-from .visual_grounding import length_label
 
 TASK_NAME = "logical_summarization"
-TASK_VERSION = "1.0"
+TASK_VERSION = "2.0"
 DATASETS = ("govreport", "mmlongbench")
 PARTS = {"first_25": (0.0, 0.25), "last_25": (0.75, 1.0), "middle_50": (0.25, 0.75)}
-LENGTH_TOLERANCE = 0.01          # text candidates: ±1 % of nominal; page documents: at most one visual-token row short
+LENGTH_CONTROLS = ("natural", "padding")
+LENGTH_TOLERANCE = 0.01          # padding mode: text candidates ±1 % of nominal; pages at most one row short
 HARD_EASY_TOLERANCE = 0          # Hard variants have exactly their undamaged counterpart's unified length
 FILLER_PAGES = 48                # distinct filler pages, reused across documents
+QUERIES_PER_DATASET = 8          # natural mode: per dataset and bin; padding mode: per dataset
+
+
+@dataclass
+class Placed:
+    """A kept document: its query, its own units, where it goes, and its Hard variants."""
+
+    rid: str
+    summary: str
+    units: list[Unit]
+    placements: list[Placement]
+    variants: dict[str, Any] = field(default_factory=dict)
+    decision: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def tokens(self) -> int:
+        return sum(u.tokens for u in self.units)
 
 
 def build(source: str, out: Path, seed: int = 0, lengths: Sequence[int] = LENGTHS,
-          datasets: Sequence[str] = DATASETS, queries_per_dataset: int = 12, candidates_per_query: int = 8,
-          lookalikes: int = 5, govreport: str | None = None, mmlongbench: str | None = None,
+          datasets: Sequence[str] = DATASETS, queries_per_dataset: int = QUERIES_PER_DATASET,
+          candidates_per_query: int = 8, lookalikes: int = 5, length_control: str = "natural",
+          max_filler_share: float = MAX_FILLER_SHARE, govreport: str | None = None, mmlongbench: str | None = None,
           mmlongbench_images: str | None = None, filler: str | None = None, max_reports: int | None = None,
           tokenizer_json: str | None = None, progress: bool = True) -> PoolSet:
     """Build from `source` ("sample", or "real" with `govreport` / `mmlongbench` paths) into `out`."""
     lengths, datasets = check_pool_params(lengths, datasets, DATASETS, queries_per_dataset, candidates_per_query)
+    if length_control not in LENGTH_CONTROLS:
+        raise ValueError(f"length_control must be one of {', '.join(LENGTH_CONTROLS)}, not {length_control!r}")
+    if not 0 <= float(max_filler_share) < 1:
+        raise ValueError(f"max_filler_share must be in [0, 1), not {max_filler_share!r}")
+    bins = make_bins(lengths)
     counter = UnifiedTokenCounter.default(tokenizer_json)
     out = Path(out)
+    opts = _Options(length_control, float(max_filler_share), bins, queries_per_dataset, candidates_per_query,
+                    lookalikes, seed, progress)
     with build_scratch(out) as scratch:
         media = MediaStore(scratch)
         sources: dict[str, str] = {}
@@ -62,17 +97,15 @@ def build(source: str, out: Path, seed: int = 0, lengths: Sequence[int] = LENGTH
             fill = default_filler(filler, counter, sources)
         else:
             raise ValueError(f"unknown source {source!r} for {TASK_NAME}; use 'sample' or 'real'")
-        queries, candidates, pools, decisions, record = [], [], [], [], {}
+        queries, candidates, pools, decisions, record, drops = [], [], [], [], {}, {}
         if "govreport" in datasets:
-            reports = _reports(source, govreport, max_reports, sources)
-            q, c, p, d, info = _text_pools(reports, lengths, fill, counter, queries_per_dataset, candidates_per_query,
-                                           lookalikes, seed, source != "sample", progress)
+            reports = _reports(source, govreport, max_reports, bins, queries_per_dataset, counter, sources)
+            q, c, p, d, info = _text_pools(reports, fill, counter, opts, source != "sample", drops)
             queries, candidates, pools, decisions = queries + q, candidates + c, pools + p, decisions + d
             record["govreport"] = info
         if "mmlongbench" in datasets:
-            docs = _paged(source, mmlongbench, mmlongbench_images, max_reports, queries_per_dataset, sources)
-            q, c, p, d, info = _page_pools(docs, lengths, fill, counter, media, queries_per_dataset, candidates_per_query,
-                                           seed, progress)
+            docs = _paged(source, mmlongbench, mmlongbench_images, max_reports, bins, queries_per_dataset, sources)
+            q, c, p, d, info = _page_pools(docs, fill, counter, media, opts, drops)
             queries, candidates, pools, decisions = queries + q, candidates + c, pools + p, decisions + d
             record["mmlongbench"] = info
         ps = PoolSet(task=TASK_NAME, task_version=TASK_VERSION, queries=queries, candidates=candidates, pools=pools,
@@ -81,36 +114,86 @@ def build(source: str, out: Path, seed: int = 0, lengths: Sequence[int] = LENGTH
                       "params": {"lengths": list(lengths), "datasets": list(datasets),
                                  "queries_per_dataset": queries_per_dataset,
                                  "candidates_per_query": candidates_per_query, "lookalikes": lookalikes,
+                                 "length_control": length_control, "max_filler_share": float(max_filler_share),
                                  "parts": {k: list(v) for k, v in PARTS.items()}},
+                      "length_control": {"mode": length_control, "bins": {b.label: [b.lo, b.nominal] for b in bins},
+                                         "max_filler_share": float(max_filler_share),
+                                         "meaning": LENGTH_MEANING[length_control]},
                       "candidates_per_query": candidates_per_query, "length_tolerance": LENGTH_TOLERANCE,
                       "hard_easy_tolerance_tokens": HARD_EASY_TOLERANCE, "filler": fill.name,
                       "token_counter": getattr(counter.tokenizer, "name", "qwen3"), "datasets": record,
                       "query_filter": {"rules_version": SUMMARY_RULES_VERSION, "summary": decision_summary(decisions),
                                        "decisions": [d.to_dict() for d in decisions]}}
-        write_valid_poolset(ps, out, media_from=scratch)
+        write_valid_poolset(ps, out, media_from=scratch, drops=drops)
     return ps
+
+
+LENGTH_MEANING = {
+    "natural": "a candidate's own document length lies in its bin's range (lo, L]; filler only lifts a document "
+               "just short of a bin past its lower bound, at most max_filler_share of the candidate",
+    "padding": "every document that fits a bin is padded at its end with unrelated filler to the bin's nominal "
+               "length L; one document appears in every bin it fits",
+}
+
+
+@dataclass(frozen=True)
+class _Options:
+    mode: str
+    max_filler_share: float
+    bins: list[Bin]
+    per_bin: int
+    C: int
+    lookalikes: int
+    seed: int
+    progress: bool
+
+    def placements(self, n: int, step: int = 1) -> tuple[list[Placement], str]:
+        """Where a document of `n` own tokens goes ([] and the reason when nowhere)."""
+        if self.mode == "padding":
+            got = [Placement(b, b.nominal, b.nominal - n) for b in self.bins if n <= b.nominal]
+            return got, "" if got else f"longer than the largest bin ({self.bins[-1].nominal} tokens)"
+        p = place(n, self.bins, self.max_filler_share, step)
+        return ([p], "") if p else ([], no_bin_reason(n, self.bins, self.max_filler_share))
+
+    def room(self, counts: dict[str, int], placements: list[Placement]) -> bool:
+        """Natural mode caps each bin at `per_bin` documents; padding mode caps the dataset."""
+        if self.mode == "padding":
+            return counts.get("all", 0) < self.per_bin
+        return counts.get(placements[0].bin.label, 0) < self.per_bin
+
+    def full(self, counts: dict[str, int]) -> bool:
+        if self.mode == "padding":
+            return counts.get("all", 0) >= self.per_bin
+        return all(counts.get(b.label, 0) >= self.per_bin for b in self.bins)
+
+    def count(self, counts: dict[str, int], placements: list[Placement]) -> None:
+        key = "all" if self.mode == "padding" else placements[0].bin.label
+        counts[key] = counts.get(key, 0) + 1
 
 
 # ---- sources ------------------------------------------------------------------------------
 
-def _reports(source, path, max_reports, sources) -> list[Report]:
+def _reports(source, path, max_reports, bins, per_bin, counter, sources) -> list[Report]:
     if source == "sample":
-        from .sources.sample_reports import pydoc_reports
+        from .sources.sample_reports import natural_reports
 
-        sources["govreport"] = "mmbench sample: Python Language Reference topics as reports, templated summaries"
-        return list(pydoc_reports())
+        sources["govreport"] = ("mmbench sample: consecutive runs of Python's own documentation (Language Reference "
+                                "topics, then standard-library docstrings) of natural lengths for each bin, "
+                                "templated summaries")
+        return natural_reports([(b.lo, b.nominal) for b in bins], per_bin, counter.text)
     if not path:
         raise ValueError("source 'real' with dataset govreport needs --param govreport=<parquet|jsonl|json|folder>")
     sources["govreport"] = govreport_fingerprint(Path(path))
     return read_govreport(Path(path), max_reports)
 
 
-def _paged(source, path, image_root, max_reports, n, sources) -> list[PagedDocument]:
+def _paged(source, path, image_root, max_reports, bins, per_bin, sources) -> Iterable[PagedDocument]:
     if source == "sample":
-        from .sources.sample_reports import paged_documents
+        from .sources.sample_reports import natural_paged_documents
 
-        sources["mmlongbench"] = "mmbench sample: Language Reference reports rendered as page images"
-        return paged_documents(n + math.ceil(n / 4) + 2)
+        sources["mmlongbench"] = ("mmbench sample: runs of Python's own documentation rendered as page images, "
+                                  "page counts of natural lengths for each bin, each with its own unseen extension")
+        return natural_paged_documents([(b.lo, b.nominal) for b in bins], per_bin)
     if not path or not image_root:
         raise ValueError("source 'real' with dataset mmlongbench needs --param mmlongbench=<jsonl> "
                          "--param mmlongbench_images=<folder>")
@@ -118,65 +201,113 @@ def _paged(source, path, image_root, max_reports, n, sources) -> list[PagedDocum
     return read_mmlongbench(Path(path), Path(image_root), max_reports)
 
 
+def _query(ds: str, p: Placed, counter) -> Document:
+    return Document(id=f"q-{ds}-{p.rid}", segments=[Text(p.summary)], tokens=counter.text(p.summary),
+                    meta={"dataset": ds, "record_id": p.rid, "length_bins": [x.bin.label for x in p.placements],
+                          "summary_filter": p.decision})
+
+
+def _rule_reason(d: Decision) -> str:
+    return "summary: " + str(d.details.get("rule", "rules")).replace("_", " ")
+
+
 # ---- text reports -------------------------------------------------------------------------
 
-def _text_pools(reports: list[Report], lengths, fill: Filler, counter, n: int, C: int, k: int, seed: int,
-                shuffle: bool, progress: bool):
+def _text_pools(reports: list[Report], fill: Filler, counter, o: _Options, shuffle: bool, drops: dict[str, DropLog]):
     ds = "govreport"
+    log = drops[ds] = DropLog(f"{ds} reports")
+    vlog = drops[f"{ds}_hard_variants"] = DropLog(f"{ds} Hard variants")
     index = LookalikeIndex([r.id for r in reports], [r.text for r in reports])
     by_id = {r.id: r for r in reports}
-    order = list(seeded_rng(seed, "order", ds).permutation(len(reports))) if shuffle else range(len(reports))
-    kept, decisions = [], []
+    order = list(seeded_rng(o.seed, "order", ds).permutation(len(reports))) if shuffle else range(len(reports))
+    kept: list[Placed] = []
+    decisions: list[Decision] = []
+    counts: dict[str, int] = {}
     for i in order:
+        if o.full(counts):
+            break
         r = reports[i]
         d = summary_rule(r.id, ds, r.summary, r.paragraphs)
-        units = [text_unit(counter, p, source=f"{ds}:{r.id}#p{j}") for j, p in enumerate(r.paragraphs)] if d.kept else []
-        if d.kept and sum(u.tokens for u in units) > lengths[-1]:
-            d = Decision(r.id, ds, False, "rules", f"report of {sum(u.tokens for u in units)} tokens exceeds the "
-                         f"largest bin ({lengths[-1]})", d.details)
+        if not d.kept:
+            decisions.append(d)
+            log.drop(_rule_reason(d), r.id)
+            continue
+        units = [text_unit(counter, p, source=f"{ds}:{r.id}#p{j}") for j, p in enumerate(r.paragraphs)]
+        n = sum(u.tokens for u in units)
+        placements, why = o.placements(n)
+        if not placements:
+            decisions.append(Decision(r.id, ds, False, "rules", f"report of {n} tokens: {why}", d.details))
+            log.drop(why, f"{r.id} ({n} tokens)")
+            continue
+        if not o.room(counts, placements):
+            log.drop("not needed: its bin already has queries_per_dataset reports", r.id)
+            continue
         decisions.append(d)
-        if d.kept:
-            kept.append((r, units))
-        if len(kept) >= n:
-            break
-    queries = [Document(id=f"q-{ds}-{r.id}", segments=[Text(r.summary)], tokens=counter.text(r.summary),
-                        meta={"dataset": ds, "record_id": r.id}) for r, _ in kept]
-    variants = {}
-    for r, units in kept:
-        near = index.nearest(r.summary, k, exclude=[r.id])
-        variants[r.id] = {part: _text_variant(units, lo, hi, near, by_id, counter) for part, (lo, hi) in PARTS.items()}
+        o.count(counts, placements)
+        log.keep()
+        kept.append(Placed(r.id, r.summary, units, placements, decision=d.details))
+    for p in kept:
+        near = index.nearest(p.summary, o.lookalikes, exclude=[p.rid])
+        p.variants = {part: _text_variant(p.units, lo, hi, near, by_id, counter) for part, (lo, hi) in PARTS.items()}
+        for part, v in p.variants.items():
+            vlog.keep() if v is not None else vlog.drop("look-alikes cannot fill the part to the token", f"{p.rid}/{part}")
+
+    def padded(p: Placed, pl: Placement) -> list[Unit]:
+        if pl.filler == 0:
+            return list(p.units)
+        return pad(p.units, pl.target, fill, seeded_rng(o.seed, "pad", ds, p.rid, pl.bin.nominal))
+
+    candidates, pools = _assemble(ds, kept, o, padded, fill.name, ("pad", "replace_part"))
+    info = {"lookalike_index": index.params, "selected": [p.rid for p in kept], "bins": _bin_members(kept, o),
+            "failed_variants": {p.rid: [k for k, v in p.variants.items() if v is None] for p in kept
+                                if any(v is None for v in p.variants.values())}}
+    return [_query(ds, p, counter) for p in kept], candidates, pools, decisions, info
+
+
+def _bin_members(kept: list[Placed], o: _Options) -> dict[str, list[str]]:
+    return {b.label: [p.rid for p in kept if any(x.bin == b for x in p.placements)] for b in o.bins}
+
+
+# ---- candidates and pools -----------------------------------------------------------------
+
+def _assemble(ds: str, kept: list[Placed], o: _Options, padded, filler_name: str, ops: tuple[str, str]):
+    """Each kept document's Easy candidate and Hard variants in each bin it is placed in, and the pools."""
     candidates, pools = [], []
-    for length in tqdm(lengths, desc=f"{ds} lengths", disable=not progress):
-        label = length_label(length)
-        relevant, hard, eligible = {}, {}, []
-        for r, units in kept:
-            if sum(u.tokens for u in units) > length:
-                continue
-            eligible.append(r.id)
-            padded = pad(units, length, fill, seeded_rng(seed, "pad", ds, r.id, length))
-            base = f"ls-{ds}-{label}-{r.id}"
-            candidates.append(candidate_doc(base, padded, {**candidate_meta(ds, length, "easy", r.id), "provenance": {
-                "original": f"{ds}:{r.id}", "operation": "pad", "filler": fill.name,
-                "report_tokens": sum(u.tokens for u in units), "units": unit_log(padded)}}))
-            relevant[r.id], hard[r.id] = base, []
-            for part, variant in variants[r.id].items():
+    for b in tqdm(o.bins, desc=f"{ds} bins", disable=not o.progress):
+        here = [(p, pl) for p in kept for pl in p.placements if pl.bin == b]
+        if len(here) < o.C:
+            raise ValueError(f"{ds} bin {b.describe()}: {len(here)} documents fit, {o.C} are needed "
+                             f"(candidates_per_query); add documents, lower candidates_per_query or leave the bin "
+                             "out of lengths")
+        relevant, hard = {}, {}
+        for p, pl in here:
+            units = padded(p, pl)
+            total = sum(u.tokens for u in units)
+            meta = {**candidate_meta(ds, b.nominal, "easy", p.rid), "length_range": [b.lo, b.nominal],
+                    "length_control": o.mode, "document_tokens": p.tokens, "filler_tokens": total - p.tokens,
+                    "filler_share": round((total - p.tokens) / total, 4)}
+            base = f"ls-{ds}-{b.label}-{p.rid}"
+            candidates.append(candidate_doc(base, units, {**meta, "provenance": {
+                "original": f"{ds}:{p.rid}", "operation": ops[0] if total > p.tokens else "whole_document",
+                "filler": filler_name if total > p.tokens else None, "units": unit_log(units)}}))
+            relevant[p.rid], hard[p.rid] = base, []
+            for part, variant in p.variants.items():
                 if variant is None:
                     continue
-                a, b, repl, info = variant
-                broken = replace_units(padded, a, b, repl)
+                a, b_, repl, info = variant
+                broken = replace_units(units, a, b_, repl)
                 cid = f"{base}-hard-{part}"
-                candidates.append(candidate_doc(cid, broken, {**candidate_meta(ds, length, "hard", r.id), "provenance": {
-                    "original": f"{ds}:{r.id}", "operation": "replace_part", "part": part, "counterpart": base,
-                    "replaced": {"segments": [a, b], "tokens": sum(u.tokens for u in padded[a:b]),
-                                 "units": [u.source for u in padded[a:b]]},
+                candidates.append(candidate_doc(cid, broken, {**meta, "difficulty": "hard", "provenance": {
+                    "original": f"{ds}:{p.rid}", "operation": ops[1], "part": part, "counterpart": base,
+                    "replaced": {"segments": [a, b_], "tokens": sum(u.tokens for u in units[a:b_]),
+                                 "units": [u.source for u in units[a:b_]]},
                     "replacement": info, "units": unit_log(broken)}}))
-                hard[r.id].append(cid)
-        if len(eligible) >= C:
-            pools += easy_hard_pools(ds, length, eligible, relevant, hard, C, seed)
-    info = {"lookalike_index": index.params, "selected": [r.id for r, _ in kept],
-            "failed_variants": {rid: [p for p, v in vs.items() if v is None] for rid, vs in variants.items()
-                                if any(v is None for v in vs.values())}}
-    return queries, candidates, pools, decisions, info
+                hard[p.rid].append(cid)
+        items = easy_hard_pools(ds, b.nominal, [p.rid for p, _ in here], relevant, hard, o.C, o.seed)
+        for item in items:
+            item.meta["length_range"] = [b.lo, b.nominal]
+        pools += items
+    return candidates, pools
 
 
 def part_span(units: Sequence[Unit], lo: float, hi: float) -> tuple[int, int]:
@@ -226,58 +357,73 @@ def _text_variant(units: list[Unit], lo: float, hi: float, near, by_id: dict[str
 
 # ---- page-image documents -----------------------------------------------------------------
 
-def _page_pools(docs: list[PagedDocument], lengths, fill: Filler, counter, media: MediaStore, n: int, C: int, seed: int,
-                progress: bool):
+def _page_pools(docs: Iterable[PagedDocument], fill: Filler, counter, media: MediaStore, o: _Options,
+                drops: dict[str, DropLog]):
+    from mmbench.tokens import image_tokens
+
     ds = "mmlongbench"
-    kept, decisions = [], []
-    for d in docs:
+    log = drops[ds] = DropLog(f"{ds} documents")
+    vlog = drops[f"{ds}_hard_variants"] = DropLog(f"{ds} Hard variants")
+    kept: list[Placed] = []
+    decisions: list[Decision] = []
+    counts: dict[str, int] = {}
+    unchecked: list[str] = []
+    for d in docs:                       # the sample draws its documents one at a time: store each, then let go
+        if o.full(counts):
+            break
         words = len(d.summary.split())
         if len(d.pages) < 4 or not d.extension or words < 8:
             decisions.append(Decision(d.id, ds, False, "rules", f"{len(d.pages)} pages (need 4), "
                                       f"{len(d.extension)} extension pages (need 1), {words} summary words (need 8)"))
+            log.drop("too few pages, extension pages or summary words", d.id)
             continue
-        decisions.append(Decision(d.id, ds, True, "rules", f"{len(d.pages)} pages, {len(d.extension)} extension pages"))
-        kept.append(d)
-        if len(kept) >= n:
-            break
-    make_page = _filler_pages(fill, media)
-    queries = [Document(id=f"q-{ds}-{d.id}", segments=[Text(d.summary)], tokens=counter.text(d.summary),
-                        meta={"dataset": ds, "record_id": d.id}) for d in kept]
-    stored = {d.id: [image_unit(media.put_image(p), source=f"{ds}:{d.id}#{name}")
-                     for p, name in zip(d.pages, d.page_names)] for d in kept}
-    variants = {d.id: {part: _page_variant(d, stored[d.id], lo, hi, media, seed) for part, (lo, hi) in PARTS.items()}
-                for d in kept}
-    candidates, pools = [], []
-    for length in tqdm(lengths, desc=f"{ds} lengths", disable=not progress):
-        label = length_label(length)
-        relevant, hard, eligible = {}, {}, []
-        for d in kept:
-            units = stored[d.id]
-            if sum(u.tokens for u in units) > length:
+        if d.page_texts is not None:
+            dec = summary_rule(d.id, ds, d.summary, d.page_texts)
+            if not dec.kept:
+                decisions.append(dec)
+                log.drop(_rule_reason(dec), d.id)
                 continue
-            eligible.append(d.id)
-            size = (units[0].segment.width, units[0].segment.height)
-            padded = pad_pages(units, length, make_page, size, seeded_rng(seed, "pad", ds, d.id, length))
-            base = f"ls-{ds}-{label}-{d.id}"
-            candidates.append(candidate_doc(base, padded, {**candidate_meta(ds, length, "easy", d.id), "provenance": {
-                "original": f"{ds}:{d.id}", "operation": "pad_pages", "filler": fill.name, "units": unit_log(padded)}}))
-            relevant[d.id], hard[d.id] = base, []
-            for part, variant in variants[d.id].items():
-                if variant is None:
-                    continue
-                a, b, repl, info = variant
-                broken = replace_units(padded, a, b, repl)
-                cid = f"{base}-hard-{part}"
-                candidates.append(candidate_doc(cid, broken, {**candidate_meta(ds, length, "hard", d.id), "provenance": {
-                    "original": f"{ds}:{d.id}", "operation": "replace_pages", "part": part, "counterpart": base,
-                    "replaced": {"segments": [a, b], "units": [u.source for u in padded[a:b]]},
-                    "replacement": info, "units": unit_log(broken)}}))
-                hard[d.id].append(cid)
-        if len(eligible) >= C:
-            pools += easy_hard_pools(ds, length, eligible, relevant, hard, C, seed)
-    info = {"selected": [d.id for d in kept], "failed_variants": {
-        k: [p for p, v in vs.items() if v is None] for k, vs in variants.items() if any(v is None for v in vs.values())}}
-    return queries, candidates, pools, decisions, info
+        else:
+            dec = Decision(d.id, ds, True, "rules", "page text unknown: the macro-level rule was not applied",
+                           {"rule": "unchecked"})
+        n = sum(image_tokens(*page.size) for page in d.pages)
+        placements, why = o.placements(n, step=-(-d.pages[0].width // 32))
+        if not placements:
+            decisions.append(Decision(d.id, ds, False, "rules", f"{len(d.pages)} pages of {n} tokens: {why}",
+                                      dec.details))
+            log.drop(why, f"{d.id} ({len(d.pages)} pages, {n} tokens)")
+            continue
+        if not o.room(counts, placements):
+            log.drop("not needed: its bin already has queries_per_dataset documents", d.id)
+            continue
+        decisions.append(Decision(d.id, ds, True, "rules", f"{len(d.pages)} pages, {len(d.extension)} extension "
+                                  f"pages; {dec.reason}", dec.details))
+        o.count(counts, placements)
+        log.keep()
+        if d.page_texts is None:
+            unchecked.append(d.id)
+        units = [image_unit(media.put_image(pg), source=f"{ds}:{d.id}#{name}") for pg, name in zip(d.pages, d.page_names)]
+        p = Placed(d.id, d.summary, units, placements, decision=dec.details)
+        p.variants = {part: _page_variant(d, units, lo, hi, media, o.seed) for part, (lo, hi) in PARTS.items()}
+        for part, v in p.variants.items():
+            vlog.keep() if v is not None else vlog.drop("extension has too few pages", f"{p.rid}/{part}")
+        kept.append(p)
+    if unchecked:
+        note = drops[f"{ds}_unchecked"] = DropLog(f"{ds} summaries kept without page text (macro-level rule not applied)")
+        note.keep(len(unchecked))
+    make_page = _filler_pages(fill, media)
+
+    def padded(p: Placed, pl: Placement) -> list[Unit]:
+        if pl.filler == 0:
+            return list(p.units)
+        size = (p.units[0].segment.width, p.units[0].segment.height)
+        return pad_pages(p.units, pl.target, make_page, size, seeded_rng(o.seed, "pad", ds, p.rid, pl.bin.nominal))
+
+    candidates, pools = _assemble(ds, kept, o, padded, fill.name, ("pad_pages", "replace_pages"))
+    info = {"selected": [p.rid for p in kept], "bins": _bin_members(kept, o), "macro_level_unchecked": unchecked,
+            "failed_variants": {p.rid: [k for k, v in p.variants.items() if v is None] for p in kept
+                                if any(v is None for v in p.variants.values())}}
+    return [_query(ds, p, counter) for p in kept], candidates, pools, decisions, info
 
 
 def page_span(n_pages: int, lo: float, hi: float) -> tuple[int, int]:

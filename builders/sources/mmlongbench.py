@@ -35,6 +35,7 @@ class PagedDocument:
     extension: list[PILImage.Image]
     page_names: list[str]
     extension_names: list[str]
+    page_texts: list[str] | None = None   # each page's text, where known (the summary filter reads it)
 
 
 def read_mmlongbench(path: Path, image_root: Path, limit: int | None = None) -> list[PagedDocument]:
