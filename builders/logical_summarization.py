@@ -330,6 +330,7 @@ def _text_variant(units: list[Unit], lo: float, hi: float, near, by_id: dict[str
     """(a, b, replacement units, provenance) or None when the look-alikes cannot fill the span exactly."""
     a, b = part_span(units, lo, hi)
     need = sum(u.tokens for u in units[a:b])
+    own = {u.segment.text for u in units}        # never bring back text the document itself has
     repl: list[Unit] = []
     used: list[dict[str, Any]] = []
     for la in near:
@@ -338,6 +339,8 @@ def _text_variant(units: list[Unit], lo: float, hi: float, near, by_id: dict[str
             left = need - sum(u.tokens for u in repl)
             if left <= 0:
                 break
+            if paras[j] in own:
+                continue
             unit = text_unit(counter, paras[j], role="replacement", source=f"govreport:{la.doc_id}#p{j}")
             trimmed = unit.tokens > left
             if trimmed:
@@ -404,7 +407,8 @@ def _page_pools(docs: Iterable[PagedDocument], fill: Filler, counter, media: Med
             unchecked.append(d.id)
         units = [image_unit(media.put_image(pg), source=f"{ds}:{d.id}#{name}") for pg, name in zip(d.pages, d.page_names)]
         p = Placed(d.id, d.summary, units, placements, decision=dec.details)
-        p.variants = {part: _page_variant(d, units, lo, hi, media, o.seed) for part, (lo, hi) in PARTS.items()}
+        ext: dict[tuple[int, int, int], Image] = {}
+        p.variants = {part: _page_variant(d, units, lo, hi, media, o.seed, ext) for part, (lo, hi) in PARTS.items()}
         for part, v in p.variants.items():
             vlog.keep() if v is not None else vlog.drop("extension has too few pages", f"{p.rid}/{part}")
         kept.append(p)
@@ -439,7 +443,11 @@ def page_span(n_pages: int, lo: float, hi: float) -> tuple[int, int]:
     return a, a + half
 
 
-def _page_variant(d: PagedDocument, units: list[Unit], lo: float, hi: float, media: MediaStore, seed: int):
+def _page_variant(d: PagedDocument, units: list[Unit], lo: float, hi: float, media: MediaStore, seed: int,
+                  stored: dict[tuple[int, int, int], Image] | None = None):
+    """(a, b, replacement units, provenance) or None; `stored` keeps each extension page encoded once
+    per document and size, as the three variants of a document mostly draw the same pages."""
+    stored = {} if stored is None else stored
     a, b = page_span(len(units), lo, hi)
     k = b - a
     if len(d.extension) < k:
@@ -449,8 +457,11 @@ def _page_variant(d: PagedDocument, units: list[Unit], lo: float, hi: float, med
     for off, u in enumerate(units[a:b]):
         page = d.extension[start + off]
         seg = u.segment
-        resized = page if page.size == (seg.width, seg.height) else page.resize((seg.width, seg.height))
-        repl.append(image_unit(media.put_image(resized), role="replacement",
+        key = (start + off, seg.width, seg.height)
+        if key not in stored:
+            stored[key] = media.put_image(page if page.size == (seg.width, seg.height)
+                                          else page.resize((seg.width, seg.height)))
+        repl.append(image_unit(stored[key], role="replacement",
                                source=f"mmlongbench:{d.id}#ext:{d.extension_names[start + off]}"))
     return a, b, repl, {"kind": "pages", "from": "extended version of the same document",
                         "extension_pages": d.extension_names[start:start + k], "pages": k}

@@ -58,6 +58,19 @@ def read_govreport(path: Path, limit: int | None = None) -> list[Report]:
     return out
 
 
+def check_utf8(path: Path) -> bytes:
+    """The file's bytes, or a ValueError naming the file, line and column of the first byte that is not UTF-8."""
+    data = Path(path).read_bytes()
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data.count(b"\n", 0, exc.start) + 1
+        column = exc.start - (data.rfind(b"\n", 0, exc.start) + 1) + 1
+        raise ValueError(f"{path}:{line}: not UTF-8 text (byte 0x{data[exc.start]:02x} at column {column}); "
+                         "re-encode the file as UTF-8") from None
+    return data
+
+
 def _rows(path: Path) -> Iterator[tuple[str, Any]]:
     """(where, record) for a folder of JSON files, a parquet, a JSONL or a JSON file."""
     if path.is_dir():
@@ -73,6 +86,7 @@ def _rows(path: Path) -> Iterator[tuple[str, Any]]:
 
         yield from ((f"{path}: row {i}", r) for i, r in enumerate(pq.read_table(path).to_pylist()))
     elif suffix == ".jsonl":
+        check_utf8(path)
         yield from ((where, rec) for where, _, rec in read_jsonl(path))
     elif suffix == ".json":
         yield from _json_file(path)
@@ -82,8 +96,9 @@ def _rows(path: Path) -> Iterator[tuple[str, Any]]:
 
 def _json_file(path: Path) -> Iterator[tuple[str, Any]]:
     """One record, a list of records, or JSON lines (a .json file may hold any of them)."""
+    text = check_utf8(path).decode("utf-8")
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        data = json.loads(text)
     except ValueError:
         yield from ((where, rec) for where, _, rec in read_jsonl(path))
         return
