@@ -221,3 +221,229 @@ def test_page_middle_part_is_half_the_pages_when_the_quarters_round_up():
         assert abs((a + b) / 2 - n / 2) <= 0.5          # centred within half a page
     assert page_span(6, 0.25, 0.75) == (1, 4) and page_span(10, 0.25, 0.75) == (2, 7)
     assert page_span(5, 0.25, 0.75) == (1, 4)            # unchanged where the quarters already gave half
+
+
+# ---- length bins ---------------------------------------------------------------------------
+
+def test_bins_are_stated_ranges_and_a_document_goes_to_one():
+    bins = make_bins((8192, 16384, 32768))
+    assert [(b.lo, b.nominal) for b in bins] == [(4096, 8192), (8192, 16384), (16384, 32768)]
+    assert [(b.lo, b.nominal) for b in make_bins((6000, 8192))] == [(3000, 6000), (6000, 8192)]  # never overlap
+    assert place(5000, bins).bin.nominal == 8192 and place(5000, bins).filler == 0
+    assert place(8192, bins).bin.nominal == 8192 and place(8193, bins).bin.nominal == 16384
+    short = place(3500, bins)                           # just short of the smallest bin: padded past its bound
+    assert short.bin.nominal == 8192 and short.target == 4097 and short.filler == 597
+    assert place(3000, bins) is None                    # would need 27 % filler
+    assert place(3000, bins, max_filler_share=0.3).filler == 1097
+    assert place(40000, bins) is None
+    pages = place(3500, bins, step=16)                  # pages: pad a row past the bound, land at most a row short
+    assert pages.target == 4096 + 16
+
+
+def test_padding_mode_keeps_the_earlier_behaviour(tmp_path):
+    ps = build("sample", tmp_path / "pad", seed=0, lengths=(2048, 4096), queries_per_dataset=4, candidates_per_query=3,
+               lookalikes=K, length_control="padding", datasets=("govreport",), progress=False)
+    assert ps.builder["params"]["length_control"] == "padding"
+    assert ps.builder["length_control"]["mode"] == "padding" and "padded" in ps.builder["length_control"]["meaning"]
+    bins_of: dict = {}
+    for c in ps.candidates:
+        L = c.meta["length_tokens"]
+        assert abs(c.tokens - L) <= LENGTH_TOLERANCE * L
+        bins_of.setdefault(c.meta["record_id"], set()).add(c.meta["length_bin"])
+    assert any(len(v) == 2 for v in bins_of.values())   # a short report reappears, padded, in the larger bin
+    assert validate(ps).ok
+    with pytest.raises(ValueError, match="length_control must be one of natural, padding"):
+        build("sample", tmp_path / "x", length_control="stretch", progress=False)
+
+
+def test_a_bin_without_enough_documents_is_an_error_not_an_empty_bin(tmp_path):
+    gov = tmp_path / "gov.jsonl"
+    gov.write_text("".join(json.dumps({"id": r.id, "report": r.text, "summary": r.summary}) + "\n"
+                           for r in pydoc_reports()[:8]))
+    with pytest.raises(ValueError, match=r"govreport bin 8k = \(4096, 8192\]: 0 documents fit, 3 are needed"):
+        build("real", tmp_path / "o", lengths=(2048, 8192), datasets=("govreport",), queries_per_dataset=4,
+              candidates_per_query=3, govreport=str(gov), progress=False)
+
+
+def test_text_variant_never_brings_back_the_documents_own_paragraphs(counter):
+    """Repeated paragraphs (boilerplate such as 'Note:', or a topic quoting another) let a look-alike
+    replacement restore the removed text; the validity check caught 8 such variants before the fix."""
+    shared = "This paragraph appears in both reports and must not come back through the replacement."
+    own = [f"Own paragraph {i} about the topic of this report, with several words of its own." for i in range(8)]
+    own[0] = shared
+    other = Report("other", "s", [f"Look-alike paragraph {i} on a similar subject, also long enough." for i in range(8)])
+    other.paragraphs[0] = shared
+    units = [text_unit(counter, p, source=f"govreport:mine#p{j}") for j, p in enumerate(own)]
+    near = LookalikeIndex(["other", "mine"], [other.text, "\n".join(own)]).nearest("similar subject", 1,
+                                                                                  exclude=["mine"])
+    a, b, repl, _ = _text_variant(units, 0.0, 0.25, near, {"other": other}, counter)
+    assert shared not in [u.segment.text for u in repl]
+    assert sum(u.tokens for u in repl) == sum(u.tokens for u in units[a:b])
+
+
+# ---- the validity checks fire ---------------------------------------------------------------
+
+def _broken(ps, change):
+    clone = dataclasses.replace(ps, queries=[dataclasses.replace(q, meta=json.loads(json.dumps(q.meta)))
+                                             for q in ps.queries],
+                                candidates=[dataclasses.replace(c, segments=list(c.segments),
+                                                                meta=json.loads(json.dumps(c.meta)))
+                                            for c in ps.candidates],
+                                pools=[dataclasses.replace(p, candidate_ids=list(p.candidate_ids),
+                                                           meta=dict(p.meta)) for p in ps.pools])
+    change(clone)
+    return {v.invariant for v in validate(clone).violations}
+
+
+def test_validity_holds_on_the_sample_and_each_check_can_fail(ps):
+    report = validate(ps)
+    assert report.ok and ps.manifest["validity"]["ok"]
+    assert report.checked["own_document_share"] == len(ps.candidates)
+    assert report.checked["hard_part_removed"] == sum(c.meta["difficulty"] == "hard" for c in ps.candidates)
+
+    def restore_replaced_part(x):
+        hard = next(c for c in x.candidates if c.meta["dataset"] == "govreport" and c.meta["difficulty"] == "hard")
+        easy = next(c for c in x.candidates if c.id == hard.meta["provenance"]["counterpart"])
+        a, b = hard.meta["provenance"]["replaced"]["segments"]
+        hard.segments.append(easy.segments[a])
+        hard.meta["provenance"]["units"].append(["replacement", "x", 0])
+
+    def mostly_filler(x):
+        c = next(c for c in x.candidates if c.meta["difficulty"] == "easy")
+        units = c.meta["provenance"]["units"]
+        for u in units[: len(units) // 2]:
+            u[0] = "padding"
+
+    def second_bin(x):
+        c = next(c for c in x.candidates if c.meta["length_bin"] == "2k")
+        c.meta["length_bin"] = "4k"
+
+    def wrong_label(x):
+        item = x.pools[0]
+        item.relevant_ids = [item.candidate_ids[1]]
+
+    def undamaged_twin(x):
+        item = next(p for p in x.pools if p.meta["difficulty"] == "hard")
+        twin = next(c for c in x.candidates if c.id == item.relevant_ids[0])
+        x.candidates.append(dataclasses.replace(twin, id=twin.id + "-twin"))
+        item.candidate_ids[1] = twin.id + "-twin"
+
+    def excerpt_summary(x):
+        q = next(q for q in x.queries if q.meta["dataset"] == "govreport")
+        easy = next(c for c in x.candidates if c.meta["record_id"] == q.meta["record_id"])
+        q.segments[0] = Text("This report quotes: " + easy.segments[2].text)
+
+    def same_summary(x):
+        a, b = [q for q in x.queries if q.meta["dataset"] == "govreport"][:2]
+        b.segments[0] = a.segments[0]
+
+    def fewer_candidates(x):
+        x.pools[3].candidate_ids.pop()
+
+    assert "hard_part_removed" in _broken(ps, restore_replaced_part)
+    assert "own_document_share" in _broken(ps, mostly_filler)
+    assert "one_bin_per_document" in _broken(ps, second_bin)
+    assert "single_answer" in _broken(ps, wrong_label)
+    assert "single_answer" in _broken(ps, undamaged_twin)
+    assert "macro_level_summary" in _broken(ps, excerpt_summary)
+    assert "distinct_summaries" in _broken(ps, same_summary)
+    assert "constant_candidates_per_query" in _broken(ps, fewer_candidates)
+
+
+# ---- real readers: official layouts, malformed variants -----------------------------------------
+
+GAO = {"id": "GAO-18-107", "highlight": [{"section_title": "What GAO Found", "paragraphs": ["GAO found things."]}],
+       "report": [{"section_title": "Letter", "paragraphs": ["Dear chairman."], "subsections": []}]}
+
+
+def test_govreport_errors_name_file_record_and_field(tmp_path):
+    from mmbench.builders.sources.govreport import read_govreport
+
+    jl = tmp_path / "gao_test.jsonl"
+    jl.write_bytes(json.dumps(GAO).encode() + b"\n" + b'{"id": "x", "report": "caf\xe9", "summary": "s"}\n')
+    with pytest.raises(ValueError, match=r"^\S*gao_test.jsonl:2: not UTF-8 text \(byte 0xe9 at column 27\)"):
+        read_govreport(jl)
+    one = tmp_path / "gao" / "GAO-1.json"
+    one.parent.mkdir()
+    one.write_bytes(json.dumps(GAO, indent=2).encode().replace(b"Dear", b"D\xffear"))
+    with pytest.raises(ValueError, match=r"GAO-1.json:\d+: not UTF-8 text \(byte 0xff"):
+        read_govreport(tmp_path / "gao")
+    cases = [({**GAO, "report": 7}, r"gao_test.jsonl:1: field 'report' must be text or section trees, not int"),
+             ({**GAO, "report": [{"section_title": "L", "paragraphs": [1], "subsections": []}]},
+              r"gao_test.jsonl:1: field 'report'\[0\]: 'paragraphs' must be a list of strings"),
+             ({**GAO, "highlight": [{"section_title": "x"}]},
+              r"gao_test.jsonl:1: field 'highlight'\[0\] must be a paragraph or a section"),
+             ({"id": "y", "summary": "s"}, r"gao_test.jsonl:1: field 'report' \(or 'document', or 'reports'\) missing")]
+    for rec, message in cases:
+        jl.write_text(json.dumps(rec) + "\n")
+        with pytest.raises(ValueError, match=message):
+            read_govreport(jl)
+    jl.write_text("[1, 2]\n")
+    with pytest.raises(ValueError, match=r"gao_test.jsonl:1: expected a JSON object"):
+        read_govreport(jl)
+
+
+def test_mmlongbench_errors_name_file_record_and_field(tmp_path):
+    from mmbench.builders.sources.mmlongbench import read_mmlongbench
+    from mmbench.builders.sources.sample_reports import render_pages
+
+    folder = tmp_path / "gov-report" / "bg_pdf_img" / "gao-18-107"
+    folder.mkdir(parents=True)
+    page = render_pages("A page of text. " * 100)[0]
+    for k in range(3):
+        page.save(folder / f"gao-18-107_page{k}.jpg")
+    rels = [f"gov-report/bg_pdf_img/gao-18-107/gao-18-107_page{k}.jpg" for k in range(3)]
+    jl = tmp_path / "gov_K8.jsonl"
+    ok = {"id": "d", "image_list": rels[:2], "summary": "a summary", "page_texts": ["one", "two"]}
+    jl.write_text(json.dumps(ok) + "\n")
+    (got,) = read_mmlongbench(jl, tmp_path)
+    assert got.page_texts == ["one", "two"] and [n[-5:] for n in got.extension_names] == ["2.jpg"]
+    cases = [({**ok, "page_texts": ["one"]}, r"gov_K8.jsonl:1: field 'page_texts' must be a list of 2 strings"),
+             ({**ok, "image_list": [rels[0], 3]}, r"gov_K8.jsonl:1: field 'pages'\[1\] must be an image path, not 3"),
+             ({**ok, "extended_pages": [None]}, r"gov_K8.jsonl:1: field 'extended_pages'\[0\] must be an image path"),
+             ({**ok, "image_list": [rels[0], "gone.jpg"]},
+              r"gov_K8.jsonl:1: page image \S*gone.jpg not found \(field 'pages'\)")]
+    for rec, message in cases:
+        jl.write_text(json.dumps(ok) + "\n" + json.dumps(rec) + "\n")
+        with pytest.raises((ValueError, FileNotFoundError), match=message.replace(":1:", ":2:")):
+            read_mmlongbench(jl, tmp_path)
+    (folder / "gao-18-107_page1.jpg").write_bytes(b"not an image")
+    jl.write_text(json.dumps(ok) + "\n")
+    with pytest.raises(ValueError, match=r"gov_K8.jsonl:1: corrupt page image \S*page1.jpg in field 'pages'"):
+        read_mmlongbench(jl, tmp_path)
+    jl.write_bytes(b'{"id": "d", "summary": "r\xe9sum\xe9", "image_list": []}\n')
+    with pytest.raises(ValueError, match=r"gov_K8.jsonl:1: not UTF-8 text \(byte 0xe9 at column 26\)"):
+        read_mmlongbench(jl, tmp_path)
+
+
+def test_real_page_documents_with_page_text_are_filtered_and_without_it_are_counted(tmp_path):
+    """An excerpt summary of a real page document is dropped when the pages' text is given; without
+    page text the build keeps it but says how many summaries went unchecked."""
+    from mmbench.builders.sources.sample_reports import natural_paged_documents
+
+    docs = list(natural_paged_documents([(1024, 2048)], 4))
+    lines = []
+    for d in docs:
+        rels = []
+        for kind, pages in (("p", d.pages), ("x", d.extension)):
+            for k, page in enumerate(pages):
+                rel = f"{d.id}/{kind}{k:03d}.png"
+                (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+                page.save(tmp_path / rel)
+                rels.append((kind, rel))
+        lines.append({"id": d.id, "summary": d.summary, "pages": [r for k, r in rels if k == "p"],
+                      "extended_pages": [r for k, r in rels if k == "x"], "page_texts": d.page_texts})
+    jl = tmp_path / "summ.jsonl"
+    jl.write_text("".join(json.dumps(x) + "\n" for x in lines))
+    kw = dict(lengths=(2048,), datasets=("mmlongbench",), queries_per_dataset=5, candidates_per_query=3,
+              mmlongbench=str(jl), mmlongbench_images=str(tmp_path), progress=False)   # room for all: all are read
+    ps = build("real", tmp_path / "with", **kw)
+    excerpt = [d.id for d in docs if d.summary.startswith("This report quotes")]
+    assert excerpt and not {q.meta["record_id"] for q in ps.queries} & set(excerpt)
+    dropped = ps.manifest["dropped"]["mmlongbench"]["dropped"]
+    assert sum(v["count"] for k, v in dropped.items() if k.startswith("summary: ")) == len(excerpt)
+    jl.write_text("".join(json.dumps({k: v for k, v in x.items() if k != "page_texts"}) + "\n" for x in lines))
+    ps = build("real", tmp_path / "without", **kw)
+    assert ps.manifest["dropped"]["mmlongbench_unchecked"]["kept"] == len(docs)
+    assert len(ps.builder["datasets"]["mmlongbench"]["macro_level_unchecked"]) == len(docs)
+    assert validate(ps).checked["macro_level_summary (page text unknown, not checked)"] == len(docs)
