@@ -46,6 +46,10 @@ def make_bins(lengths: Sequence[int]) -> list[Bin]:
     for L in sorted(lengths):
         lo = L // 2 if not out else max(L // 2, out[-1].nominal)
         out.append(Bin(int(L), int(lo)))
+    labels = [b.label for b in out]
+    if len(set(labels)) != len(labels):
+        raise ValueError(f"lengths {sorted(lengths)} give bins with the same name ({', '.join(labels)}); "
+                         "use lengths at least 1024 tokens apart")
     return out
 
 

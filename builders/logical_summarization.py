@@ -242,6 +242,11 @@ def _text_pools(reports: list[Report], fill: Filler, counter, o: _Options, shuff
         if not o.room(counts, placements):
             log.drop("not needed: its bin already has queries_per_dataset reports", r.id)
             continue
+        twin = _duplicate_of(kept, r.summary, [u.segment.text for u in units])
+        if twin:
+            decisions.append(Decision(r.id, ds, False, "rules", f"duplicate of {twin}", d.details))
+            log.drop("duplicate: same summary as, or text within, a kept report", f"{r.id} ~ {twin}")
+            continue
         decisions.append(d)
         o.count(counts, placements)
         log.keep()
@@ -262,6 +267,19 @@ def _text_pools(reports: list[Report], fill: Filler, counter, o: _Options, shuff
             "failed_variants": {p.rid: [k for k, v in p.variants.items() if v is None] for p in kept
                                 if any(v is None for v in p.variants.values())}}
     return [_query(ds, p, counter) for p in kept], candidates, pools, decisions, info
+
+
+def _duplicate_of(kept: list[Placed], summary: str, keys: list) -> str | None:
+    """The kept document this one duplicates: the same summary, or one's segments all within the other's
+    (a query would then have two answers)."""
+    from .validity import normalise_question
+
+    text, mine = normalise_question(summary), set(keys)
+    for p in kept:
+        theirs = {u.segment.text if isinstance(u.segment, Text) else u.segment.ref for u in p.units}
+        if normalise_question(p.summary) == text or mine <= theirs or theirs <= mine:
+            return p.rid
+    return None
 
 
 def _bin_members(kept: list[Placed], o: _Options) -> dict[str, list[str]]:
@@ -399,13 +417,18 @@ def _page_pools(docs: Iterable[PagedDocument], fill: Filler, counter, media: Med
         if not o.room(counts, placements):
             log.drop("not needed: its bin already has queries_per_dataset documents", d.id)
             continue
+        units = [image_unit(media.put_image(pg), source=f"{ds}:{d.id}#{name}") for pg, name in zip(d.pages, d.page_names)]
+        twin = _duplicate_of(kept, d.summary, [u.segment.ref for u in units])
+        if twin:
+            decisions.append(Decision(d.id, ds, False, "rules", f"duplicate of {twin}", dec.details))
+            log.drop("duplicate: same summary as, or pages within, a kept document", f"{d.id} ~ {twin}")
+            continue
         decisions.append(Decision(d.id, ds, True, "rules", f"{len(d.pages)} pages, {len(d.extension)} extension "
                                   f"pages; {dec.reason}", dec.details))
         o.count(counts, placements)
         log.keep()
         if d.page_texts is None:
             unchecked.append(d.id)
-        units = [image_unit(media.put_image(pg), source=f"{ds}:{d.id}#{name}") for pg, name in zip(d.pages, d.page_names)]
         p = Placed(d.id, d.summary, units, placements, decision=dec.details)
         ext: dict[tuple[int, int, int], Image] = {}
         p.variants = {part: _page_variant(d, units, lo, hi, media, o.seed, ext) for part, (lo, hi) in PARTS.items()}

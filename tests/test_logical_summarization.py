@@ -236,6 +236,8 @@ def test_bins_are_stated_ranges_and_a_document_goes_to_one():
     assert place(3000, bins) is None                    # would need 27 % filler
     assert place(3000, bins, max_filler_share=0.3).filler == 1097
     assert place(40000, bins) is None
+    with pytest.raises(ValueError, match="bins with the same name"):
+        make_bins((1500, 2000))
     pages = place(3500, bins, step=16)                  # pages: pad a row past the bound, land at most a row short
     assert pages.target == 4096 + 16
 
@@ -447,3 +449,60 @@ def test_real_page_documents_with_page_text_are_filtered_and_without_it_are_coun
     assert ps.manifest["dropped"]["mmlongbench_unchecked"]["kept"] == len(docs)
     assert len(ps.builder["datasets"]["mmlongbench"]["macro_level_unchecked"]) == len(docs)
     assert validate(ps).checked["macro_level_summary (page text unknown, not checked)"] == len(docs)
+
+
+def test_real_govreport_of_mixed_lengths_fills_each_bin_once_and_pads_only_the_nearly_long_enough(tmp_path, counter):
+    """GovReport's structured layout (gov-report/gao/*.json): reports of many lengths go to the bin their
+    own length falls in; one just short of the smallest bin is padded (filler recorded, under 25 %),
+    one far too short and one too long are counted, not stretched."""
+    bins = make_bins((2048, 4096))
+    made = natural_reports([(b.lo, b.nominal) for b in bins] + [(800, 1000), (300, 400), (4096, 6000)], 4,
+                           counter.text)                                 # one stream: disjoint texts
+    reports = [r for r in made if r.id.startswith(("nat-2k", "nat-4k"))]
+    short = next(r for r in made if r.id.startswith("nat-1000-"))         # 1/4 filler lifts it past 1024
+    tiny = next(r for r in made if r.id.startswith("nat-400-"))
+    huge = next(r for r in made if r.id.startswith("nat-5k-"))
+    root = tmp_path / "gov-report" / "gao"
+    root.mkdir(parents=True)
+    for k, r in enumerate(reports + [Report("short", short.summary, short.paragraphs),
+                                     Report("tiny", tiny.summary, tiny.paragraphs), huge]):
+        rec = {"id": r.id, "highlight": [{"section_title": "What GAO Found", "paragraphs": [r.summary]}],
+               "report": [{"section_title": "", "paragraphs": r.paragraphs, "subsections": []}]}
+        (root / f"{k:02d}.json").write_text(json.dumps(rec))
+    ps = build("real", tmp_path / "out", lengths=(2048, 4096), datasets=("govreport",), queries_per_dataset=6,
+               candidates_per_query=3, lookalikes=K, govreport=str(tmp_path / "gov-report"), progress=False)
+    easy = {c.meta["record_id"]: c for c in ps.candidates if c.meta["difficulty"] == "easy"}
+    assert "short" in easy and easy["short"].meta["length_bin"] == "2k"
+    padded = easy["short"]
+    assert padded.tokens == 1025 and 0 < padded.meta["filler_share"] <= 0.25
+    assert padded.meta["provenance"]["units"][-1][0] == "padding"       # filler at the end, recorded
+    hard = [c for c in ps.candidates if c.meta["provenance"].get("counterpart") == padded.id]
+    assert hard and all(h.tokens == padded.tokens and h.meta["filler_tokens"] == padded.meta["filler_tokens"]
+                        for h in hard)
+    assert "tiny" not in easy and huge.id not in easy
+    dropped = ps.manifest["dropped"]["govreport"]["dropped"]
+    assert dropped["longer than the largest bin (4k = (2048, 4096])"]["examples"][0].startswith(huge.id)
+    assert any(k.startswith("fits no bin without more than 25% filler") and v["examples"][0].startswith("tiny")
+               for k, v in dropped.items())
+    assert {c.meta["length_bin"] for c in easy.values()} == {"2k", "4k"} and validate(ps).ok
+
+
+def test_duplicate_reports_are_dropped_and_counted_not_given_two_answers(tmp_path, counter):
+    """A report whose text lies within another's (or with the same summary) would give its query two
+    answers; the builder drops it with that reason (the validity check refused such a build before)."""
+    made = natural_reports([(1024, 2048)], 4, counter.text)
+    rows = [{"id": r.id, "report": r.text, "summary": r.summary} for r in made]
+    rows.append({"id": "part", "report": "\n".join(made[0].paragraphs[:-1]),
+                 "summary": made[0].summary + " It leaves out the last paragraph."})
+    rows.append({"id": "twin", "report": made[1].text + "\nOne more closing paragraph.", "summary": made[1].summary})
+    gov = tmp_path / "gov.jsonl"
+    gov.write_text("".join(json.dumps(x) + "\n" for x in rows))
+    ps = build("real", tmp_path / "o", lengths=(2048,), datasets=("govreport",), queries_per_dataset=8,
+               candidates_per_query=3, lookalikes=K, govreport=str(gov), progress=False)
+    ids = {q.meta["record_id"] for q in ps.queries}
+    assert not {"part", made[0].id} <= ids and not {"twin", made[1].id} <= ids
+    dup = [d for d in ps.builder["query_filter"]["decisions"] if d["reason"].startswith("duplicate of")]
+    assert sorted(d["query_id"] for d in dup) == sorted({"part", made[0].id} - ids | {"twin", made[1].id} - ids)
+    log = ps.manifest["dropped"]["govreport"]["dropped"]
+    assert log["duplicate: same summary as, or text within, a kept report"]["count"] == 2
+    assert validate(ps).ok

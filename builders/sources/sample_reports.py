@@ -208,6 +208,8 @@ def _cut(stream, token_count, lo: int, hi: int, frac: float):
 def natural_reports(bins: Sequence[tuple[int, int]], per_bin: int, token_count) -> list[Report]:
     """`per_bin` reports for each (lo, hi] range (one excerpt summary in nine extra), cut from
     consecutive, disjoint corpus text; ids say the bin and the number."""
+    from mmbench.builders.visual_grounding import length_label
+
     stream = corpus_paragraphs()
     reports, k = [], 0
     for lo, hi in bins:
@@ -222,7 +224,7 @@ def natural_reports(bins: Sequence[tuple[int, int]], per_bin: int, token_count) 
             k += 1
             if summary is None:
                 continue
-            reports.append(Report(f"nat-{hi // 1024}k-{made:02d}", summary, ps))
+            reports.append(Report(f"nat-{length_label(hi)}-{made:02d}", summary, ps))
             made += 1
     return reports
 
@@ -298,6 +300,7 @@ def natural_paged_documents(bins: Sequence[tuple[int, int]], per_bin: int, size:
     range, each followed by its own unseen extension (the corpus text right after it, half as many
     pages plus one). Documents and extensions are disjoint corpus text. Made one at a time (a 32K
     document is about 100 page images), so a caller can store each before the next is drawn."""
+    from mmbench.builders.visual_grounding import length_label
     from mmbench.tokens import image_tokens
 
     per_page = image_tokens(*size)
@@ -319,7 +322,7 @@ def natural_paged_documents(bins: Sequence[tuple[int, int]], per_bin: int, size:
             k += 1
             if summary is None:
                 continue
-            did = f"pages-{hi // 1024}k-{made:02d}"
+            did = f"pages-{length_label(hi)}-{made:02d}"
             body, more = _layout("\n\n".join(doc[1]), size, scale), _layout("\n\n".join(ext[1]), size, scale)
             yield PagedDocument(did, summary, [_draw(x, i + 1, size, scale) for i, x in enumerate(body)],
                                 [_draw(x, len(body) + i + 1, size, scale) for i, x in enumerate(more)],
