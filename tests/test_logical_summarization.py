@@ -418,25 +418,47 @@ def test_mmlongbench_errors_name_file_record_and_field(tmp_path):
         read_mmlongbench(jl, tmp_path)
 
 
-def test_real_page_documents_with_page_text_are_filtered_and_without_it_are_counted(tmp_path):
-    """An excerpt summary of a real page document is dropped when the pages' text is given; without
-    page text the build keeps it but says how many summaries went unchecked."""
-    from mmbench.builders.sources.sample_reports import natural_paged_documents
-
-    docs = list(natural_paged_documents([(1024, 2048)], 4))
+def _write_pages(folder, docs):
+    """Page documents as a summarization JSONL with page images beside it."""
     lines = []
     for d in docs:
         rels = []
         for kind, pages in (("p", d.pages), ("x", d.extension)):
             for k, page in enumerate(pages):
                 rel = f"{d.id}/{kind}{k:03d}.png"
-                (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
-                page.save(tmp_path / rel)
+                (folder / rel).parent.mkdir(parents=True, exist_ok=True)
+                page.save(folder / rel)
                 rels.append((kind, rel))
         lines.append({"id": d.id, "summary": d.summary, "pages": [r for k, r in rels if k == "p"],
                       "extended_pages": [r for k, r in rels if k == "x"], "page_texts": d.page_texts})
-    jl = tmp_path / "summ.jsonl"
+    jl = folder / "summ.jsonl"
     jl.write_text("".join(json.dumps(x) + "\n" for x in lines))
+    return jl, lines
+
+
+def test_page_documents_just_short_of_a_bin_get_a_recorded_filler_page(tmp_path):
+    from mmbench.builders.sources.sample_reports import natural_paged_documents
+
+    docs = list(natural_paged_documents([(1600, 2047)], 3))           # 6 pages of 320 tokens: 1920 tokens
+    jl, _ = _write_pages(tmp_path, docs)
+    ps = build("real", tmp_path / "o", lengths=(4096,), datasets=("mmlongbench",), queries_per_dataset=4,
+               candidates_per_query=3, mmlongbench=str(jl), mmlongbench_images=str(tmp_path), progress=False)
+    for c in ps.candidates:
+        roles = [u[0] for u in c.meta["provenance"]["units"]]
+        assert roles[-1] == "padding" and roles.count("padding") == 1       # one page cropped to some rows
+        assert 2048 < c.tokens <= 2048 + 16 and c.meta["document_tokens"] == 1920
+        assert c.meta["filler_share"] == pytest.approx((c.tokens - 1920) / c.tokens, abs=1e-4)
+        assert c.meta["filler_share"] < 0.1
+    assert validate(ps).ok
+
+
+def test_real_page_documents_with_page_text_are_filtered_and_without_it_are_counted(tmp_path):
+    """An excerpt summary of a real page document is dropped when the pages' text is given; without
+    page text the build keeps it but says how many summaries went unchecked."""
+    from mmbench.builders.sources.sample_reports import natural_paged_documents
+
+    docs = list(natural_paged_documents([(1024, 2048)], 4))
+    jl, lines = _write_pages(tmp_path, docs)
     kw = dict(lengths=(2048,), datasets=("mmlongbench",), queries_per_dataset=5, candidates_per_query=3,
               mmlongbench=str(jl), mmlongbench_images=str(tmp_path), progress=False)   # room for all: all are read
     ps = build("real", tmp_path / "with", **kw)
