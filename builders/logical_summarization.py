@@ -254,8 +254,7 @@ def _text_pools(reports: list[Report], fill: Filler, counter, o: _Options, shuff
     for p in kept:
         near = index.nearest(p.summary, o.lookalikes, exclude=[p.rid])
         p.variants = {part: _text_variant(p.units, lo, hi, near, by_id, counter) for part, (lo, hi) in PARTS.items()}
-        for part, v in p.variants.items():
-            vlog.keep() if v is not None else vlog.drop("look-alikes cannot fill the part to the token", f"{p.rid}/{part}")
+        _vet(p, vlog, "look-alikes cannot fill the part to the token")
 
     def padded(p: Placed, pl: Placement) -> list[Unit]:
         if pl.filler == 0:
@@ -267,6 +266,23 @@ def _text_pools(reports: list[Report], fill: Filler, counter, o: _Options, shuff
             "failed_variants": {p.rid: [k for k, v in p.variants.items() if v is None] for p in kept
                                 if any(v is None for v in p.variants.values())}}
     return [_query(ds, p, counter) for p in kept], candidates, pools, decisions, info
+
+
+MISSES_SUMMARY = "the replaced part holds none of the paragraphs (pages) that best match the summary's sentences"
+
+
+def _vet(p: Placed, vlog: DropLog, failed: str) -> None:
+    """Count each variant; drop one whose replaced part takes away nothing the summary describes (its
+    sentences' best-matching paragraphs all survive), as it would still answer the query."""
+    best = p.decision.get("best_paragraphs")
+    for part, v in p.variants.items():
+        if v is None:
+            vlog.drop(failed, f"{p.rid}/{part}")
+        elif best is not None and not any(v[0] <= i < v[1] for i in best):
+            p.variants[part] = None
+            vlog.drop(MISSES_SUMMARY, f"{p.rid}/{part}")
+        else:
+            vlog.keep()
 
 
 def _duplicate_of(kept: list[Placed], summary: str, keys: list) -> str | None:
@@ -432,8 +448,7 @@ def _page_pools(docs: Iterable[PagedDocument], fill: Filler, counter, media: Med
         p = Placed(d.id, d.summary, units, placements, decision=dec.details)
         ext: dict[tuple[int, int, int], Image] = {}
         p.variants = {part: _page_variant(d, units, lo, hi, media, o.seed, ext) for part, (lo, hi) in PARTS.items()}
-        for part, v in p.variants.items():
-            vlog.keep() if v is not None else vlog.drop("extension has too few pages", f"{p.rid}/{part}")
+        _vet(p, vlog, "extension has too few pages")
         kept.append(p)
     if unchecked:
         note = drops[f"{ds}_unchecked"] = DropLog(f"{ds} summaries kept without page text (macro-level rule not applied)")

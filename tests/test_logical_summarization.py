@@ -286,7 +286,8 @@ def test_text_variant_never_brings_back_the_documents_own_paragraphs(counter):
 # ---- the validity checks fire ---------------------------------------------------------------
 
 def _broken(ps, change):
-    clone = dataclasses.replace(ps, queries=[dataclasses.replace(q, meta=json.loads(json.dumps(q.meta)))
+    clone = dataclasses.replace(ps, queries=[dataclasses.replace(q, segments=list(q.segments),
+                                                                 meta=json.loads(json.dumps(q.meta)))
                                              for q in ps.queries],
                                 candidates=[dataclasses.replace(c, segments=list(c.segments),
                                                                 meta=json.loads(json.dumps(c.meta)))
@@ -302,6 +303,8 @@ def test_validity_holds_on_the_sample_and_each_check_can_fail(ps):
     assert report.ok and ps.manifest["validity"]["ok"]
     assert report.checked["own_document_share"] == len(ps.candidates)
     assert report.checked["hard_part_removed"] == sum(c.meta["difficulty"] == "hard" for c in ps.candidates)
+    assert report.checked["hard_removes_summarised"] == report.checked["hard_part_removed"]
+    assert ps.manifest["dropped"]["mmlongbench_hard_variants"]["read"] == 3 * Q * len(LENGTHS)
 
     def restore_replaced_part(x):
         hard = next(c for c in x.candidates if c.meta["dataset"] == "govreport" and c.meta["difficulty"] == "hard")
@@ -339,6 +342,16 @@ def test_validity_holds_on_the_sample_and_each_check_can_fail(ps):
         a, b = [q for q in x.queries if q.meta["dataset"] == "govreport"][:2]
         b.segments[0] = a.segments[0]
 
+    def spares_the_summarised_part(x):
+        from mmbench.builders.query_filter import summary_rule
+
+        hard = next(c for c in x.candidates if c.meta["dataset"] == "govreport" and c.meta["difficulty"] == "hard")
+        easy = next(c for c in x.candidates if c.id == hard.meta["provenance"]["counterpart"])
+        q = next(q for q in x.queries if q.meta["record_id"] == easy.meta["record_id"])
+        best = summary_rule("q", "d", q.segments[0].text, [s.text for s in easy.segments]).details["best_paragraphs"]
+        i = next(i for i in range(len(easy.segments)) if i not in best)
+        hard.meta["provenance"]["replaced"]["segments"] = [i, i + 1]
+
     def fewer_candidates(x):
         x.pools[3].candidate_ids.pop()
 
@@ -350,6 +363,7 @@ def test_validity_holds_on_the_sample_and_each_check_can_fail(ps):
     assert "macro_level_summary" in _broken(ps, excerpt_summary)
     assert "distinct_summaries" in _broken(ps, same_summary)
     assert "constant_candidates_per_query" in _broken(ps, fewer_candidates)
+    assert "hard_removes_summarised" in _broken(ps, spares_the_summarised_part)
 
 
 # ---- real readers: official layouts, malformed variants -----------------------------------------

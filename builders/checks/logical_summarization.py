@@ -21,6 +21,9 @@ INVARIANTS: dict[str, str] = {
     "macro_level_summary": "each summary needs the whole document: no paragraph (or page) covers more than 60 % of "
                            "its content words and its sentences' best paragraphs span at least half of it "
                            "(re-checked on text reports; page documents: the builder's check on the page text)",
+    "hard_removes_summarised": "a Hard variant's replaced part holds at least one of the paragraphs (pages) that "
+                               "best match the summary's sentences (re-computed on text; pages: the builder's "
+                               "match on the page text)",
     "hard_keeps_length": "a Hard variant has exactly its Easy counterpart's unified length, in the same bin",
     "length_in_bin": "natural length control: a candidate's length lies in its bin's range (lo, L]; padding: it "
                      "is the bin's nominal length (text within 1 %, pages at most one visual-token row short)",
@@ -62,6 +65,8 @@ def check(ps: PoolSet, checked: dict[str, int]) -> Iterable[Violation]:
     for k in INVARIANTS:
         checked.setdefault(k, 0)
 
+    best = dict(_best_segments(ps, summary_rule))
+
     # ---- per candidate: lengths, filler share, Hard variants ----
     for c in ps.candidates:
         m = c.meta
@@ -92,7 +97,7 @@ def check(ps: PoolSet, checked: dict[str, int]) -> Iterable[Violation]:
             if not ok:
                 yield Violation("length_in_bin", c.id, f"{c.tokens} tokens, not the nominal {L}")
         if m.get("difficulty") == "hard":
-            yield from _check_hard(c, cands, checked)
+            yield from _check_hard(c, cands, checked, best.get((m["dataset"], m["record_id"])))
 
     # ---- summaries ----
     by_record: dict[tuple[str, str], Document] = {}
@@ -166,7 +171,27 @@ def _check_answer(item, q: Document, cands: dict[str, Document]) -> Iterable[Vio
             yield Violation("single_answer", item.id, f"unlabelled {cid} holds the whole of the query's document")
 
 
-def _check_hard(c: Document, cands: dict[str, Document], checked: dict[str, int]) -> Iterable[Violation]:
+def _best_segments(ps: PoolSet, summary_rule):
+    """((dataset, record), segment indices of the document that best match the summary's sentences), where known."""
+    queries = {(q.meta.get("dataset"), q.meta.get("record_id")): q for q in ps.queries}
+    done = set()
+    for c in ps.candidates:
+        key = (c.meta.get("dataset"), c.meta.get("record_id"))
+        if c.meta.get("difficulty") != "easy" or key in done or key not in queries:
+            continue
+        done.add(key)
+        own = _own(c)
+        q = queries[key]
+        if own and all(s.kind == "text" for _, s in own):
+            best = summary_rule(q.id, key[0], query_text(q), [s.text for _, s in own]).details.get("best_paragraphs")
+        else:
+            best = q.meta.get("summary_filter", {}).get("best_paragraphs")
+        if best is not None:
+            yield key, [own[i][0] for i in best if i < len(own)]   # the same in every bin (filler comes last)
+
+
+def _check_hard(c: Document, cands: dict[str, Document], checked: dict[str, int],
+                best: list[int] | None) -> Iterable[Violation]:
     prov = c.meta["provenance"]
     easy = cands.get(prov.get("counterpart", ""))
     checked["hard_keeps_length"] += 1
@@ -193,6 +218,11 @@ def _check_hard(c: Document, cands: dict[str, Document], checked: dict[str, int]
     if abs(removed - (hi - lo) * doc) > largest:
         yield Violation("hard_part_removed", c.id, f"{removed} of {doc} tokens replaced for {prov['part']} "
                         f"(expected {(hi - lo) * doc:.0f} within one segment of {largest})")
+    if best is not None:
+        checked["hard_removes_summarised"] += 1
+        if not any(a <= i < b for i in best):
+            yield Violation("hard_removes_summarised", c.id, f"replaced segments [{a}, {b}) hold none of the "
+                            f"summary's best-matching segments {sorted(set(best))}")
     gone = {_key(easy.segments[i]) for i in range(a, b)} - {_key(easy.segments[i]) for i in idx if not a <= i < b}
     left = gone & {_key(s) for s in c.segments}
     if left:
