@@ -49,7 +49,8 @@ LENGTH_CONTROLS = ("natural", "padding")
 LENGTH_TOLERANCE = 0.01          # padding mode: text candidates ±1 % of nominal; pages at most one row short
 HARD_EASY_TOLERANCE = 0          # Hard variants have exactly their undamaged counterpart's unified length
 FILLER_PAGES = 48                # distinct filler pages, reused across documents
-QUERIES_PER_DATASET = 8          # natural mode: per dataset and bin; padding mode: per dataset
+QUERIES_PER_DATASET = {"natural": 8,    # per dataset and bin (= the default C/Q, so every bin is full)
+                       "padding": 12}    # per dataset, spread over the bins it fits (version 1's default)
 
 
 @dataclass
@@ -69,15 +70,17 @@ class Placed:
 
 
 def build(source: str, out: Path, seed: int = 0, lengths: Sequence[int] = LENGTHS,
-          datasets: Sequence[str] = DATASETS, queries_per_dataset: int = QUERIES_PER_DATASET,
+          datasets: Sequence[str] = DATASETS, queries_per_dataset: int | None = None,
           candidates_per_query: int = 8, lookalikes: int = 5, length_control: str = "natural",
           max_filler_share: float = MAX_FILLER_SHARE, govreport: str | None = None, mmlongbench: str | None = None,
           mmlongbench_images: str | None = None, filler: str | None = None, max_reports: int | None = None,
           tokenizer_json: str | None = None, progress: bool = True) -> PoolSet:
     """Build from `source` ("sample", or "real" with `govreport` / `mmlongbench` paths) into `out`."""
-    lengths, datasets = check_pool_params(lengths, datasets, DATASETS, queries_per_dataset, candidates_per_query)
     if length_control not in LENGTH_CONTROLS:
         raise ValueError(f"length_control must be one of {', '.join(LENGTH_CONTROLS)}, not {length_control!r}")
+    if queries_per_dataset is None:
+        queries_per_dataset = QUERIES_PER_DATASET[length_control]
+    lengths, datasets = check_pool_params(lengths, datasets, DATASETS, queries_per_dataset, candidates_per_query)
     if not 0 <= float(max_filler_share) < 1:
         raise ValueError(f"max_filler_share must be in [0, 1), not {max_filler_share!r}")
     bins = make_bins(lengths)
@@ -99,12 +102,12 @@ def build(source: str, out: Path, seed: int = 0, lengths: Sequence[int] = LENGTH
             raise ValueError(f"unknown source {source!r} for {TASK_NAME}; use 'sample' or 'real'")
         queries, candidates, pools, decisions, record, drops = [], [], [], [], {}, {}
         if "govreport" in datasets:
-            reports = _reports(source, govreport, max_reports, bins, queries_per_dataset, counter, sources)
+            reports = _reports(source, govreport, max_reports, opts, counter, sources)
             q, c, p, d, info = _text_pools(reports, fill, counter, opts, source != "sample", drops)
             queries, candidates, pools, decisions = queries + q, candidates + c, pools + p, decisions + d
             record["govreport"] = info
         if "mmlongbench" in datasets:
-            docs = _paged(source, mmlongbench, mmlongbench_images, max_reports, bins, queries_per_dataset, sources)
+            docs = _paged(source, mmlongbench, mmlongbench_images, max_reports, opts, sources)
             q, c, p, d, info = _page_pools(docs, fill, counter, media, opts, drops)
             queries, candidates, pools, decisions = queries + q, candidates + c, pools + p, decisions + d
             record["mmlongbench"] = info
@@ -173,27 +176,37 @@ class _Options:
 
 # ---- sources ------------------------------------------------------------------------------
 
-def _reports(source, path, max_reports, bins, per_bin, counter, sources) -> list[Report]:
+def _reports(source, path, max_reports, o: _Options, counter, sources) -> list[Report]:
+    if source == "sample" and o.mode == "padding":     # version 1's sample: short reports, padded to every bin
+        from .sources.sample_reports import pydoc_reports
+
+        sources["govreport"] = "mmbench sample: Python Language Reference topics as reports, templated summaries"
+        return list(pydoc_reports())
     if source == "sample":
         from .sources.sample_reports import natural_reports
 
         sources["govreport"] = ("mmbench sample: consecutive runs of Python's own documentation (Language Reference "
                                 "topics, then standard-library docstrings) of natural lengths for each bin, "
                                 "templated summaries")
-        return natural_reports([(b.lo, b.nominal) for b in bins], per_bin, counter.text)
+        return natural_reports([(b.lo, b.nominal) for b in o.bins], o.per_bin, counter.text)
     if not path:
         raise ValueError("source 'real' with dataset govreport needs --param govreport=<parquet|jsonl|json|folder>")
     sources["govreport"] = govreport_fingerprint(Path(path))
     return read_govreport(Path(path), max_reports)
 
 
-def _paged(source, path, image_root, max_reports, bins, per_bin, sources) -> Iterable[PagedDocument]:
+def _paged(source, path, image_root, max_reports, o: _Options, sources) -> Iterable[PagedDocument]:
+    if source == "sample" and o.mode == "padding":
+        from .sources.sample_reports import paged_documents
+
+        sources["mmlongbench"] = "mmbench sample: Language Reference reports rendered as page images"
+        return paged_documents(o.per_bin + -(-o.per_bin // 4) + 2)
     if source == "sample":
         from .sources.sample_reports import natural_paged_documents
 
         sources["mmlongbench"] = ("mmbench sample: runs of Python's own documentation rendered as page images, "
                                   "page counts of natural lengths for each bin, each with its own unseen extension")
-        return natural_paged_documents([(b.lo, b.nominal) for b in bins], per_bin)
+        return natural_paged_documents([(b.lo, b.nominal) for b in o.bins], o.per_bin)
     if not path or not image_root:
         raise ValueError("source 'real' with dataset mmlongbench needs --param mmlongbench=<jsonl> "
                          "--param mmlongbench_images=<folder>")

@@ -343,5 +343,6 @@ def paged_documents(n: int | None = None, reports: tuple[Report, ...] | None = N
         pages, ext = render_pages(r.text), render_pages(nxt.text)
         out.append(PagedDocument(f"pages-{r.id}", r.summary, pages, ext,
                                  [f"{r.id}/p{k + 1}" for k in range(len(pages))],
-                                 [f"{nxt.id}/p{k + 1}" for k in range(len(ext))]))
+                                 [f"{nxt.id}/p{k + 1}" for k in range(len(ext))],
+                                 [" ".join(lines) for lines in _layout(r.text, PAGE_SIZE, 1)]))
     return out
