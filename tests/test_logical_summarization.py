@@ -11,7 +11,7 @@ import pytest
 from rank_bm25 import BM25Okapi
 
 from mmbench.builders.expansion import Filler, pad, text_unit
-from mmbench.builders.length_bins import Bin, make_bins, place
+from mmbench.builders.length_bins import make_bins, place
 from mmbench.builders.logical_summarization import (HARD_EASY_TOLERANCE, LENGTH_TOLERANCE, PARTS, _text_variant, build,
                                                     page_span, part_span)
 from mmbench.builders.lookalikes import LookalikeIndex
