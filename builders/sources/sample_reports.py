@@ -1,8 +1,8 @@
 """Offline summarization sources: reports cut from the text that ships with Python, and page images.
 
 The corpus is real prose that ships with Python: the Language Reference topics of
-`pydoc_data.topics`, then the docstrings of the standard library's modules (read with `ast`, never
-imported), module by module in sorted order, each in source order. The Language Reference alone
+`pydoc_data.topics`, then the docstrings of a fixed list of standard-library modules (read with
+`ast`, never imported), module by module in sorted order, each in source order. The Language Reference alone
 (about 106K Qwen3 tokens) cannot supply disjoint 16–32K-token documents for every bin.
 
 `natural_reports(bins, per_bin, counter)` cuts consecutive, disjoint runs of corpus paragraphs
@@ -12,12 +12,12 @@ page count, each followed by its own unseen extension pages. `pydoc_reports()` k
 (about 2K-token) reports of earlier versions for tests of the readers.
 
 Each report gets a project-written summary that draws on its opening, middle and closing parts, so
-it needs the whole report; every ninth summary (the 5th, 14th, ...) instead quotes one paragraph,
-a local excerpt the filter drops. Page-image documents are rendered with PIL's bitmap font.
+it needs the whole report. A few instead quote one paragraph, a local excerpt the filter drops:
+every ninth of `pydoc_reports()`, and one extra report in each natural bin but the largest of
+several. Page-image documents are rendered with PIL's bitmap font.
 """
 from __future__ import annotations
 
-import math
 import re
 import textwrap
 from functools import lru_cache
@@ -57,13 +57,13 @@ def _prose(paragraphs: list[str]) -> list[int]:
     return [i for i, p in enumerate(paragraphs) if len(p.split()) >= 12 and "::=" not in p and not p.startswith(">>>")]
 
 
-def _summary(k: int, topic_names: list[str], ps: list[str]) -> str | None:
-    """The templated summary of report number `k` (a one-paragraph quote when k % 9 == 4), or None
-    when the report has too little prose to summarise."""
+def _summary(topic_names: list[str], ps: list[str], excerpt: bool) -> str | None:
+    """The templated summary of a report (a one-paragraph quote if `excerpt`), or None when the report
+    has too little prose to summarise."""
     prose = _prose(ps)
     if len(ps) < 4 or len(prose) < 3:
         return None
-    if k % 9 == 4:
+    if excerpt:
         return f"This report quotes Python's documentation: {' '.join(ps[prose[len(prose) // 2]].split()[:60])}"
     shown = topic_names[:4] + ([f"{len(topic_names) - 4} more topics"] if len(topic_names) > 4 else [])
     names = [f"'{t}'" for t in shown[:4]] + shown[4:]
@@ -93,7 +93,7 @@ def pydoc_reports(report_chars: int = 9000) -> tuple[Report, ...]:
         chunks.append((names, paras))
     reports = []
     for k, (topic_names, ps) in enumerate(chunks):
-        summary = _summary(k, topic_names, ps)
+        summary = _summary(topic_names, ps, k % 9 == 4)   # every ninth report quotes one paragraph
         if summary is not None:
             reports.append(Report(f"pydoc-r{k:02d}", summary, ps))
     return tuple(reports)
@@ -101,8 +101,24 @@ def pydoc_reports(report_chars: int = 9000) -> tuple[Report, ...]:
 
 # ---- natural-length reports ---------------------------------------------------------------
 
-SKIPPED_PACKAGES = frozenset({"test", "tests", "idle_test", "site-packages", "ensurepip", "encodings", "pydoc_data",
-                              "__pycache__", "antigravity", "this"})
+# Standard-library modules and packages whose docstrings form the corpus, in this order: pure-Python
+# ones that every CPython 3.11+ install has on every platform (not those Linux distributions ship
+# apart, such as tkinter, idlelib, turtle, lib2to3, distutils or ensurepip, nor ones removed in 3.13),
+# so the corpus depends on the Python version only, not on how Python was installed.
+STDLIB_MODULES = tuple(sorted("""
+    __future__ _collections_abc _compression _markupbase _py_abc _pydecimal _pyio _sitebuiltins _strptime
+    _threading_local _weakrefset abc argparse ast asyncio base64 bdb bisect bz2 cProfile calendar cmd code codecs
+    codeop collections colorsys compileall concurrent configparser contextlib contextvars copy copyreg csv ctypes
+    curses dataclasses datetime dbm difflib dis doctest email enum filecmp fileinput fnmatch fractions ftplib
+    functools genericpath getopt getpass gettext glob graphlib gzip hashlib heapq hmac html http imaplib importlib
+    inspect io ipaddress json keyword linecache locale logging lzma mailbox mimetypes modulefinder multiprocessing
+    netrc ntpath nturl2path numbers opcode operator optparse os pathlib pdb pickle pickletools pkgutil platform
+    plistlib poplib posixpath pprint profile pstats py_compile pyclbr pydoc queue quopri random re reprlib
+    rlcompleter runpy sched secrets selectors shelve shlex shutil signal site smtplib socket socketserver sqlite3
+    ssl stat statistics string stringprep struct subprocess symtable sysconfig tabnanny tarfile tempfile textwrap
+    threading timeit token tokenize tomllib trace traceback tracemalloc tty types typing unittest urllib uuid venv
+    warnings wave weakref webbrowser wsgiref xml xmlrpc zipapp zipfile zipimport zoneinfo
+""".split()))
 
 
 def _docstrings(tree) -> list[str]:
@@ -126,17 +142,21 @@ def _docstrings(tree) -> list[str]:
 
 @lru_cache(maxsize=1)
 def _stdlib_files() -> tuple[tuple[str, str], ...]:
-    """(module name, file path) of the standard library's pure-Python modules, sorted by path."""
+    """(module name, file path) of STDLIB_MODULES (a package: its files in sorted order, tests left out)."""
     import sysconfig
     from pathlib import Path
 
     root = Path(sysconfig.get_paths()["stdlib"])
     out = []
-    for path in sorted(root.rglob("*.py")):
-        rel = path.relative_to(root)
-        if any(part in SKIPPED_PACKAGES for part in rel.parts) or rel.stem in SKIPPED_PACKAGES:
-            continue
-        out.append((".".join(rel.with_suffix("").parts), str(path)))
+    for name in STDLIB_MODULES:
+        single, package = root / f"{name}.py", root / name
+        if single.is_file():
+            out.append((name, str(single)))
+        elif package.is_dir():
+            for path in sorted(package.rglob("*.py")):
+                rel = path.relative_to(root)
+                if not {"test", "tests", "idle_test"} & set(rel.parts):
+                    out.append((".".join(rel.with_suffix("").parts), str(path)))
     return tuple(out)
 
 
@@ -153,7 +173,8 @@ def _module_paragraphs(path: str) -> tuple[str, ...]:
 
 
 def _stdlib_modules():
-    """(module name, paragraphs of its docstrings), module by module (parsed lazily, once per process)."""
+    """(module name, paragraphs of its docstrings), module by module (parsed lazily, once per process);
+    a module this Python lacks is left out."""
     for name, path in _stdlib_files():
         paras = _module_paragraphs(path)
         if paras:
@@ -180,9 +201,9 @@ def corpus_paragraphs():
 
 
 def _spread(j: int, n: int) -> float:
-    """A deterministic fraction in (0.05, 0.65) for the j-th of n documents of a bin (golden-ratio steps: spread, not sorted;
+    """A deterministic fraction in (0.02, 0.42) for the j-th of n documents of a bin (golden-ratio steps: spread, not sorted;
     the lower part of the range, so the corpus suffices for the default sample)."""
-    return 0.05 + 0.6 * ((0.5 + j * 0.6180339887498949) % 1.0)
+    return 0.02 + 0.4 * ((0.5 + j * 0.6180339887498949) % 1.0)
 
 
 def _cut(stream, token_count, lo: int, hi: int, frac: float):
@@ -205,23 +226,29 @@ def _cut(stream, token_count, lo: int, hi: int, frac: float):
     return (names, paras) if total > lo else None
 
 
+def _with_excerpt(b: int, n_bins: int, per_bin: int) -> tuple[int, bool]:
+    """(reports to make for bin number b, whether its 5th is an excerpt): the largest of several bins
+    gets none (its documents are the costliest text), every other bin one more than needed."""
+    extra = per_bin >= 4 and (b < n_bins - 1 or n_bins == 1)
+    return per_bin + extra, extra
+
+
 def natural_reports(bins: Sequence[tuple[int, int]], per_bin: int, token_count) -> list[Report]:
-    """`per_bin` reports for each (lo, hi] range (one excerpt summary in nine extra), cut from
-    consecutive, disjoint corpus text; ids say the bin and the number."""
+    """`per_bin` reports for each (lo, hi] range, plus an excerpt summary the filter should drop (see
+    `_with_excerpt`), cut from consecutive, disjoint corpus text; ids say the bin and the number."""
     from mmbench.builders.visual_grounding import length_label
 
     stream = corpus_paragraphs()
-    reports, k = [], 0
-    for lo, hi in bins:
+    reports = []
+    for b, (lo, hi) in enumerate(bins):
+        n, excerpt = _with_excerpt(b, len(bins), per_bin)
         made = 0
-        n = per_bin + math.ceil(per_bin / 8)
         while made < n:
             got = _cut(stream, token_count, lo, hi, _spread(made, n))
             if got is None:
                 raise ValueError(f"the sample corpus ran out of text for the ({lo}, {hi}] bin; use fewer queries")
             names, ps = got
-            summary = _summary(k, names, ps)
-            k += 1
+            summary = _summary(names, ps, excerpt and made == 4)
             if summary is None:
                 continue
             reports.append(Report(f"nat-{length_label(hi)}-{made:02d}", summary, ps))
@@ -305,12 +332,11 @@ def natural_paged_documents(bins: Sequence[tuple[int, int]], per_bin: int, size:
 
     per_page = image_tokens(*size)
     stream = corpus_paragraphs()
-    k = 0
-    for lo, hi in bins:
+    for b, (lo, hi) in enumerate(bins):
         first, last = lo // per_page + 1, hi // per_page
         if first > last:
             raise ValueError(f"no whole number of {size[0]}x{size[1]} pages fits the ({lo}, {hi}] bin")
-        n = per_bin + math.ceil(per_bin / 8)
+        n, excerpt = _with_excerpt(b, len(bins), per_bin)
         made = 0
         while made < n:
             pages = first + round(_spread(made, n) * (last - first))
@@ -318,8 +344,7 @@ def natural_paged_documents(bins: Sequence[tuple[int, int]], per_bin: int, size:
             ext = _take_pages(stream, pages // 2 + 1, size, scale)
             if doc is None or ext is None:
                 raise ValueError(f"the sample corpus ran out of text for the ({lo}, {hi}] page bin; use fewer queries")
-            summary = _summary(k, *doc)
-            k += 1
+            summary = _summary(*doc, excerpt and made == 4)
             if summary is None:
                 continue
             did = f"pages-{length_label(hi)}-{made:02d}"
