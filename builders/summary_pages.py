@@ -62,7 +62,8 @@ def page_pools(docs: Iterable[PagedDocument], fill: Filler, counter, media: Medi
         if not o.room(counts, placements):
             log.drop("not needed: its bin already has queries_per_dataset documents", d.id)
             continue
-        units = [image_unit(media.put_image(pg), source=f"{ds}:{d.id}#{name}") for pg, name in zip(d.pages, d.page_names)]
+        units = [image_unit(media.put_image(pg), source=f"{ds}:{d.id}#{name}")
+                 for pg, name in zip(d.pages, d.page_names)]
         twin = duplicate_of(kept, d.summary, [u.segment.ref for u in units])
         if twin:
             decisions.append(Decision(d.id, ds, False, "rules", f"duplicate of {twin}", dec.details))
@@ -80,7 +81,8 @@ def page_pools(docs: Iterable[PagedDocument], fill: Filler, counter, media: Medi
         vet(p, vlog, "extension has too few pages")
         kept.append(p)
     if unchecked:
-        note = drops[f"{ds}_unchecked"] = DropLog(f"{ds} summaries kept without page text (macro-level rule not applied)")
+        note = drops[f"{ds}_unchecked"] = DropLog(f"{ds} summaries kept without page text "
+                                                  "(macro-level rule not applied)")
         note.keep(len(unchecked))
     make_page = filler_pages(fill, media)
 

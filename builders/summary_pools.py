@@ -25,7 +25,6 @@ PARTS = {"first_25": (0.0, 0.25), "last_25": (0.75, 1.0), "middle_50": (0.25, 0.
 
 
 @dataclass
-@dataclass
 class Placed:
     """A kept document: its query, its own units, where it goes, and its Hard variants."""
 
@@ -41,7 +40,6 @@ class Placed:
         return sum(u.tokens for u in self.units)
 
 
-
 LENGTH_MEANING = {
     "natural": "a candidate's own document length lies in its bin's range (lo, L]; filler only lifts a document "
                "just short of a bin past its lower bound, at most max_filler_share of the candidate",
@@ -52,6 +50,8 @@ LENGTH_MEANING = {
 
 @dataclass(frozen=True)
 class PoolOptions:
+    """The build's length control and pool sizes."""
+
     mode: str
     max_filler_share: float
     bins: list[Bin]

@@ -279,7 +279,8 @@ def test_text_variant_never_brings_back_the_documents_own_paragraphs(counter):
     shared = "This paragraph appears in both reports and must not come back through the replacement."
     own = [f"Own paragraph {i} about the topic of this report, with several words of its own." for i in range(8)]
     own[0] = shared
-    other = Report("other", "s", [f"Look-alike paragraph {i} on a similar subject, also long enough." for i in range(8)])
+    other = Report("other", "s", [f"Look-alike paragraph {i} on a similar subject, also long enough."
+                                  for i in range(8)])
     other.paragraphs[0] = shared
     units = [text_unit(counter, p, source=f"govreport:mine#p{j}") for j, p in enumerate(own)]
     near = LookalikeIndex(["other", "mine"], [other.text, "\n".join(own)]).nearest("similar subject", 1,

@@ -200,9 +200,10 @@ def corpus_paragraphs():
         yield from fresh(name, paras)
 
 
-def _spread(j: int, n: int) -> float:
-    """A deterministic fraction in (0.02, 0.42) for the j-th of n documents of a bin (golden-ratio steps: spread, not sorted;
-    the lower part of the range, so the corpus suffices for the default sample)."""
+def _spread(j: int) -> float:
+    """A deterministic fraction in (0.02, 0.42) for the j-th document of a bin (golden-ratio
+    steps: spread, not sorted; the lower part of the range, so the corpus suffices for the default
+    sample)."""
     return 0.02 + 0.4 * ((0.5 + j * 0.6180339887498949) % 1.0)
 
 
@@ -244,7 +245,7 @@ def natural_reports(bins: Sequence[tuple[int, int]], per_bin: int, token_count) 
         n, excerpt = _with_excerpt(b, len(bins), per_bin)
         made = 0
         while made < n:
-            got = _cut(stream, token_count, lo, hi, _spread(made, n))
+            got = _cut(stream, token_count, lo, hi, _spread(made))
             if got is None:
                 raise ValueError(f"the sample corpus ran out of text for the ({lo}, {hi}] bin; use fewer queries")
             names, ps = got
@@ -339,7 +340,7 @@ def natural_paged_documents(bins: Sequence[tuple[int, int]], per_bin: int, size:
         n, excerpt = _with_excerpt(b, len(bins), per_bin)
         made = 0
         while made < n:
-            pages = first + round(_spread(made, n) * (last - first))
+            pages = first + round(_spread(made) * (last - first))
             doc = _take_pages(stream, pages, size, scale)
             ext = _take_pages(stream, pages // 2 + 1, size, scale)
             if doc is None or ext is None:
