@@ -58,17 +58,15 @@ def read_govreport(path: Path, limit: int | None = None) -> list[Report]:
     return out
 
 
-def check_utf8(path: Path) -> bytes:
-    """The file's bytes, or a ValueError naming the file, line and column of the first byte that is not UTF-8."""
-    data = Path(path).read_bytes()
-    try:
-        data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        line = data.count(b"\n", 0, exc.start) + 1
-        column = exc.start - (data.rfind(b"\n", 0, exc.start) + 1) + 1
-        raise ValueError(f"{path}:{line}: not UTF-8 text (byte 0x{data[exc.start]:02x} at column {column}); "
-                         "re-encode the file as UTF-8") from None
-    return data
+def check_utf8(path: Path) -> None:
+    """A ValueError naming the file, line and column of the first byte that is not UTF-8 (read line by line)."""
+    with Path(path).open("rb") as fh:
+        for lineno, raw in enumerate(fh, start=1):
+            try:
+                raw.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                raise ValueError(f"{path}:{lineno}: not UTF-8 text (byte 0x{raw[exc.start]:02x} at column "
+                                 f"{exc.start + 1}); re-encode the file as UTF-8") from None
 
 
 def _rows(path: Path) -> Iterator[tuple[str, Any]]:
@@ -96,9 +94,9 @@ def _rows(path: Path) -> Iterator[tuple[str, Any]]:
 
 def _json_file(path: Path) -> Iterator[tuple[str, Any]]:
     """One record, a list of records, or JSON lines (a .json file may hold any of them)."""
-    text = check_utf8(path).decode("utf-8")
+    check_utf8(path)
     try:
-        data = json.loads(text)
+        data = json.loads(path.read_text(encoding="utf-8"))
     except ValueError:
         yield from ((where, rec) for where, _, rec in read_jsonl(path))
         return
