@@ -1,55 +1,74 @@
 """Logical Summarization builder (MMLongEmbed Task 3): a summary retrieves its whole report.
 
-Text (GovReport): the relevant candidate is the report padded with unrelated filler to the pool
-length. Its Hard variants replace the first 25 %, the last 25 % or the middle 50 % of the report
-(cut at paragraph boundaries) with paragraphs of BM25 look-alike reports: other reports of the
-whole corpus that BM25 ranks highest for the summary, taken from the same relative position and
-length-matched to the unified token. Multimodal (MMLongBench page images): the document is a
-sequence of pages, and the replaced pages come from unseen consecutive pages of the same
-source document's extended version, resized to the replaced pages' pixels. Pools are composed
-as in Multi-Source Reasoning (constant candidates per query).
+Length is the candidate's own length. Bins are stated ranges (builders/length_bins.py): a
+document goes into the one bin its own length falls in, (L/2, L] for L = 8K, 16K, 32K, and only a
+document just short of the smallest bin is padded, with filler never more than `max_filler_share`
+of the candidate (recorded per candidate). So each pool holds documents that are long in
+themselves, and no document appears in two bins. `length_control="padding"` keeps the earlier
+behaviour instead: every report that fits a bin is padded at its end with unrelated filler to the
+bin's nominal length, so one report appears in every bin it fits.
+
+Text (GovReport): Hard variants replace the first 25 %, the last 25 % or the middle 50 % of the
+report (cut at paragraph boundaries) with paragraphs of BM25 look-alike reports: other reports of
+the whole corpus that BM25 ranks highest for the summary, taken from the same relative position
+and length-matched to the unified token. Multimodal (MMLongBench page images): the document is a
+sequence of pages, binned by its pages' tokens, and the replaced pages come from unseen
+consecutive pages of the same source document's extended version, resized to the replaced
+pages' pixels. Hard variants keep the document's own length exactly. Summaries must be
+macro-level (query_filter.summary_rule) on text reports and, where the page text is known, on
+page documents. Pools are composed as in Multi-Source Reasoning (constant candidates per query).
 """
 from __future__ import annotations
 
-import math
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Iterable, Sequence
 
-from tqdm.auto import tqdm
-
-from mmbench.documents import Document, Image, Text
+from mmbench.builders.validity import DropLog, write_valid_poolset
+from mmbench.documents import Text
 from mmbench.media import MediaStore
-from mmbench.builders.validity import write_valid_poolset
 from mmbench.poolset import build_scratch, PoolSet, source_fingerprint
 from mmbench.tokens import UnifiedTokenCounter
 
-from .expansion import Filler, Unit, image_unit, length_matched_text, pad, pad_pages, replace_units, text_unit
+from .expansion import Filler, Unit, length_matched_text, pad, text_unit
+from .length_bins import MAX_FILLER_SHARE, Placement, make_bins
 from .lookalikes import LookalikeIndex
-from .multi_source_reasoning import (LENGTHS, candidate_doc, candidate_meta, check_pool_params, default_filler,
-                                     easy_hard_pools, seeded_rng, unit_log)
+from .multi_source_reasoning import LENGTHS, check_pool_params, default_filler, seeded_rng
 from .query_filter import SUMMARY_RULES_VERSION, Decision, decision_summary, summary_rule
 from .sources.govreport import Report, govreport_fingerprint, read_govreport
 from .sources.mmlongbench import PagedDocument, read_mmlongbench
-from .visual_grounding import length_label
+from .summary_pages import page_pools, page_span  # noqa: F401  (page_span: part of this module's interface)
+from .summary_pools import (LENGTH_MEANING, PARTS, Placed, PoolOptions, assemble, bin_members, duplicate_of,
+                            query_doc, rule_reason, vet)
 
 TASK_NAME = "logical_summarization"
-TASK_VERSION = "1.0"
+TASK_VERSION = "2.0"
 DATASETS = ("govreport", "mmlongbench")
-PARTS = {"first_25": (0.0, 0.25), "last_25": (0.75, 1.0), "middle_50": (0.25, 0.75)}
-LENGTH_TOLERANCE = 0.01          # text candidates: ±1 % of nominal; page documents: at most one visual-token row short
+LENGTH_CONTROLS = ("natural", "padding")
+LENGTH_TOLERANCE = 0.01          # padding mode: text candidates ±1 % of nominal; pages at most one row short
 HARD_EASY_TOLERANCE = 0          # Hard variants have exactly their undamaged counterpart's unified length
-FILLER_PAGES = 48                # distinct filler pages, reused across documents
+QUERIES_PER_DATASET = {"natural": 8,    # per dataset and bin (= the default C/Q, so every bin is full)
+                       "padding": 12}    # per dataset, spread over the bins it fits (version 1's default)
 
 
 def build(source: str, out: Path, seed: int = 0, lengths: Sequence[int] = LENGTHS,
-          datasets: Sequence[str] = DATASETS, queries_per_dataset: int = 12, candidates_per_query: int = 8,
-          lookalikes: int = 5, govreport: str | None = None, mmlongbench: str | None = None,
+          datasets: Sequence[str] = DATASETS, queries_per_dataset: int | None = None,
+          candidates_per_query: int = 8, lookalikes: int = 5, length_control: str = "natural",
+          max_filler_share: float = MAX_FILLER_SHARE, govreport: str | None = None, mmlongbench: str | None = None,
           mmlongbench_images: str | None = None, filler: str | None = None, max_reports: int | None = None,
           tokenizer_json: str | None = None, progress: bool = True) -> PoolSet:
     """Build from `source` ("sample", or "real" with `govreport` / `mmlongbench` paths) into `out`."""
+    if length_control not in LENGTH_CONTROLS:
+        raise ValueError(f"length_control must be one of {', '.join(LENGTH_CONTROLS)}, not {length_control!r}")
+    if queries_per_dataset is None:
+        queries_per_dataset = QUERIES_PER_DATASET[length_control]
     lengths, datasets = check_pool_params(lengths, datasets, DATASETS, queries_per_dataset, candidates_per_query)
+    if not 0 <= float(max_filler_share) < 1:
+        raise ValueError(f"max_filler_share must be in [0, 1), not {max_filler_share!r}")
+    bins = make_bins(lengths)
     counter = UnifiedTokenCounter.default(tokenizer_json)
     out = Path(out)
+    opts = PoolOptions(length_control, float(max_filler_share), bins, queries_per_dataset, candidates_per_query,
+                    lookalikes, seed, progress)
     with build_scratch(out) as scratch:
         media = MediaStore(scratch)
         sources: dict[str, str] = {}
@@ -62,17 +81,15 @@ def build(source: str, out: Path, seed: int = 0, lengths: Sequence[int] = LENGTH
             fill = default_filler(filler, counter, sources)
         else:
             raise ValueError(f"unknown source {source!r} for {TASK_NAME}; use 'sample' or 'real'")
-        queries, candidates, pools, decisions, record = [], [], [], [], {}
+        queries, candidates, pools, decisions, record, drops = [], [], [], [], {}, {}
         if "govreport" in datasets:
-            reports = _reports(source, govreport, max_reports, sources)
-            q, c, p, d, info = _text_pools(reports, lengths, fill, counter, queries_per_dataset, candidates_per_query,
-                                           lookalikes, seed, source != "sample", progress)
+            reports = _reports(source, govreport, max_reports, opts, counter, sources)
+            q, c, p, d, info = _text_pools(reports, fill, counter, opts, source != "sample", drops)
             queries, candidates, pools, decisions = queries + q, candidates + c, pools + p, decisions + d
             record["govreport"] = info
         if "mmlongbench" in datasets:
-            docs = _paged(source, mmlongbench, mmlongbench_images, max_reports, queries_per_dataset, sources)
-            q, c, p, d, info = _page_pools(docs, lengths, fill, counter, media, queries_per_dataset, candidates_per_query,
-                                           seed, progress)
+            docs = _paged(source, mmlongbench, mmlongbench_images, max_reports, opts, sources)
+            q, c, p, d, info = page_pools(docs, fill, counter, media, opts, drops)
             queries, candidates, pools, decisions = queries + q, candidates + c, pools + p, decisions + d
             record["mmlongbench"] = info
         ps = PoolSet(task=TASK_NAME, task_version=TASK_VERSION, queries=queries, candidates=candidates, pools=pools,
@@ -81,103 +98,113 @@ def build(source: str, out: Path, seed: int = 0, lengths: Sequence[int] = LENGTH
                       "params": {"lengths": list(lengths), "datasets": list(datasets),
                                  "queries_per_dataset": queries_per_dataset,
                                  "candidates_per_query": candidates_per_query, "lookalikes": lookalikes,
+                                 "length_control": length_control, "max_filler_share": float(max_filler_share),
                                  "parts": {k: list(v) for k, v in PARTS.items()}},
+                      "length_control": {"mode": length_control, "bins": {b.label: [b.lo, b.nominal] for b in bins},
+                                         "max_filler_share": float(max_filler_share),
+                                         "meaning": LENGTH_MEANING[length_control]},
                       "candidates_per_query": candidates_per_query, "length_tolerance": LENGTH_TOLERANCE,
                       "hard_easy_tolerance_tokens": HARD_EASY_TOLERANCE, "filler": fill.name,
                       "token_counter": getattr(counter.tokenizer, "name", "qwen3"), "datasets": record,
                       "query_filter": {"rules_version": SUMMARY_RULES_VERSION, "summary": decision_summary(decisions),
                                        "decisions": [d.to_dict() for d in decisions]}}
-        write_valid_poolset(ps, out, media_from=scratch)
+        write_valid_poolset(ps, out, media_from=scratch, drops=drops)
     return ps
-
 
 # ---- sources ------------------------------------------------------------------------------
 
-def _reports(source, path, max_reports, sources) -> list[Report]:
-    if source == "sample":
+def _reports(source, path, max_reports, o: PoolOptions, counter, sources) -> list[Report]:
+    if source == "sample" and o.mode == "padding":     # version 1's sample: short reports, padded to every bin
         from .sources.sample_reports import pydoc_reports
 
         sources["govreport"] = "mmbench sample: Python Language Reference topics as reports, templated summaries"
         return list(pydoc_reports())
+    if source == "sample":
+        from .sources.sample_reports import natural_reports
+
+        sources["govreport"] = ("mmbench sample: consecutive runs of Python's own documentation (Language Reference "
+                                "topics, then standard-library docstrings) of natural lengths for each bin, "
+                                "templated summaries")
+        return natural_reports([(b.lo, b.nominal) for b in o.bins], o.per_bin, counter.text)
     if not path:
         raise ValueError("source 'real' with dataset govreport needs --param govreport=<parquet|jsonl|json|folder>")
     sources["govreport"] = govreport_fingerprint(Path(path))
     return read_govreport(Path(path), max_reports)
 
 
-def _paged(source, path, image_root, max_reports, n, sources) -> list[PagedDocument]:
-    if source == "sample":
+def _paged(source, path, image_root, max_reports, o: PoolOptions, sources) -> Iterable[PagedDocument]:
+    if source == "sample" and o.mode == "padding":
         from .sources.sample_reports import paged_documents
 
         sources["mmlongbench"] = "mmbench sample: Language Reference reports rendered as page images"
-        return paged_documents(n + math.ceil(n / 4) + 2)
+        return paged_documents(o.per_bin + -(-o.per_bin // 4) + 2)
+    if source == "sample":
+        from .sources.sample_reports import natural_paged_documents
+
+        sources["mmlongbench"] = ("mmbench sample: runs of Python's own documentation rendered as page images, "
+                                  "page counts of natural lengths for each bin, each with its own unseen extension")
+        return natural_paged_documents([(b.lo, b.nominal) for b in o.bins], o.per_bin)
     if not path or not image_root:
         raise ValueError("source 'real' with dataset mmlongbench needs --param mmlongbench=<jsonl> "
                          "--param mmlongbench_images=<folder>")
     sources["mmlongbench"] = source_fingerprint(path)
     return read_mmlongbench(Path(path), Path(image_root), max_reports)
 
-
 # ---- text reports -------------------------------------------------------------------------
 
-def _text_pools(reports: list[Report], lengths, fill: Filler, counter, n: int, C: int, k: int, seed: int,
-                shuffle: bool, progress: bool):
+def _text_pools(reports: list[Report], fill: Filler, counter, o: PoolOptions, shuffle: bool, drops: dict[str, DropLog]):
     ds = "govreport"
+    log = drops[ds] = DropLog(f"{ds} reports")
+    vlog = drops[f"{ds}_hard_variants"] = DropLog(f"{ds} Hard variants")
     index = LookalikeIndex([r.id for r in reports], [r.text for r in reports])
     by_id = {r.id: r for r in reports}
-    order = list(seeded_rng(seed, "order", ds).permutation(len(reports))) if shuffle else range(len(reports))
-    kept, decisions = [], []
+    order = list(seeded_rng(o.seed, "order", ds).permutation(len(reports))) if shuffle else range(len(reports))
+    kept: list[Placed] = []
+    decisions: list[Decision] = []
+    counts: dict[str, int] = {}
     for i in order:
+        if o.full(counts):
+            break
         r = reports[i]
         d = summary_rule(r.id, ds, r.summary, r.paragraphs)
-        units = [text_unit(counter, p, source=f"{ds}:{r.id}#p{j}") for j, p in enumerate(r.paragraphs)] if d.kept else []
-        if d.kept and sum(u.tokens for u in units) > lengths[-1]:
-            d = Decision(r.id, ds, False, "rules", f"report of {sum(u.tokens for u in units)} tokens exceeds the "
-                         f"largest bin ({lengths[-1]})", d.details)
+        if not d.kept:
+            decisions.append(d)
+            log.drop(rule_reason(d), r.id)
+            continue
+        units = [text_unit(counter, p, source=f"{ds}:{r.id}#p{j}") for j, p in enumerate(r.paragraphs)]
+        n = sum(u.tokens for u in units)
+        placements, why = o.placements(n)
+        if not placements:
+            decisions.append(Decision(r.id, ds, False, "rules", f"report of {n} tokens: {why}", d.details))
+            log.drop(why, f"{r.id} ({n} tokens)")
+            continue
+        if not o.room(counts, placements):
+            log.drop("not needed: its bin already has queries_per_dataset reports", r.id)
+            continue
+        twin = duplicate_of(kept, r.summary, [u.segment.text for u in units])
+        if twin:
+            decisions.append(Decision(r.id, ds, False, "rules", f"duplicate of {twin}", d.details))
+            log.drop("duplicate: same summary as, or text within, a kept report", f"{r.id} ~ {twin}")
+            continue
         decisions.append(d)
-        if d.kept:
-            kept.append((r, units))
-        if len(kept) >= n:
-            break
-    queries = [Document(id=f"q-{ds}-{r.id}", segments=[Text(r.summary)], tokens=counter.text(r.summary),
-                        meta={"dataset": ds, "record_id": r.id}) for r, _ in kept]
-    variants = {}
-    for r, units in kept:
-        near = index.nearest(r.summary, k, exclude=[r.id])
-        variants[r.id] = {part: _text_variant(units, lo, hi, near, by_id, counter) for part, (lo, hi) in PARTS.items()}
-    candidates, pools = [], []
-    for length in tqdm(lengths, desc=f"{ds} lengths", disable=not progress):
-        label = length_label(length)
-        relevant, hard, eligible = {}, {}, []
-        for r, units in kept:
-            if sum(u.tokens for u in units) > length:
-                continue
-            eligible.append(r.id)
-            padded = pad(units, length, fill, seeded_rng(seed, "pad", ds, r.id, length))
-            base = f"ls-{ds}-{label}-{r.id}"
-            candidates.append(candidate_doc(base, padded, {**candidate_meta(ds, length, "easy", r.id), "provenance": {
-                "original": f"{ds}:{r.id}", "operation": "pad", "filler": fill.name,
-                "report_tokens": sum(u.tokens for u in units), "units": unit_log(padded)}}))
-            relevant[r.id], hard[r.id] = base, []
-            for part, variant in variants[r.id].items():
-                if variant is None:
-                    continue
-                a, b, repl, info = variant
-                broken = replace_units(padded, a, b, repl)
-                cid = f"{base}-hard-{part}"
-                candidates.append(candidate_doc(cid, broken, {**candidate_meta(ds, length, "hard", r.id), "provenance": {
-                    "original": f"{ds}:{r.id}", "operation": "replace_part", "part": part, "counterpart": base,
-                    "replaced": {"segments": [a, b], "tokens": sum(u.tokens for u in padded[a:b]),
-                                 "units": [u.source for u in padded[a:b]]},
-                    "replacement": info, "units": unit_log(broken)}}))
-                hard[r.id].append(cid)
-        if len(eligible) >= C:
-            pools += easy_hard_pools(ds, length, eligible, relevant, hard, C, seed)
-    info = {"lookalike_index": index.params, "selected": [r.id for r, _ in kept],
-            "failed_variants": {rid: [p for p, v in vs.items() if v is None] for rid, vs in variants.items()
-                                if any(v is None for v in vs.values())}}
-    return queries, candidates, pools, decisions, info
+        o.count(counts, placements)
+        log.keep()
+        kept.append(Placed(r.id, r.summary, units, placements, decision=d.details))
+    for p in kept:
+        near = index.nearest(p.summary, o.lookalikes, exclude=[p.rid])
+        p.variants = {part: _text_variant(p.units, lo, hi, near, by_id, counter) for part, (lo, hi) in PARTS.items()}
+        vet(p, vlog, "look-alikes cannot fill the part to the token")
 
+    def padded(p: Placed, pl: Placement) -> list[Unit]:
+        if pl.filler == 0:
+            return list(p.units)
+        return pad(p.units, pl.target, fill, seeded_rng(o.seed, "pad", ds, p.rid, pl.bin.nominal))
+
+    candidates, pools = assemble(ds, kept, o, padded, fill.name, ("pad", "replace_part"))
+    info = {"lookalike_index": index.params, "selected": [p.rid for p in kept], "bins": bin_members(kept, o),
+            "failed_variants": {p.rid: [k for k, v in p.variants.items() if v is None] for p in kept
+                                if any(v is None for v in p.variants.values())}}
+    return [query_doc(ds, p, counter) for p in kept], candidates, pools, decisions, info
 
 def part_span(units: Sequence[Unit], lo: float, hi: float) -> tuple[int, int]:
     """Unit indices [a, b) whose boundaries lie nearest to fractions lo and hi of the tokens."""
@@ -199,6 +226,7 @@ def _text_variant(units: list[Unit], lo: float, hi: float, near, by_id: dict[str
     """(a, b, replacement units, provenance) or None when the look-alikes cannot fill the span exactly."""
     a, b = part_span(units, lo, hi)
     need = sum(u.tokens for u in units[a:b])
+    own = {u.segment.text for u in units}        # never bring back text the document itself has
     repl: list[Unit] = []
     used: list[dict[str, Any]] = []
     for la in near:
@@ -207,6 +235,8 @@ def _text_variant(units: list[Unit], lo: float, hi: float, near, by_id: dict[str
             left = need - sum(u.tokens for u in repl)
             if left <= 0:
                 break
+            if paras[j] in own:
+                continue
             unit = text_unit(counter, paras[j], role="replacement", source=f"govreport:{la.doc_id}#p{j}")
             trimmed = unit.tokens > left
             if trimmed:
@@ -223,105 +253,3 @@ def _text_variant(units: list[Unit], lo: float, hi: float, near, by_id: dict[str
                 "paragraphs": used}
     return None
 
-
-# ---- page-image documents -----------------------------------------------------------------
-
-def _page_pools(docs: list[PagedDocument], lengths, fill: Filler, counter, media: MediaStore, n: int, C: int, seed: int,
-                progress: bool):
-    ds = "mmlongbench"
-    kept, decisions = [], []
-    for d in docs:
-        words = len(d.summary.split())
-        if len(d.pages) < 4 or not d.extension or words < 8:
-            decisions.append(Decision(d.id, ds, False, "rules", f"{len(d.pages)} pages (need 4), "
-                                      f"{len(d.extension)} extension pages (need 1), {words} summary words (need 8)"))
-            continue
-        decisions.append(Decision(d.id, ds, True, "rules", f"{len(d.pages)} pages, {len(d.extension)} extension pages"))
-        kept.append(d)
-        if len(kept) >= n:
-            break
-    make_page = _filler_pages(fill, media)
-    queries = [Document(id=f"q-{ds}-{d.id}", segments=[Text(d.summary)], tokens=counter.text(d.summary),
-                        meta={"dataset": ds, "record_id": d.id}) for d in kept]
-    stored = {d.id: [image_unit(media.put_image(p), source=f"{ds}:{d.id}#{name}")
-                     for p, name in zip(d.pages, d.page_names)] for d in kept}
-    variants = {d.id: {part: _page_variant(d, stored[d.id], lo, hi, media, seed) for part, (lo, hi) in PARTS.items()}
-                for d in kept}
-    candidates, pools = [], []
-    for length in tqdm(lengths, desc=f"{ds} lengths", disable=not progress):
-        label = length_label(length)
-        relevant, hard, eligible = {}, {}, []
-        for d in kept:
-            units = stored[d.id]
-            if sum(u.tokens for u in units) > length:
-                continue
-            eligible.append(d.id)
-            size = (units[0].segment.width, units[0].segment.height)
-            padded = pad_pages(units, length, make_page, size, seeded_rng(seed, "pad", ds, d.id, length))
-            base = f"ls-{ds}-{label}-{d.id}"
-            candidates.append(candidate_doc(base, padded, {**candidate_meta(ds, length, "easy", d.id), "provenance": {
-                "original": f"{ds}:{d.id}", "operation": "pad_pages", "filler": fill.name, "units": unit_log(padded)}}))
-            relevant[d.id], hard[d.id] = base, []
-            for part, variant in variants[d.id].items():
-                if variant is None:
-                    continue
-                a, b, repl, info = variant
-                broken = replace_units(padded, a, b, repl)
-                cid = f"{base}-hard-{part}"
-                candidates.append(candidate_doc(cid, broken, {**candidate_meta(ds, length, "hard", d.id), "provenance": {
-                    "original": f"{ds}:{d.id}", "operation": "replace_pages", "part": part, "counterpart": base,
-                    "replaced": {"segments": [a, b], "units": [u.source for u in padded[a:b]]},
-                    "replacement": info, "units": unit_log(broken)}}))
-                hard[d.id].append(cid)
-        if len(eligible) >= C:
-            pools += easy_hard_pools(ds, length, eligible, relevant, hard, C, seed)
-    info = {"selected": [d.id for d in kept], "failed_variants": {
-        k: [p for p, v in vs.items() if v is None] for k, vs in variants.items() if any(v is None for v in vs.values())}}
-    return queries, candidates, pools, decisions, info
-
-
-def page_span(n_pages: int, lo: float, hi: float) -> tuple[int, int]:
-    """Pages [a, b) for a part: a quarter is round(n/4) pages, at least one; the middle half is
-    its own centred span of ceil(n/2) pages (not what the rounded quarters leave, e.g. 2 of 6)."""
-    q = max(1, round(n_pages / 4))
-    if lo == 0:
-        return 0, q
-    if hi == 1:
-        return n_pages - q, n_pages
-    half = max(1, (n_pages + 1) // 2)
-    a = (n_pages - half) // 2
-    return a, a + half
-
-
-def _page_variant(d: PagedDocument, units: list[Unit], lo: float, hi: float, media: MediaStore, seed: int):
-    a, b = page_span(len(units), lo, hi)
-    k = b - a
-    if len(d.extension) < k:
-        return None
-    start = int(seeded_rng(seed, "extension", d.id, lo, hi).integers(len(d.extension) - k + 1))
-    repl = []
-    for off, u in enumerate(units[a:b]):
-        page = d.extension[start + off]
-        seg = u.segment
-        resized = page if page.size == (seg.width, seg.height) else page.resize((seg.width, seg.height))
-        repl.append(image_unit(media.put_image(resized), role="replacement",
-                               source=f"mmlongbench:{d.id}#ext:{d.extension_names[start + off]}"))
-    return a, b, repl, {"kind": "pages", "from": "extended version of the same document",
-                        "extension_pages": d.extension_names[start:start + k], "pages": k}
-
-
-def _filler_pages(fill: Filler, media: MediaStore):
-    """make_page(index, w, h): a page of filler prose, rendered once per (index mod FILLER_PAGES, w, h)."""
-    from .sources.sample_reports import render_pages
-
-    text = fill.head_text(FILLER_PAGES * 900)
-    cache: dict[tuple[int, int, int], Image] = {}
-
-    def make(index: int, w: int, h: int) -> Image:
-        key = (index % FILLER_PAGES, w, h)
-        if key not in cache:
-            chunk = text[key[0] * 3000:key[0] * 3000 + 4000]
-            cache[key] = media.put_image(render_pages(chunk[chunk.find(" ") + 1:], (w, h))[0])
-        return cache[key]
-
-    return make

@@ -98,10 +98,13 @@ def summary_rule(query_id: str, dataset: str, summary: str, paragraphs: Sequence
                  min_spread: float = 0.5, min_words: int = 8) -> Decision:
     """Keep a summary that needs the whole report: no single paragraph covers more than `max_local`
     of its content words, and the paragraphs that best match its sentences span at least
-    `min_spread` of the report."""
+    `min_spread` of the report. `paragraphs` may be a page document's page texts. `details["rule"]`
+    names the outcome: too_short, local_excerpt, narrow_spread or macro_level; `best_paragraphs`
+    lists, per summary sentence, the paragraph that matches it best."""
     words = content_words(summary)
     details: dict[str, Any] = {"summary_words": len(words), "paragraphs": len(paragraphs)}
     if len(words) < min_words or len(paragraphs) < 4:
+        details["rule"] = "too_short"
         return Decision(query_id, dataset, False, "rules", f"too short: {len(words)} summary content words, "
                         f"{len(paragraphs)} paragraphs", details)
     para_words = [content_words(p) for p in paragraphs]
@@ -109,13 +112,16 @@ def summary_rule(query_id: str, dataset: str, summary: str, paragraphs: Sequence
     sentences = [s for s in re.split(r"(?<=[.!?])\s+", summary) if content_words(s)]
     best = [max(range(len(para_words)), key=lambda i: (len(content_words(s) & para_words[i]), -i)) for s in sentences]
     spread = (max(best) - min(best)) / max(1, len(paragraphs) - 1)
-    details.update({"max_local_coverage": round(local, 3), "spread": round(spread, 3)})
+    details.update({"max_local_coverage": round(local, 3), "spread": round(spread, 3), "best_paragraphs": best})
     if local > max_local:
+        details["rule"] = "local_excerpt"
         return Decision(query_id, dataset, False, "rules", f"local excerpt: one paragraph covers {local:.0%} "
                         "of the summary", details)
     if spread < min_spread:
+        details["rule"] = "narrow_spread"
         return Decision(query_id, dataset, False, "rules", f"summary matches only {spread:.0%} of the report's "
                         "extent", details)
+    details["rule"] = "macro_level"
     return Decision(query_id, dataset, True, "rules", f"macro-level: spread {spread:.2f}, "
                     f"max local coverage {local:.2f}", details)
 

@@ -1,8 +1,10 @@
 """Logical Summarization (MMLongEmbed Task 3): a summary retrieves the whole long document it summarizes.
 
-GovReport reports (text) and MMLongBench page-image documents padded to 8K/16K/32K unified
-tokens; Hard distractors replace the first 25 %, last 25 % or middle 50 % with BM25 look-alike
-paragraphs (text) or unseen consecutive pages of the same document's extended version (pages).
+GovReport reports (text) and MMLongBench page-image documents pooled by their own length into
+8K/16K/32K bins, the ranges (4K, 8K], (8K, 16K], (16K, 32K] unified tokens (`length_control=padding`
+pads every report to each bin it fits instead, as version 1 did); Hard distractors replace the
+first 25 %, last 25 % or middle 50 % with BM25 look-alike paragraphs (text) or unseen consecutive
+pages of the same document's extended version (pages).
 """
 from mmbench.builders.logical_summarization import TASK_NAME, TASK_VERSION
 from mmbench.builders.multi_source_reasoning import LENGTHS
@@ -25,10 +27,15 @@ TASK = TaskSpec(
     default_params={"lengths": LENGTHS},
     source_params={
         "govreport": "GovReport parquet/JSONL with `report` (or `document`) and `summary`",
-        "mmlongbench": "JSONL with `id`, `summary`, `pages`, `extended_pages` (page image paths)",
+        "mmlongbench": "JSONL with `id`, `summary`, `pages`, `extended_pages` (page image paths), optional "
+                       "`page_texts` (one string per page, for the summary filter)",
         "mmlongbench_images": "folder the page image paths are relative to",
         "filler": "optional plain-text file of unrelated filler (default: Python's Language Reference)",
         "max_reports": "read at most this many records of each source",
+        "length_control": "natural (default: a candidate is a whole document whose own length is in the bin) "
+                          "or padding (version 1: every report padded at its end to each bin it fits)",
+        "max_filler_share": "natural: largest share of filler that may lift a short document into a bin "
+                            "(default 0.25)",
     },
     validator="mmbench.builders.checks.logical_summarization",
 )

@@ -165,11 +165,11 @@ def test_real_builds_from_files_in_real_layouts(tmp_path):
     pq.write_table(pa.Table.from_pylist([{"id": r.id, "report": r.text, "summary": r.summary}
                                          for r in pydoc_reports()[:12]]), gov)
     mlb, _ = _write_mmlongbench(tmp_path, 5)
-    ps = get_task("logical_summarization").build(
-        "real", tmp_path / "ls", seed=0, lengths=(4096,), queries_per_dataset=4, candidates_per_query=3,
+    ps = get_task("logical_summarization").build(   # the reports are about 2K tokens, their pages about 1.3K
+        "real", tmp_path / "ls", seed=0, lengths=(2048,), queries_per_dataset=4, candidates_per_query=3,
         govreport=str(gov), mmlongbench=str(mlb), mmlongbench_images=str(tmp_path / "pages"), progress=False)
-    assert {p.subset for p in ps.pools} == {"govreport/easy/4k", "govreport/hard/4k", "mmlongbench/easy/4k",
-                                            "mmlongbench/hard/4k"}
+    assert {p.subset for p in ps.pools} == {"govreport/easy/2k", "govreport/hard/2k", "mmlongbench/easy/2k",
+                                            "mmlongbench/hard/2k"}
     assert ps.builder["datasets"]["govreport"]["lookalike_index"]["documents"] == 12   # whole corpus indexed
     assert all(len(p.candidate_ids) == 3 for p in ps.pools)
 

@@ -15,6 +15,10 @@ for `summary`. Those files list no extended pages; their page images are named
 them, so the next consecutive pages found there (N = last listed + 1, + 2, ..., up to as many pages
 as the document has) are its extension. A document with none is left out of the Hard variants by
 the builder's filter, with that reason. Paths are relative to `image_root` or absolute.
+
+`page_texts` (optional, the project's own field: one string per page, e.g. the text layer of the
+PDF the pages came from) lets the builder apply the macro-level summary filter to the document;
+without it the filter cannot read the pages, and the build says how many summaries went unchecked.
 """
 from __future__ import annotations
 
@@ -24,6 +28,7 @@ from pathlib import Path
 
 from PIL import Image as PILImage, UnidentifiedImageError
 
+from .govreport import check_utf8
 from .jsonl import read_jsonl
 
 
@@ -35,12 +40,14 @@ class PagedDocument:
     extension: list[PILImage.Image]
     page_names: list[str]
     extension_names: list[str]
+    page_texts: list[str] | None = None   # each page's text, where known (the summary filter reads it)
 
 
 def read_mmlongbench(path: Path, image_root: Path, limit: int | None = None) -> list[PagedDocument]:
     path, image_root = Path(path), Path(image_root)
     if not path.is_file():
         raise FileNotFoundError(f"MMLongBench summarization JSONL {path} not found")
+    check_utf8(path)
     out: list[PagedDocument] = []
     for where, lineno, rec in read_jsonl(path):
         summary = _summary_text(rec.get("summary", rec.get("answer")))
@@ -54,10 +61,18 @@ def read_mmlongbench(path: Path, image_root: Path, limit: int | None = None) -> 
             extended = following_pages(image_root, [str(p) for p in pages])
         if not isinstance(extended, list):
             raise ValueError(f"{where}: field 'extended_pages' must be a list of image paths")
+        for name, refs in (("pages", pages), ("extended_pages", extended)):
+            bad = next((k for k, p in enumerate(refs) if not isinstance(p, str) or not p), None)
+            if bad is not None:
+                raise ValueError(f"{where}: field {name!r}[{bad}] must be an image path, not {refs[bad]!r}")
+        texts = rec.get("page_texts")
+        if texts is not None and (not isinstance(texts, list) or len(texts) != len(pages)
+                                  or not all(isinstance(t, str) for t in texts)):
+            raise ValueError(f"{where}: field 'page_texts' must be a list of {len(pages)} strings, one per page")
         out.append(PagedDocument(str(rec.get("id", lineno)), " ".join(summary.split()),
-                                 [_open(image_root, p, where) for p in pages],
-                                 [_open(image_root, p, where) for p in extended],
-                                 [str(p) for p in pages], [str(p) for p in extended]))
+                                 [_open(image_root, p, where, "pages") for p in pages],
+                                 [_open(image_root, p, where, "extended_pages") for p in extended],
+                                 [str(p) for p in pages], [str(p) for p in extended], texts))
         if limit is not None and len(out) >= limit:
             break
     if not out:
@@ -100,12 +115,12 @@ def _page_path(root: Path, ref: str) -> Path:
     return Path(ref) if Path(ref).is_absolute() else root / ref
 
 
-def _open(root: Path, ref: str, where: str) -> PILImage.Image:
+def _open(root: Path, ref: str, where: str, field: str) -> PILImage.Image:
     p = _page_path(root, ref)
     if not p.is_file():
-        raise FileNotFoundError(f"{where}: page image {p} not found")
+        raise FileNotFoundError(f"{where}: page image {p} not found (field {field!r})")
     try:
         with PILImage.open(p) as im:
             return im.convert("RGB")
     except (UnidentifiedImageError, OSError) as exc:
-        raise ValueError(f"{where}: corrupt page image {p} ({exc})") from exc
+        raise ValueError(f"{where}: corrupt page image {p} in field {field!r} ({exc})") from exc
