@@ -26,17 +26,19 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from mmbench.evaluators.metrics import item_metrics, metric_names
+from mmbench.evaluators.metrics import MAIN_METRIC, item_metrics, metric_names
 from mmbench.results import FIXED_COLUMNS, PER_QUERY, SEEN, SUMMARY, aggregate, file_digest_problems
 from mmbench.runner import SCORE_DECIMALS
 
 from .files import Limits, parse_json, read_folder
 from .official import OfficialRegistry, UnknownOfficialError, fingerprint, item_line
 from .problems import Problem, SubmissionRejected
+from .stated import stated_number_problems
 
 RESULTS_FILES = {SUMMARY: "json", PER_QUERY: "parquet", SEEN: "parquet"}
 RAVEL_FILE = "ravel_scores.json"
 RAVEL_TASK = "ravel"
+ENTRY_FIELDS = frozenset({"hf_subset", "languages", "main_score", "n_items"})  # besides the recomputed metrics
 TOLERANCE = 1e-6  # submitted vs recomputed metrics (JSON round trip of float64 is exact; this is slack)
 _JOINERS = {"\u200c", "\u200d"}  # zero-width (non-)joiners are part of several scripts and emoji
 _SHOWN_ITEMS = 3
@@ -96,8 +98,7 @@ def validate_results(files: dict[str, bytes], registry: OfficialRegistry, limits
 
     _stage([Problem(SUMMARY + ": mmbench.files", p) for p in file_digest_problems(summary, files)])
     per_query = _read_parquet(files[PER_QUERY], PER_QUERY)
-    if SEEN in files:
-        _read_parquet(files[SEEN], SEEN)
+    seen = _read_parquet(files[SEEN], SEEN) if SEEN in files else pd.DataFrame()
     names = metric_names()
     _stage([Problem(f"{PER_QUERY}: {c}", "column is missing") for c in (*FIXED_COLUMNS, *names) if c not in per_query.columns])
     _stage(_check_items(per_query, official))
@@ -105,6 +106,9 @@ def validate_results(files: dict[str, bytes], registry: OfficialRegistry, limits
     _stage(_check_rankings(per_query, names))
     recomputed = aggregate(per_query)
     _stage(_check_aggregates(summary, recomputed))
+    from mmbench.rankers.parse import REPAIRS
+
+    _stage(stated_number_problems(summary, per_query, seen, official.n_items, REPAIRS))
     scores = {r.group: {"n": float(r.n), **r.metrics} for r in recomputed}
     return Submission("retrieval", task, version, content_hash, model, dict(files), scores)
 
@@ -131,6 +135,9 @@ def _check_summary(summary: Any, limits: Limits) -> tuple[dict[str, Any], dict[s
         problems.append(Problem(f"{SUMMARY}: mmbench.model", "model identity is missing"))
     else:
         problems += _check_model(model, f"{SUMMARY}: mmbench.model", limits)
+    if info.get("main_metric") != MAIN_METRIC:
+        problems.append(Problem(f"{SUMMARY}: mmbench.main_metric", f"{info.get('main_metric')!r}; the main score of every "
+                                f"task is {MAIN_METRIC!r}"))
     if info.get("limit") is not None:
         problems.append(Problem(f"{SUMMARY}: mmbench.limit", f"the run evaluated a --limit {info['limit']!r} subset; "
                                 "submit a run over the whole pool set"))
@@ -327,7 +334,13 @@ def _check_aggregates(summary: dict[str, Any], recomputed) -> list[Problem]:
             continue
         if e.get("n_items") != row.n:
             problems.append(Problem(f"{SUMMARY}: scores.test[{group}].n_items", f"{e.get('n_items')!r}, recomputed {row.n}"))
-        for metric, value in row.metrics.items():
+        for key in sorted(set(e) - set(row.metrics) - ENTRY_FIELDS):
+            problems.append(Problem(f"{SUMMARY}: scores.test[{group}].{ascii(key)[1:-1]}",
+                                    "is not a metric recomputed from the per-query records; remove it"))
+        if not isinstance(e.get("languages", []), list) or not all(isinstance(x, str) for x in e.get("languages", [])):
+            problems.append(Problem(f"{SUMMARY}: scores.test[{group}].languages", "must be a list of strings"))
+        # main_score is what mteb's get_score() reads: it must be the recomputed main metric, like the rest
+        for metric, value in [("main_score", row.metrics.get(MAIN_METRIC)), *row.metrics.items()]:
             got = e.get(metric)
             where = f"{SUMMARY}: scores.test[{group}].{metric}"
             if isinstance(got, bool) or not isinstance(got, (int, float)) or not math.isfinite(got):
