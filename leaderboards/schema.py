@@ -23,14 +23,12 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-import pyarrow as pa
-import pyarrow.parquet as pq
 
 from mmbench.evaluators.metrics import MAIN_METRIC, item_metrics, metric_names
 from mmbench.results import FIXED_COLUMNS, PER_QUERY, SEEN, SUMMARY, aggregate, file_digest_problems
 from mmbench.runner import SCORE_DECIMALS
 
-from .files import Limits, parse_json, read_folder
+from .files import Limits, parse_json, read_folder, read_parquet
 from .official import OfficialRegistry, UnknownOfficialError, fingerprint, item_line
 from .problems import Problem, SubmissionRejected
 from .stated import stated_number_problems
@@ -97,8 +95,8 @@ def validate_results(files: dict[str, bytes], registry: OfficialRegistry, limits
         f"pool set {content_hash[:16]} is not the official pool set of {task} v{version} ({official.content_hash[:16]})")])
 
     _stage([Problem(SUMMARY + ": mmbench.files", p) for p in file_digest_problems(summary, files)])
-    per_query = _read_parquet(files[PER_QUERY], PER_QUERY)
-    seen = _read_parquet(files[SEEN], SEEN) if SEEN in files else pd.DataFrame()
+    per_query = read_parquet(files[PER_QUERY], PER_QUERY, limits)
+    seen = read_parquet(files[SEEN], SEEN, limits) if SEEN in files else pd.DataFrame()
     names = metric_names()
     _stage([Problem(f"{PER_QUERY}: {c}", "column is missing") for c in (*FIXED_COLUMNS, *names) if c not in per_query.columns])
     _stage(_check_items(per_query, official))
@@ -192,13 +190,6 @@ def _surrogates(value: Any, where: str) -> list[Problem]:
     if isinstance(value, list):
         return [p for i, v in enumerate(value) for p in _surrogates(v, f"{where}[{i}]")]
     return []
-
-
-def _read_parquet(data: bytes, name: str) -> pd.DataFrame:
-    try:
-        return pq.read_table(pa.BufferReader(data)).to_pandas()
-    except Exception as exc:  # pyarrow raises several types for corrupt files
-        raise SubmissionRejected([Problem(name, f"unreadable Parquet ({type(exc).__name__}: {exc})")]) from None
 
 
 def _item_ids(ids: Any) -> str:
