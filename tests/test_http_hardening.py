@@ -172,3 +172,12 @@ def test_an_ordinary_reply_still_works_within_the_limit():
     with EchoServer(ok_after=0) as server:
         vec = OpenAIEmbeddingModel(model="m", base_url=server.url).encode([Document("a", [Text("x")])], "query", None)
     assert np.allclose(vec, [[1.0, 0.0]])
+
+
+def test_unusable_requests_with_a_key_in_them_are_reported_redacted():
+    with pytest.raises(APIError, match="unknown url type") as err:
+        _client().post_json(f"htp://example.invalid/v1?key={KEY}", {})
+    assert KEY not in str(err.value)
+    with EchoServer(ok_after=0) as server, pytest.raises(APIError, match="invalid request") as err:
+        _client().post_json(server.url, {}, {"x-api-key": KEY + "\nInjected: 1"})   # http.client quotes the value
+    assert KEY not in str(err.value) and err.value.attempts == 1

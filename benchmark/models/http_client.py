@@ -247,7 +247,10 @@ class HttpClient:
             self.limiter.wait()
             with self._count_lock:
                 self.requests_sent += 1
-            status, raw, detail, retry_after = self._attempt(url, body, hdrs)
+            try:
+                status, raw, detail, retry_after = self._attempt(url, body, hdrs)
+            except ValueError as exc:   # an unusable URL or header: no retry helps, and the URL may hold a key
+                raise APIError(f"POST {shown}: invalid request ({redact.text(str(exc))})", None, attempt) from None
             if raw is not None:
                 try:
                     return json.loads(redact.bytes(raw).decode("utf-8"))
