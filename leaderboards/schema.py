@@ -36,6 +36,7 @@ from .stated import stated_number_problems
 RESULTS_FILES = {SUMMARY: "json", PER_QUERY: "parquet", SEEN: "parquet"}
 RAVEL_FILE = "ravel_scores.json"
 RAVEL_TASK = "ravel"
+RAVEL_FIELDS = frozenset({"task", "model", "lower_is_better", "scores", "correlation"})
 ENTRY_FIELDS = frozenset({"hf_subset", "languages", "main_score", "n_items"})  # besides the recomputed metrics
 TOLERANCE = 1e-6  # submitted vs recomputed metrics (JSON round trip of float64 is exact; this is slack)
 _JOINERS = {"\u200c", "\u200d"}  # zero-width (non-)joiners are part of several scripts and emoji
@@ -365,6 +366,9 @@ def validate_ravel(files: dict[str, bytes], limits: Limits) -> Submission:
         problems += _check_model(model, f"{where}: model", limits)
     if not isinstance(doc.get("lower_is_better", False), bool):
         problems.append(Problem(f"{where}: lower_is_better", f"{doc['lower_is_better']!r} is not true or false"))
+    for key in sorted(set(doc) - RAVEL_FIELDS):   # a number no check covers must not ride along
+        problems.append(Problem(f"{where}: {ascii(key)[1:-1]}", f"is not a field of a RAVEL submission "
+                                f"({', '.join(sorted(RAVEL_FIELDS))})"))
     records = doc.get("scores")
     if not isinstance(records, list) or not records:
         problems.append(Problem(f"{where}: scores", "must be a non-empty list of {encoder, llm, score} records"))
@@ -373,6 +377,11 @@ def validate_ravel(files: dict[str, bytes], limits: Limits) -> Submission:
     for i, r in enumerate(records):
         if not isinstance(r, dict) or not all(isinstance(r.get(k), str) for k in ("encoder", "llm")):
             problems.append(Problem(f"{where}: scores[{i}]", "needs string fields encoder and llm"))
+            continue
+        extra = sorted(set(r) - {"encoder", "llm", "score"})
+        if extra:
+            problems.append(Problem(f"{where}: scores[{i}]", f"unknown field(s) {', '.join(map(ascii, extra))}; a "
+                                    "record is {encoder, llm, score}"))
             continue
         s = r.get("score")
         if isinstance(s, bool) or not isinstance(s, (int, float)) or not math.isfinite(s):

@@ -119,3 +119,27 @@ def test_ranker_tokens_cost_and_repairs_are_recomputed(tmp_path, monkeypatch):
         forged = Path(shutil.copytree(out, tmp_path / f"forged-{field.rsplit('.', 1)[1]}"))
         edit_summary(forged, edit)
         assert "recomputed from the tables" in reasons(forged, registry)[field]
+
+
+def test_ravel_numbers_no_check_covers_are_refused(tmp_path):
+    from mmbench.evaluators.ravel.correlate import load_ground_truth
+
+    gt = load_ground_truth()
+    llm = gt["llm"].iloc[0]
+    rows = gt[gt["llm"] == llm].head(4)
+    scores = [{"encoder": e, "llm": llm, "score": float(i)} for i, e in enumerate(rows["encoder"])]
+    folder = tmp_path / "ravel"
+    folder.mkdir()
+
+    def refused(doc) -> dict[str, str]:
+        (folder / "ravel_scores.json").write_text(json.dumps({"task": "ravel", "model": {"name": "p", "settings": {}},
+                                                              "scores": scores, **doc}))
+        return reasons(folder, None)
+
+    assert "not a field of a RAVEL submission" in refused({"headline_spearman": 0.99})["ravel_scores.json: headline_spearman"]
+    scores[0]["rank"] = 1
+    assert "unknown field(s) 'rank'" in refused({})["ravel_scores.json: scores[0]"]
+    del scores[0]["rank"]
+    (folder / "ravel_scores.json").write_text(json.dumps({"task": "ravel", "model": {"name": "p", "settings": {}},
+                                                          "scores": scores}))
+    assert validate_submission(folder).kind == "ravel"
