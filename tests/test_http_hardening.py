@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import json
 import logging
+import shutil
 import socket
+import ssl
+import subprocess
 import threading
 import time
 
@@ -99,12 +102,12 @@ def test_embedding_run_keeps_an_echoed_key_out_of_results(vg_tiny, tmp_path, mon
 class TrickleServer:
     """Sends valid HTTP headers, then the body one byte every `gap` seconds (each read succeeds quickly)."""
 
-    def __init__(self, body: bytes, gap: float):
-        self.body, self.gap, self.sent, self.hung_up = body, gap, 0, threading.Event()
+    def __init__(self, body: bytes, gap: float, tls: ssl.SSLContext | None = None):
+        self.body, self.gap, self.sent, self.hung_up, self.tls = body, gap, 0, threading.Event(), tls
         self.sock = socket.socket()
         self.sock.bind(("127.0.0.1", 0))
         self.sock.listen(4)
-        self.url = f"http://127.0.0.1:{self.sock.getsockname()[1]}"
+        self.url = f"http{'s' if tls else ''}://127.0.0.1:{self.sock.getsockname()[1]}"
         threading.Thread(target=self._serve, daemon=True).start()
 
     def _serve(self):
@@ -116,6 +119,8 @@ class TrickleServer:
             threading.Thread(target=self._one, args=(conn,), daemon=True).start()
 
     def _one(self, conn):
+        if self.tls:
+            conn = self.tls.wrap_socket(conn, server_side=True)
         with conn:
             conn.recv(65536)
             try:
@@ -125,6 +130,7 @@ class TrickleServer:
                     conn.sendall(self.body[i:i + 1])
                     self.sent += 1
                     time.sleep(self.gap)
+                time.sleep(0.2)   # closing with unread bytes (TLS) would reset the connection before it is read
             except OSError:
                 self.hung_up.set()
 
@@ -140,6 +146,30 @@ def test_the_timeout_bounds_the_whole_request_not_each_read():
             _client(timeout=1, attempts=1).post_json(server.url, {"input": ["a"]})
         assert err.value.status is None
         assert server.hung_up.wait(10) and server.sent < len(body) // 2   # the client hung up early
+    finally:
+        server.close()
+
+
+@pytest.mark.skipif(shutil.which("openssl") is None, reason="needs the openssl command to make a test certificate")
+def test_the_whole_request_limit_holds_over_tls(tmp_path, monkeypatch):
+    """Real APIs are HTTPS: the watchdog must reach the socket under the TLS layer too."""
+    cert, key = tmp_path / "cert.pem", tmp_path / "key.pem"
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", str(key), "-out", str(cert),
+                    "-days", "1", "-subj", "/CN=127.0.0.1"], check=True, capture_output=True)
+    server_tls = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    server_tls.load_cert_chain(cert, key)
+    monkeypatch.setattr(ssl, "_create_default_https_context", ssl._create_unverified_context)  # self-signed
+    body = json.dumps({"data": [{"index": 0, "embedding": [0.5] * 40}]}).encode()
+    server = TrickleServer(body, gap=0.05, tls=server_tls)
+    try:
+        with pytest.raises(APIError, match="within 1s"):
+            _client(timeout=1, attempts=1).post_json(server.url, {"input": ["a"]})
+        assert server.hung_up.wait(10) and server.sent < len(body) // 2
+        fast = TrickleServer(body, gap=0.0, tls=server_tls)     # and an ordinary HTTPS reply still works
+        try:
+            assert _client(timeout=5).post_json(fast.url, {})["data"][0]["index"] == 0
+        finally:
+            fast.close()
     finally:
         server.close()
 

@@ -18,9 +18,11 @@ import email.utils
 import http.client
 import json
 import logging
+import os
 import random
 import re
 import socket
+import ssl
 import threading
 import time
 import urllib.error
@@ -145,18 +147,51 @@ class _Deadline:
 
 
 def _shut(sock: socket.socket) -> None:
+    """Shut the connection down under whoever reads it, which wakes a blocked read with end-of-file.
+
+    Works through a duplicate descriptor, so neither the socket object nor a TLS wrapper around it is
+    touched from this thread; a socket already closed, or handed over to a TLS wrapper, has no
+    descriptor (-1) and is skipped (the wrapper is watched itself)."""
     try:
-        sock.shutdown(socket.SHUT_RDWR)   # wakes a blocked recv in the reading thread
+        fd = sock.fileno()
+        if fd < 0:
+            return
+        dup = socket.socket(fileno=os.dup(fd))
     except OSError:
-        pass
+        return
+    with dup:
+        try:
+            dup.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
+
+
+class _WatchedTLS:
+    """An SSL context stand-in whose sockets are watched from before their handshake (a server can trickle
+    that too)."""
+
+    def __init__(self, context: ssl.SSLContext, deadline: _Deadline) -> None:
+        self._context, self._deadline = context, deadline
+
+    def wrap_socket(self, sock: socket.socket, **kw: Any) -> ssl.SSLSocket:
+        handshake = kw.pop("do_handshake_on_connect", True)
+        tls = self._deadline.watch(self._context.wrap_socket(sock, do_handshake_on_connect=False, **kw))
+        if handshake:
+            tls.do_handshake()
+        return tls
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._context, name)
 
 
 def _watched(connection_class: type, deadline: _Deadline) -> type:
-    """`connection_class` whose TCP socket (also one tunnelled through a proxy) is handed to `deadline`."""
+    """`connection_class` whose sockets (TCP, also one tunnelled through a proxy, and TLS) `deadline` watches."""
 
     class Watched(connection_class):  # type: ignore[misc, valid-type]
         def connect(self) -> None:
             self._create_connection = lambda *a, **k: deadline.watch(socket.create_connection(*a, **k))
+            if isinstance(getattr(self, "_context", None), ssl.SSLContext):   # HTTPS
+                self._context = _WatchedTLS(self._context, deadline)
             super().connect()
 
     return Watched
