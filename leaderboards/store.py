@@ -205,7 +205,31 @@ class Board:
             if folder.is_dir() and not folder.is_symlink() and _Staging.is_dead(folder):
                 shutil.rmtree(folder, ignore_errors=True)
                 removed.append(folder)
-        return removed
+        return removed + self._restore_legacy_trash(con)
+
+    def _restore_legacy_trash(self, con: sqlite3.Connection) -> list[Path]:
+        """The store before this design moved a replaced folder to `.trash-*/old` before committing; killed
+        there, the row still names the folder, which is gone. Put such a folder back where its row says,
+        when its files are exactly the ones the row records; anything else stays where it is."""
+        restored = []
+        rows = con.execute("SELECT folder, files_json FROM submissions").fetchall()
+        for trash in sorted(self.root.glob(".trash-*")):
+            old = trash / "old"
+            try:
+                young = time.time() - trash.stat().st_mtime < _STAGING_GRACE_S
+            except OSError:
+                continue
+            if young or not old.is_dir() or old.is_symlink():
+                continue
+            files = {p.name: _sha256(p.read_bytes()) for p in old.iterdir() if p.is_file() and not p.is_symlink()}
+            for folder, files_json in rows:
+                target = self._inside(self.root / folder)
+                if not target.exists() and json.loads(files_json) == files:
+                    os.replace(old, target)
+                    shutil.rmtree(trash, ignore_errors=True)
+                    restored.append(target)
+                    break
+        return restored
 
     def _inside(self, path: Path) -> Path:
         """Defence in depth: every path the board writes stays under its root."""

@@ -92,7 +92,7 @@ def test_a_submit_killed_before_its_commit_is_as_if_never_run(setup, tmp_path, c
     _age_staging(board)
     args = ["leaderboard", "submit", str(good), "--board", str(board), "--official", str(official)]
     assert main(args + (["--replace"] if replace else [])) == 0, capsys.readouterr().err
-    assert "removed 1 leftover(s) of interrupted submits" in capsys.readouterr().out
+    assert "cleaned 1 leftover(s) of interrupted submits" in capsys.readouterr().out
     (entry,) = Board(board).entries()
     assert load_results(entry.folder).per_query.equals(load_results(good).per_query)
     assert _leftovers(board) == []
@@ -168,3 +168,21 @@ def test_a_live_staging_folder_is_left_alone(tmp_path):
     dead.mkdir()
     os.utime(dead, (old, old))
     assert _Staging.is_dead(dead)
+
+
+def test_a_folder_the_old_store_left_in_its_trash_is_put_back(setup, tmp_path, capsys):
+    """The old store moved a replaced folder to .trash-*/old before committing; killed there, the row
+    still named the folder, which was gone. The next submit puts it back when its files match the row."""
+    good, again, official = setup
+    board = tmp_path / "board"
+    assert main(["leaderboard", "submit", str(good), "--board", str(board), "--official", str(official)]) == 0
+    (entry,) = Board(board).entries()
+    stored = {p.name: p.read_bytes() for p in entry.folder.iterdir()}
+    trash = board / ".trash-legacy1"
+    trash.mkdir()
+    os.replace(entry.folder, trash / "old")
+    old = time.time() - 3600
+    os.utime(trash, (old, old))
+    assert main(["leaderboard", "submit", str(good), "--board", str(board), "--official", str(official)]) == 2
+    assert "cleaned 1 leftover(s)" in capsys.readouterr().out
+    assert {p.name: p.read_bytes() for p in entry.folder.iterdir()} == stored and not trash.exists()

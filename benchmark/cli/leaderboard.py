@@ -60,12 +60,14 @@ def cmd_submit(args: argparse.Namespace) -> int:
     try:
         sub = validate_submission(args.results, registry, limits)
         board = _board(args.board, create=True)
-        entry = board.submit(sub, replace=args.replace)
+        try:
+            entry = board.submit(sub, replace=args.replace)
+        finally:  # said also when the submission itself is then refused
+            if board.cleaned:
+                print(f"cleaned {len(board.cleaned)} leftover(s) of interrupted submits: "
+                      + ", ".join(str(p.relative_to(board.root)) for p in board.cleaned))
     except SubmissionRejected as exc:
         raise CLIError(str(exc)) from None
-    if board.cleaned:
-        print(f"removed {len(board.cleaned)} leftover(s) of interrupted submits: "
-              + ", ".join(str(p.relative_to(board.root)) for p in board.cleaned))
     print(f"accepted {entry.model_name!r} on {entry.task} v{entry.task_version} as {entry.id} -> {entry.folder}")
     return 0
 
