@@ -211,3 +211,19 @@ def test_unusable_requests_with_a_key_in_them_are_reported_redacted():
     with EchoServer(ok_after=0) as server, pytest.raises(APIError, match="invalid request") as err:
         _client().post_json(server.url, {}, {"x-api-key": KEY + "\nInjected: 1"})   # http.client quotes the value
     assert KEY not in str(err.value) and err.value.attempts == 1
+
+
+def test_a_password_in_the_url_reaches_neither_cards_nor_errors(monkeypatch):
+    from mmbench.models.http_client import public_url
+    from mmbench.rankers import load_ranker
+
+    password = "hunter2-VERY-secret"
+    url = f"http://someone:{password}@127.0.0.1:9/v1?api_key={KEY}#frag"
+    assert public_url(url) == "http://127.0.0.1:9/v1"
+    model = OpenAIEmbeddingModel(model="m", base_url=url, max_attempts=1)
+    ranker = load_ranker("openai-chat", "m", base_url=url)
+    for card in (model.card.identity(), ranker.card.identity()):
+        assert password not in json.dumps(card) and KEY not in json.dumps(card)
+    with pytest.raises(APIError) as err:
+        model.encode([Document("a", [Text("x")])], "query", None)
+    assert password not in str(err.value) and KEY not in str(err.value)

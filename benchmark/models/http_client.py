@@ -89,14 +89,17 @@ class Redactor:
 
     @classmethod
     def for_request(cls, url: str, headers: dict[str, str]) -> "Redactor":
-        """The credentials a request sends: credential header values (each word too, for 'Bearer KEY')
-        and the values of key-like query-string parameters."""
+        """The credentials a request sends: credential header values (each word too, for 'Bearer KEY'),
+        the values of key-like query-string parameters, and a password in the URL."""
         found: list[str] = []
         for name, value in headers.items():
             if _CREDENTIAL_HEADER.search(name) and value:
                 found += [value, *value.split()]
-        query = urllib.parse.urlsplit(url).query
-        found += [v for k, v in urllib.parse.parse_qsl(query, keep_blank_values=True) if _CREDENTIAL_PARAM.search(k)]
+        parts = urllib.parse.urlsplit(url)
+        found += [v for k, v in urllib.parse.parse_qsl(parts.query, keep_blank_values=True) if _CREDENTIAL_PARAM.search(k)]
+        if "@" in parts.netloc:   # https://user:password@host/...
+            userinfo = parts.netloc.rsplit("@", 1)[0]
+            found += [urllib.parse.unquote(x) for x in userinfo.split(":", 1)[1:]] + [userinfo]
         return cls(found)
 
     def text(self, text: str) -> str:
@@ -275,7 +278,7 @@ class HttpClient:
         body = json.dumps(payload).encode("utf-8")
         hdrs = {"Content-Type": "application/json", "Accept": "application/json", **(headers or {})}
         redact = Redactor.for_request(url, hdrs)
-        shown = redact.text(_safe(url))
+        shown = redact.text(public_url(url))
         last = "no attempt made"
         status: int | None = None
         for attempt in range(1, self.retry.max_attempts + 1):
@@ -341,9 +344,12 @@ class HttpClient:
             return list(pool.map(fn, items))
 
 
-def _safe(url: str) -> str:
-    """The URL without its query string (which may carry a key)."""
-    return url.split("?", 1)[0]
+def public_url(url: str) -> str:
+    """The URL as it may be shown and recorded: no user:password part, no query string, no fragment
+    (all of which may carry a credential)."""
+    parts = urllib.parse.urlsplit(url.split("?", 1)[0].split("#", 1)[0])
+    host = parts.netloc.rsplit("@", 1)[-1]
+    return urllib.parse.urlunsplit((parts.scheme, host, parts.path, "", ""))
 
 
 def _snippet(exc: urllib.error.HTTPError, limit: int = 300) -> str:

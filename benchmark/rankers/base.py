@@ -19,7 +19,7 @@ from typing import Any, Sequence
 
 from ..media import MediaStore, atomic_write_bytes
 from ..models.api_common import image_bytes
-from ..models.http_client import APIError, HttpClient, RetryPolicy
+from ..models.http_client import APIError, HttpClient, RetryPolicy, public_url
 from .parse import parse_ranking
 from .prompt import DEFAULT_PROMPT, PromptTemplate, RenderedPrompt
 
@@ -136,7 +136,7 @@ class ListwiseRanker(ABC):
         self.prices = prices or Prices()
         self.card = RankerCard(
             name=name or f"{self.family}:{model}", family=f"llm-ranker:{self.family}", model=model,
-            settings={"base_url": self.base_url.split("?", 1)[0], "temperature": temperature,
+            settings={"base_url": public_url(self.base_url), "temperature": temperature,
                       "max_output_tokens": max_output_tokens, "prompt_version": self.prompt.version,
                       "prices_usd_per_mtok": asdict(self.prices), "api_key_env": self.api_key_env,
                       **(extra_settings or {})})
