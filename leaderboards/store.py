@@ -199,7 +199,7 @@ class Board:
             for folder in sorted(task_dir.iterdir()):
                 if (folder.is_dir() and not folder.is_symlink() and _OWN_FOLDER.fullmatch(folder.name)
                         and folder.resolve() not in referenced):
-                    shutil.rmtree(folder)
+                    shutil.rmtree(folder, ignore_errors=True)   # its replacer may be removing it at the same time
                     removed.append(folder)
         for folder in sorted(self.root.glob(STAGING_PREFIX + "*")):
             if folder.is_dir() and not folder.is_symlink() and _Staging.is_dead(folder):
