@@ -267,13 +267,15 @@ class _Staging:
 
     def __enter__(self) -> "_Staging":
         self.path = Path(tempfile.mkdtemp(dir=self.root, prefix=STAGING_PREFIX))
-        self._fd = os.open(self.path, os.O_RDONLY)
+        self._fd = None
         if fcntl is not None:
+            self._fd = os.open(self.path, os.O_RDONLY)
             fcntl.flock(self._fd, fcntl.LOCK_EX)
         return self
 
     def __exit__(self, *exc) -> None:
-        os.close(self._fd)                                  # releases the lock
+        if self._fd is not None:
+            os.close(self._fd)                              # releases the lock
         if self.path.exists():                              # not renamed into place
             shutil.rmtree(self.path, ignore_errors=True)
 
