@@ -30,6 +30,7 @@ from .media import atomic_write_bytes
 PER_QUERY = "per_query.parquet"
 SEEN = "seen.parquet"
 SUMMARY = "results.json"
+TABLES = (PER_QUERY, SEEN)   # the files results.json's digests must cover (seen.parquet when present)
 # Item metadata axes that get their own aggregate rows when a task provides them.
 GROUP_AXES = ("length_bin", "depth", "difficulty", "background_modality", "anchor_kind", "dataset")
 FIXED_COLUMNS = ("item_id", "query_id", "subset", "relevant_ids", "ranked_ids", "scores", "first_relevant_rank")
@@ -146,12 +147,29 @@ def write_results(out: Path, per_query: pd.DataFrame, seen: pd.DataFrame, summar
 
 
 def file_digest_problems(summary: dict[str, Any], files: dict[str, bytes]) -> list[str]:
-    """Tables whose bytes differ from the digests results.json recorded (e.g. a run killed while rewriting)."""
-    recorded = (summary.get("mmbench") or {}).get("files")
-    if not isinstance(recorded, dict):
-        return []  # written before digests were recorded
-    return [f"{name} does not match the digest in {SUMMARY} (a partial rewrite, or edited after the run)"
-            for name, digest in recorded.items() if name in files and hashlib.sha256(files[name]).hexdigest() != digest]
+    """What does not match the table digests results.json records; `files` holds the tables present.
+
+    The digests are required: without them an edited table could not be told from the one the run
+    wrote, so a results file lacking them (or not covering per_query.parquet) is refused, as is a
+    listed table that is missing and a present table that is not listed."""
+    recorded = (summary.get("mmbench") or {}).get("files") if isinstance(summary, dict) else None
+    if not isinstance(recorded, dict) or not recorded:
+        return [f"{SUMMARY} records no table digests (mmbench.files), so changes to the tables cannot be detected; "
+                "re-run to write a complete results folder"]
+    problems = []
+    for name in sorted(recorded):
+        if name not in TABLES:
+            problems.append(f"mmbench.files lists {ascii(name)}, which is not a results table ({', '.join(TABLES)})")
+        elif not isinstance(recorded[name], str):
+            problems.append(f"mmbench.files.{name} is not a digest string")
+        elif name not in files:
+            problems.append(f"{name} is listed in mmbench.files but missing")
+        elif hashlib.sha256(files[name]).hexdigest() != recorded[name]:
+            problems.append(f"{name} does not match the digest in {SUMMARY} (a partial rewrite, or edited after the run)")
+    for name in sorted(set(files) | {PER_QUERY}):
+        if name in TABLES and name not in recorded:
+            problems.append(f"{name} has no digest in mmbench.files (every table must be covered)")
+    return problems
 
 
 def _finite(obj: Any) -> Any:

@@ -4,6 +4,12 @@ Nothing here executes or unpickles anything: JSON is parsed strictly (no NaN/Inf
 duplicate keys) and Parquet is only accepted when it carries Parquet's magic bytes. The bytes
 read here are the bytes validated and the bytes stored, so a file changed after validation
 cannot slip in.
+
+Parquet is bounded before it is decoded: a small file can expand enormously (a 146 KB file of
+dictionary- and run-length-encoded zeros holds 20 million rows and takes ~800 MB to read), so the
+footer's size, then the row, column, row-group and value counts and the uncompressed size that
+the metadata states are checked against `Limits` first, and the decoded size is counted batch by
+batch while reading, so metadata that understates the contents is caught too.
 """
 from __future__ import annotations
 
@@ -13,6 +19,10 @@ import stat
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
 
 from .problems import Problem, SubmissionRejected
 
@@ -27,6 +37,16 @@ class Limits:
     max_file_bytes: int = 256 * 1024 * 1024
     max_json_bytes: int = 16 * 1024 * 1024
     max_name_chars: int = 200
+    # Parquet contents, checked from the metadata before reading (the largest official pool set has a few
+    # thousand items and documents, with at most a few thousand candidates each: far below these)
+    max_rows: int = 1_000_000                          # rows of one table
+    max_columns: int = 1_000
+    max_row_groups: int = 10_000
+    max_values: int = 50_000_000                       # values of all columns, list elements included
+    max_uncompressed_bytes: int = 1024 * 1024 * 1024   # as the metadata states it (after encoding)
+    max_decoded_bytes: int = 1024 * 1024 * 1024        # Arrow memory while reading, counted batch by batch
+    max_footer_bytes: int = 16 * 1024 * 1024
+    read_batch_rows: int = 65_536
 
 
 def read_folder(folder: Path, accepted: dict[str, str], limits: Limits) -> dict[str, bytes]:
@@ -111,3 +131,56 @@ def parse_json(data: bytes, name: str) -> Any:
         return json.loads(data.decode("utf-8"), parse_constant=_no_constants, object_pairs_hook=_no_duplicates)
     except ValueError as exc:
         raise SubmissionRejected([Problem(name, f"invalid JSON: {exc}")]) from None
+
+
+def _over(what: str, value: int, cap: int) -> str | None:
+    return f"{what} {value}, over the limit of {cap}" if value > cap else None
+
+
+def parquet_metadata_problems(data: bytes, limits: Limits) -> tuple[str | None, Any]:
+    """(the first limit the file's metadata breaks or None, the metadata); reads the footer only."""
+    footer = int.from_bytes(data[-8:-4], "little") if len(data) >= 12 else 0
+    if footer > limits.max_footer_bytes or footer > len(data) - 12:
+        return f"has a {footer}-byte footer, over the limit of {limits.max_footer_bytes} bytes (or past the file)", None
+    meta = pq.ParquetFile(pa.BufferReader(data)).metadata
+    groups = [meta.row_group(i) for i in range(meta.num_row_groups)] if meta.num_row_groups <= limits.max_row_groups else []
+    chunks = [g.column(j) for g in groups for j in range(g.num_columns)]
+    checks = [("has rows:", meta.num_rows, limits.max_rows),
+              ("has columns:", meta.num_columns, limits.max_columns),
+              ("has row groups:", meta.num_row_groups, limits.max_row_groups),
+              ("holds values (list elements included):", sum(c.num_values for c in chunks), limits.max_values),
+              ("states an uncompressed size of (bytes)", sum(c.total_uncompressed_size for c in chunks),
+               limits.max_uncompressed_bytes)]
+    for what, value, cap in checks:
+        reason = _over(what, value, cap)
+        if reason:
+            return reason, meta
+    return None, meta
+
+
+def read_parquet(data: bytes, name: str, limits: Limits) -> pd.DataFrame:
+    """A submitted Parquet table, refused (naming the file and the limit) if it would expand past `limits`."""
+    def refuse(reason: str) -> SubmissionRejected:
+        return SubmissionRejected([Problem(f"file {name}", reason)])
+
+    try:
+        reason, _ = parquet_metadata_problems(data, limits)
+    except Exception as exc:  # pyarrow raises several types for corrupt footers
+        raise refuse(f"unreadable Parquet ({type(exc).__name__}: {exc})") from None
+    if reason:
+        raise refuse(reason + "; refused before reading it")
+    try:
+        pf = pq.ParquetFile(pa.BufferReader(data))
+        batches, decoded = [], 0
+        for batch in pf.iter_batches(batch_size=limits.read_batch_rows, use_pandas_metadata=True):
+            decoded += batch.nbytes
+            if decoded > limits.max_decoded_bytes:
+                raise refuse(f"decodes to more than {limits.max_decoded_bytes} bytes (its metadata understates its "
+                             "contents); refused while reading it")
+            batches.append(batch)
+        table = pa.Table.from_batches(batches, schema=pf.schema_arrow)
+        return table.to_pandas()
+    except SubmissionRejected:
+        raise
+    except Exception as exc:  # pyarrow raises several types for corrupt files
+        raise refuse(f"unreadable Parquet ({type(exc).__name__}: {exc})") from None

@@ -23,20 +23,21 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-import pyarrow as pa
-import pyarrow.parquet as pq
 
-from mmbench.evaluators.metrics import item_metrics, metric_names
+from mmbench.evaluators.metrics import MAIN_METRIC, item_metrics, metric_names
 from mmbench.results import FIXED_COLUMNS, PER_QUERY, SEEN, SUMMARY, aggregate, file_digest_problems
 from mmbench.runner import SCORE_DECIMALS
 
-from .files import Limits, parse_json, read_folder
+from .files import Limits, parse_json, read_folder, read_parquet
 from .official import OfficialRegistry, UnknownOfficialError, fingerprint, item_line
 from .problems import Problem, SubmissionRejected
+from .stated import stated_number_problems
 
 RESULTS_FILES = {SUMMARY: "json", PER_QUERY: "parquet", SEEN: "parquet"}
 RAVEL_FILE = "ravel_scores.json"
 RAVEL_TASK = "ravel"
+RAVEL_FIELDS = frozenset({"task", "model", "lower_is_better", "scores", "correlation"})
+ENTRY_FIELDS = frozenset({"hf_subset", "languages", "main_score", "n_items"})  # besides the recomputed metrics
 TOLERANCE = 1e-6  # submitted vs recomputed metrics (JSON round trip of float64 is exact; this is slack)
 _JOINERS = {"\u200c", "\u200d"}  # zero-width (non-)joiners are part of several scripts and emoji
 _SHOWN_ITEMS = 3
@@ -95,9 +96,8 @@ def validate_results(files: dict[str, bytes], registry: OfficialRegistry, limits
         f"pool set {content_hash[:16]} is not the official pool set of {task} v{version} ({official.content_hash[:16]})")])
 
     _stage([Problem(SUMMARY + ": mmbench.files", p) for p in file_digest_problems(summary, files)])
-    per_query = _read_parquet(files[PER_QUERY], PER_QUERY)
-    if SEEN in files:
-        _read_parquet(files[SEEN], SEEN)
+    per_query = read_parquet(files[PER_QUERY], PER_QUERY, limits)
+    seen = read_parquet(files[SEEN], SEEN, limits) if SEEN in files else pd.DataFrame()
     names = metric_names()
     _stage([Problem(f"{PER_QUERY}: {c}", "column is missing") for c in (*FIXED_COLUMNS, *names) if c not in per_query.columns])
     _stage(_check_items(per_query, official))
@@ -105,6 +105,9 @@ def validate_results(files: dict[str, bytes], registry: OfficialRegistry, limits
     _stage(_check_rankings(per_query, names))
     recomputed = aggregate(per_query)
     _stage(_check_aggregates(summary, recomputed))
+    from mmbench.rankers.parse import REPAIRS
+
+    _stage(stated_number_problems(summary, per_query, seen, official.n_items, REPAIRS))
     scores = {r.group: {"n": float(r.n), **r.metrics} for r in recomputed}
     return Submission("retrieval", task, version, content_hash, model, dict(files), scores)
 
@@ -131,6 +134,9 @@ def _check_summary(summary: Any, limits: Limits) -> tuple[dict[str, Any], dict[s
         problems.append(Problem(f"{SUMMARY}: mmbench.model", "model identity is missing"))
     else:
         problems += _check_model(model, f"{SUMMARY}: mmbench.model", limits)
+    if info.get("main_metric") != MAIN_METRIC:
+        problems.append(Problem(f"{SUMMARY}: mmbench.main_metric", f"{info.get('main_metric')!r}; the main score of every "
+                                f"task is {MAIN_METRIC!r}"))
     if info.get("limit") is not None:
         problems.append(Problem(f"{SUMMARY}: mmbench.limit", f"the run evaluated a --limit {info['limit']!r} subset; "
                                 "submit a run over the whole pool set"))
@@ -185,13 +191,6 @@ def _surrogates(value: Any, where: str) -> list[Problem]:
     if isinstance(value, list):
         return [p for i, v in enumerate(value) for p in _surrogates(v, f"{where}[{i}]")]
     return []
-
-
-def _read_parquet(data: bytes, name: str) -> pd.DataFrame:
-    try:
-        return pq.read_table(pa.BufferReader(data)).to_pandas()
-    except Exception as exc:  # pyarrow raises several types for corrupt files
-        raise SubmissionRejected([Problem(name, f"unreadable Parquet ({type(exc).__name__}: {exc})")]) from None
 
 
 def _item_ids(ids: Any) -> str:
@@ -327,7 +326,13 @@ def _check_aggregates(summary: dict[str, Any], recomputed) -> list[Problem]:
             continue
         if e.get("n_items") != row.n:
             problems.append(Problem(f"{SUMMARY}: scores.test[{group}].n_items", f"{e.get('n_items')!r}, recomputed {row.n}"))
-        for metric, value in row.metrics.items():
+        for key in sorted(set(e) - set(row.metrics) - ENTRY_FIELDS):
+            problems.append(Problem(f"{SUMMARY}: scores.test[{group}].{ascii(key)[1:-1]}",
+                                    "is not a metric recomputed from the per-query records; remove it"))
+        if not isinstance(e.get("languages", []), list) or not all(isinstance(x, str) for x in e.get("languages", [])):
+            problems.append(Problem(f"{SUMMARY}: scores.test[{group}].languages", "must be a list of strings"))
+        # main_score is what mteb's get_score() reads: it must be the recomputed main metric, like the rest
+        for metric, value in [("main_score", row.metrics.get(MAIN_METRIC)), *row.metrics.items()]:
             got = e.get(metric)
             where = f"{SUMMARY}: scores.test[{group}].{metric}"
             if isinstance(got, bool) or not isinstance(got, (int, float)) or not math.isfinite(got):
@@ -361,6 +366,9 @@ def validate_ravel(files: dict[str, bytes], limits: Limits) -> Submission:
         problems += _check_model(model, f"{where}: model", limits)
     if not isinstance(doc.get("lower_is_better", False), bool):
         problems.append(Problem(f"{where}: lower_is_better", f"{doc['lower_is_better']!r} is not true or false"))
+    for key in sorted(set(doc) - RAVEL_FIELDS):   # a number no check covers must not ride along
+        problems.append(Problem(f"{where}: {ascii(key)[1:-1]}", f"is not a field of a RAVEL submission "
+                                f"({', '.join(sorted(RAVEL_FIELDS))})"))
     records = doc.get("scores")
     if not isinstance(records, list) or not records:
         problems.append(Problem(f"{where}: scores", "must be a non-empty list of {encoder, llm, score} records"))
@@ -369,6 +377,11 @@ def validate_ravel(files: dict[str, bytes], limits: Limits) -> Submission:
     for i, r in enumerate(records):
         if not isinstance(r, dict) or not all(isinstance(r.get(k), str) for k in ("encoder", "llm")):
             problems.append(Problem(f"{where}: scores[{i}]", "needs string fields encoder and llm"))
+            continue
+        extra = sorted(set(r) - {"encoder", "llm", "score"})
+        if extra:
+            problems.append(Problem(f"{where}: scores[{i}]", f"unknown field(s) {', '.join(map(ascii, extra))}; a "
+                                    "record is {encoder, llm, score}"))
             continue
         s = r.get("score")
         if isinstance(s, bool) or not isinstance(s, (int, float)) or not math.isfinite(s):

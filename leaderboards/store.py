@@ -2,13 +2,23 @@
 
 Layout of a board folder::
 
-    board.sqlite                      submissions and their recomputed scores
-    submissions/<task>/<slug>-<id>/   the accepted files, byte for byte as validated
+    board.sqlite                              submissions and their recomputed scores
+    submissions/<task>/<slug>-<id>-<nonce>/   the accepted files, byte for byte as validated
 
-Folder names are built from a sanitised slug and the submission id, never from a submitted
-name as is. A submission is staged in a private folder, then the database rows are inserted and
-the folder renamed into place inside one ``BEGIN IMMEDIATE`` transaction, so concurrent
-submitters queue on SQLite's write lock and a failure leaves neither rows nor files behind.
+Folder names are built from a sanitised slug, the submission id and a fresh nonce, never from a
+submitted name as is. The database is the one source of truth, and its commit the one step that
+makes a submission (or a replacement) exist:
+
+1. the files are written to a private staging folder (locked with `flock` while its writer lives);
+2. inside one ``BEGIN IMMEDIATE`` transaction the rows are written and the staging folder is
+   renamed to its new, unused name (one rename), then the transaction commits;
+3. only after the commit is a replaced submission's old folder removed.
+
+A process killed at any point leaves at most a folder no row refers to (a renamed-in folder whose
+transaction never committed, the old folder of a committed replacement) or a dead staging folder.
+The next submit, holding the write lock, removes exactly those: folders under ``submissions/``
+whose names follow the board's own pattern and that no committed row names, and staging folders
+whose writer is gone. Concurrent submitters queue on SQLite's write lock.
 """
 from __future__ import annotations
 
@@ -16,6 +26,7 @@ import hashlib
 import json
 import os
 import re
+import secrets
 import shutil
 import sqlite3
 import tempfile
@@ -29,9 +40,19 @@ from typing import Any, Iterator
 from .problems import DuplicateSubmission, Problem
 from .schema import Submission
 
+try:
+    import fcntl
+except ImportError:  # not on POSIX: staging folders are then recognised as dead by age alone
+    fcntl = None  # type: ignore[assignment]
+
 DB_NAME = "board.sqlite"
 FILES_DIR = "submissions"
+STAGING_PREFIX = ".staging-"
 _BUSY_TIMEOUT_S = 60.0
+_STAGING_GRACE_S = 10.0         # a staging folder younger than this is never touched (its writer may lock it yet)
+_STAGING_GRACE_NO_LOCK_S = 24 * 3600.0
+# What the board itself names a submission folder: <slug>-<16 hex id>, optionally -<8 hex nonce>.
+_OWN_FOLDER = re.compile(r"[A-Za-z0-9._-]+-[0-9a-f]{16}(?:-[0-9a-f]{8})?")
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS submissions (
@@ -76,7 +97,8 @@ class Entry:
 
     @property
     def slug(self) -> str:
-        return self.folder.name
+        """Stable name of the submission's pages (the folder's nonce changes with every replacement)."""
+        return f"{slugify(self.model_name)}-{self.id}"
 
 
 def slugify(text: str, max_len: int = 40) -> str:
@@ -93,6 +115,7 @@ class Board:
         self.root = Path(root)
         self.root.mkdir(parents=True, exist_ok=True)
         (self.root / FILES_DIR).mkdir(exist_ok=True)
+        self.cleaned: list[Path] = []   # leftovers of killed submits removed by the last submit
         with closing(self._connect()) as con:
             self._retry(lambda: con.execute("PRAGMA journal_mode=WAL"))
             self._retry(lambda: con.executescript(f"BEGIN IMMEDIATE;{_SCHEMA}COMMIT;"))
@@ -118,23 +141,27 @@ class Board:
                 time.sleep(0.05 * (i + 1))
 
     def submit(self, sub: Submission, replace: bool = False) -> Entry:
-        """Store a validated submission; refuses a duplicate unless `replace`."""
+        """Store a validated submission; refuses a duplicate unless `replace`. Atomic: see the module docstring."""
         sid = sub.submission_id
-        rel = Path(FILES_DIR) / slugify(sub.task) / f"{slugify(sub.model_name)}-{sid}"
+        rel = Path(FILES_DIR) / slugify(sub.task) / f"{slugify(sub.model_name)}-{sid}-{secrets.token_hex(4)}"
         final = self._inside(self.root / rel)
         final.parent.mkdir(parents=True, exist_ok=True)
-        staging = Path(tempfile.mkdtemp(dir=self.root, prefix=".staging-"))
-        trash: Path | None = None  # where a replaced submission's folder waits until the commit
-        moved = False
-        try:
+        self.cleaned = []
+        with _Staging(self.root) as staging:
             digests = {}
             for name, data in sorted(sub.files.items()):
-                target = self._inside(staging / slugify(name, max_len=64))
-                target.write_bytes(data)
+                target = self._inside(staging.path / slugify(name, max_len=64))
+                with open(target, "wb") as fh:
+                    fh.write(data)
+                    fh.flush()
+                    os.fsync(fh.fileno())
                 digests[target.name] = _sha256(data)
+            old_dir: Path | None = None
             with closing(self._connect()) as con:
                 con.execute("BEGIN IMMEDIATE")
+                moved = False
                 try:
+                    self.cleaned = self._clean_leftovers(con)
                     old = con.execute("SELECT folder FROM submissions WHERE id = ?", (sid,)).fetchone()
                     if old and not replace:
                         raise DuplicateSubmission([Problem(
@@ -144,30 +171,65 @@ class Board:
                         con.execute("DELETE FROM scores WHERE submission_id = ?", (sid,))
                         con.execute("DELETE FROM submissions WHERE id = ?", (sid,))
                         old_dir = self._inside(self.root / old[0])
-                        if old_dir.exists():
-                            trash = Path(tempfile.mkdtemp(dir=self.root, prefix=".trash-")) / "old"
-                            os.replace(old_dir, trash)
                     con.execute("INSERT INTO submissions VALUES (?,?,?,?,?,?,?,?,?,?)",
                                 (sid, sub.kind, sub.task, sub.task_version, sub.content_hash, sub.model_name,
                                  json.dumps(sub.model, sort_keys=True), rel.as_posix(), json.dumps(digests, sort_keys=True),
                                  datetime.now(timezone.utc).isoformat(timespec="seconds")))
                     con.executemany("INSERT INTO scores VALUES (?,?,?,?)",
                                     [(sid, g, m, v) for g, ms in sorted(sub.scores.items()) for m, v in sorted(ms.items())])
-                    os.replace(staging, final)
+                    os.replace(staging.path, final)   # a fresh name: nothing is in the way, nothing is overwritten
                     moved = True
+                    _fsync_dir(final.parent)          # the rename is on disk before the row that names it
                     con.execute("COMMIT")
                 except BaseException:
                     con.execute("ROLLBACK")
                     if moved:
-                        os.replace(final, staging)
-                    if trash is not None:
-                        os.replace(trash, final)
+                        shutil.rmtree(final, ignore_errors=True)
                     raise
-        finally:
-            shutil.rmtree(staging, ignore_errors=True)
-            if trash is not None:
-                shutil.rmtree(trash.parent, ignore_errors=True)
+            if old_dir is not None and old_dir != final:
+                shutil.rmtree(old_dir, ignore_errors=True)   # after the commit; if killed first, the next submit does it
         return self.get(sid)
+
+    def _clean_leftovers(self, con: sqlite3.Connection) -> list[Path]:
+        """Remove what killed submits left (the caller holds the write lock, so no submit is half-way now)."""
+        referenced = {self._inside(self.root / r[0]) for r in con.execute("SELECT folder FROM submissions")}
+        removed = []
+        files = self.root / FILES_DIR
+        for task_dir in sorted(p for p in files.iterdir() if p.is_dir() and not p.is_symlink()):
+            for folder in sorted(task_dir.iterdir()):
+                if (folder.is_dir() and not folder.is_symlink() and _OWN_FOLDER.fullmatch(folder.name)
+                        and folder.resolve() not in referenced):
+                    shutil.rmtree(folder, ignore_errors=True)   # its replacer may be removing it at the same time
+                    removed.append(folder)
+        for folder in sorted(self.root.glob(STAGING_PREFIX + "*")):
+            if folder.is_dir() and not folder.is_symlink() and _Staging.is_dead(folder):
+                shutil.rmtree(folder, ignore_errors=True)
+                removed.append(folder)
+        return removed + self._restore_legacy_trash(con)
+
+    def _restore_legacy_trash(self, con: sqlite3.Connection) -> list[Path]:
+        """The store before this design moved a replaced folder to `.trash-*/old` before committing; killed
+        there, the row still names the folder, which is gone. Put such a folder back where its row says,
+        when its files are exactly the ones the row records; anything else stays where it is."""
+        restored = []
+        rows = con.execute("SELECT folder, files_json FROM submissions").fetchall()
+        for trash in sorted(self.root.glob(".trash-*")):
+            old = trash / "old"
+            try:
+                young = time.time() - trash.stat().st_mtime < _STAGING_GRACE_S
+            except OSError:
+                continue
+            if young or not old.is_dir() or old.is_symlink():
+                continue
+            files = {p.name: _sha256(p.read_bytes()) for p in old.iterdir() if p.is_file() and not p.is_symlink()}
+            for folder, files_json in rows:
+                target = self._inside(self.root / folder)
+                if not target.exists() and json.loads(files_json) == files:
+                    os.replace(old, target)
+                    shutil.rmtree(trash, ignore_errors=True)
+                    restored.append(target)
+                    break
+        return restored
 
     def _inside(self, path: Path) -> Path:
         """Defence in depth: every path the board writes stays under its root."""
@@ -195,6 +257,63 @@ class Board:
 
     def __iter__(self) -> Iterator[Entry]:
         return iter(self.entries())
+
+
+class _Staging:
+    """A private folder under the board root, locked (`flock`) for as long as its writer lives."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+
+    def __enter__(self) -> "_Staging":
+        self.path = Path(tempfile.mkdtemp(dir=self.root, prefix=STAGING_PREFIX))
+        self._fd = None
+        if fcntl is not None:
+            self._fd = os.open(self.path, os.O_RDONLY)
+            fcntl.flock(self._fd, fcntl.LOCK_EX)
+        return self
+
+    def __exit__(self, *exc) -> None:
+        if self._fd is not None:
+            os.close(self._fd)                              # releases the lock
+        if self.path.exists():                              # not renamed into place
+            shutil.rmtree(self.path, ignore_errors=True)
+
+    @staticmethod
+    def is_dead(folder: Path) -> bool:
+        """Whether no live process writes `folder` (old enough, and its lock can be taken)."""
+        try:
+            age = time.time() - folder.stat().st_mtime
+        except OSError:
+            return False
+        if fcntl is None:
+            return age > _STAGING_GRACE_NO_LOCK_S
+        if age < _STAGING_GRACE_S:
+            return False
+        try:
+            fd = os.open(folder, os.O_RDONLY)
+        except OSError:
+            return False
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return True
+        except OSError:
+            return False
+        finally:
+            os.close(fd)
+
+
+def _fsync_dir(path: Path) -> None:
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass  # some file systems cannot sync a directory
+    finally:
+        os.close(fd)
 
 
 def _sha256(data: bytes) -> str:

@@ -1,4 +1,5 @@
 """The command line as a user meets it: listing, building, running, showing, and its errors."""
+import hashlib
 import json
 
 import pytest
@@ -160,7 +161,12 @@ def test_show_names_a_corrupt_results_table(vg_tiny, tmp_path, capsys):
         (out / name).write_bytes((out / name).read_bytes()[:200])
         assert main(["show", str(out)]) == 2  # results.json records each table's digest
         assert f"{name} does not match the digest in results.json" in capsys.readouterr().err
-    del summary["mmbench"]["files"]  # results written before digests were recorded: the parquet reader names it
+    del summary["mmbench"]["files"]  # without digests tamper detection would be off: refused, not read
+    (out / "results.json").write_text(json.dumps(summary))
+    assert main(["show", str(out)]) == 2
+    assert "records no table digests (mmbench.files)" in capsys.readouterr().err
+    summary["mmbench"]["files"] = {n: hashlib.sha256((out / n).read_bytes()).hexdigest()   # digests of the damage:
+                                   for n in ("seen.parquet", "per_query.parquet")}          # the reader names it
     (out / "results.json").write_text(json.dumps(summary))
     assert main(["show", str(out)]) == 2
     assert f"{out / 'per_query.parquet'}: unreadable parquet" in capsys.readouterr().err

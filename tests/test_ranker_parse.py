@@ -103,3 +103,72 @@ def test_a_parser_failure_keeps_tokens_and_cost(tmp_path, monkeypatch, break_par
 def test_unclosed_brackets_after_the_answer_are_ignored():
     text = json.dumps([[i] for i in range(1, N + 1)]) + " [x" * 2000
     assert parse_ranking(text, N).order == [1, 2, 3, 4, 5]
+
+
+# Hostile replies: the parser's work must grow linearly with the reply. The work is measured (characters the
+# JSON decoder reads, from each try's start to where it stopped), not the wall time.
+HOSTILE = {
+    "open brackets": "[" * 20000,
+    "balanced nesting": "[" * 20000 + "]" * 20000,
+    "nested answer": "[" * 20000 + "3, 1, 2" + "]" * 20000,
+    "open lists": "[1," * 20000,
+    "many small arrays": "[1]" * 20000,
+    "prose and brackets": "a [" * 20000,
+    "open strings": '["' * 20000,
+    "escapes": '["\\' * 20000,
+    "broken arrays in arrays": "[x [" * 20000,
+    "huge number": "[" + "9" * 100000 + "]",
+    "long strings": '["' + "[" * 20000 + '"' + " [" * 2000,
+}
+
+
+class CountingDecoder:
+    """Wraps the parser's JSON decoder and adds up how far each call read."""
+
+    def __init__(self):
+        self.read = 0
+        self.inner = json.JSONDecoder()
+
+    def raw_decode(self, text, start):
+        try:
+            value, end = self.inner.raw_decode(text, start)
+        except json.JSONDecodeError as exc:
+            self.read += exc.pos - start
+            raise
+        except (ValueError, RecursionError):      # no position: count it as reading to the end
+            self.read += len(text) - start
+            raise
+        self.read += end - start
+        return value, end
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("name", sorted(HOSTILE))
+def test_hostile_replies_cost_linear_work(name, monkeypatch):
+    import mmbench.rankers.parse as parse
+
+    text = HOSTILE[name]
+    decoder = CountingDecoder()
+    monkeypatch.setattr(parse, "_DECODER", decoder)
+    r = parse_ranking(text, N)
+    assert r.failed == (name not in ("open lists", "many small arrays"))
+    if not r.failed:
+        assert r.order == [1, 2, 3, 4, 5]
+    assert decoder.read <= (parse.WORK_PER_CHAR + 2) * len(text) + 1000, decoder.read
+
+
+def test_hostile_padding_around_a_real_answer_keeps_the_answer():
+    for padding in ("[x " * 3000, "[1] " * 3000, '["a" ' * 3000):
+        r = parse_ranking(padding + "Final ranking: [3, 1, 2, 5, 4]", N)
+        assert not r.failed and r.order == ANSWER, padding[:10]
+    # nesting deeper than the JSON decoder reads is garbage: a quick failure, whatever follows it
+    assert parse_ranking("[" * 3000 + " Final ranking: [3, 1, 2, 5, 4]", N).failed
+
+
+@pytest.mark.timeout(30)
+@pytest.mark.parametrize("label", [" " * 2000, "Image" + " " * 2000 + "3", "#" + " " * 2000 + "(3)"])
+def test_labels_full_of_blanks_are_unknown_and_fast(label):
+    """The old label pattern backtracked polynomially on runs of blanks (160 blanks: 0.75 s; 2000: hours)."""
+    r = parse_ranking(json.dumps([label, 3, 1, 2, 5, 4]), N)
+    assert not r.failed and r.order == ANSWER and r.repairs == {"unknown": 1}
+

@@ -59,7 +59,13 @@ def cmd_submit(args: argparse.Namespace) -> int:
     limits = Limits(max_file_bytes=int(args.max_file_mb * 1024 * 1024))
     try:
         sub = validate_submission(args.results, registry, limits)
-        entry = _board(args.board, create=True).submit(sub, replace=args.replace)
+        board = _board(args.board, create=True)
+        try:
+            entry = board.submit(sub, replace=args.replace)
+        finally:  # said also when the submission itself is then refused
+            if board.cleaned:
+                print(f"cleaned {len(board.cleaned)} leftover(s) of interrupted submits: "
+                      + ", ".join(str(p.relative_to(board.root)) for p in board.cleaned))
     except SubmissionRejected as exc:
         raise CLIError(str(exc)) from None
     print(f"accepted {entry.model_name!r} on {entry.task} v{entry.task_version} as {entry.id} -> {entry.folder}")

@@ -2,11 +2,31 @@
 from __future__ import annotations
 
 import argparse
+import math
 import time
 from pathlib import Path
 
-from .commands_core import mmbench_home, nonnegative_int, resolve_poolset, safe_name, task_or_error
+from .commands_core import mmbench_home, nonnegative_int, positive_int, resolve_poolset, safe_name, task_or_error
 from .errors import CLIError
+
+
+def _float_in(low: float, high: float = math.inf, low_open: bool = False, what: str = "number"):
+    """An argparse type for finite floats in [low, high] (or (low, high]): checked before any build or request."""
+    def parse(text: str) -> float:
+        try:
+            value = float(text)
+        except ValueError:
+            value = math.nan
+        if not math.isfinite(value) or value < low or (low_open and value == low) or value > high:
+            raise argparse.ArgumentTypeError(f"expected {what}, got {text!r}")
+        return value
+    return parse
+
+
+seconds = _float_in(0.0, low_open=True, what="a positive finite number of seconds")
+rate = _float_in(0.0, low_open=True, what="a positive finite rate")
+price = _float_in(0.0, what="a non-negative finite price")
+temperature = _float_in(0.0, 2.0, what="a temperature between 0 and 2")
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -21,17 +41,18 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--api-key-env", default=None, help="environment variable holding the key "
                                                         "(default OPENAI_API_KEY / ANTHROPIC_API_KEY)")
     p.add_argument("--data", type=Path, help="pool set folder (default: build the sample source)")
-    p.add_argument("--limit", type=int, help="rank a deterministic spread of N items")
+    p.add_argument("--limit", type=positive_int, help="rank a deterministic spread of N items")
     p.add_argument("--prompt-file", type=Path, help="JSON with system, intro ({query}, {n}), outro, optional label ({id})")
     p.add_argument("--output", type=Path, help="results folder (default: runs/<task>/<ranker>_<model>)")
-    p.add_argument("--temperature", type=float, default=0.0)
-    p.add_argument("--max-output-tokens", type=int, default=1024)
-    p.add_argument("--max-concurrency", type=int, default=4, help="requests in flight at once")
-    p.add_argument("--max-attempts", type=int, default=5, help="attempts per request (retries with backoff)")
-    p.add_argument("--requests-per-second", type=float, default=None)
-    p.add_argument("--timeout", type=float, default=120.0, help="seconds per request")
-    p.add_argument("--price-input", type=float, default=None, help="USD per million input tokens (for the cost)")
-    p.add_argument("--price-output", type=float, default=None, help="USD per million output tokens")
+    p.add_argument("--temperature", type=temperature, default=0.0)
+    p.add_argument("--max-output-tokens", type=positive_int, default=1024)
+    p.add_argument("--max-concurrency", type=positive_int, default=4, help="requests in flight at once")
+    p.add_argument("--max-attempts", type=positive_int, default=5, help="attempts per request (retries with backoff)")
+    p.add_argument("--requests-per-second", type=rate, default=None)
+    p.add_argument("--timeout", type=seconds, default=120.0,
+                   help="seconds one attempt may take as a whole (connect, wait and the whole reply)")
+    p.add_argument("--price-input", type=price, default=None, help="USD per million input tokens (for the cost)")
+    p.add_argument("--price-output", type=price, default=None, help="USD per million output tokens")
     p.add_argument("--image-detail", default=None, help="openai-chat: image_url detail (low, high, auto)")
     p.add_argument("--cache-dir", type=Path, help="response cache (default: MMBENCH_HOME/llm_responses)")
     p.add_argument("--no-cache", action="store_true")
@@ -47,10 +68,6 @@ def cmd_rank(args: argparse.Namespace) -> int:
     from mmbench.summary import format_summary
 
     task = task_or_error(args.task)
-    if args.limit is not None and args.limit <= 0:
-        raise CLIError("--limit must be positive")
-    if args.max_concurrency < 1 or args.max_attempts < 1:
-        raise CLIError("--max-concurrency and --max-attempts must be at least 1")
     try:
         prompt = load_prompt(args.prompt_file)
     except ValueError as exc:
@@ -64,6 +81,8 @@ def cmd_rank(args: argparse.Namespace) -> int:
     if args.image_detail:
         if args.ranker != "openai-chat":
             raise CLIError("--image-detail applies to --ranker openai-chat only")
+        if args.image_detail not in ("low", "high", "auto"):
+            raise CLIError(f"--image-detail must be low, high or auto, not {args.image_detail!r}")
         options["image_detail"] = args.image_detail
     try:
         ranker = load_ranker(args.ranker, args.model, **options)

@@ -14,6 +14,7 @@ from ..media import MediaStore
 from .api_common import (APIEmbeddingModel, api_key, client_from_options, image_bytes, load_text_tokenizer,
                          tokenizer_fingerprint)
 from .base import EncodeError, ModelCard, Role
+from .http_client import public_url
 
 GEMINI_URL = "https://generativelanguage.googleapis.com/v1beta"
 TASK_TYPES = {"query": "RETRIEVAL_QUERY", "document": "RETRIEVAL_DOCUMENT"}
@@ -48,7 +49,7 @@ class GeminiEmbeddingModel(APIEmbeddingModel):
             modalities=frozenset({"text", "image"} if images else {"text"}),
             max_tokens=max_tokens if self._tokenizer else None, similarity="cosine", revision=revision or "api",
             dim=dimensions,
-            settings={"model": model, "base_url": self.base_url.split("?")[0], "dimensions": dimensions,
+            settings={"model": model, "base_url": public_url(self.base_url), "dimensions": dimensions,
                       "task_types": TASK_TYPES, "images": "inline_data parts" if images else "none",
                       "normalize": "l2", "budget_tokenizer": tokenizer_fingerprint(tokenizer)},
             notes=("remote model: its version can change behind the same name. Parts keep reading order; "

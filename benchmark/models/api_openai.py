@@ -13,6 +13,7 @@ from ..media import MediaStore
 from .api_common import (APIEmbeddingModel, api_key, batches, client_from_options, data_url, load_text_tokenizer,
                          tokenizer_fingerprint)
 from .base import EncodeError, ModelCard, Role
+from .http_client import public_url
 
 OPENAI_URL = "https://api.openai.com/v1"
 
@@ -43,7 +44,7 @@ class OpenAIEmbeddingModel(APIEmbeddingModel):
             modalities=frozenset({"text", "image"} if images else {"text"}),
             max_tokens=self._text_budget(max_tokens), similarity="cosine", revision=revision or "api",
             dim=dimensions,
-            settings={"model": model, "base_url": self.base_url.split("?")[0], "dimensions": dimensions,
+            settings={"model": model, "base_url": public_url(self.base_url), "dimensions": dimensions,
                       "prefixes": self.prefixes, "images": "chat messages with data URLs" if images else "none",
                       "normalize": "l2", "budget_tokenizer": tokenizer_fingerprint(tokenizer)},
             notes=("remote model: its version can change behind the same name. Text is joined in reading order; "

@@ -19,7 +19,7 @@ from typing import Any, Sequence
 
 from ..media import MediaStore, atomic_write_bytes
 from ..models.api_common import image_bytes
-from ..models.http_client import APIError, HttpClient, RetryPolicy
+from ..models.http_client import APIError, HttpClient, RetryPolicy, public_url
 from .parse import parse_ranking
 from .prompt import DEFAULT_PROMPT, PromptTemplate, RenderedPrompt
 
@@ -136,7 +136,7 @@ class ListwiseRanker(ABC):
         self.prices = prices or Prices()
         self.card = RankerCard(
             name=name or f"{self.family}:{model}", family=f"llm-ranker:{self.family}", model=model,
-            settings={"base_url": self.base_url.split("?", 1)[0], "temperature": temperature,
+            settings={"base_url": public_url(self.base_url), "temperature": temperature,
                       "max_output_tokens": max_output_tokens, "prompt_version": self.prompt.version,
                       "prices_usd_per_mtok": asdict(self.prices), "api_key_env": self.api_key_env,
                       **(extra_settings or {})})
@@ -159,30 +159,42 @@ class ListwiseRanker(ABC):
 
     def rank(self, query: str, candidate_ids: Sequence[str], image_refs: Sequence[str], media: MediaStore | None,
              item: str = "?") -> RankResult:
-        """Rank the images (presented as numbers 1..n in the given order) for `query`."""
+        """Rank the images (presented as numbers 1..n in the given order) for `query`.
+
+        Only replies that give a ranking are cached: a failed request, a refusal, a malformed or an
+        unparseable reply is never stored, and one found in a cache written before this rule is asked again."""
         n = len(candidate_ids)
         images = [image_bytes(media, ref, f"{item}/{cid}") for cid, ref in zip(candidate_ids, image_refs)]
         body = self.payload(self.prompt.render(query, n), images)
         url = self.url()
         key = request_key(url, body)
         record = self.cache.get(key) if self.cache else None
-        cached = record is not None
-        if record is None:
-            start = time.perf_counter()
-            try:
-                response = self.client.post_json(url, body, self.headers())
-            except APIError as exc:
-                return RankResult([], failed=True, error=f"API error: {exc}", seconds=time.perf_counter() - start)
-            record = {"response": response, "seconds": round(time.perf_counter() - start, 4), "model": self.model}
-            if self.cache:
-                self.cache.put(key, record)
+        if record is not None:
+            result = self._result(record, candidate_ids, cached=True)
+            if not result.failed:
+                return result
+        start = time.perf_counter()
+        try:
+            response = self.client.post_json(url, body, self.headers())
+        except APIError as exc:
+            return RankResult([], failed=True, error=f"API error: {exc}", seconds=time.perf_counter() - start)
+        record = {"response": response, "seconds": round(time.perf_counter() - start, 4), "model": self.model}
+        result = self._result(record, candidate_ids, cached=False)
+        if self.cache and not result.failed:
+            self.cache.put(key, record)
+        return result
+
+    def _result(self, record: dict[str, Any], candidate_ids: Sequence[str], cached: bool) -> RankResult:
+        """The ranking a stored or fresh reply gives (a failed result when it gives none)."""
+        n = len(candidate_ids)
+        seconds = record.get("seconds", 0.0) if isinstance(record, dict) else 0.0
         try:
             comp = self.read(record["response"])
-        except (KeyError, IndexError, TypeError, ValueError) as exc:
+        except (KeyError, IndexError, TypeError, ValueError, AttributeError) as exc:
             return RankResult([], failed=True, error=f"unexpected response shape ({type(exc).__name__}: {exc})",
-                              seconds=record["seconds"], cached=cached)
+                              seconds=seconds, cached=cached)
         base = {"raw_text": comp.text, "input_tokens": comp.input_tokens, "output_tokens": comp.output_tokens,
-                "cost_usd": self.prices.cost(comp.input_tokens, comp.output_tokens), "seconds": record["seconds"],
+                "cost_usd": self.prices.cost(comp.input_tokens, comp.output_tokens), "seconds": seconds,
                 "cached": cached, "finish_reason": comp.finish_reason}
         if comp.refusal:
             return RankResult([], failed=True, error=f"refused: {comp.refusal[:200]}", **base)

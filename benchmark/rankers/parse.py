@@ -12,6 +12,12 @@ a longer (even cut-off) answer. On a tie, an array right after an answer cue ("r
 wins (the reply was asked to be the array alone, so later arrays are commentary, e.g. an echo of
 the presented order). A one-number array inside prose names an image rather than ranking them,
 so it is used only after an answer cue; a bare or fenced short array is a partial answer and used.
+
+The work is linear in the reply's length whatever it holds: an array read is never read again
+(the search continues after it); the characters that failed tries read are counted, and the
+search stops once they exceed `WORK_PER_CHAR` times the reply's length (only hostile replies get
+there: ordinary failed tries stop within a few characters); whether an array has text around
+it is answered from prefix counts. A string label longer than `MAX_LABEL_CHARS` names no image.
 """
 from __future__ import annotations
 
@@ -29,8 +35,12 @@ REPAIRS = ("extracted", "unterminated", "syntax", "coerced", "duplicate", "unkno
 # duplicate:    a number repeated; the later copy was dropped
 # unknown:      an element that names no presented image (0, 26, "cat", null); dropped
 # missing:      a presented image the reply left out; appended in presented order
-_LABEL = re.compile(r"^\s*(?:(?:image|img|picture|photo|id|candidate)\s*)?(?:no\.?|number)?\s*#?\s*"
-                    r"[\[(]?\s*(\d{1,9})(?:\.0*)?\s*[\])]?\s*[:.]?\s*$", re.IGNORECASE)
+# Used with fullmatch on a stripped string; each `\s*` follows a required token, so no two runs of
+# whitespace compete for the same characters (an earlier form backtracked polynomially on blanks).
+_LABEL = re.compile(r"(?:(?:image|img|picture|photo|id|candidate)\s*)?(?:(?:no\.?|number)\s*)?(?:#\s*)?"
+                    r"(?:[\[(]\s*)?(\d{1,9})(?:\.0*)?(?:\s*[\])])?(?:\s*[:.])?", re.IGNORECASE)
+MAX_LABEL_CHARS = 40     # longer strings name no image ("Candidate number #12345:" fits easily)
+WORK_PER_CHAR = 8        # failed tries may read this many characters per character of the reply
 _CUE = re.compile(r"\b(?:answer|ranking|ranked|final|result)\b", re.IGNORECASE)
 _FENCE = re.compile(r"```[A-Za-z]*")
 _TRAILING_COMMA = re.compile(r"\[([^\[\]]*?),\s*\]")   # a flat array closed right after a comma
@@ -80,23 +90,49 @@ def _label(value: Any, n: int) -> tuple[int | None, bool]:
         v = int(value)
         return (v if 1 <= v <= n else None), True
     if isinstance(value, str):
-        m = _LABEL.match(value)
+        value = value.strip()
+        m = _LABEL.fullmatch(value) if len(value) <= MAX_LABEL_CHARS else None
         if m:
             v = int(m.group(1))
             return (v if 1 <= v <= n else None), True
     return None, False
 
 
-def _candidate(text: str, values: list[Any], start: int, end: int | None, before: str, n: int,
+class _Text:
+    """The reply with prefix counts, so that "is there text around this array?" costs O(1) per array."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        fenced = bytearray(len(text))
+        for m in _FENCE.finditer(text):          # a code fence's language tag is not prose
+            fenced[m.start():m.end()] = b"\x01" * (m.end() - m.start())
+        self._ink = [0]                          # non-whitespace characters before i
+        self._letters = [0]                      # prose letters (ASCII, outside fences) before i
+        for ch, f in zip(text, fenced):
+            self._ink.append(self._ink[-1] + (not ch.isspace()))
+            self._letters.append(self._letters[-1] + (not f and ch.isascii() and ch.isalpha()))
+
+    @staticmethod
+    def _outside(counts: list[int], start: int, end: int | None) -> int:
+        return counts[start] + (0 if end is None else counts[-1] - counts[end])
+
+    def surrounded(self, start: int, end: int | None) -> bool:
+        return self._outside(self._ink, start, end) > 0
+
+    def prose(self, start: int, end: int | None) -> bool:
+        return self._outside(self._letters, start, end) > 0
+
+
+def _candidate(t: _Text, values: list[Any], start: int, end: int | None, done: int, n: int,
                syntax: bool = False) -> _Candidate:
-    """The array at text[start:end] (end None: cut off), `before` being the text since the previous array."""
+    """The array at text[start:end] (end None: cut off); `done` is where the previous array ended."""
     wrapped = len(values) == 1 and isinstance(values[0], list)
     if wrapped:
         values = values[0]
-    around = text[:start] + ("" if end is None else text[end:])
     valid = len({v for v in (_label(x, n)[0] for x in values) if v is not None})
-    return _Candidate(values, valid, int(bool(around.strip())) + int(wrapped), end is None, syntax,
-                      prose=bool(re.search(r"[A-Za-z]", _FENCE.sub("", around))), cued=bool(_CUE.search(before[-60:])))
+    before = t.text[max(done, start - 60):start]
+    return _Candidate(values, valid, int(t.surrounded(start, end)) + int(wrapped), end is None, syntax,
+                      prose=t.prose(start, end), cued=bool(_CUE.search(before)))
 
 
 def _unterminated(text: str) -> tuple[int, list[int]] | None:
@@ -110,38 +146,50 @@ def _unterminated(text: str) -> tuple[int, list[int]] | None:
     return start, [_number(x) for x in re.findall(r"\d+", tail)]
 
 
-def _trailing_comma(text: str, start: int) -> tuple[list[Any], int] | None:
-    """(values, end) of a flat array at `start` that fails JSON only by a comma before its ']'."""
-    m = _TRAILING_COMMA.match(text, start)
-    if not m:
-        return None
+def _decode_at(text: str, start: int) -> tuple[list[Any] | None, int, bool]:
+    """(values or None, where reading stopped, trailing-comma repair used) for the array at `start`.
+
+    On a failure, reading stopped where the decoder gave up; a nesting too deep to read has no position,
+    so it counts as reading to the end of the text."""
     try:
-        values = json.loads(f"[{m.group(1)}]")
-    except ValueError:
-        return None
-    return (values, m.end()) if isinstance(values, list) else None
+        values, end = _DECODER.raw_decode(text, start)
+        return (values if isinstance(values, list) else None), end, False
+    except json.JSONDecodeError as exc:
+        stopped = max(exc.pos, start + 1)
+    except (ValueError, RecursionError):          # e.g. an integer too long to convert; nesting too deep
+        stopped = len(text)
+    m = _TRAILING_COMMA.match(text, start)     # stops at the first bracket after `start`
+    if m:
+        try:
+            values = json.loads(f"[{m.group(1)}]")
+        except (ValueError, RecursionError):
+            values = None
+        if isinstance(values, list):
+            return values, m.end(), True
+    return None, stopped, False
 
 
 def _candidates(text: str, n: int) -> list[_Candidate]:
-    """Every top-level JSON array in `text`, then a cut-off one at the end, in order of appearance."""
+    """Every top-level JSON array in `text`, then a cut-off one at the end, in order of appearance.
+
+    Each '[' not inside an array already read is tried; the characters read by failed tries are
+    counted, and once they pass `WORK_PER_CHAR` times the reply's length the search stops."""
+    t = _Text(text)
     found: list[_Candidate] = []
     done = 0                     # brackets before this index lie inside an array already read
-    for m in re.finditer(r"\[", text):
-        if m.start() < done:
-            continue
-        syntax = False
-        try:
-            values, end = _DECODER.raw_decode(text, m.start())
-        except (ValueError, RecursionError):          # not JSON, or nested too deeply to read
-            lenient = _trailing_comma(text, m.start())
-            if lenient is None:
-                continue
-            (values, end), syntax = lenient, True
-        found.append(_candidate(text, values, m.start(), end, text[done:m.start()], n, syntax))
-        done = end
+    budget = WORK_PER_CHAR * len(text) + 1000
+    start = text.find("[")
+    while start >= 0 and budget > 0:
+        values, end, syntax = _decode_at(text, start)
+        if values is not None:
+            found.append(_candidate(t, values, start, end, done, n, syntax))
+            done = end
+        else:
+            budget -= end - start
+        start = text.find("[", max(start + 1, done))
     tail = _unterminated(text)
     if tail is not None and tail[0] >= done:
-        found.append(_candidate(text, tail[1], tail[0], None, text[done:tail[0]], n))
+        found.append(_candidate(t, tail[1], tail[0], None, done, n))
     return found
 
 

@@ -1,0 +1,133 @@
+"""The numbers a results.json states outside its score table: each is recomputed from the tables, or refused.
+
+`scores.test` (what mteb's `get_score()` reads) is checked entry by entry in `schema`. This module
+covers the `mmbench` block and the top level: item counts, truncation and unseen-modality counts
+(from seen.parquet), and, for LLM rankers, tokens, repairs, cost and cache hits (from the per-query
+columns). Run statistics that no table can reproduce (durations, batch counts) are accepted only as
+finite non-negative numbers at known places, and are never shown as scores. Any other number is
+refused, so nothing a submitter wrote can reach the board unchecked.
+"""
+from __future__ import annotations
+
+import math
+from typing import Any, Callable
+
+import numpy as np
+import pandas as pd
+
+from mmbench.results import SUMMARY
+
+from .problems import Problem
+
+# Stated by the run, not recomputable from its tables; accepted as finite non-negative numbers only.
+STATISTICS = frozenset({
+    "evaluation_time", "kg_co2_emissions",
+    "mmbench.scoring_seconds", "mmbench.encode.documents", "mmbench.encode.distinct_views",
+    "mmbench.encode.cache_hits", "mmbench.encode.encoded", "mmbench.encode.batches", "mmbench.encode.seconds",
+    "mmbench.encode.document_seconds", "mmbench.encode.query_seconds", "mmbench.encode.batch_tokens",
+    "mmbench.timing.wall_seconds", "mmbench.timing.api_seconds_sum", "mmbench.timing.mean_seconds_per_query",
+    "mmbench.timing.max_concurrency", "mmbench.cache.requests_sent",
+})
+# Parts of the block that are not run results: the model's identity and the prompt (checked as identity),
+# the digests, and free-text failure reasons.
+NOT_RESULTS = frozenset({"mmbench.model", "mmbench.prompt", "mmbench.files", "mmbench.failures"})
+COST_TOLERANCE = 1e-9
+
+
+def _column(per_query: pd.DataFrame, name: str) -> pd.Series | None:
+    return pd.to_numeric(per_query[name], errors="coerce") if name in per_query.columns else None
+
+
+def _sum(name: str) -> Callable[[pd.DataFrame, pd.DataFrame], Any]:
+    def value(pq: pd.DataFrame, seen: pd.DataFrame) -> Any:
+        col = _column(pq, name)
+        return None if col is None else int(col.fillna(0).sum())
+    return value
+
+
+def _cost(pq: pd.DataFrame, seen: pd.DataFrame) -> Any:
+    col = _column(pq, "cost_usd")
+    if col is None:
+        return None
+    return float(col.sum()) if len(col) and col.notna().all() else "unknown"   # run.py states null then
+
+
+def _seen_count(name: str, test: Callable[[Any], bool]) -> Callable[[pd.DataFrame, pd.DataFrame], Any]:
+    def value(pq: pd.DataFrame, seen: pd.DataFrame) -> Any:
+        return None if name not in seen.columns else int(sum(bool(test(v)) for v in seen[name]))
+    return value
+
+
+def _nonempty(v: Any) -> bool:
+    if v is None or (isinstance(v, float) and math.isnan(v)):
+        return False
+    return len(v) > 0 if hasattr(v, "__len__") else bool(v)
+
+
+def _recomputed(official_n_items: int, repairs: tuple[str, ...]) -> dict[str, Callable[[pd.DataFrame, pd.DataFrame], Any]]:
+    """Path in results.json -> how to recompute it from (per_query, seen); None means 'cannot here'."""
+    out: dict[str, Callable[[pd.DataFrame, pd.DataFrame], Any]] = {
+        "mmbench.n_items": lambda pq, seen: len(pq),
+        "mmbench.n_items_total": lambda pq, seen: official_n_items,
+        "mmbench.n_failed_items": lambda pq, seen: int(pq["error"].notna().sum()) if "error" in pq.columns else 0,
+        "mmbench.documents_truncated": _seen_count("truncated", bool),
+        "mmbench.documents_with_unseen_modalities": _seen_count("unseen_modalities", _nonempty),
+        "mmbench.tokens.input": _sum("input_tokens"),
+        "mmbench.tokens.output": _sum("output_tokens"),
+        "mmbench.tokens.items_without_usage": lambda pq, seen: (None if "input_tokens" not in pq.columns
+                                                               else int(_column(pq, "input_tokens").isna().sum())),
+        "mmbench.repairs.items_repaired": lambda pq, seen: (None if "repairs" not in pq.columns
+                                                           else int((_column(pq, "repairs") > 0).sum())),
+        "mmbench.cost_usd": _cost,
+        "mmbench.cache.hits": lambda pq, seen: (None if "cached" not in pq.columns
+                                               else int(pq["cached"].fillna(False).astype(bool).sum())),
+    }
+    for k in repairs:
+        out[f"mmbench.repairs.{k}"] = _sum(f"repair_{k}")
+    return out
+
+
+def _numbers(value: Any, path: str):
+    """(path, number) for every number under `value`, skipping the parts that are not results."""
+    if path in NOT_RESULTS:
+        return
+    if isinstance(value, bool):
+        return
+    if isinstance(value, (int, float)):
+        yield path, value
+    elif isinstance(value, dict):
+        for k, v in value.items():
+            yield from _numbers(v, f"{path}.{k}" if path else str(k))
+    elif isinstance(value, list):
+        for i, v in enumerate(value):
+            yield from _numbers(v, f"{path}[{i}]")
+
+
+def stated_number_problems(summary: dict[str, Any], per_query: pd.DataFrame, seen: pd.DataFrame,
+                           official_n_items: int, repairs: tuple[str, ...] = ()) -> list[Problem]:
+    """Every number outside `scores` that does not follow from the tables (or sits where none belongs)."""
+    rules = _recomputed(official_n_items, repairs)
+    stated = {k: v for k, v in summary.items() if k != "scores"}
+    problems = []
+    for path, got in _numbers(stated, ""):
+        where = f"{SUMMARY}: {ascii(path)[1:-1]}"
+        if path in STATISTICS:
+            if not (math.isfinite(got) and got >= 0):
+                problems.append(Problem(where, f"{got!r} is not a finite non-negative number"))
+            continue
+        rule = rules.get(path)
+        if rule is None:
+            problems.append(Problem(where, "is a number mmbench cannot recompute from the tables; remove it"))
+            continue
+        want = rule(per_query, seen)
+        if want is None:
+            problems.append(Problem(where, "is stated, but the tables hold nothing to recompute it from"))
+        elif want == "unknown" or not math.isfinite(got) or not np.isclose(got, want, rtol=0, atol=COST_TOLERANCE):
+            problems.append(Problem(where, f"{got!r} differs from {want!r} recomputed from the tables"))
+    info = summary.get("mmbench") or {}
+    if info.get("cost_usd", None) is None and _cost(per_query, seen) not in (None, "unknown"):
+        problems.append(Problem(f"{SUMMARY}: mmbench.cost_usd", "is missing although every item states its cost"))
+    if summary.get("dataset_revision") != info.get("content_hash"):
+        problems.append(Problem(f"{SUMMARY}: dataset_revision", f"{summary.get('dataset_revision')!r} is not the pool "
+                                f"set's content hash {info.get('content_hash')!r}"))
+    return problems
