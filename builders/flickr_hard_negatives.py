@@ -43,7 +43,7 @@ from .sources.flickr30k import (N_CAPTIONS, CaptionedImage, FlickrSourceError, r
 from .sources.sample_flickr import sample_flickr
 
 TASK_NAME = "flickr_hard_negatives"
-TASK_VERSION = "1.0"
+TASK_VERSION = "1.1"   # 1.1: machine-independent records (candidate order no longer follows similarity order), crescents drawn right, articles
 SOURCES = ("sample", "hf", "karpathy", "token", "csv")
 REAL_CAPTION_MODEL = "sentence-transformers/all-mpnet-base-v2"
 SIM_DECIMALS = 6          # similarities equal to this many decimals are ties, broken by image id
