@@ -37,6 +37,17 @@ def load_model_explained(name: str, options: dict[str, Any]) -> EmbeddingModel:
                                "(offline? download the weights and pass --model-path DIR)") from None
 
 
+def task_main_metric(task_name: str) -> str:
+    """The task's main score (TaskSpec.main_score); P@1 for a task not in the registry."""
+    from mmbench.evaluators.metrics import MAIN_METRIC
+    from mmbench.tasks import UnknownTaskError, get_task
+
+    try:
+        return get_task(task_name).main_score
+    except UnknownTaskError:
+        return MAIN_METRIC
+
+
 def evaluate_to_folder(task_name: str, ps: PoolSet, model: EmbeddingModel, options: RunOptions, out: Path,
                        requested: str) -> dict[str, Any]:
     """Run `model` on `ps`, write the results folder `out`, and return what results.json holds.
@@ -48,6 +59,6 @@ def evaluate_to_folder(task_name: str, ps: PoolSet, model: EmbeddingModel, optio
     per_query, seen, info = run_poolset(ps, model, options)
     info = {**info, "model_notes": model.card.notes, "model_request": requested}
     summary = summary_json(task_name, ps.task_version, ps.content_hash, model.card.identity(), per_query, info,
-                           time.perf_counter() - start)
+                           time.perf_counter() - start, main_metric=task_main_metric(task_name))
     write_results(out, per_query, seen, summary)
     return summary

@@ -87,10 +87,10 @@ def _run(job: Job) -> JobOutcome:
 
 def _main_score(job: Job, summary: dict[str, Any]) -> float | None:
     """The task's main score over all items, as results.json states it."""
+    from .mteb_results import group_entries
     from .tasks import get_task
 
-    metric = get_task(job.task).main_score
-    return next((row.get(metric) for row in summary["scores"]["test"] if row.get("hf_subset") == "all"), None)
+    return group_entries(summary).get("all", {}).get(get_task(job.task).main_score)
 
 
 def _skipped(job: Job, summary: dict[str, Any]) -> JobOutcome:
