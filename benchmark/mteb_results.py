@@ -110,13 +110,21 @@ def cache_revision(model_identity: dict[str, Any]) -> str:
     return rev if rev not in ("unknown", "") else f"mmbench-{model_key(model_identity)[:12]}"
 
 
+def mteb_model_name(name: str) -> str:
+    """mteb wants 'organization/model': a hub id stays, a registry name becomes 'mmbench/<name>'."""
+    parts = str(name).split("/")
+    if len(parts) == 2 and all(parts):
+        return str(name)
+    return "mmbench/" + "__".join(p for p in parts if p)
+
+
 def model_meta_dict(model_identity: dict[str, Any]) -> dict[str, Any]:
     """mteb's `ModelMeta` of an mmbench model, as `model_meta.json` holds it."""
     from mteb.models.model_meta import ModelMeta
 
     modalities = [m for m in model_identity.get("modalities", ["text"]) if m in ("text", "image", "video", "audio")]
     meta = ModelMeta(
-        loader=None, name=str(model_identity["name"]), revision=cache_revision(model_identity), release_date=None,
+        loader=None, name=mteb_model_name(model_identity["name"]), revision=cache_revision(model_identity), release_date=None,
         languages=None, n_parameters=None, memory_usage_mb=None, max_tokens=model_identity.get("max_tokens"),
         embed_dim=model_identity.get("dim"), license=None, open_weights=None, public_training_code=None,
         public_training_data=None, framework=[], similarity_fn_name=model_identity.get("similarity") or "cosine",

@@ -6,9 +6,6 @@ text segments are joined in reading order and only its first image is passed; wh
 """
 from __future__ import annotations
 
-import hashlib
-import re
-from pathlib import Path
 from typing import Any, Sequence
 
 import numpy as np
@@ -16,18 +13,7 @@ import numpy as np
 from ..documents import Document, Image, Video
 from ..media import MediaStore
 from .base import EmbeddingModel, EncodeError, ModelCard, Role
-
-
-def _task_metadata(name: str, with_images: bool, splits: list[str], revision: str = "1", description: str = ""):
-    from mteb import TaskMetadata
-
-    return TaskMetadata(
-        name=name, description=description or name, reference=None,
-        dataset={"path": f"mmbench/{name}", "revision": revision},
-        type="Any2AnyRetrieval" if with_images else "Retrieval", category="it2it" if with_images else "t2t",
-        modalities=["text", "image"] if with_images else ["text"], eval_splits=splits, eval_langs=["eng-Latn"],
-        main_score="ndcg_at_10", date=None, domains=None, task_subtypes=None, license=None,
-        annotations_creators=None, dialect=None, sample_creation=None, bibtex_citation=None)
+from .mteb_export import _task_metadata
 
 
 def to_mteb_row(doc: Document, media: MediaStore | None, with_images: bool) -> tuple[dict[str, Any], dict[str, int]]:
@@ -87,7 +73,7 @@ class MtebEncoderModel(EmbeddingModel):
             keep = [{k: v for k, v in rows[i].items() if k != "id" and (has_image or k != "image")} for i in idx]
             loader = DataLoader(Dataset.from_list(keep) if not has_image else _ListDataset(keep),
                                 batch_size=self.batch_size, collate_fn=_collate)
-            meta = _task_metadata("mmbench_bridge", has_image, ["test"])
+            meta = _task_metadata("mmbench_bridge", has_image, "1", "precision_at_1")
             vecs = np.asarray(self.encoder.encode(loader, task_metadata=meta, hf_split="test", hf_subset="default",
                                                   prompt_type=prompt), dtype=np.float32)
             if vecs.shape[0] != len(idx):
@@ -129,84 +115,10 @@ def load_mteb_model(name: str, device: str | None = None, revision: str | None =
     return MtebEncoderModel(encoder, name=f"mteb:{name}", batch_size=batch_size)
 
 
-# --- mmbench pool set -> mteb task ----------------------------------------------------------
+# --- mmbench pool set -> mteb task: see mteb_export.py ---------------------------------------
 
-def _split_name(label: Any) -> str:
-    return re.sub(r"[^A-Za-z0-9_.-]+", "_", str(label)) or "all"
+def export_mteb_task(*args: Any, **kwargs: Any):
+    """`mmbench.models.mteb_export.export_mteb_task` (kept here for existing imports)."""
+    from .mteb_export import export_mteb_task as export
 
-
-def export_mteb_task(poolset: Any, name: str | None = None, with_images: bool | None = None):
-    """An mteb `AbsTaskRetrieval` over a pool set: one split per length bin, each query ranked in its pool.
-
-    `poolset` is a `PoolSet` or a pool-set folder. Pools become mteb `top_ranked` lists, so each
-    query is scored only against its own candidates, as mmbench scores it.
-    """
-    from datasets import Dataset
-    from mteb.abstasks.retrieval import AbsTaskRetrieval
-    from mteb.abstasks.retrieval_dataset_loaders import RetrievalSplitData
-
-    from ..poolset import PoolSet, load_poolset
-
-    ps: PoolSet = poolset if isinstance(poolset, PoolSet) else load_poolset(Path(poolset))
-    docs = {**ps.candidate_by_id()}
-    queries = ps.query_by_id()
-    if with_images is None:
-        with_images = any(isinstance(s, Image) for d in [*docs.values(), *queries.values()] for s in d.segments)
-    media = ps.media if (with_images and ps.root is not None) else None
-    bins: dict[str, list[Any]] = {}
-    for item in ps.pools:
-        if "length_bin" not in item.meta:
-            raise ValueError(f"pool set {ps.task}: pool item {item.id!r} has no meta['length_bin']")
-        bins.setdefault(_split_name(item.meta["length_bin"]), []).append(item)
-    seen: dict[str, dict[str, int]] = {}  # per distinct document: what the one-text-one-image mapping dropped
-
-    def rows(ids: list[str], source: dict[str, Document], id_map: dict[str, str] | None = None):
-        out = []
-        for i in ids:
-            row, dropped = to_mteb_row(source[i], media, with_images)
-            row["id"] = id_map[i] if id_map else i
-            seen[source[i].id] = dropped
-            if not with_images:
-                row.pop("image", None)
-            out.append(row)
-        return out
-
-    data = {}
-    for split, items in bins.items():
-        cand_ids = sorted({c for it in items for c in it.candidate_ids})
-        q_rows = []
-        for it in items:  # a query id per pool item: the same query may be ranked in several pools
-            (row,) = rows([it.query_id], queries, {it.query_id: it.id})
-            q_rows.append(row)
-        data[split] = RetrievalSplitData(
-            corpus=Dataset.from_list(rows(cand_ids, docs)) if not with_images else _image_dataset(rows(cand_ids, docs)),
-            queries=Dataset.from_list(q_rows) if not with_images else _image_dataset(q_rows),
-            relevant_docs={it.id: {c: 1 for c in it.relevant_ids} for it in items},
-            top_ranked={it.id: list(it.candidate_ids) for it in items})
-    splits = sorted(data)
-    task_name = name or f"mmbench_{_split_name(ps.task)}"
-    revision = hashlib.sha256(ps.content_hash.encode()).hexdigest()[:12]
-
-    class MmbenchRetrieval(AbsTaskRetrieval):
-        metadata = _task_metadata(task_name, with_images, splits, revision,
-                                  f"mmbench pool set {ps.task} v{ps.task_version}; one split per length bin")
-
-        def load_data(self, num_proc: int | None = None, **kwargs: Any) -> None:
-            self.dataset = {"default": dict(data)}
-            self.data_loaded = True
-
-    task = MmbenchRetrieval()
-    task.export_report = {"documents": len(seen), "dropped_images": sum(d["images"] for d in seen.values()),
-                          "dropped_videos": sum(d["videos"] for d in seen.values()),
-                          "per_document": {k: v for k, v in seen.items() if v["images"] or v["videos"]}}
-    return task
-
-
-def _image_dataset(rows: list[dict[str, Any]]):
-    """A datasets.Dataset with an Image feature column (None where a document has no image)."""
-    from datasets import Dataset, Features, Value
-    from datasets import Image as HFImage
-
-    feats = Features({"id": Value("string"), "text": Value("string"), "image": HFImage()})
-    return Dataset.from_list([{"id": r["id"], "text": r["text"], "image": r.get("image")} for r in rows],
-                             features=feats)
+    return export(*args, **kwargs)
