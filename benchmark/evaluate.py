@@ -33,8 +33,9 @@ def load_model_explained(name: str, options: dict[str, Any]) -> EmbeddingModel:
         raise ModelUnavailable(f"model {name!r}: {exc}") from None
     except OSError as exc:  # weights or tokenizer not reachable: say how to point at a local copy
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        hint = "--model mteb:DIR" if name.startswith("mteb:") else "--model-path DIR"
         raise ModelUnavailable(f"could not load model {name!r}: {first} "
-                               "(offline? download the weights and pass --model-path DIR)") from None
+                               f"(offline? download the weights and pass {hint})") from None
 
 
 def task_main_metric(task_name: str) -> str:

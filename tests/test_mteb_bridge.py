@@ -38,8 +38,46 @@ def test_mteb_model_on_mmbench_documents(tmp_path):
 
 
 def test_load_unknown_mteb_model_is_clear():
-    with pytest.raises(EncodeError, match="no/such-model"):
+    with pytest.raises(OSError, match="no/such-model"):
         load_mteb_model("no/such-model")
+
+
+def test_mteb_model_from_a_local_folder():
+    from mmbench.models.sentence_transformer import packaged_minilm_path
+
+    folder = packaged_minilm_path()
+    if folder is None:
+        pytest.skip("the packaged MiniLM is not installed")
+    model = load_mteb_model(str(folder))
+    assert model.card.name == f"mteb:{folder}" and model.card.dim == 384
+    vecs = model.encode([Document("a", [Text("a red apple")]), Document("b", [Text("the ocean")])], "query", None)
+    assert vecs.shape == (2, 384) and np.allclose(np.linalg.norm(vecs, axis=1), 1)
+
+
+def test_mteb_model_unreachable_fails_fast_with_exit_2(monkeypatch, capsys, vg_tiny):
+    """No network and no HF_HUB_OFFLINE: the hub probe fails, loading runs offline, the CLI exits 2 in seconds
+    (before: minutes of hub retries, then exit 1)."""
+    import socket
+    import time
+
+    from huggingface_hub import constants
+
+    from mmbench.cli import main
+
+    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", False)
+
+    def no_network(*args, **kwargs):
+        raise OSError("network is unreachable (test)")
+
+    monkeypatch.setattr(socket, "create_connection", no_network)
+    start = time.perf_counter()
+    code = main(["run", "--task", "visual_grounding", "--model", "mteb:intfloat/e5-small-v2", "--data", str(vg_tiny),
+                 "--quiet", "--no-cache"])
+    assert code == 2 and time.perf_counter() - start < 30
+    err = capsys.readouterr().err
+    assert "could not load model 'mteb:intfloat/e5-small-v2'" in err and "the hub is unreachable" in err
+    assert "--model mteb:DIR" in err
+    assert constants.HF_HUB_OFFLINE is False  # offline mode only for the load
 
 
 def _toy_poolset(tmp_path, with_image: bool):

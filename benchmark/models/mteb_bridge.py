@@ -41,7 +41,7 @@ class MtebEncoderModel(EmbeddingModel):
         self.card = ModelCard(
             name=name or f"mteb:{self._meta_name}", family="mteb", modalities=frozenset(mods or {"text"}),
             max_tokens=None, similarity="cosine", revision=str(getattr(meta, "revision", None) or "unknown"),
-            dim=getattr(meta, "embed_dim", None) if isinstance(getattr(meta, "embed_dim", None), int) else None,
+            dim=_embed_dim(encoder, meta),
             settings={"mteb_model": self._meta_name, "input": "text joined in reading order + first image"},
             notes=("through mteb's encoder protocol: one text and at most one image per document; further images "
                    "and videos are dropped and counted per document; no truncation by mmbench (mteb models "
@@ -86,6 +86,16 @@ class MtebEncoderModel(EmbeddingModel):
         return out / np.maximum(np.linalg.norm(out, axis=1, keepdims=True), 1e-12)
 
 
+def _embed_dim(encoder: Any, meta: Any) -> int | None:
+    """The vector size mteb's metadata states, else the wrapped sentence-transformers model's."""
+    dim = getattr(meta, "embed_dim", None)
+    if isinstance(dim, int):
+        return dim
+    get = getattr(getattr(encoder, "model", None), "get_sentence_embedding_dimension", None)
+    dim = get() if callable(get) else None
+    return dim if isinstance(dim, int) else None
+
+
 class _ListDataset:
     """Rows holding PIL images, kept as Python objects (no Arrow round trip)."""
 
@@ -105,14 +115,73 @@ def _collate(batch: list[dict[str, Any]]) -> dict[str, list[Any]]:
 
 def load_mteb_model(name: str, device: str | None = None, revision: str | None = None, batch_size: int = 32,
                     **_: Any) -> MtebEncoderModel:
-    """`--model mteb:<name>`: load through `mteb.get_model` and wrap it."""
+    """`--model mteb:<name>`: an mteb registry name or hub id through `mteb.get_model`, or a local
+    sentence-transformers folder through mteb's own sentence-transformers wrapper.
+
+    When the hub cannot be reached, loading runs in the hub's offline mode (cached weights still load),
+    so a model that is not cached fails at once instead of after minutes of retries. Failures to
+    reach weights are raised as OSError (the CLI turns them into exit 2 with a hint).
+    """
+    from pathlib import Path
+
+    folder = Path(name).expanduser()
+    if folder.is_dir():
+        return MtebEncoderModel(_local_encoder(folder, device), name=f"mteb:{name}", batch_size=batch_size)
     import mteb
 
-    try:
-        encoder = mteb.get_model(name, revision=revision, device=device)
-    except Exception as exc:  # mteb raises several types (unknown name, no network, missing extras)
-        raise EncodeError(f"mteb could not load model {name!r}: {type(exc).__name__}: {exc}") from exc
+    with _offline_if_unreachable() as offline:
+        try:
+            encoder = mteb.get_model(name, revision=revision, device=device)
+        except KeyError as exc:  # not in mteb's registry (and, offline, not looked up on the hub)
+            raise OSError(f"mteb knows no model {name!r}{' and the hub is unreachable' if offline else ''} "
+                          f"({exc.args[0] if exc.args else exc})") from None
+        except Exception as exc:  # mteb raises several types (no network, missing extras, bad revision)
+            first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+            raise OSError(f"through mteb: {type(exc).__name__}: {first}"
+                          f"{' (the hub is unreachable)' if offline else ''}") from exc
     return MtebEncoderModel(encoder, name=f"mteb:{name}", batch_size=batch_size)
+
+
+def _local_encoder(folder: Any, device: str | None):
+    if not ((folder / "modules.json").is_file() or (folder / "config_sentence_transformers.json").is_file()):
+        raise OSError(f"{folder}: not a sentence-transformers folder (no modules.json); "
+                      "mteb:<folder> loads local sentence-transformers models")
+    from mteb.models.sentence_transformer_wrapper import SentenceTransformerEncoderWrapper
+
+    return SentenceTransformerEncoderWrapper(str(folder), device=device)
+
+
+def hub_reachable(timeout: float = 3.0) -> bool:
+    """Whether a TCP connection to the Hugging Face endpoint opens within `timeout` seconds."""
+    import socket
+    from urllib.parse import urlparse
+
+    from huggingface_hub import constants
+
+    if constants.HF_HUB_OFFLINE:
+        return False
+    url = urlparse(constants.ENDPOINT)
+    try:
+        socket.create_connection((url.hostname, url.port or (443 if url.scheme == "https" else 80)), timeout).close()
+    except OSError:
+        return False
+    return True
+
+
+class _offline_if_unreachable:
+    """Within the block, the hub's offline mode is on when the hub cannot be reached; yields whether it is."""
+
+    def __enter__(self) -> bool:
+        from huggingface_hub import constants
+
+        self._saved = constants.HF_HUB_OFFLINE
+        constants.HF_HUB_OFFLINE = self._saved or not hub_reachable()
+        return constants.HF_HUB_OFFLINE
+
+    def __exit__(self, *exc: Any) -> None:
+        from huggingface_hub import constants
+
+        constants.HF_HUB_OFFLINE = self._saved
 
 
 # --- mmbench pool set -> mteb task: see mteb_export.py ---------------------------------------
