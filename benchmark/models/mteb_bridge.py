@@ -91,7 +91,8 @@ def _embed_dim(encoder: Any, meta: Any) -> int | None:
     dim = getattr(meta, "embed_dim", None)
     if isinstance(dim, int):
         return dim
-    get = getattr(getattr(encoder, "model", None), "get_sentence_embedding_dimension", None)
+    inner = getattr(encoder, "model", None)
+    get = getattr(inner, "get_embedding_dimension", None) or getattr(inner, "get_sentence_embedding_dimension", None)
     dim = get() if callable(get) else None
     return dim if isinstance(dim, int) else None
 
