@@ -29,6 +29,7 @@ class ModelSpec:
     description: str
     defaults: dict[str, Any] = field(default_factory=dict)
     options_from: str = ""  # "module:Class" whose constructor lists the options, when the factory forwards **options
+    check_options: bool = True  # False: a user factory forwarding **options; its model checks them itself
 
     def load(self, **options: Any) -> EmbeddingModel:
         return _resolve(self.factory)(**{**self.defaults, **options})
@@ -70,7 +71,7 @@ def register_model(name: str, factory: str | Callable[..., EmbeddingModel], moda
                    context: int | None = None, description: str = "", **defaults: Any) -> ModelSpec:
     """Register a model defined outside the package (`factory(**options)` returns an `EmbeddingModel`)."""
     spec = ModelSpec(name, factory, tuple(modalities), context, description or f"user model ({_describe(factory)})",
-                     dict(defaults))
+                     dict(defaults), check_options=not _takes_any_keyword(factory))
     register(spec)
     return spec
 
@@ -90,7 +91,8 @@ def _load_entry_points() -> None:
     for ep in entry_points(group=ENTRY_POINT_GROUP):
         if ep.name not in _REGISTRY:
             dist = getattr(getattr(ep, "dist", None), "name", None) or "a plugin"
-            register(ModelSpec(ep.name, ep.value, (), None, f"plugin model from {dist} ({ep.value})"))
+            register(ModelSpec(ep.name, ep.value, (), None, f"plugin model from {dist} ({ep.value})",
+                               check_options=False))  # checking would import the plugin just to list it
 
 
 def _factory_model(ref: str, options: dict[str, Any]) -> EmbeddingModel:
@@ -121,7 +123,14 @@ def option_names(name: str) -> set[str] | None:
     if name not in _REGISTRY:
         _load_entry_points()
     spec = _REGISTRY.get(name)
-    return spec.option_names() if spec else None
+    if spec is None or not spec.check_options:
+        return None
+    return spec.option_names()
+
+
+def _takes_any_keyword(ref: str | Callable[..., Any]) -> bool:
+    params = inspect.signature(_resolve(ref)).parameters.values()
+    return any(p.kind is p.VAR_KEYWORD for p in params)
 
 
 def model_specs() -> list[ModelSpec]:
