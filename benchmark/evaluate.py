@@ -60,7 +60,9 @@ def evaluate_in_memory(task_name: str, ps: PoolSet, model: EmbeddingModel, optio
     """
     start = time.perf_counter()
     per_query, seen, info = run_poolset(ps, model, options)
-    info = {**info, "model_notes": model.card.notes, "model_request": requested}
+    from .provenance import provenance
+
+    info = {**info, "model_notes": model.card.notes, "model_request": requested, "provenance": provenance(model)}
     summary = summary_json(task_name, ps.task_version, ps.content_hash, model.card.identity(), per_query, info,
                            time.perf_counter() - start, main_metric=task_main_metric(task_name))
     return RunResults(per_query=per_query, seen=seen, summary=summary)

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 
-import numpy as np
 import pytest
 
 mteb = pytest.importorskip("mteb")
@@ -51,6 +50,18 @@ def test_mteb_encoder_gives_the_same_metrics_both_ways(vg_tiny, encoder):
     ps = load_poolset(vg_tiny)
     ours = _mmbench_metrics(ps, MtebEncoderModel(BagOfWords(**encoder)), seed=3)
     _assert_same(ours, _mteb_metrics(BagOfWords(**encoder), export_mteb_task(ps, seed=3)))
+
+
+def test_mteb_encoder_with_images_gives_the_same_metrics_both_ways(tmp_path):
+    """Documents with images (text + first image reach the model on both paths; the rest is dropped alike)."""
+    from test_mteb_bridge import _toy_poolset
+
+    ps = load_poolset(_toy_poolset(tmp_path, with_image=True))
+    mods = ("text", "image")
+    ours = _mmbench_metrics(ps, MtebEncoderModel(BagOfWords(modalities=mods, dim=4)))
+    task = export_mteb_task(ps)
+    assert task.metadata.modalities == ["text", "image"]
+    _assert_same(ours, _mteb_metrics(BagOfWords(modalities=mods, dim=4), task))
 
 
 def test_without_mmbench_tie_breaking_the_numbers_differ(vg_tiny, monkeypatch):
@@ -131,7 +142,10 @@ def test_results_whose_items_all_failed_load_in_mteb(vg_tiny, tmp_path):
     assert len(mteb.ResultCache(tmp_path / "cache").load_results().model_results) == 1
 
 
-def test_the_suite_as_one_mteb_benchmark(vg_tiny):
+def test_the_suite_as_one_mteb_benchmark(vg_tiny, tmp_path):
     bench = mteb_export.mteb_benchmark({"visual_grounding": vg_tiny})
-    assert [t.metadata.name for t in bench.tasks] == ["visual_grounding"]
-    np.testing.assert_equal(isinstance(bench, mteb.Benchmark), True)
+    assert isinstance(bench, mteb.Benchmark) and [t.metadata.name for t in bench.tasks] == ["visual_grounding"]
+    with pytest.raises(ValueError, match="holds task 'visual_grounding'"):
+        mteb_export.mteb_benchmark({"logical_summarization": vg_tiny})
+    results = mteb.evaluate(BagOfWords(), bench, cache=None, show_progress_bar=False)
+    assert [r.task_name for r in results.task_results] == ["visual_grounding"]

@@ -208,10 +208,18 @@ def mmbench_encoder(model: EmbeddingModel, poolset: Any, limit: int | None = Non
     return MmbenchEncoder()
 
 
-def mteb_benchmark(poolsets: dict[str, Any], name: str = "mmbench", seed: int = 0):
-    """Several pool sets (task name -> PoolSet or folder) as one mteb `Benchmark`."""
+def mteb_benchmark(poolsets: dict[str, Any] | None = None, tasks: Any = None, name: str = "mmbench", seed: int = 0):
+    """The mmbench suite as one mteb `Benchmark`: `tasks` (names, a benchmark name such as "mmlongembed",
+    or None for every registered task), each over `poolsets[task]` (a folder or `PoolSet`) or, when not
+    given, over the task's offline sample (built under MMBENCH_HOME on first use)."""
     import mteb
 
-    tasks = [export_mteb_task(ps, seed=seed) for _, ps in sorted(poolsets.items())]
-    return mteb.Benchmark(name=name, tasks=tasks,
+    from ..api import _poolset, _task_specs
+    from ..tasks import task_specs
+
+    poolsets = dict(poolsets or {})
+    specs = _task_specs(tasks) if tasks is not None else (
+        _task_specs(list(poolsets)) if poolsets else task_specs())
+    exported = [export_mteb_task(_poolset(spec, poolsets.get(spec.name), seed, False), seed=seed) for spec in specs]
+    return mteb.Benchmark(name=name, tasks=exported,
                           description="mmbench tasks exported from their pool sets (mmbench.models.mteb_export)")
