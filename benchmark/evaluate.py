@@ -62,7 +62,8 @@ def evaluate_in_memory(task_name: str, ps: PoolSet, model: EmbeddingModel, optio
     per_query, seen, info = run_poolset(ps, model, options)
     from .provenance import provenance
 
-    info = {**info, "model_notes": model.card.notes, "model_request": requested, "provenance": provenance(model)}
+    info = {**info, "seed": options.seed, "model_notes": model.card.notes, "model_request": requested,
+            "provenance": provenance(model)}
     summary = summary_json(task_name, ps.task_version, ps.content_hash, model.card.identity(), per_query, info,
                            time.perf_counter() - start, main_metric=task_main_metric(task_name))
     return RunResults(per_query=per_query, seen=seen, summary=summary)

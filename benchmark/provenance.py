@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 PACKAGES = ("torch", "transformers", "sentence-transformers", "mteb", "numpy")
+COMMAND_LINE: list[str] | None = None  # set by the CLI; else the interpreter's sys.argv is recorded
 
 
 def package_version(name: str) -> str | None:
@@ -75,5 +76,5 @@ def provenance(model: Any = None, argv: list[str] | None = None) -> dict[str, An
         "device": device,
         "dtype": dtype,
         "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-        "command": shlex.join(sys.argv if argv is None else argv),
+        "command": shlex.join(argv or COMMAND_LINE or sys.argv),
     }

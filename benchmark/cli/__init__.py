@@ -45,6 +45,9 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
+    from mmbench import provenance
+
+    provenance.COMMAND_LINE = ["mmbench", *(sys.argv[1:] if argv is None else argv)]  # recorded in results
     logging.basicConfig(level=logging.DEBUG if args.verbose else logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     try:
         return int(args.func(args) or 0)

@@ -74,6 +74,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--no-cache", action="store_true")
     p.add_argument("--seed", type=nonnegative_int, default=0, help="seed of the default build and of tie-breaking")
     p.add_argument("--quiet", action="store_true", help="no progress bars")
+    p.add_argument("--overwrite", action="store_true",
+                   help="replace results already in the results folder (without it: a finished run with the same "
+                        "settings is skipped, a different one is refused)")
     p.add_argument("--mteb-cache", type=Path, metavar="DIR",
                    help="also write the results in mteb's results-cache layout under DIR (mteb.ResultCache(DIR))")
     p.set_defaults(func=cmd_run)
@@ -262,29 +265,50 @@ def cmd_run(args: argparse.Namespace) -> int:
     tasks = tasks_or_error(args.task)
     if args.data is not None and len(tasks) > 1:
         raise CLIError(f"--data names one pool set, but --task names {len(tasks)} tasks; run them one by one")
+    from .previous_run import differences, missing_ancestor, previous_summary, remove_if_empty
+
+    created = missing_ancestor(args.output) if args.output is not None else None
     if args.output is not None:
         writable_folder_or_error(args.output)
-    poolsets = [resolve_poolset(task, args.data, args.seed, quiet=args.quiet) for task in tasks]
     try:
+        poolsets = [resolve_poolset(task, args.data, args.seed, quiet=args.quiet) for task in tasks]
         model = load_model_explained(args.model, model_options(args, args.model))
     except ModelUnavailable as exc:
+        remove_if_empty(created, args.output)  # a failed load leaves no empty results folder behind
         raise CLIError(str(exc)) from None
+    except CLIError:
+        remove_if_empty(created, args.output)
+        raise
+    outs = [(args.output if len(tasks) == 1 else args.output / task.name) if args.output is not None
+            else Path("runs") / task.name / safe_name(model.card.name) for task in tasks]
+    skip = set()
+    for task, ps, out in zip(tasks, poolsets, outs):  # decided for every task before any runs
+        prev = previous_summary(out)
+        if prev is None:
+            continue
+        diffs = differences(prev, ps.content_hash, model.card.identity(), args.model, args.limit, args.seed)
+        if not diffs and not args.overwrite:
+            skip.add(task.name)
+        elif diffs and not args.overwrite:
+            raise CLIError(f"{out} already holds results of another run: {'; '.join(diffs)}. "
+                           "Pass --overwrite to replace them, or choose another --output")
     failed = 0
-    for task, ps in zip(tasks, poolsets):
-        if args.output is None:
-            out = Path("runs") / task.name / safe_name(model.card.name)
-        else:
-            out = args.output if len(tasks) == 1 else args.output / task.name
-        summary = evaluate_to_folder(task.name, ps, model, run_options(args, progress=not args.quiet), out, args.model)
+    for task, ps, out in zip(tasks, poolsets, outs):
         if len(tasks) > 1:
             print(f"\n== {task.name}")
-        print(format_summary(load_results(out), task.summary_axes, task.main_score))
-        print(f"\nresults written to {out}")
+        if task.name in skip:
+            print(f"{out}: results of this run (same pool set, model, settings) are already there; "
+                  "skipped (--overwrite runs it again)")
+        else:
+            evaluate_to_folder(task.name, ps, model, run_options(args, progress=not args.quiet), out, args.model)
+        res = load_results(out)
+        print(format_summary(res, task.summary_axes, task.main_score))
+        print(f"\nresults {'in' if task.name in skip else 'written to'} {out}")
         if args.mteb_cache is not None:
             from mmbench.mteb_results import write_mteb_cache
 
             print(f"mteb results cache: {write_mteb_cache(out, args.mteb_cache)}")
-        failed += summary["mmbench"]["n_failed_items"]
+        failed += int(res.info.get("n_failed_items") or 0)
     return 1 if failed else 0
 
 
