@@ -58,3 +58,17 @@ def test_failed_model_load_leaves_no_empty_folder(vg_tiny, tmp_path, capsys):
     assert main(["run", "--task", "visual_grounding", "--model", "no-such-model", "--data", str(vg_tiny),
                  "--output", str(kept), "--quiet"]) == 2
     assert (kept / "notes.txt").read_text() == "mine"  # a folder it did not create is left alone
+
+
+def test_quiet_silences_library_progress_bars(vg_tiny, tmp_path):
+    """Before: transformers printed its 'Loading weights' bar even with --quiet."""
+    import os
+    import subprocess
+    import sys
+
+    env = {k: v for k, v in os.environ.items() if k not in ("TRANSFORMERS_VERBOSITY", "HF_HUB_DISABLE_PROGRESS_BARS")}
+    done = subprocess.run([sys.executable, "-m", "mmbench", "run", "--task", "visual_grounding", "--model", "minilm",
+                           "--data", str(vg_tiny), "--limit", "3", "--no-cache", "--quiet", "--output",
+                           str(tmp_path / "q")], capture_output=True, text=True, env=env, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert "%|" not in done.stderr and "Loading" not in done.stderr, done.stderr

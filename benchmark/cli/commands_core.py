@@ -26,7 +26,7 @@ def default_poolset_dir(task: str, source: str, seed: int) -> Path:
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("list", help="list tasks or models")
-    p.add_argument("what", choices=("tasks", "models"))
+    p.add_argument("what", choices=("tasks", "models"), help="what to list")
     p.add_argument("--options", action="store_true", help="models: also list each adapter's --model-option keys")
     p.add_argument("--include", action="append", default=[], type=Path, metavar="FILE",
                    help="Python file to import first; it may register tasks and models (mmbench.register_task, "
@@ -34,13 +34,13 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=cmd_list)
 
     p = sub.add_parser("build", help="build a task's pool set")
-    p.add_argument("--task", required=True)
+    p.add_argument("--task", required=True, help="the task to build (see `mmbench list tasks`)")
     p.add_argument("--include", action="append", default=[], type=Path, metavar="FILE",
                    help="Python file to import first; it may register tasks and models (mmbench.register_task, "
                         "mmbench.register_model)")
     p.add_argument("--source", default="sample", help="'sample' (offline, built in) or a real source of the task (see `mmbench list tasks`)")
     p.add_argument("--out", type=Path, help="output folder (default: under MMBENCH_HOME)")
-    p.add_argument("--seed", type=nonnegative_int, default=0)
+    p.add_argument("--seed", type=nonnegative_int, default=0, help="seed of the build (same seed, same pool set)")
     p.add_argument("--param", action="append", default=[], metavar="KEY=VALUE",
                    help="builder parameter, e.g. --param lengths=[256,512] --param haystack=obelics.parquet")
     p.set_defaults(func=cmd_build)
@@ -61,19 +61,22 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--limit", type=positive_int, help="evaluate a deterministic spread of N items")
     p.add_argument("--output", type=Path, help="results folder (default: runs/<task>/<model>; with several "
                                                "tasks, one subfolder per task)")
-    p.add_argument("--device", default=None)
-    p.add_argument("--dtype", default=None)
+    p.add_argument("--device", default=None, help="device of the model, e.g. cuda, cuda:1, cpu (default: the adapter's)")
+    p.add_argument("--dtype", default=None, help="weight dtype, e.g. bfloat16, float16, float32 (default: the adapter's)")
     p.add_argument("--model-path", default=None, help="local folder with the model's weights")
-    p.add_argument("--attn-implementation", default=None)
-    p.add_argument("--trust-remote-code", action="store_true")
+    p.add_argument("--attn-implementation", default=None,
+                   help="transformers attention implementation, e.g. sdpa, flash_attention_2, eager")
+    p.add_argument("--trust-remote-code", action="store_true",
+                   help="let transformers run the model repository's own code")
     p.add_argument("--model-option", action="append", default=[], metavar="KEY=VALUE",
                    help="any other option of the model's adapter, e.g. --model-option model=text-embedding-3-large "
                         "--model-option base_url=http://localhost:8000/v1 (see `mmbench list models --options`)")
     p.add_argument("--batch-tokens", type=positive_int, default=32768, help="padded tokens per batch")
     p.add_argument("--cache-dir", type=Path, help="embedding cache (default: MMBENCH_HOME/embeddings)")
-    p.add_argument("--no-cache", action="store_true")
+    p.add_argument("--no-cache", action="store_true", help="neither read nor write the embedding cache")
     p.add_argument("--seed", type=nonnegative_int, default=0, help="seed of the default build and of tie-breaking")
-    p.add_argument("--quiet", action="store_true", help="no progress bars")
+    p.add_argument("--quiet", action="store_true",
+                   help="no progress bars or info logs (mmbench's, and those of transformers, datasets and mteb)")
     p.add_argument("--overwrite", action="store_true",
                    help="replace results already in the results folder (without it: a finished run with the same "
                         "settings is skipped, a different one is refused)")
@@ -82,8 +85,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=cmd_run)
 
     p = sub.add_parser("show", help="print the summary of a results folder")
-    p.add_argument("results", type=Path)
-    p.add_argument("--metric", default="precision_at_1")
+    p.add_argument("results", type=Path, help="results folder written by `mmbench run`")
+    p.add_argument("--metric", default="precision_at_1", help="metric of the tables by axis, e.g. ndcg_at_10")
     p.set_defaults(func=cmd_show)
 
 
@@ -261,6 +264,10 @@ def cmd_run(args: argparse.Namespace) -> int:
     from mmbench.results import load_results
     from mmbench.summary import format_summary
 
+    if args.quiet:
+        from .quiet import quiet_libraries
+
+        quiet_libraries()
     load_includes(args)
     tasks = tasks_or_error(args.task)
     if args.data is not None and len(tasks) > 1:
