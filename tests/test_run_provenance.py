@@ -72,3 +72,19 @@ def test_quiet_silences_library_progress_bars(vg_tiny, tmp_path):
                            str(tmp_path / "q")], capture_output=True, text=True, env=env, timeout=300)
     assert done.returncode == 0, done.stderr
     assert "%|" not in done.stderr and "Loading" not in done.stderr, done.stderr
+
+
+def test_a_local_folder_is_named_by_folder_and_hash_or_model_name(vg_tiny, tmp_path):
+    import re
+
+    from mmbench.models.registry import load_model
+    from mmbench.models.sentence_transformer import packaged_minilm_path
+
+    folder = packaged_minilm_path()
+    if folder is None:
+        pytest.skip("the packaged MiniLM is not installed")
+    name = load_model(str(folder)).card.name
+    assert re.fullmatch(r"model@[0-9a-f]{8}", name) and str(folder) not in name
+    out = tmp_path / "named"
+    assert _run(vg_tiny, out, "--limit", "3", "--model-name", "my-bm25") == 0
+    assert json.loads((out / "results.json").read_text())["mmbench"]["model"]["name"] == "my-bm25"

@@ -64,6 +64,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--device", default=None, help="device of the model, e.g. cuda, cuda:1, cpu (default: the adapter's)")
     p.add_argument("--dtype", default=None, help="weight dtype, e.g. bfloat16, float16, float32 (default: the adapter's)")
     p.add_argument("--model-path", default=None, help="local folder with the model's weights")
+    p.add_argument("--model-name", default=None,
+                   help="the name to record and show for the model (default: the registered name; a local "
+                        "folder is named <folder>@<hash of its files>)")
     p.add_argument("--attn-implementation", default=None,
                    help="transformers attention implementation, e.g. sdpa, flash_attention_2, eager")
     p.add_argument("--trust-remote-code", action="store_true",
@@ -280,6 +283,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     try:
         poolsets = [resolve_poolset(task, args.data, args.seed, quiet=args.quiet) for task in tasks]
         model = load_model_explained(args.model, model_options(args, args.model))
+        if args.model_name:
+            rename_model(model, args.model_name)
     except ModelUnavailable as exc:
         remove_if_empty(created, args.output)  # a failed load leaves no empty results folder behind
         raise CLIError(str(exc)) from None
@@ -317,6 +322,15 @@ def cmd_run(args: argparse.Namespace) -> int:
             print(f"mteb results cache: {write_mteb_cache(out, args.mteb_cache)}")
         failed += int(res.info.get("n_failed_items") or 0)
     return 1 if failed else 0
+
+
+def rename_model(model, name: str) -> None:
+    """--model-name: the name results, folders and leaderboards show (e.g. for a local folder)."""
+    import dataclasses
+
+    if not name.strip():
+        raise CLIError("--model-name must not be empty")
+    model.card = dataclasses.replace(model.card, name=name.strip())
 
 
 def model_options(args: argparse.Namespace, model: str) -> dict[str, Any]:

@@ -127,7 +127,11 @@ def load_mteb_model(name: str, device: str | None = None, revision: str | None =
 
     folder = Path(name).expanduser()
     if folder.is_dir():
-        return MtebEncoderModel(_local_encoder(folder, device), name=f"mteb:{name}", batch_size=batch_size)
+        from .sentence_transformer import folder_revision
+
+        tag = folder_revision(str(folder)).removeprefix("local-")[:8]  # a path is not a public model name
+        return MtebEncoderModel(_local_encoder(folder, device), name=f"mteb:{folder.resolve().name}@{tag}",
+                                batch_size=batch_size)
     import mteb
 
     with _offline_if_unreachable() as offline:

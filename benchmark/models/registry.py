@@ -171,8 +171,12 @@ def _load_local(path: Path, **options: Any) -> EmbeddingModel:
     """A local folder: CLIP/SigLIP-style configs load as dual encoders, anything else as sentence-transformers."""
     import json
 
+    from .sentence_transformer import folder_revision
+
     config = path / "config.json"
     model_type = json.loads(config.read_text()).get("model_type", "") if config.is_file() else ""
+    # a folder path is not a public model name: name it by the folder and a hash of its files
+    options.setdefault("name", f"{path.resolve().name}@{folder_revision(str(path)).removeprefix('local-')[:8]}")
     if model_type in ("clip", "siglip", "siglip2"):
         from .clip import DualEncoderModel
 
