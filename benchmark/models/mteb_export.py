@@ -91,6 +91,7 @@ def export_mteb_task(poolset: Any, name: str | None = None, with_images: bool | 
     MmbenchRetrieval.metadata = metadata
     task = MmbenchRetrieval()
     task._top_k = max([task._top_k, *(len(c) for c in pools.values())])  # every pool ranked in full
+    task.mmbench_poolset, task.mmbench_limit = ps, limit  # what mmbench_encoder(model, task) encodes
     task.export_report = {"documents": len(seen), "dropped_images": sum(d["images"] for d in seen.values()),
                           "dropped_videos": sum(d["videos"] for d in seen.values()),
                           "per_document": {k: v for k, v in seen.items() if v["images"] or v["videos"]}}
@@ -160,7 +161,8 @@ def _image_dataset(rows: list[dict[str, Any]]):
 
 
 def mmbench_encoder(model: EmbeddingModel, poolset: Any, limit: int | None = None, batch_tokens: int = 32768):
-    """An mmbench model as an mteb encoder for `export_mteb_task(poolset, limit=limit)`: each input row is
+    """An mmbench model as an mteb encoder for `export_mteb_task(poolset, limit=limit)` (`poolset` may be
+    that exported task itself): each input row is
     looked up by its id and encoded as mmbench encodes it (the model's view: visible modalities,
     middle-truncated). A corpus-dependent model (BM25) is fitted on the same candidates as in `mmbench run`."""
     import scipy.sparse as sp
@@ -173,6 +175,8 @@ def mmbench_encoder(model: EmbeddingModel, poolset: Any, limit: int | None = Non
     from ..poolset import PoolSet, load_poolset
     from ..runner import EncodeStats, RunOptions, encode_documents, select_items
 
+    if hasattr(poolset, "mmbench_poolset"):  # a task from export_mteb_task: its pool set and limit
+        poolset, limit = poolset.mmbench_poolset, poolset.mmbench_limit if limit is None else limit
     ps: PoolSet = poolset if isinstance(poolset, PoolSet) else load_poolset(Path(poolset))
     by_item = {p.id: p.query_id for p in ps.pools}
     queries, docs = ps.query_by_id(), ps.candidate_by_id()
