@@ -168,3 +168,15 @@ def test_readme_mteb_example_runs(vg_tiny, bm25_results, tmp_path, monkeypatch, 
     exec(compile(code, "README.md", "exec"), {"__name__": "readme_mteb"})
     printed = float(capsys.readouterr().out.strip().splitlines()[-1])
     assert printed == pytest.approx(json.loads((bm25_results / "results.json").read_text())["scores"]["test"][0]["main_score"])
+
+
+def test_results_written_before_the_layout_change_still_read():
+    """Older results kept every group under scores.test; show, sweep and the leaderboard read both layouts."""
+    from mmbench.mteb_results import group_entries
+
+    old = {"scores": {"test": [{"hf_subset": "all", "precision_at_1": 0.5}, {"hf_subset": "subset=a", "precision_at_1": 0.2}]},
+           "mmbench": {"task": "t"}}
+    assert set(group_entries(old)) == {"all", "subset=a"}
+    new = {"scores": {"test": [{"hf_subset": "default", "precision_at_1": 0.5}]},
+           "mmbench": {"groups": [{"hf_subset": "all", "precision_at_1": 0.5}]}}
+    assert set(group_entries(new)) == {"all"}
