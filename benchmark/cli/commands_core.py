@@ -275,7 +275,9 @@ def cmd_run(args: argparse.Namespace) -> int:
     tasks = tasks_or_error(args.task)
     if args.data is not None and len(tasks) > 1:
         raise CLIError(f"--data names one pool set, but --task names {len(tasks)} tasks; run them one by one")
-    from .previous_run import differences, missing_ancestor, previous_summary, remove_if_empty
+    from mmbench.reruns import differences, previous_summary
+
+    from .previous_run import missing_ancestor, remove_if_empty
 
     created = missing_ancestor(args.output) if args.output is not None else None
     if args.output is not None:
