@@ -35,7 +35,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                    "embeddings; on a cluster, a folder every node can reach)")
     p.add_argument("--no-cache", action="store_true")
     p.add_argument("--seed", type=nonnegative_int, default=0)
-    p.add_argument("--quiet", action="store_true")
+    p.add_argument("--quiet", action="store_true",
+                   help="no progress bars or info logs (mmbench's, and those of Ray, transformers, datasets, mteb)")
     p.set_defaults(func=cmd_sweep)
 
 
@@ -55,6 +56,10 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     from mmbench.media import atomic_write_bytes
     from mmbench.sweep import Job, outcome_record, run_local, run_ray
 
+    if args.quiet:
+        from .quiet import quiet_libraries
+
+        quiet_libraries()
     tasks = tasks_or_error(args.task)
     models = list(dict.fromkeys(args.model))
     if args.model_path and len(models) > 1:
