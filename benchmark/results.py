@@ -4,8 +4,10 @@ A results folder holds::
 
     per_query.parquet   one row per evaluation item: ranking, scores, metrics, item metadata
     seen.parquet        one row per encoded document: what the model actually saw
-    results.json        mteb `TaskResult` JSON (split "test", one hf_subset per group)
-                        plus an "mmbench" block: task, content hash, model identity, run stats
+    results.json        mteb `TaskResult` JSON (split "test", one hf_subset "default": all items), plus an
+                        "mmbench" block: task, content hash, model identity, run stats, the facet groups
+                        (layout in mmbench.mteb_results)
+    mmbench.json        a copy of the "mmbench" block, for a results.json that mteb rewrote
 
 Statistics, reports and leaderboards read these files only; they never re-run a model.
 """
@@ -22,10 +24,11 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from mmbench.evaluators.metrics import MAIN_METRIC, mean_metrics, metric_names
+from mmbench.evaluators.metrics import mean_metrics, metric_names
 from mmbench.evaluators.ordering import label_key, subset_key
 
 from .media import atomic_write_bytes
+from .mteb_results import SIDECAR, restore_block, sidecar_bytes, summary_json  # noqa: F401 - summary_json re-exported
 
 PER_QUERY = "per_query.parquet"
 SEEN = "seen.parquet"
@@ -98,37 +101,6 @@ def aggregate(per_query: pd.DataFrame) -> list[AggregateRow]:
     return rows
 
 
-def summary_json(task: str, task_version: str, content_hash: str, model_identity: dict[str, Any],
-                 per_query: pd.DataFrame, run_info: dict[str, Any], evaluation_time: float) -> dict[str, Any]:
-    """The aggregate JSON in mteb's TaskResult layout, with mmbench's own block beside it."""
-    scores = []
-    for row in aggregate(per_query):
-        entry = {"hf_subset": row.group, "languages": ["eng-Latn"], "main_score": row.metrics.get(MAIN_METRIC, float("nan")),
-                 "n_items": row.n}
-        entry.update(row.metrics)
-        scores.append(entry)
-    return {
-        "dataset_revision": content_hash,
-        "task_name": task,
-        "mteb_version": _mteb_version(),
-        "scores": {"test": scores},
-        "evaluation_time": evaluation_time,
-        "kg_co2_emissions": None,
-        "mmbench": {"task": task, "task_version": task_version, "content_hash": content_hash,
-                    "model": model_identity, "main_metric": MAIN_METRIC, **run_info},
-    }
-
-
-def _mteb_version() -> str:
-    """The installed mteb's version, read from package metadata (importing mteb takes seconds)."""
-    from importlib.metadata import PackageNotFoundError, version
-
-    try:
-        return version("mteb")
-    except PackageNotFoundError:
-        return "2.0.0"
-
-
 def write_results(out: Path, per_query: pd.DataFrame, seen: pd.DataFrame, summary: dict[str, Any]) -> Path:
     """Write the tables, then results.json naming their digests, so a half-finished rewrite is detectable."""
     out = Path(out)
@@ -141,8 +113,9 @@ def write_results(out: Path, per_query: pd.DataFrame, seen: pd.DataFrame, summar
         data = sink.getvalue().to_pybytes()
         atomic_write_bytes(out / name, data)
         digests[name] = hashlib.sha256(data).hexdigest()
-    summary = {**summary, "mmbench": {**summary.get("mmbench", {}), "files": digests}}
-    atomic_write_bytes(out / SUMMARY, (json.dumps(_finite(summary), indent=2, sort_keys=False) + "\n").encode())
+    summary = _finite({**summary, "mmbench": {**summary.get("mmbench", {}), "files": digests}})
+    atomic_write_bytes(out / SIDECAR, sidecar_bytes(summary))  # survives mteb rewriting results.json
+    atomic_write_bytes(out / SUMMARY, (json.dumps(summary, indent=2, sort_keys=False) + "\n").encode())
     return out
 
 
@@ -194,6 +167,7 @@ def load_results(root: Path) -> RunResults:
         summary = json.loads((root / SUMMARY).read_text())
     except ValueError as exc:
         raise ResultsError(f"{root / SUMMARY}: invalid JSON ({exc})") from exc
+    summary = restore_block(root, summary)
     if "mmbench" not in summary:
         raise ResultsError(f"{root / SUMMARY}: no 'mmbench' block; not an mmbench results file")
     present = {n: (root / n).read_bytes() for n in (PER_QUERY, SEEN) if (root / n).is_file()}

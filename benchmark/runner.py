@@ -95,7 +95,7 @@ def encode_documents(docs: Sequence[Document], role: Role, model: EmbeddingModel
     lengths = [pending[k][1]["seen_tokens"] for k in keys]
     batches = token_budget_batches(lengths, options.batch_tokens, options.max_batch_size)
     results: dict[str, Any] = {}
-    for batch in tqdm(batches, desc=f"encode {role}s", unit="batch", disable=not options.progress or not batches):
+    for batch in tqdm(batches, desc="encode queries" if role == "query" else "encode documents", unit="batch", disable=not options.progress or not batches):
         views = [pending[keys[i]][0] for i in batch]
         for k, (vec, info) in zip((keys[i] for i in batch), _encode_batch(model, views, role, ps, stats)):
             if vec is None:

@@ -77,13 +77,14 @@ def metric_label(name: str) -> str:
 
 
 def _overall(res: RunResults) -> list[str]:
-    scores = res.summary.get("scores", {}).get("test", [])
+    from .mteb_results import group_entries
+
+    groups = group_entries(res.summary)
     metrics = headline_metrics(res.task)
     out = []
-    for entry in scores:
-        if entry["hf_subset"] in ("all", "macro_over_subsets"):
-            label = "micro (over items)" if entry["hf_subset"] == "all" else "macro (over subsets)"
-            out.append(f"{label}: " + "  ".join(f"{metric_label(m)} {_fmt(entry.get(m))}" for m in metrics))
+    for group, label in (("all", "micro (over items)"), ("macro_over_subsets", "macro (over subsets)")):
+        if group in groups:
+            out.append(f"{label}: " + "  ".join(f"{metric_label(m)} {_fmt(groups[group].get(m))}" for m in metrics))
     return out
 
 

@@ -42,16 +42,14 @@ class JobOutcome:
 def finished_summary(job: Job) -> dict[str, Any] | None:
     """results.json of `job.output` when the folder already holds complete, intact results of this pool set
     by this requested model; None otherwise (missing, unreadable or half rewritten: the job runs again)."""
-    from .results import ResultsError, load_results
+    from .reruns import differences, previous_summary
 
-    try:
-        summary = load_results(Path(job.output)).summary
-    except (ResultsError, OSError, ValueError, KeyError, TypeError):
+    summary = previous_summary(Path(job.output))
+    if summary is None or "unreadable" in summary:
         return None
-    info = summary["mmbench"]
-    same = (info.get("content_hash") == job.content_hash and info.get("model_request") == job.model
-            and info.get("limit") == job.run_options.get("limit") and not info.get("n_failed_items"))
-    return summary if same else None
+    diffs = differences(summary, job.content_hash, None, job.model, job.run_options.get("limit"),
+                        job.run_options.get("seed", 0))
+    return None if diffs else summary
 
 
 def run_job(job: Job) -> JobOutcome:
@@ -87,10 +85,10 @@ def _run(job: Job) -> JobOutcome:
 
 def _main_score(job: Job, summary: dict[str, Any]) -> float | None:
     """The task's main score over all items, as results.json states it."""
+    from .mteb_results import group_entries
     from .tasks import get_task
 
-    metric = get_task(job.task).main_score
-    return next((row.get(metric) for row in summary["scores"]["test"] if row.get("hf_subset") == "all"), None)
+    return group_entries(summary).get("all", {}).get(get_task(job.task).main_score)
 
 
 def _skipped(job: Job, summary: dict[str, Any]) -> JobOutcome:

@@ -25,6 +25,7 @@ import numpy as np
 import pandas as pd
 
 from mmbench.evaluators.metrics import MAIN_METRIC, item_metrics, metric_names
+from mmbench.mteb_results import MTEB_SUBSET, SIDECAR
 from mmbench.results import FIXED_COLUMNS, PER_QUERY, SEEN, SUMMARY, aggregate, file_digest_problems
 from mmbench.runner import SCORE_DECIMALS
 
@@ -33,7 +34,7 @@ from .official import OfficialRegistry, UnknownOfficialError, fingerprint, item_
 from .problems import Problem, SubmissionRejected
 from .stated import stated_number_problems
 
-RESULTS_FILES = {SUMMARY: "json", PER_QUERY: "parquet", SEEN: "parquet"}
+RESULTS_FILES = {SUMMARY: "json", SIDECAR: "json", PER_QUERY: "parquet", SEEN: "parquet"}
 RAVEL_FILE = "ravel_scores.json"
 RAVEL_TASK = "ravel"
 RAVEL_FIELDS = frozenset({"task", "model", "lower_is_better", "scores", "correlation"})
@@ -75,6 +76,7 @@ def validate_submission(folder: Path | str, registry: OfficialRegistry | None = 
         files = read_folder(folder, {RAVEL_FILE: "json"}, limits)
         return validate_ravel(files, limits)
     files = read_folder(folder, RESULTS_FILES, limits)
+    files.pop(SIDECAR, None)  # a copy of results.json's mmbench block (for mteb rewrites): neither read nor stored
     return validate_results(files, registry or OfficialRegistry.load(), limits)
 
 
@@ -134,9 +136,10 @@ def _check_summary(summary: Any, limits: Limits) -> tuple[dict[str, Any], dict[s
         problems.append(Problem(f"{SUMMARY}: mmbench.model", "model identity is missing"))
     else:
         problems += _check_model(model, f"{SUMMARY}: mmbench.model", limits)
-    if info.get("main_metric") != MAIN_METRIC:
-        problems.append(Problem(f"{SUMMARY}: mmbench.main_metric", f"{info.get('main_metric')!r}; the main score of every "
-                                f"task is {MAIN_METRIC!r}"))
+    expected_main = _task_main_score(info.get("task"))
+    if info.get("main_metric") != expected_main:
+        problems.append(Problem(f"{SUMMARY}: mmbench.main_metric", f"{info.get('main_metric')!r}; the main score of "
+                                f"task {info.get('task')!r} is {expected_main!r}"))
     if info.get("limit") is not None:
         problems.append(Problem(f"{SUMMARY}: mmbench.limit", f"the run evaluated a --limit {info['limit']!r} subset; "
                                 "submit a run over the whole pool set"))
@@ -144,6 +147,16 @@ def _check_summary(summary: Any, limits: Limits) -> tuple[dict[str, Any], dict[s
         problems.append(Problem(f"{SUMMARY}: scores.test", "must be a list of aggregate entries"))
     _stage(problems)
     return info, model
+
+
+def _task_main_score(task: Any) -> str:
+    """The registered task's main score (Flickr: recall_at_1); MAIN_METRIC for a task mmbench does not know."""
+    from mmbench.tasks import UnknownTaskError, get_task
+
+    try:
+        return get_task(str(task)).main_score
+    except UnknownTaskError:
+        return MAIN_METRIC
 
 
 def _check_model(model: dict[str, Any], where: str, limits: Limits) -> list[Problem]:
@@ -305,42 +318,65 @@ def _check_rankings(per_query: pd.DataFrame, names: list[str]) -> list[Problem]:
 
 
 def _check_aggregates(summary: dict[str, Any], recomputed) -> list[Problem]:
-    entries = summary["scores"]["test"]
+    """The facet groups (`mmbench.groups`; `scores.test` in older results) and the one mteb entry
+    (`scores.test`, hf_subset "default": all items) must match what the per-query records give."""
+    want = {r.group: r for r in recomputed}
+    info = summary.get("mmbench") or {}
+    main_metric = info.get("main_metric") if isinstance(info.get("main_metric"), str) else None
+    if not isinstance(info.get("groups"), list):  # results written before the facets left scores.test
+        return _check_entries(summary["scores"]["test"], want, "scores.test", main_metric)
+    problems = _check_entries(info["groups"], want, "mmbench.groups", main_metric)
+    if "all" in want:
+        problems += _check_entries(summary["scores"]["test"], {MTEB_SUBSET: want["all"]}, "scores.test")
+        main_metric = info.get("main_metric")
+        entry = next((e for e in summary["scores"]["test"] if isinstance(e, dict)
+                      and e.get("hf_subset") == MTEB_SUBSET), {})
+        main = want["all"].metrics.get(main_metric) if isinstance(main_metric, str) else None
+        got = entry.get("main_score")
+        if main is None:
+            problems.append(Problem(f"{SUMMARY}: mmbench.main_metric", f"{main_metric!r} is not a metric"))
+        elif isinstance(got, bool) or not isinstance(got, (int, float)) or abs(got - main) > TOLERANCE:
+            problems.append(Problem(f"{SUMMARY}: scores.test[{MTEB_SUBSET}].main_score",
+                                    f"{got!r} differs from {main_metric} {main!r} recomputed from the per-query records"))
+    return problems
+
+
+def _check_entries(entries: Any, want: dict[str, Any], where: str, main_metric: str | None = None) -> list[Problem]:
     problems: list[Problem] = []
     submitted: dict[str, dict[str, Any]] = {}
-    for i, e in enumerate(entries):
+    for i, e in enumerate(entries if isinstance(entries, list) else []):
         group = e.get("hf_subset") if isinstance(e, dict) else None
         if not isinstance(group, str):
-            problems.append(Problem(f"{SUMMARY}: scores.test[{i}].hf_subset", "must be a string"))
+            problems.append(Problem(f"{SUMMARY}: {where}[{i}].hf_subset", "must be a string"))
         elif group in submitted:
-            problems.append(Problem(f"{SUMMARY}: scores.test[{i}].hf_subset", f"group {group!r} appears twice"))
+            problems.append(Problem(f"{SUMMARY}: {where}[{i}].hf_subset", f"group {group!r} appears twice"))
         else:
             submitted[group] = e
-    want = {r.group: r for r in recomputed}
     for group in sorted(set(submitted) - set(want)):
-        problems.append(Problem(f"{SUMMARY}: scores.test[{group}]", "group does not follow from the per-query records"))
+        problems.append(Problem(f"{SUMMARY}: {where}[{group}]", "group does not follow from the per-query records"))
     for group, row in want.items():
         e = submitted.get(group)
         if e is None:
-            problems.append(Problem(f"{SUMMARY}: scores.test[{group}]", "aggregate is missing"))
+            problems.append(Problem(f"{SUMMARY}: {where}[{group}]", "aggregate is missing"))
             continue
         if e.get("n_items") != row.n:
-            problems.append(Problem(f"{SUMMARY}: scores.test[{group}].n_items", f"{e.get('n_items')!r}, recomputed {row.n}"))
+            problems.append(Problem(f"{SUMMARY}: {where}[{group}].n_items", f"{e.get('n_items')!r}, recomputed {row.n}"))
         for key in sorted(set(e) - set(row.metrics) - ENTRY_FIELDS):
-            problems.append(Problem(f"{SUMMARY}: scores.test[{group}].{ascii(key)[1:-1]}",
+            problems.append(Problem(f"{SUMMARY}: {where}[{group}].{ascii(key)[1:-1]}",
                                     "is not a metric recomputed from the per-query records; remove it"))
         if not isinstance(e.get("languages", []), list) or not all(isinstance(x, str) for x in e.get("languages", [])):
-            problems.append(Problem(f"{SUMMARY}: scores.test[{group}].languages", "must be a list of strings"))
-        # main_score is what mteb's get_score() reads: it must be the recomputed main metric, like the rest
-        for metric, value in [("main_score", row.metrics.get(MAIN_METRIC)), *row.metrics.items()]:
+            problems.append(Problem(f"{SUMMARY}: {where}[{group}].languages", "must be a list of strings"))
+        # main_score is what mteb's get_score() reads: where a group states one, it is the recomputed main metric
+        stated_main = [("main_score", row.metrics.get(main_metric))] if "main_score" in e and main_metric else []
+        for metric, value in [*stated_main, *row.metrics.items()]:
             got = e.get(metric)
-            where = f"{SUMMARY}: scores.test[{group}].{metric}"
+            at = f"{SUMMARY}: {where}[{group}].{metric}"
             if isinstance(got, bool) or not isinstance(got, (int, float)) or not math.isfinite(got):
-                problems.append(Problem(where, f"{got!r} is not a finite number"))
+                problems.append(Problem(at, f"{got!r} is not a finite number"))
             elif not 0.0 <= got <= 1.0:
-                problems.append(Problem(where, f"{got!r} is outside [0, 1]"))
+                problems.append(Problem(at, f"{got!r} is outside [0, 1]"))
             elif abs(got - value) > TOLERANCE:
-                problems.append(Problem(where, f"{got!r} differs from {value!r} recomputed from the per-query records"))
+                problems.append(Problem(at, f"{got!r} differs from {value!r} recomputed from the per-query records"))
     return problems
 
 

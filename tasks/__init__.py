@@ -1,27 +1,88 @@
-"""The task registry: one short declarative module per task."""
+"""The task registry: one short declarative module per task, plus tasks from plugins.
+
+A plugin package declares its tasks under the `mmbench.tasks` entry-point group; each entry point
+names a `TaskSpec` (or a callable returning one or several). A script can also call
+`register_task(spec)` (the CLI's `--include FILE` runs such a script before resolving names).
+"""
 from __future__ import annotations
 
 from .spec import TaskSpec
 from . import flickr_hard_negatives, visual_grounding, temporal_summarization
 from . import logical_summarization, multi_source_reasoning
 
+ENTRY_POINT_GROUP = "mmbench.tasks"
 _TASKS: dict[str, TaskSpec] = {m.TASK.name: m.TASK for m in (visual_grounding, flickr_hard_negatives, temporal_summarization,
                                                           multi_source_reasoning, logical_summarization)}
+# Named groups of tasks, accepted wherever a list of tasks is (`--task mmlongembed`).
+BENCHMARKS: dict[str, tuple[str, ...]] = {
+    "mmlongembed": ("visual_grounding", "temporal_summarization", "multi_source_reasoning", "logical_summarization"),
+}
+_entry_points_loaded = False
 
 
 class UnknownTaskError(LookupError):
     pass
 
 
+def register_task(spec: TaskSpec) -> TaskSpec:
+    """Add a task defined outside the package; a name already taken (or a benchmark's) is an error."""
+    if not isinstance(spec, TaskSpec):
+        raise TypeError(f"register_task expects a TaskSpec, got {type(spec).__name__}")
+    if spec.name in BENCHMARKS:
+        raise ValueError(f"task name {spec.name!r} is the name of a benchmark")
+    if spec.name in _TASKS and _TASKS[spec.name] is not spec:
+        raise ValueError(f"task {spec.name!r} is already registered")
+    _TASKS[spec.name] = spec
+    return spec
+
+
+def _load_entry_points() -> None:
+    """Register the tasks installed packages declare (once; a broken plugin is named, not skipped)."""
+    global _entry_points_loaded
+    if _entry_points_loaded:
+        return
+    _entry_points_loaded = True
+    from importlib.metadata import entry_points
+
+    for ep in entry_points(group=ENTRY_POINT_GROUP):
+        try:
+            obj = ep.load()
+            specs = obj() if callable(obj) and not isinstance(obj, TaskSpec) else obj
+        except Exception as exc:
+            raise UnknownTaskError(f"task plugin {ep.name!r} ({ep.value}) failed to load: "
+                                   f"{type(exc).__name__}: {exc}") from exc
+        for spec in specs if isinstance(specs, (list, tuple)) else [specs]:
+            if spec.name not in _TASKS:
+                register_task(spec)
+
+
 def get_task(name: str) -> TaskSpec:
+    if name not in _TASKS:
+        _load_entry_points()
     try:
         return _TASKS[name]
     except KeyError:
-        raise UnknownTaskError(f"unknown task {name!r}; known: {', '.join(sorted(_TASKS))}") from None
+        hint = f"; {name!r} is a benchmark, run it with --task {name}" if name in BENCHMARKS else ""
+        raise UnknownTaskError(f"unknown task {name!r}; known: {', '.join(sorted(_TASKS))}{hint}") from None
 
 
 def task_specs() -> list[TaskSpec]:
+    _load_entry_points()
     return [_TASKS[k] for k in sorted(_TASKS)]
 
 
-__all__ = ["TaskSpec", "get_task", "task_specs", "UnknownTaskError"]
+def resolve_tasks(names: str | list[str] | tuple[str, ...]) -> list[TaskSpec]:
+    """Task names, benchmark names and comma-separated lists of either, as task specs in the order given
+    (a task named twice runs once)."""
+    parts = [names] if isinstance(names, str) else list(names)
+    flat = [p.strip() for part in parts for p in str(part).split(",") if p.strip()]
+    if not flat:
+        raise UnknownTaskError("no task given")
+    out: dict[str, TaskSpec] = {}
+    for name in flat:
+        for task in BENCHMARKS.get(name, (name,)):
+            out.setdefault(task, get_task(task))
+    return list(out.values())
+
+
+__all__ = ["TaskSpec", "get_task", "task_specs", "resolve_tasks", "register_task", "BENCHMARKS", "UnknownTaskError"]

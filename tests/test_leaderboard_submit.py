@@ -136,7 +136,7 @@ def test_nan_in_results_json_is_rejected(results, registry, tmp_path):
     edit_summary(literal, lambda s: s["scores"]["test"][0].update(precision_at_1=float("nan")))
     assert "invalid JSON" in problem(rejected(literal, registry), "results.json")
     edit_summary(results, lambda s: s["scores"]["test"][0].update(precision_at_1=None))  # what write_results makes of NaN
-    assert "not a finite number" in problem(rejected(results, registry), "results.json: scores.test[all].precision_at_1")
+    assert "not a finite number" in problem(rejected(results, registry), "results.json: scores.test[default].precision_at_1")
 
 
 def test_out_of_range_metrics_are_rejected(results, registry, tmp_path):
@@ -149,7 +149,7 @@ def test_out_of_range_metrics_are_rejected(results, registry, tmp_path):
     edit_per_query(per_query, too_big)
     assert "outside [0, 1]" in problem(rejected(per_query, registry), "per_query.parquet: recall_at_5")
     edit_summary(results, lambda s: s["scores"]["test"][0].update(mrr=1.5))
-    assert "outside [0, 1]" in problem(rejected(results, registry), "results.json: scores.test[all].mrr")
+    assert "outside [0, 1]" in problem(rejected(results, registry), "results.json: scores.test[default].mrr")
 
 
 def test_tampered_aggregate_is_rejected(results, registry):
@@ -158,7 +158,7 @@ def test_tampered_aggregate_is_rejected(results, registry):
         entry["precision_at_1"] = entry["main_score"] = entry["precision_at_1"] + 0.05
 
     edit_summary(results, inflate)
-    reason = problem(rejected(results, registry), "results.json: scores.test[all].precision_at_1")
+    reason = problem(rejected(results, registry), "results.json: scores.test[default].precision_at_1")
     assert "recomputed from the per-query records" in reason
 
 

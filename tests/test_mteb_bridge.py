@@ -1,15 +1,13 @@
 """The mteb bridge offline: a custom mteb encoder on mmbench documents, and a pool set run by mteb.evaluate."""
 from __future__ import annotations
 
-import hashlib
+import re
 
 import numpy as np
 import pytest
 
 mteb = pytest.importorskip("mteb")
 
-from mteb.models.abs_encoder import AbsEncoder  # noqa: E402
-from mteb.models.model_meta import ModelMeta  # noqa: E402
 from mteb.types import PromptType  # noqa: E402
 
 from mmbench.documents import Document, Text  # noqa: E402
@@ -17,41 +15,10 @@ from mmbench.media import MediaStore  # noqa: E402
 from mmbench.models.base import EncodeError  # noqa: E402
 from mmbench.models.mteb_bridge import MtebEncoderModel, export_mteb_task, load_mteb_model  # noqa: E402
 from mmbench.poolset import PoolItem, PoolSet, write_poolset  # noqa: E402
+from mteb_helpers import BagOfWords, bow as _bow  # noqa: E402
 from tiny_models import random_image  # noqa: E402
 
 DIM = 64
-
-
-def _bow(text: str) -> np.ndarray:
-    v = np.zeros(DIM)
-    for w in text.lower().split():
-        v[int(hashlib.md5(w.encode()).hexdigest(), 16) % DIM] += 1
-    return v
-
-
-class BagOfWords(AbsEncoder):
-    """Hashed bag of words, plus the mean colour of an image when one is given."""
-
-    def __init__(self, modalities=("text",)):
-        self.calls: list[dict] = []
-        self.mteb_model_meta = ModelMeta(
-            loader=None, name="local/bow", revision="0", release_date=None, languages=["eng-Latn"], n_parameters=0,
-            memory_usage_mb=None, max_tokens=None, embed_dim=DIM, license=None, open_weights=True,
-            public_training_code=None, public_training_data=None, framework=["NumPy"], similarity_fn_name="cosine",
-            use_instructions=False, training_datasets=set(), modalities=list(modalities))
-
-    def encode(self, inputs, *, task_metadata, hf_split, hf_subset, prompt_type=None, **kw):
-        out = []
-        for batch in inputs:
-            self.calls.append({"keys": sorted(batch), "prompt_type": prompt_type, "n": len(batch["text"])})
-            for i, t in enumerate(batch["text"]):
-                v = _bow(t)
-                img = batch.get("image", [None] * len(batch["text"]))[i]
-                if img is not None:
-                    v[:3] += np.asarray(img.convert("RGB"), dtype=float).mean(axis=(0, 1)) / 255
-                out.append(v + 1e-3)
-        return np.stack(out)
-
 
 def test_mteb_model_on_mmbench_documents(tmp_path):
     media = MediaStore(tmp_path / "media")
@@ -73,8 +40,46 @@ def test_mteb_model_on_mmbench_documents(tmp_path):
 
 
 def test_load_unknown_mteb_model_is_clear():
-    with pytest.raises(EncodeError, match="no/such-model"):
+    with pytest.raises(OSError, match="no/such-model"):
         load_mteb_model("no/such-model")
+
+
+def test_mteb_model_from_a_local_folder():
+    from mmbench.models.sentence_transformer import packaged_minilm_path
+
+    folder = packaged_minilm_path()
+    if folder is None:
+        pytest.skip("the packaged MiniLM is not installed")
+    model = load_mteb_model(str(folder))
+    assert re.fullmatch(r"mteb:model@[0-9a-f]{8}", model.card.name) and model.card.dim == 384
+    vecs = model.encode([Document("a", [Text("a red apple")]), Document("b", [Text("the ocean")])], "query", None)
+    assert vecs.shape == (2, 384) and np.allclose(np.linalg.norm(vecs, axis=1), 1)
+
+
+def test_mteb_model_unreachable_fails_fast_with_exit_2(monkeypatch, capsys, vg_tiny):
+    """No network and no HF_HUB_OFFLINE: the hub probe fails, loading runs offline, the CLI exits 2 in seconds
+    (before: minutes of hub retries, then exit 1)."""
+    import socket
+    import time
+
+    from huggingface_hub import constants
+
+    from mmbench.cli import main
+
+    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", False)
+
+    def no_network(*args, **kwargs):
+        raise OSError("network is unreachable (test)")
+
+    monkeypatch.setattr(socket, "create_connection", no_network)
+    start = time.perf_counter()
+    code = main(["run", "--task", "visual_grounding", "--model", "mteb:intfloat/e5-small-v2", "--data", str(vg_tiny),
+                 "--quiet", "--no-cache"])
+    assert code == 2 and time.perf_counter() - start < 30
+    err = capsys.readouterr().err
+    assert "could not load model 'mteb:intfloat/e5-small-v2'" in err and "the hub is unreachable" in err
+    assert "--model mteb:DIR" in err
+    assert constants.HF_HUB_OFFLINE is False  # offline mode only for the load
 
 
 def _toy_poolset(tmp_path, with_image: bool):
@@ -97,14 +102,15 @@ def _toy_poolset(tmp_path, with_image: bool):
 
 def test_export_poolset_runs_in_mteb_evaluate(tmp_path):
     task = export_mteb_task(_toy_poolset(tmp_path, with_image=False))
-    assert task.metadata.eval_splits == ["0-1k", "1k-2k"] and task.metadata.type == "Retrieval"
+    assert task.metadata.name == "toy-task" and task.metadata.type == "Retrieval"
+    assert task.metadata.eval_splits == ["test"] and task.hf_subsets == ["default"]
     task.load_data()
-    split = task.dataset["default"]["1k-2k"]
+    split = task.dataset["default"]["test"]
     assert split["top_ranked"]["p4"] == ["c0", "c1"] and split["relevant_docs"]["p4"] == {"c0": 1}
     res = mteb.evaluate(BagOfWords(), task, cache=None, show_progress_bar=False)
-    scores = res.task_results[0].scores
-    assert set(scores) == {"0-1k", "1k-2k"}
-    assert all(s[0]["ndcg_at_10"] == pytest.approx(1.0) for s in scores.values())
+    (entry,) = res.task_results[0].scores["test"]
+    assert entry["hf_subset"] == "default" and entry["ndcg_at_10"] == pytest.approx(1.0)
+    assert entry["mrr"] == pytest.approx(1.0)
 
 
 def test_export_with_images_records_loss(tmp_path):
@@ -112,7 +118,7 @@ def test_export_with_images_records_loss(tmp_path):
     assert task.metadata.modalities == ["text", "image"]
     assert task.export_report["dropped_images"] == 4  # second image of each candidate
     task.load_data()
-    corpus = task.dataset["default"]["0-1k"]["corpus"]
+    corpus = task.dataset["default"]["test"]["corpus"]
     assert corpus[0]["image"].size == (8, 8)
     res = mteb.evaluate(BagOfWords(modalities=("text", "image")), task, cache=None, show_progress_bar=False)
-    assert res.task_results[0].scores["0-1k"][0]["main_score"] == pytest.approx(1.0)
+    assert res.task_results[0].scores["test"][0]["main_score"] == pytest.approx(1.0)

@@ -14,9 +14,27 @@ from .errors import CLIError
 COMMAND_MODULES = [commands_core, prepare, sweep, analysis, ravel, rank, leaderboard]
 
 
+def mmbench_version() -> str:
+    from mmbench import __version__
+    from mmbench.provenance import git_commit
+
+    git = git_commit()
+    return __version__ + (f" (git {git['commit'][:12]}{', modified' if git['dirty'] else ''})" if git else "")
+
+
+class _Version(argparse.Action):
+    """--version, computed only when asked for (reading the commit runs git)."""
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        print(f"mmbench {mmbench_version()}")
+        parser.exit()
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="mmbench", description="Benchmarks for long-context multimodal embedding models.")
     parser.add_argument("-v", "--verbose", action="store_true", help="debug logging")
+    parser.add_argument("--version", action=_Version, nargs=0,
+                        help="print the mmbench version (and the git commit of a checkout) and exit")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     sub.required = True
     for module in COMMAND_MODULES:
@@ -27,6 +45,9 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
+    from mmbench import provenance
+
+    provenance.COMMAND_LINE = ["mmbench", *(sys.argv[1:] if argv is None else argv)]  # recorded in results
     logging.basicConfig(level=logging.DEBUG if args.verbose else logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     try:
         return int(args.func(args) or 0)

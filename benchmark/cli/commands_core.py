@@ -26,15 +26,21 @@ def default_poolset_dir(task: str, source: str, seed: int) -> Path:
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("list", help="list tasks or models")
-    p.add_argument("what", choices=("tasks", "models"))
+    p.add_argument("what", choices=("tasks", "models"), help="what to list")
     p.add_argument("--options", action="store_true", help="models: also list each adapter's --model-option keys")
+    p.add_argument("--include", action="append", default=[], type=Path, metavar="FILE",
+                   help="Python file to import first; it may register tasks and models (mmbench.register_task, "
+                        "mmbench.register_model)")
     p.set_defaults(func=cmd_list)
 
     p = sub.add_parser("build", help="build a task's pool set")
-    p.add_argument("--task", required=True)
+    p.add_argument("--task", required=True, help="the task to build (see `mmbench list tasks`)")
+    p.add_argument("--include", action="append", default=[], type=Path, metavar="FILE",
+                   help="Python file to import first; it may register tasks and models (mmbench.register_task, "
+                        "mmbench.register_model)")
     p.add_argument("--source", default="sample", help="'sample' (offline, built in) or a real source of the task (see `mmbench list tasks`)")
     p.add_argument("--out", type=Path, help="output folder (default: under MMBENCH_HOME)")
-    p.add_argument("--seed", type=nonnegative_int, default=0)
+    p.add_argument("--seed", type=nonnegative_int, default=0, help="seed of the build (same seed, same pool set)")
     p.add_argument("--param", action="append", default=[], metavar="KEY=VALUE",
                    help="builder parameter, e.g. --param lengths=[256,512] --param haystack=obelics.parquet")
     p.set_defaults(func=cmd_build)
@@ -43,30 +49,48 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("poolset", type=Path, help="pool set folder")
     p.set_defaults(func=cmd_validate)
 
-    p = sub.add_parser("run", help="evaluate a model on a task")
-    p.add_argument("--task", required=True)
-    p.add_argument("--model", required=True, help="registered name, local path, hub id, or mteb:<name>")
-    p.add_argument("--data", type=Path, help="pool set folder (default: build the sample source)")
+    p = sub.add_parser("run", help="evaluate a model on one or several tasks")
+    p.add_argument("--task", required=True, action="append",
+                   help="task or benchmark name (mmlongembed: its four tasks); repeat it or separate names by commas")
+    p.add_argument("--model", required=True,
+                   help="registered name, local path, hub id, mteb:<name or folder>, or module:Factory")
+    p.add_argument("--include", action="append", default=[], type=Path, metavar="FILE",
+                   help="Python file to import first; it may register tasks and models (mmbench.register_task, "
+                        "mmbench.register_model)")
+    p.add_argument("--data", type=Path, help="pool set folder of the one task (default: build the sample source)")
     p.add_argument("--limit", type=positive_int, help="evaluate a deterministic spread of N items")
-    p.add_argument("--output", type=Path, help="results folder (default: runs/<task>/<model>)")
-    p.add_argument("--device", default=None)
-    p.add_argument("--dtype", default=None)
+    p.add_argument("--output", type=Path, help="results folder (default: runs/<task>/<model>; with several "
+                                               "tasks, one subfolder per task)")
+    p.add_argument("--device", default=None, help="device of the model, e.g. cuda, cuda:1, cpu (default: the adapter's)")
+    p.add_argument("--dtype", default=None, help="weight dtype, e.g. bfloat16, float16, float32 (default: the adapter's)")
     p.add_argument("--model-path", default=None, help="local folder with the model's weights")
-    p.add_argument("--attn-implementation", default=None)
-    p.add_argument("--trust-remote-code", action="store_true")
+    p.add_argument("--model-name", default=None,
+                   help="the name to record and show for the model (default: the registered name; a local "
+                        "folder is named <folder>@<hash of its files>)")
+    p.add_argument("--attn-implementation", default=None,
+                   help="transformers attention implementation, e.g. sdpa, flash_attention_2, eager")
+    p.add_argument("--trust-remote-code", action="store_true",
+                   help="let transformers run the model repository's own code")
     p.add_argument("--model-option", action="append", default=[], metavar="KEY=VALUE",
                    help="any other option of the model's adapter, e.g. --model-option model=text-embedding-3-large "
                         "--model-option base_url=http://localhost:8000/v1 (see `mmbench list models --options`)")
     p.add_argument("--batch-tokens", type=positive_int, default=32768, help="padded tokens per batch")
     p.add_argument("--cache-dir", type=Path, help="embedding cache (default: MMBENCH_HOME/embeddings)")
-    p.add_argument("--no-cache", action="store_true")
+    p.add_argument("--no-cache", action="store_true", help="neither read nor write the embedding cache")
     p.add_argument("--seed", type=nonnegative_int, default=0, help="seed of the default build and of tie-breaking")
-    p.add_argument("--quiet", action="store_true", help="no progress bars")
+    p.add_argument("--quiet", action="store_true",
+                   help="no progress bars or info logs (mmbench's, and those of transformers, datasets and mteb)")
+    p.add_argument("--overwrite", action="store_true",
+                   help="replace results already in the results folder (without it: a finished run with the same "
+                        "settings is skipped, a different one is refused)")
+    p.add_argument("--mteb-cache", type=Path, metavar="DIR",
+                   help="also write the results in mteb's results-cache layout under DIR (mteb.ResultCache(DIR))")
     p.set_defaults(func=cmd_run)
 
     p = sub.add_parser("show", help="print the summary of a results folder")
-    p.add_argument("results", type=Path)
-    p.add_argument("--metric", default=None, help="metric to tabulate (default: the task's main score)")
+    p.add_argument("results", type=Path, help="results folder written by `mmbench run`")
+    p.add_argument("--metric", default=None, help="metric of the tables by axis, e.g. ndcg_at_10 (default: the "
+                                                  "task's main score)")
     p.set_defaults(func=cmd_show)
 
 
@@ -84,14 +108,28 @@ positive_int = _int_at_least(1, "positive")
 nonnegative_int = _int_at_least(0, "non-negative")  # seeds: the builders' generators take no negative seed
 
 
+def load_includes(args: argparse.Namespace) -> None:
+    """Import the --include files, so the names they register resolve."""
+    from mmbench.plugins import IncludeError, include_file
+
+    for path in getattr(args, "include", None) or []:
+        try:
+            include_file(path)
+        except IncludeError as exc:
+            raise CLIError(str(exc)) from None
+
+
 def cmd_list(args: argparse.Namespace) -> int:
+    load_includes(args)
     if args.what == "tasks":
-        from mmbench.tasks import task_specs
+        from mmbench.tasks import BENCHMARKS, task_specs
 
         for t in task_specs():
             bins = ",".join(t.length_bins) or "-"
             print(f"{t.name}  v{t.version}  sources: {', '.join(t.sources)}  length bins: {bins}")
             print(f"    {t.description}")
+        for name, members in sorted(BENCHMARKS.items()):
+            print(f"benchmark {name}: {', '.join(members)}")
     else:
         from mmbench.models.registry import model_specs
 
@@ -157,6 +195,7 @@ def task_or_error(name: str):
 
 
 def cmd_build(args: argparse.Namespace) -> int:
+    load_includes(args)
     task = task_or_error(args.task)
     if args.source not in task.sources:
         raise CLIError(f"task {task.name} has no source {args.source!r}; sources: {', '.join(task.sources)}")
@@ -230,24 +269,87 @@ def resolve_poolset(task, data: Path | None, seed: int, quiet: bool = False):
     return ps
 
 
+def tasks_or_error(names: list[str]):
+    """The tasks named by --task (task and benchmark names, repeated or comma-separated)."""
+    from mmbench.tasks import UnknownTaskError, resolve_tasks
+
+    try:
+        return resolve_tasks(names)
+    except UnknownTaskError as exc:
+        raise CLIError(str(exc)) from None
+
+
 def cmd_run(args: argparse.Namespace) -> int:
     from mmbench.evaluate import ModelUnavailable, evaluate_to_folder, load_model_explained
     from mmbench.results import load_results
     from mmbench.summary import format_summary
 
-    task = task_or_error(args.task)
+    if args.quiet:
+        from .quiet import quiet_libraries
+
+        quiet_libraries()
+    load_includes(args)
+    tasks = tasks_or_error(args.task)
+    if args.data is not None and len(tasks) > 1:
+        raise CLIError(f"--data names one pool set, but --task names {len(tasks)} tasks; run them one by one")
+    from mmbench.reruns import differences, previous_summary
+
+    from .previous_run import missing_ancestor, remove_if_empty
+
+    created = missing_ancestor(args.output) if args.output is not None else None
     if args.output is not None:
         writable_folder_or_error(args.output)
-    ps = resolve_poolset(task, args.data, args.seed, quiet=args.quiet)
     try:
+        poolsets = [resolve_poolset(task, args.data, args.seed, quiet=args.quiet) for task in tasks]
         model = load_model_explained(args.model, model_options(args, args.model))
+        if args.model_name:
+            rename_model(model, args.model_name)
     except ModelUnavailable as exc:
+        remove_if_empty(created, args.output)  # a failed load leaves no empty results folder behind
         raise CLIError(str(exc)) from None
-    out = args.output or Path("runs") / task.name / safe_name(model.card.name)
-    summary = evaluate_to_folder(task.name, ps, model, run_options(args, progress=not args.quiet), out, args.model)
-    print(format_summary(load_results(out), task.summary_axes, task.main_score))
-    print(f"\nresults written to {out}")
-    return 1 if summary["mmbench"]["n_failed_items"] else 0
+    except CLIError:
+        remove_if_empty(created, args.output)
+        raise
+    outs = [(args.output if len(tasks) == 1 else args.output / task.name) if args.output is not None
+            else Path("runs") / task.name / safe_name(model.card.name) for task in tasks]
+    skip = set()
+    for task, ps, out in zip(tasks, poolsets, outs):  # decided for every task before any runs
+        prev = previous_summary(out)
+        if prev is None:
+            continue
+        diffs = differences(prev, ps.content_hash, model.card.identity(), args.model, args.limit, args.seed)
+        if not diffs and not args.overwrite:
+            skip.add(task.name)
+        elif diffs and not args.overwrite:
+            raise CLIError(f"{out} already holds results of another run: {'; '.join(diffs)}. "
+                           "Pass --overwrite to replace them, or choose another --output")
+    failed = 0
+    for task, ps, out in zip(tasks, poolsets, outs):
+        if len(tasks) > 1:
+            print(f"\n== {task.name}")
+        if task.name in skip:
+            print(f"{out}: results of this run (same pool set, model, settings) are already there; "
+                  "skipped (--overwrite runs it again)")
+        else:
+            evaluate_to_folder(task.name, ps, model, run_options(args, progress=not args.quiet), out, args.model)
+        res = load_results(out)
+        print(format_summary(res, task.summary_axes, task.main_score))
+        print(f"\nresults {'in' if task.name in skip else 'written to'} {out}")
+        if args.mteb_cache is not None:
+            from mmbench.mteb_results import write_mteb_cache
+
+            print(f"mteb results cache: {write_mteb_cache(out, args.mteb_cache)}")
+        failed += int(res.info.get("n_failed_items") or 0)
+    return 1 if failed else 0
+
+
+def rename_model(model, name: str) -> None:
+    """--model-name: the name results, folders and leaderboards show (e.g. for a local folder)."""
+    import dataclasses
+
+    if not name.strip():
+        raise CLIError("--model-name must not be empty")
+    model.card = dataclasses.replace(model.card, name=name.strip())
 
 
 def model_options(args: argparse.Namespace, model: str) -> dict[str, Any]:

@@ -93,8 +93,11 @@ def cmd_rank(args: argparse.Namespace) -> int:
 
     start = time.perf_counter()
     per_query, seen, info = rank_poolset(ps, ranker, RankOptions(limit=args.limit, progress=not args.quiet))
+    from mmbench.provenance import provenance
+
+    info = {**info, "provenance": provenance(ranker)}
     summary = summary_json(task.name, ps.task_version, ps.content_hash, ranker.card.identity(), per_query, info,
-                           time.perf_counter() - start)
+                           time.perf_counter() - start, main_metric=task.main_score)
     out = args.output or Path("runs") / task.name / safe_name(ranker.card.name)
     write_results(out, per_query, seen, summary)
     print(format_summary(load_results(out), task.summary_axes, task.main_score))

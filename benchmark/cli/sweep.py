@@ -6,13 +6,13 @@ import json
 from pathlib import Path
 
 from .commands_core import (mmbench_home, model_options, nonnegative_int, positive_int, resolve_poolset,
-                            safe_name, task_or_error, writable_folder_or_error)
+                            safe_name, tasks_or_error, writable_folder_or_error)
 from .errors import CLIError
 
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("sweep", help="evaluate several models on several tasks (locally or on Ray)")
-    p.add_argument("--task", action="append", required=True, help="a task (repeat for several)")
+    p.add_argument("--task", action="append", required=True, help="a task or benchmark name (repeat, or separate by commas, for several)")
     p.add_argument("--model", action="append", required=True, help="a model (repeat for several)")
     p.add_argument("--data", action="append", default=[], metavar="TASK=DIR",
                    help="pool set folder of a task (default: the task's offline sample, built on first use)")
@@ -35,7 +35,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                    "embeddings; on a cluster, a folder every node can reach)")
     p.add_argument("--no-cache", action="store_true")
     p.add_argument("--seed", type=nonnegative_int, default=0)
-    p.add_argument("--quiet", action="store_true")
+    p.add_argument("--quiet", action="store_true",
+                   help="no progress bars or info logs (mmbench's, and those of Ray, transformers, datasets, mteb)")
     p.set_defaults(func=cmd_sweep)
 
 
@@ -55,7 +56,11 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     from mmbench.media import atomic_write_bytes
     from mmbench.sweep import Job, outcome_record, run_local, run_ray
 
-    tasks = [task_or_error(t) for t in dict.fromkeys(args.task)]
+    if args.quiet:
+        from .quiet import quiet_libraries
+
+        quiet_libraries()
+    tasks = tasks_or_error(args.task)
     models = list(dict.fromkeys(args.model))
     if args.model_path and len(models) > 1:
         raise CLIError("--model-path names one model's weights; sweep one model at a time with it")

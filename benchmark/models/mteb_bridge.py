@@ -6,9 +6,6 @@ text segments are joined in reading order and only its first image is passed; wh
 """
 from __future__ import annotations
 
-import hashlib
-import re
-from pathlib import Path
 from typing import Any, Sequence
 
 import numpy as np
@@ -16,18 +13,7 @@ import numpy as np
 from ..documents import Document, Image, Video
 from ..media import MediaStore
 from .base import EmbeddingModel, EncodeError, ModelCard, Role
-
-
-def _task_metadata(name: str, with_images: bool, splits: list[str], revision: str = "1", description: str = ""):
-    from mteb import TaskMetadata
-
-    return TaskMetadata(
-        name=name, description=description or name, reference=None,
-        dataset={"path": f"mmbench/{name}", "revision": revision},
-        type="Any2AnyRetrieval" if with_images else "Retrieval", category="it2it" if with_images else "t2t",
-        modalities=["text", "image"] if with_images else ["text"], eval_splits=splits, eval_langs=["eng-Latn"],
-        main_score="ndcg_at_10", date=None, domains=None, task_subtypes=None, license=None,
-        annotations_creators=None, dialect=None, sample_creation=None, bibtex_citation=None)
+from .mteb_export import _task_metadata
 
 
 def to_mteb_row(doc: Document, media: MediaStore | None, with_images: bool) -> tuple[dict[str, Any], dict[str, int]]:
@@ -55,7 +41,7 @@ class MtebEncoderModel(EmbeddingModel):
         self.card = ModelCard(
             name=name or f"mteb:{self._meta_name}", family="mteb", modalities=frozenset(mods or {"text"}),
             max_tokens=None, similarity="cosine", revision=str(getattr(meta, "revision", None) or "unknown"),
-            dim=getattr(meta, "embed_dim", None) if isinstance(getattr(meta, "embed_dim", None), int) else None,
+            dim=_embed_dim(encoder, meta),
             settings={"mteb_model": self._meta_name, "input": "text joined in reading order + first image"},
             notes=("through mteb's encoder protocol: one text and at most one image per document; further images "
                    "and videos are dropped and counted per document; no truncation by mmbench (mteb models "
@@ -87,7 +73,7 @@ class MtebEncoderModel(EmbeddingModel):
             keep = [{k: v for k, v in rows[i].items() if k != "id" and (has_image or k != "image")} for i in idx]
             loader = DataLoader(Dataset.from_list(keep) if not has_image else _ListDataset(keep),
                                 batch_size=self.batch_size, collate_fn=_collate)
-            meta = _task_metadata("mmbench_bridge", has_image, ["test"])
+            meta = _task_metadata("mmbench_bridge", has_image, "1", "precision_at_1")
             vecs = np.asarray(self.encoder.encode(loader, task_metadata=meta, hf_split="test", hf_subset="default",
                                                   prompt_type=prompt), dtype=np.float32)
             if vecs.shape[0] != len(idx):
@@ -98,6 +84,17 @@ class MtebEncoderModel(EmbeddingModel):
         out = np.stack([parts[i] for i in range(len(rows))]).astype(np.float32)
         self.last_encode_info = info
         return out / np.maximum(np.linalg.norm(out, axis=1, keepdims=True), 1e-12)
+
+
+def _embed_dim(encoder: Any, meta: Any) -> int | None:
+    """The vector size mteb's metadata states, else the wrapped sentence-transformers model's."""
+    dim = getattr(meta, "embed_dim", None)
+    if isinstance(dim, int):
+        return dim
+    inner = getattr(encoder, "model", None)
+    get = getattr(inner, "get_embedding_dimension", None) or getattr(inner, "get_sentence_embedding_dimension", None)
+    dim = get() if callable(get) else None
+    return dim if isinstance(dim, int) else None
 
 
 class _ListDataset:
@@ -119,94 +116,83 @@ def _collate(batch: list[dict[str, Any]]) -> dict[str, list[Any]]:
 
 def load_mteb_model(name: str, device: str | None = None, revision: str | None = None, batch_size: int = 32,
                     **_: Any) -> MtebEncoderModel:
-    """`--model mteb:<name>`: load through `mteb.get_model` and wrap it."""
+    """`--model mteb:<name>`: an mteb registry name or hub id through `mteb.get_model`, or a local
+    sentence-transformers folder through mteb's own sentence-transformers wrapper.
+
+    When the hub cannot be reached, loading runs in the hub's offline mode (cached weights still load),
+    so a model that is not cached fails at once instead of after minutes of retries. Failures to
+    reach weights are raised as OSError (the CLI turns them into exit 2 with a hint).
+    """
+    from pathlib import Path
+
+    folder = Path(name).expanduser()
+    if folder.is_dir():
+        from .sentence_transformer import folder_revision
+
+        tag = folder_revision(str(folder)).removeprefix("local-")[:8]  # a path is not a public model name
+        return MtebEncoderModel(_local_encoder(folder, device), name=f"mteb:{folder.resolve().name}@{tag}",
+                                batch_size=batch_size)
     import mteb
 
-    try:
-        encoder = mteb.get_model(name, revision=revision, device=device)
-    except Exception as exc:  # mteb raises several types (unknown name, no network, missing extras)
-        raise EncodeError(f"mteb could not load model {name!r}: {type(exc).__name__}: {exc}") from exc
+    with _offline_if_unreachable() as offline:
+        try:
+            encoder = mteb.get_model(name, revision=revision, device=device)
+        except KeyError as exc:  # not in mteb's registry (and, offline, not looked up on the hub)
+            raise OSError(f"mteb knows no model {name!r}{' and the hub is unreachable' if offline else ''} "
+                          f"({exc.args[0] if exc.args else exc})") from None
+        except Exception as exc:  # mteb raises several types (no network, missing extras, bad revision)
+            first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+            raise OSError(f"through mteb: {type(exc).__name__}: {first}"
+                          f"{' (the hub is unreachable)' if offline else ''}") from exc
     return MtebEncoderModel(encoder, name=f"mteb:{name}", batch_size=batch_size)
 
 
-# --- mmbench pool set -> mteb task ----------------------------------------------------------
+def _local_encoder(folder: Any, device: str | None):
+    if not ((folder / "modules.json").is_file() or (folder / "config_sentence_transformers.json").is_file()):
+        raise OSError(f"{folder}: not a sentence-transformers folder (no modules.json); "
+                      "mteb:<folder> loads local sentence-transformers models")
+    from mteb.models.sentence_transformer_wrapper import SentenceTransformerEncoderWrapper
 
-def _split_name(label: Any) -> str:
-    return re.sub(r"[^A-Za-z0-9_.-]+", "_", str(label)) or "all"
-
-
-def export_mteb_task(poolset: Any, name: str | None = None, with_images: bool | None = None):
-    """An mteb `AbsTaskRetrieval` over a pool set: one split per length bin, each query ranked in its pool.
-
-    `poolset` is a `PoolSet` or a pool-set folder. Pools become mteb `top_ranked` lists, so each
-    query is scored only against its own candidates, as mmbench scores it.
-    """
-    from datasets import Dataset
-    from mteb.abstasks.retrieval import AbsTaskRetrieval
-    from mteb.abstasks.retrieval_dataset_loaders import RetrievalSplitData
-
-    from ..poolset import PoolSet, load_poolset
-
-    ps: PoolSet = poolset if isinstance(poolset, PoolSet) else load_poolset(Path(poolset))
-    docs = {**ps.candidate_by_id()}
-    queries = ps.query_by_id()
-    if with_images is None:
-        with_images = any(isinstance(s, Image) for d in [*docs.values(), *queries.values()] for s in d.segments)
-    media = ps.media if (with_images and ps.root is not None) else None
-    bins: dict[str, list[Any]] = {}
-    for item in ps.pools:
-        if "length_bin" not in item.meta:
-            raise ValueError(f"pool set {ps.task}: pool item {item.id!r} has no meta['length_bin']")
-        bins.setdefault(_split_name(item.meta["length_bin"]), []).append(item)
-    seen: dict[str, dict[str, int]] = {}  # per distinct document: what the one-text-one-image mapping dropped
-
-    def rows(ids: list[str], source: dict[str, Document], id_map: dict[str, str] | None = None):
-        out = []
-        for i in ids:
-            row, dropped = to_mteb_row(source[i], media, with_images)
-            row["id"] = id_map[i] if id_map else i
-            seen[source[i].id] = dropped
-            if not with_images:
-                row.pop("image", None)
-            out.append(row)
-        return out
-
-    data = {}
-    for split, items in bins.items():
-        cand_ids = sorted({c for it in items for c in it.candidate_ids})
-        q_rows = []
-        for it in items:  # a query id per pool item: the same query may be ranked in several pools
-            (row,) = rows([it.query_id], queries, {it.query_id: it.id})
-            q_rows.append(row)
-        data[split] = RetrievalSplitData(
-            corpus=Dataset.from_list(rows(cand_ids, docs)) if not with_images else _image_dataset(rows(cand_ids, docs)),
-            queries=Dataset.from_list(q_rows) if not with_images else _image_dataset(q_rows),
-            relevant_docs={it.id: {c: 1 for c in it.relevant_ids} for it in items},
-            top_ranked={it.id: list(it.candidate_ids) for it in items})
-    splits = sorted(data)
-    task_name = name or f"mmbench_{_split_name(ps.task)}"
-    revision = hashlib.sha256(ps.content_hash.encode()).hexdigest()[:12]
-
-    class MmbenchRetrieval(AbsTaskRetrieval):
-        metadata = _task_metadata(task_name, with_images, splits, revision,
-                                  f"mmbench pool set {ps.task} v{ps.task_version}; one split per length bin")
-
-        def load_data(self, num_proc: int | None = None, **kwargs: Any) -> None:
-            self.dataset = {"default": dict(data)}
-            self.data_loaded = True
-
-    task = MmbenchRetrieval()
-    task.export_report = {"documents": len(seen), "dropped_images": sum(d["images"] for d in seen.values()),
-                          "dropped_videos": sum(d["videos"] for d in seen.values()),
-                          "per_document": {k: v for k, v in seen.items() if v["images"] or v["videos"]}}
-    return task
+    return SentenceTransformerEncoderWrapper(str(folder), device=device)
 
 
-def _image_dataset(rows: list[dict[str, Any]]):
-    """A datasets.Dataset with an Image feature column (None where a document has no image)."""
-    from datasets import Dataset, Features, Value
-    from datasets import Image as HFImage
+def hub_reachable(timeout: float = 3.0) -> bool:
+    """Whether a TCP connection to the Hugging Face endpoint opens within `timeout` seconds."""
+    import socket
+    from urllib.parse import urlparse
 
-    feats = Features({"id": Value("string"), "text": Value("string"), "image": HFImage()})
-    return Dataset.from_list([{"id": r["id"], "text": r["text"], "image": r.get("image")} for r in rows],
-                             features=feats)
+    from huggingface_hub import constants
+
+    if constants.HF_HUB_OFFLINE:
+        return False
+    url = urlparse(constants.ENDPOINT)
+    try:
+        socket.create_connection((url.hostname, url.port or (443 if url.scheme == "https" else 80)), timeout).close()
+    except OSError:
+        return False
+    return True
+
+
+class _offline_if_unreachable:
+    """Within the block, the hub's offline mode is on when the hub cannot be reached; yields whether it is."""
+
+    def __enter__(self) -> bool:
+        from huggingface_hub import constants
+
+        self._saved = constants.HF_HUB_OFFLINE
+        constants.HF_HUB_OFFLINE = self._saved or not hub_reachable()
+        return constants.HF_HUB_OFFLINE
+
+    def __exit__(self, *exc: Any) -> None:
+        from huggingface_hub import constants
+
+        constants.HF_HUB_OFFLINE = self._saved
+
+
+# --- mmbench pool set -> mteb task: see mteb_export.py ---------------------------------------
+
+def export_mteb_task(*args: Any, **kwargs: Any):
+    """`mmbench.models.mteb_export.export_mteb_task` (kept here for existing imports)."""
+    from .mteb_export import export_mteb_task as export
+
+    return export(*args, **kwargs)

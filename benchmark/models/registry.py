@@ -2,11 +2,17 @@
 
 Each entry states modalities and context window so `mmbench list models` can show them
 without loading weights. Factories import their heavy dependencies lazily.
+
+User code adds models without editing the package: an installed package declares factories under
+the `mmbench.models` entry-point group, a script calls `register_model`, and `module:Factory`
+names any importable factory (a class or function returning an `EmbeddingModel`).
 """
 from __future__ import annotations
 
 import importlib
 import inspect
+import re
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
@@ -17,12 +23,13 @@ from .base import EmbeddingModel
 @dataclass(frozen=True)
 class ModelSpec:
     name: str
-    factory: str  # "module:function", imported on first use
+    factory: str | Callable[..., EmbeddingModel]  # "module:function" (imported on first use) or the callable
     modalities: tuple[str, ...]
     context: int | None
     description: str
     defaults: dict[str, Any] = field(default_factory=dict)
     options_from: str = ""  # "module:Class" whose constructor lists the options, when the factory forwards **options
+    check_options: bool = True  # False: a user factory forwarding **options; its model checks them itself
     hub_id: str | None = None        # where the weights (or the API reference) are
     parameters: int | None = None    # total parameters; None when undisclosed or not applicable
     dim: int | None = None           # embedding dimension
@@ -39,14 +46,21 @@ class ModelSpec:
         return names - _named_parameters(self.factory) if self.options_from else names
 
 
-def _named_parameters(ref: str) -> set[str]:
+def _named_parameters(ref: str | Callable[..., Any]) -> set[str]:
     params = inspect.signature(_resolve(ref)).parameters
     return {n for n, p in params.items() if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)} - {"self"}
 
 
-def _resolve(ref: str) -> Callable[..., Any]:
+def _resolve(ref: str | Callable[..., Any]) -> Callable[..., Any]:
+    if callable(ref):
+        return ref
     module, attr = ref.split(":")
     return getattr(importlib.import_module(module), attr)
+
+
+ENTRY_POINT_GROUP = "mmbench.models"
+FACTORY_REF = re.compile(r"[A-Za-z_]\w*(\.[A-Za-z_]\w*)*:[A-Za-z_]\w*")
+_entry_points_loaded = False
 
 
 _REGISTRY: dict[str, ModelSpec] = {}
@@ -58,13 +72,74 @@ def register(spec: ModelSpec) -> None:
     _REGISTRY[spec.name] = spec
 
 
+def register_model(name: str, factory: str | Callable[..., EmbeddingModel], modalities: tuple[str, ...] = ("text",),
+                   context: int | None = None, description: str = "", **defaults: Any) -> ModelSpec:
+    """Register a model defined outside the package (`factory(**options)` returns an `EmbeddingModel`)."""
+    spec = ModelSpec(name, factory, tuple(modalities), context, description or f"user model ({_describe(factory)})",
+                     dict(defaults), check_options=not _takes_any_keyword(factory))
+    register(spec)
+    return spec
+
+
+def _describe(factory: str | Callable[..., Any]) -> str:
+    return factory if isinstance(factory, str) else f"{factory.__module__}:{factory.__qualname__}"
+
+
+def _load_entry_points() -> None:
+    """Register the models installed packages declare under `mmbench.models` (once)."""
+    global _entry_points_loaded
+    if _entry_points_loaded:
+        return
+    _entry_points_loaded = True
+    from importlib.metadata import entry_points
+
+    for ep in entry_points(group=ENTRY_POINT_GROUP):
+        if ep.name not in _REGISTRY:
+            dist = getattr(getattr(ep, "dist", None), "name", None) or "a plugin"
+            register(ModelSpec(ep.name, ep.value, (), None, f"plugin model from {dist} ({ep.value})",
+                               check_options=False))  # checking would import the plugin just to list it
+
+
+def _factory_model(ref: str, options: dict[str, Any]) -> EmbeddingModel:
+    """`--model module:Factory`: import the module (the working folder counts as importable) and call it."""
+    module, attr = ref.split(":")
+    try:
+        mod = importlib.import_module(module)
+    except ModuleNotFoundError as exc:
+        if exc.name != module.split(".")[0] or "" in sys.path:
+            raise UnknownModelError(f"model factory {ref!r}: no module {exc.name!r}") from None
+        sys.path.insert(0, "")  # a script run from the console entry point: let it see the working folder
+        try:
+            mod = importlib.import_module(module)
+        except ModuleNotFoundError:
+            raise UnknownModelError(f"model factory {ref!r}: no module {module!r} (on sys.path or in the "
+                                    "working folder)") from None
+    factory = getattr(mod, attr, None)
+    if not callable(factory):
+        raise UnknownModelError(f"model factory {ref!r}: {module} has no callable {attr!r}")
+    model = factory(**options)
+    if not isinstance(model, EmbeddingModel):
+        raise UnknownModelError(f"model factory {ref!r} returned {type(model).__name__}, not an EmbeddingModel")
+    return model
+
+
 def option_names(name: str) -> set[str] | None:
     """The options a registered model accepts; None for paths, hub ids and mteb names (not checked)."""
+    if name not in _REGISTRY:
+        _load_entry_points()
     spec = _REGISTRY.get(name)
-    return spec.option_names() if spec else None
+    if spec is None or not spec.check_options:
+        return None
+    return spec.option_names()
+
+
+def _takes_any_keyword(ref: str | Callable[..., Any]) -> bool:
+    params = inspect.signature(_resolve(ref)).parameters.values()
+    return any(p.kind is p.VAR_KEYWORD for p in params)
 
 
 def model_specs() -> list[ModelSpec]:
+    _load_entry_points()
     return [_REGISTRY[k] for k in sorted(_REGISTRY)]
 
 
@@ -73,13 +148,18 @@ class UnknownModelError(LookupError):
 
 
 def load_model(name: str, **options: Any) -> EmbeddingModel:
-    """Load by registered name, `mteb:<name>`, local folder, or hub id (sentence-transformers)."""
+    """Load by registered name (the package's, a plugin's or a script's), `mteb:<name>`, `module:Factory`,
+    local folder, or hub id (sentence-transformers)."""
+    if name not in _REGISTRY:
+        _load_entry_points()
     if name in _REGISTRY:
         return _REGISTRY[name].load(**options)
     if name.startswith("mteb:"):
         from .mteb_bridge import load_mteb_model
 
         return load_mteb_model(name[len("mteb:"):], **options)
+    if FACTORY_REF.fullmatch(name):
+        return _factory_model(name, options)
     path = Path(name)
     if path.exists():
         return _load_local(path, **options)
@@ -88,15 +168,20 @@ def load_model(name: str, **options: Any) -> EmbeddingModel:
 
         return SentenceTransformerModel(name, **options)
     known = ", ".join(sorted(_REGISTRY))
-    raise UnknownModelError(f"unknown model {name!r}; known: {known} (or a local path, a hub id, or mteb:<name>)")
+    raise UnknownModelError(f"unknown model {name!r}; known: {known} (or a local path, a hub id, mteb:<name>, "
+                            "or module:Factory)")
 
 
 def _load_local(path: Path, **options: Any) -> EmbeddingModel:
     """A local folder: CLIP/SigLIP-style configs load as dual encoders, anything else as sentence-transformers."""
     import json
 
+    from .sentence_transformer import folder_revision
+
     config = path / "config.json"
     model_type = json.loads(config.read_text()).get("model_type", "") if config.is_file() else ""
+    # a folder path is not a public model name: name it by the folder and a hash of its files
+    options.setdefault("name", f"{path.resolve().name}@{folder_revision(str(path)).removeprefix('local-')[:8]}")
     if model_type in ("clip", "siglip", "siglip2"):
         from .clip import DualEncoderModel
 

@@ -1,0 +1,188 @@
+"""The Python API behind `import mmbench`: find tasks, load models, evaluate in memory.
+
+    import mmbench
+    model = mmbench.load_model("bm25")
+    ev = mmbench.evaluate(model, "visual_grounding", limit=20)
+    ev["visual_grounding"].main_score, ev.aggregates, ev.write("runs/")
+
+`evaluate` runs exactly what `mmbench run` runs (the same runner, the same results layout), but
+keeps the results in memory until `write` is called.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterator, Mapping, Sequence
+
+import pandas as pd
+
+from .models.base import EmbeddingModel
+from .results import RunResults
+
+
+def get_task(name: str):
+    """The task's `TaskSpec` (built-in, from a plugin, or registered by a script)."""
+    from mmbench.tasks import get_task as lookup
+
+    return lookup(name)
+
+
+def list_tasks() -> list[str]:
+    from mmbench.tasks import task_specs
+
+    return [t.name for t in task_specs()]
+
+
+def load_model(name: str, **options: Any) -> EmbeddingModel:
+    """A model by registry name, plugin name, `module:Factory`, `mteb:<name>`, local folder or hub id.
+    An unknown name or unreachable weights raise `ModelUnavailable` with a one-line explanation."""
+    from .evaluate import load_model_explained
+
+    return load_model_explained(name, options)
+
+
+@dataclass
+class Result:
+    """One task's evaluation: the per-query table, the aggregates, and the summary results.json holds."""
+
+    task: str
+    run: RunResults
+
+    @property
+    def per_query(self) -> pd.DataFrame:
+        return self.run.per_query
+
+    @property
+    def summary(self) -> dict[str, Any]:
+        return self.run.summary
+
+    @property
+    def main_metric(self) -> str:
+        return self.summary["mmbench"]["main_metric"]
+
+    @property
+    def main_score(self) -> float | None:
+        """The task's main metric over all scored items (what mteb's `get_score` also reports)."""
+        return self.summary["scores"]["test"][0]["main_score"]
+
+    @property
+    def aggregates(self) -> pd.DataFrame:
+        """One row per group ("all", "macro_over_subsets", "subset=...", "length_bin=...", ...)."""
+        from .mteb_results import group_entries
+
+        rows = [{"group": g, **{k: v for k, v in e.items() if k not in ("hf_subset", "languages", "main_score")}}
+                for g, e in group_entries(self.summary).items()]
+        return pd.DataFrame(rows).set_index("group")
+
+    def write(self, folder: Path | str) -> Path:
+        """Write the results folder (per_query.parquet, seen.parquet, results.json) that `mmbench show`,
+        `report` and the leaderboard read."""
+        from .results import write_results
+
+        return write_results(Path(folder), self.run.per_query, self.run.seen, self.run.summary)
+
+    def to_mteb(self):
+        """mteb's `TaskResult` of this evaluation."""
+        from mteb import TaskResult
+
+        from .results import _finite
+
+        return TaskResult.from_dict(_finite({k: v for k, v in self.summary.items() if k != "mmbench"}))
+
+
+@dataclass
+class Evaluation(Mapping[str, Result]):
+    """Results of one model on several tasks, by task name."""
+
+    model: str
+    results: dict[str, Result] = field(default_factory=dict)
+
+    def __getitem__(self, task: str) -> Result:
+        return self.results[task]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.results)
+
+    def __len__(self) -> int:
+        return len(self.results)
+
+    @property
+    def main_scores(self) -> dict[str, float | None]:
+        return {t: r.main_score for t, r in self.results.items()}
+
+    @property
+    def aggregates(self) -> pd.DataFrame:
+        """The aggregates of every task, indexed by (task, group)."""
+        return pd.concat({t: r.aggregates for t, r in self.results.items()}, names=["task", "group"])
+
+    @property
+    def per_query(self) -> pd.DataFrame:
+        """Every task's per-query rows, with a `task` column first."""
+        return pd.concat([r.per_query.assign(task=t)[["task", *r.per_query.columns]] for t, r in self.results.items()],
+                         ignore_index=True)
+
+    def write(self, folder: Path | str) -> dict[str, Path]:
+        """One results folder per task: `<folder>/<task>`."""
+        return {t: r.write(Path(folder) / t) for t, r in self.results.items()}
+
+
+def evaluate(model: EmbeddingModel | str, tasks: str | Sequence[Any], *, data: Any = None, limit: int | None = None,
+             seed: int = 0, cache_dir: Path | str | None = None, batch_tokens: int = 32768, progress: bool = False,
+             **model_options: Any) -> Evaluation:
+    """Evaluate `model` (an `EmbeddingModel`, or a name for `load_model`) on `tasks`.
+
+    `tasks`: a task or benchmark name ("mmlongembed"), a comma-separated list, a `TaskSpec`, or a list of
+    these. `data`: a pool-set folder (one task), a mapping task -> folder or `PoolSet`, or None for each
+    task's offline sample (built under MMBENCH_HOME on first use). Vectors are cached only when
+    `cache_dir` is given (a model whose code changes under the same card would otherwise read stale
+    vectors). `limit` and `seed` mean what they mean to `mmbench run`.
+    """
+    from .evaluate import evaluate_in_memory
+    from .runner import RunOptions
+
+    if isinstance(model, str):
+        requested, model = model, load_model(model, **model_options)
+    elif model_options:
+        raise TypeError(f"model options {sorted(model_options)} apply only when the model is given by name")
+    else:
+        requested = model.card.name
+    specs = _task_specs(tasks)
+    if data is not None and not isinstance(data, Mapping) and len(specs) > 1:
+        raise ValueError("one pool-set folder for several tasks: give data as a mapping task -> folder")
+    options = RunOptions(batch_tokens=batch_tokens, cache_dir=Path(cache_dir) if cache_dir else None,
+                         use_cache=cache_dir is not None, limit=limit, progress=progress, seed=seed)
+    out = Evaluation(model=model.card.name)
+    for spec in specs:
+        where = data.get(spec.name) if isinstance(data, Mapping) else data
+        ps = _poolset(spec, where, seed, progress)
+        out.results[spec.name] = Result(spec.name, evaluate_in_memory(spec.name, ps, model, options, requested))
+    return out
+
+
+def _task_specs(tasks: Any) -> list[Any]:
+    from mmbench.tasks import TaskSpec, resolve_tasks
+
+    items = [tasks] if isinstance(tasks, (str, TaskSpec)) else list(tasks)
+    specs: dict[str, Any] = {}
+    for item in items:
+        for spec in [item] if isinstance(item, TaskSpec) else resolve_tasks(item):
+            specs.setdefault(spec.name, spec)
+    return list(specs.values())
+
+
+def _poolset(spec: Any, data: Any, seed: int, progress: bool):
+    """The pool set of a task: a `PoolSet`, a folder, or the offline sample (built on first use)."""
+    from .cli.commands_core import default_poolset_dir
+    from .poolset import PoolSet, check_content_hash, load_poolset
+
+    if isinstance(data, PoolSet):
+        ps = data
+    else:
+        folder = Path(data) if data is not None else default_poolset_dir(spec.name, "sample", seed)
+        if data is None and not (folder / "manifest.json").is_file():
+            spec.build("sample", folder, seed=seed, progress=progress)
+        ps = load_poolset(folder)
+        check_content_hash(ps)
+    if ps.task != spec.name:
+        raise ValueError(f"pool set {ps.root or '(in memory)'} holds task {ps.task!r}, not {spec.name!r}")
+    return ps
