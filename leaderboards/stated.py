@@ -26,11 +26,13 @@ STATISTICS = frozenset({
     "mmbench.encode.cache_hits", "mmbench.encode.encoded", "mmbench.encode.batches", "mmbench.encode.seconds",
     "mmbench.encode.document_seconds", "mmbench.encode.query_seconds", "mmbench.encode.batch_tokens",
     "mmbench.timing.wall_seconds", "mmbench.timing.api_seconds_sum", "mmbench.timing.mean_seconds_per_query",
-    "mmbench.timing.max_concurrency", "mmbench.cache.requests_sent",
+    "mmbench.timing.max_concurrency", "mmbench.cache.requests_sent", "mmbench.encode.cache_set_aside",
 })
 # Parts of the block that are not run results: the model's identity and the prompt (checked as identity),
-# the digests, and free-text failure reasons.
-NOT_RESULTS = frozenset({"mmbench.model", "mmbench.prompt", "mmbench.files", "mmbench.failures"})
+# the digests, free-text failure reasons and warnings, the provenance (versions, date, command line), and the
+# facet groups (recomputed from the per-query table by schema._check_aggregates, like scores.test).
+NOT_RESULTS = frozenset({"mmbench.model", "mmbench.prompt", "mmbench.files", "mmbench.failures", "mmbench.warnings",
+                         "mmbench.provenance", "mmbench.groups"})
 COST_TOLERANCE = 1e-9
 
 

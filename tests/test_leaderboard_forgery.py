@@ -40,7 +40,7 @@ def reasons(folder, registry) -> dict[str, str]:
     return {p.field: p.reason for p in info.value.problems}
 
 
-def _entry(summary, group="all"):
+def _entry(summary, group="default"):
     return next(e for e in summary["scores"]["test"] if e["hf_subset"] == group)
 
 
@@ -48,11 +48,11 @@ def test_a_forged_main_score_is_refused(results, registry):
     honest = _entry(json.loads((results / "results.json").read_text()))["main_score"]
     edit_summary(results, lambda s: _entry(s).update(main_score=0.99))
     got = reasons(results, registry)
-    assert f"differs from {honest!r} recomputed" in got["results.json: scores.test[all].main_score"]
+    assert f"differs from precision_at_1 {honest!r} recomputed" in got["results.json: scores.test[default].main_score"]
 
 
 @pytest.mark.parametrize("edit, field, says", [
-    (lambda s: _entry(s).update(accuracy=0.99), "results.json: scores.test[all].accuracy", "not a metric recomputed"),
+    (lambda s: _entry(s).update(accuracy=0.99), "results.json: scores.test[default].accuracy", "not a metric recomputed"),
     (lambda s: s["mmbench"].update(n_items=1000), "results.json: mmbench.n_items", "differs from 60"),
     (lambda s: s["mmbench"].update(n_items_total=7), "results.json: mmbench.n_items_total", "differs from 60"),
     (lambda s: s["mmbench"].update(documents_truncated=3), "results.json: mmbench.documents_truncated", "differs from 0"),
