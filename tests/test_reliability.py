@@ -1,0 +1,145 @@
+"""Reliability: an output folder mmbench did not write is never replaced, killed builds leave nothing
+that breaks the next one, media bytes are verified, and source readers name file, line and field."""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from mmbench.cli import main
+from mmbench.documents import Text
+from mmbench.poolset import PoolSetError, load_poolset, write_poolset
+from mmbench.scratch import LOCK_NAME, OutputRefused, STALE_SECONDS, clean_stale
+
+from test_poolset import _poolset
+
+VG_TINY = ["--task", "visual_grounding", "--param", "lengths=[256]", "--param", "backgrounds=[text]",
+           "--param", "kinds=[text]", "--param", "needles_per_kind=4"]
+
+
+# --- item 1: never replace what mmbench did not write ---------------------------------------------------
+
+def test_write_poolset_refuses_a_folder_it_did_not_write(tmp_path):
+    ps, media = _poolset(tmp_path)
+    out = tmp_path / "mine"
+    out.mkdir()
+    (out / "thesis.tex").write_text("years of work")
+    with pytest.raises(OutputRefused, match="not a pool set mmbench wrote"):
+        write_poolset(ps, out, media_from=media.root)
+    assert (out / "thesis.tex").read_text() == "years of work"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["mine", "scratch"]  # no hidden leftovers either
+
+
+def test_a_manifest_of_another_format_is_not_enough(tmp_path):
+    ps, media = _poolset(tmp_path)
+    out = tmp_path / "other"
+    out.mkdir()
+    (out / "manifest.json").write_text(json.dumps({"format": "something-else/1"}))
+    with pytest.raises(OutputRefused):
+        write_poolset(ps, out, media_from=media.root)
+    assert (out / "manifest.json").is_file()
+
+
+def test_a_pool_set_and_an_empty_folder_are_replaced(tmp_path):
+    ps, media = _poolset(tmp_path)
+    out = tmp_path / "ps"
+    out.mkdir()  # empty: nothing to lose
+    write_poolset(ps, out, media_from=media.root)
+    first = (out / "manifest.json").read_bytes()
+    ps.candidates[0].segments[0] = Text("changed")
+    write_poolset(ps, out, media_from=media.root)  # a pool set mmbench wrote: replaced
+    assert (out / "manifest.json").read_bytes() != first
+    load_poolset(out, verify=True)
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".")]
+
+
+def test_cli_build_refuses_a_foreign_folder_and_the_working_directory(tmp_path, monkeypatch, capsys):
+    target = tmp_path / "data"
+    target.mkdir()
+    (target / "notes.txt").write_text("keep me")
+    assert main(["build", *VG_TINY, "--out", str(target)]) == 2
+    assert "refusing to replace it" in capsys.readouterr().err
+    assert (target / "notes.txt").read_text() == "keep me"
+    monkeypatch.chdir(target)
+    assert main(["build", *VG_TINY, "--out", "."]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "refusing to replace it" in err
+    assert sorted(os.listdir(target)) == ["notes.txt"] and sorted(os.listdir(tmp_path)) == ["data"]
+    file_out = tmp_path / "afile"
+    file_out.write_text("x")
+    assert main(["build", *VG_TINY, "--out", str(file_out)]) == 2
+    assert file_out.read_text() == "x"
+
+
+# --- item 11: leftovers of killed builds ---------------------------------------------------------------
+
+def _leftover(parent: Path, name: str, locked_by_us: bool | None, age: float = 0.0) -> Path:
+    """A hidden working folder as a build creates it; `locked_by_us` None means no lock file."""
+    folder = parent / name
+    folder.mkdir()
+    (folder / "media.bin").write_bytes(b"x" * 10)
+    if locked_by_us is not None:
+        (folder / LOCK_NAME).write_text("1\n")
+    if age:
+        old = time.time() - age
+        os.utime(folder, (old, old))
+    return folder
+
+
+def test_clean_stale_removes_only_abandoned_folders_of_this_output(tmp_path):
+    import fcntl
+
+    out = tmp_path / "ps"
+    dead = _leftover(tmp_path, ".ps.scratch.abc_1234", locked_by_us=False)
+    dead_building = _leftover(tmp_path, ".ps.building.q9x8y7z6", locked_by_us=False)
+    live = _leftover(tmp_path, ".ps.building.live0000", locked_by_us=True)
+    fd = os.open(live / LOCK_NAME, os.O_RDWR)
+    fcntl.flock(fd, fcntl.LOCK_EX)  # another build working in it right now
+    young = _leftover(tmp_path, ".ps.scratch.young000", locked_by_us=None)
+    aged = _leftover(tmp_path, ".ps.scratch.aged0000", locked_by_us=None, age=STALE_SECONDS + 60)
+    other = _leftover(tmp_path, ".psx.scratch.abc_1234", locked_by_us=False)  # another output's
+    user = _leftover(tmp_path, ".ps.mine", locked_by_us=False)  # not a pattern mmbench uses
+    old_foreign = _leftover(tmp_path, ".ps.old.abcd1234", locked_by_us=None)  # not a pool set: kept
+    try:
+        removed = clean_stale(out)
+    finally:
+        os.close(fd)
+    assert sorted(p.name for p in removed) == sorted([dead.name, dead_building.name, aged.name])
+    for kept in (live, young, other, user, old_foreign):
+        assert kept.is_dir(), kept
+
+
+def _build_cli(args, env):
+    return subprocess.Popen([sys.executable, "-m", "mmbench", "build", *args], env=env, stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True)
+
+
+def test_a_killed_build_leaves_nothing_that_breaks_the_next(tmp_path):
+    out = tmp_path / "vg"
+    env = {**os.environ, "MMBENCH_HOME": str(tmp_path / "home")}
+    # a first build, so the killed one also has a previous pool set to swap out
+    first = _build_cli([*VG_TINY, "--out", str(out)], env)
+    assert first.wait(timeout=120) == 0, first.stdout.read()
+    killed_with_leftovers = 0
+    for delay in (0.3, 0.6, 0.9):
+        proc = _build_cli([*VG_TINY, "--out", str(out)], env)
+        deadline = time.time() + 60
+        while time.time() < deadline and proc.poll() is None and not any(
+                p.name.startswith(".vg.") for p in tmp_path.iterdir()):
+            time.sleep(0.005)
+        time.sleep(delay * 0.01)
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+        killed_with_leftovers += any(p.name.startswith(".vg.") for p in tmp_path.iterdir())
+        again = _build_cli([*VG_TINY, "--out", str(out)], env)
+        text, _ = again.communicate(timeout=120)
+        assert again.returncode == 0, text
+        assert not [p.name for p in tmp_path.iterdir() if p.name.startswith(".")], text
+        load_poolset(out, verify=True)
+    assert killed_with_leftovers  # the kills did land while a build had its hidden folders
