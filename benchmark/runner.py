@@ -53,6 +53,7 @@ class EncodeStats:
     encoded: int = 0          # views the model encoded in this run
     batches: int = 0
     seconds: float = 0.0
+    cache_set_aside: int = 0  # damaged cache entries found, renamed and encoded again
     failures: dict[str, str] = field(default_factory=dict)
 
 
@@ -67,7 +68,14 @@ def select_items(pools: Sequence[PoolItem], limit: int | None) -> list[PoolItem]
 
 def encode_documents(docs: Sequence[Document], role: Role, model: EmbeddingModel, ps: PoolSet,
                      options: RunOptions, stats: EncodeStats) -> tuple[dict[str, Any], dict[str, dict[str, Any]]]:
-    """Vectors and seen-records by document id; failures go to `stats.failures`."""
+    """Vectors and seen-records by document id; failures go to `stats.failures`.
+
+    Batches are formed from every distinct view of `docs`, cached or not, in one canonical order
+    (longest first, ties by view hash), so a batch always holds the same views whatever the cache
+    holds. A batch none of whose views is cached is skipped; one with any view missing is encoded
+    whole, so a run resumed after a kill computes each vector in the very batch an uninterrupted run
+    would have, and writes byte-identical tables (padded batches change vectors in the last bits).
+    """
     start = time.perf_counter()
     cache = _cache_for(model, options)
     vectors: dict[str, Any] = {}
@@ -77,12 +85,16 @@ def encode_documents(docs: Sequence[Document], role: Role, model: EmbeddingModel
         by_hash.setdefault(d.content_hash(), []).append(d)
     stats.documents += len(docs)
     pending: dict[str, tuple[Document, dict[str, Any], list[str]]] = {}  # view hash -> (view, seen, doc hashes)
+    cached_views: dict[str, tuple[int, Document]] = {}  # view hash -> (seen tokens, a document with that view)
     for h, group in by_hash.items():
-        hit = cache.get(role, h) if cache else None
+        hit = cache.get_entry(role, h) if cache else None
         if hit is not None:
             stats.cache_hits += len(group)
             for d in group:
-                vectors[d.id], seen[d.id] = hit[0], hit[1]
+                vectors[d.id], seen[d.id] = hit.vector, hit.seen
+            vh = hit.meta.get("view_hash")
+            if isinstance(vh, str):
+                cached_views.setdefault(vh, (int(hit.seen.get("seen_tokens", 0)), group[0]))
             continue
         view, record = model_view(group[0], model)
         vh = view.content_hash()
@@ -90,22 +102,30 @@ def encode_documents(docs: Sequence[Document], role: Role, model: EmbeddingModel
             pending[vh][2].append(h)
         else:
             pending[vh] = (view, record.to_dict(), [h])
+    if cache is not None:
+        stats.cache_set_aside += len(cache.set_aside)
     stats.distinct_views += len(pending)
-    keys = list(pending)
-    lengths = [pending[k][1]["seen_tokens"] for k in keys]
-    batches = token_budget_batches(lengths, options.batch_tokens, options.max_batch_size)
+    keys = sorted(set(pending) | set(cached_views))
+    lengths = [pending[k][1]["seen_tokens"] if k in pending else cached_views[k][0] for k in keys]
+    batches = [b for b in token_budget_batches(lengths, options.batch_tokens, options.max_batch_size)
+               if any(keys[i] in pending for i in b)]
     results: dict[str, Any] = {}
     for batch in tqdm(batches, desc=f"encode {role}s", unit="batch", disable=not options.progress or not batches):
-        views = [pending[keys[i]][0] for i in batch]
-        for k, (vec, info) in zip((keys[i] for i in batch), _encode_batch(model, views, role, ps, stats)):
-            if vec is None:
-                continue
+        batch_keys = [keys[i] for i in batch]
+        views = [pending[k][0] if k in pending else model_view(cached_views[k][1], model)[0] for k in batch_keys]
+        encoded = _encode_batch(model, views, role, ps, stats)
+        for k, v in zip(batch_keys, views):
+            if k not in pending:  # a cached document never fails: its vector is already known
+                stats.failures.pop(v.id, None)
+        for k, (vec, info) in zip(batch_keys, encoded):
+            if vec is None or k not in pending:
+                continue  # a cached view encoded again only to keep the batch whole: its cached vector stands
             results[k] = vec
             if info:  # the adapter's own account of what it fed the model (exact token count, drops)
                 pending[k][1]["model_info"] = info
             if cache is not None and not sp.issparse(vec):
                 for h in pending[k][2]:  # stored batch by batch, so a killed run keeps what it finished
-                    cache.put(role, h, vec, pending[k][1])
+                    cache.put(role, h, vec, pending[k][1], meta={"view_hash": k})
         stats.batches += 1
     doc_hash_to_view = {h: vh for vh, (_, _, hashes) in pending.items() for h in hashes}
     for h, group in by_hash.items():
@@ -211,7 +231,8 @@ def run_poolset(ps: PoolSet, model: EmbeddingModel, options: RunOptions) -> tupl
         "documents_with_unseen_modalities": int(sum(bool(v["unseen_modalities"]) for v in list(c_seen.values()) + list(q_seen.values()))),
         "documents_truncated": int(sum(v["truncated"] for v in list(c_seen.values()) + list(q_seen.values()))),
         "encode": {"documents": stats.documents, "distinct_views": stats.distinct_views, "cache_hits": stats.cache_hits,
-                   "encoded": stats.encoded, "batches": stats.batches, "seconds": round(stats.seconds, 3),
+                   "encoded": stats.encoded, "batches": stats.batches,
+                   "cache_set_aside": stats.cache_set_aside, "seconds": round(stats.seconds, 3),
                    "document_seconds": round(document_seconds, 3), "query_seconds": round(query_seconds, 3),
                    "batch_tokens": options.batch_tokens},
         "scoring_seconds": round(scoring_seconds, 3),

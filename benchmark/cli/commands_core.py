@@ -9,12 +9,9 @@ import time
 from pathlib import Path
 from typing import Any
 
+from mmbench.home import mmbench_home  # re-exported: other command modules import it from here
+
 from .errors import CLIError
-
-
-def mmbench_home() -> Path:
-    """Where default pool sets and the embedding cache live (MMBENCH_HOME, else ~/.cache/mmbench)."""
-    return Path(os.environ.get("MMBENCH_HOME") or Path.home() / ".cache" / "mmbench")
 
 
 def default_poolset_dir(task: str, source: str, seed: int) -> Path:

@@ -85,15 +85,11 @@ class SentenceTransformerModel(EmbeddingModel):
 
 
 def folder_revision(model_id: str) -> str:
-    """For a local folder, a hash of its config and weights' sizes stands in for a hub revision."""
+    """For a local folder, the digest of its files' contents stands in for a hub revision, so weights saved
+    over old ones give a new revision (and new cache entries); digests are memoised by stat (digests.py)."""
     path = Path(model_id)
     if not path.exists():
         return "main"
-    import hashlib
+    from ..digests import folder_digest
 
-    h = hashlib.sha256()
-    for f in sorted(path.rglob("*")):
-        if f.is_file() and f.suffix in (".json", ".safetensors", ".bin", ".txt"):
-            h.update(f.relative_to(path).as_posix().encode())
-            h.update(str(f.stat().st_size).encode())
-    return "local-" + h.hexdigest()[:12]
+    return "local-" + folder_digest(path)[:16]
