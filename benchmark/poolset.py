@@ -28,7 +28,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from .documents import Document
-from .media import MediaStore, atomic_write_bytes, default_mode
+from .media import MediaError, MediaStore, atomic_write_bytes, default_mode
 from .scratch import absolute, check_replaceable, clean_stale, locked_workdir, release_lock_file
 
 log = logging.getLogger(__name__)
@@ -94,7 +94,7 @@ class PoolSet:
     def media(self) -> MediaStore:
         if self.root is None:
             raise PoolSetError("pool set has not been written to disk, so it has no media folder")
-        return MediaStore(self.root / "media")
+        return MediaStore(self.root / "media", boundary=self.root)
 
     def query_by_id(self) -> dict[str, Document]:
         return {d.id: d for d in self.queries}
@@ -314,10 +314,20 @@ def load_poolset(root: Path, verify: bool = False) -> PoolSet:
         raise PoolSetError(f"pool set {root}: {exc}") from None
     if verify:
         check_content_hash(ps)
-        for ref in sorted(_media_refs(ps.queries + ps.candidates)):
-            if not (root / "media" / ref).is_file():
-                raise PoolSetError(f"pool set {root}: missing media file media/{ref}")
+        check_media(ps)
     return ps
+
+
+def check_media(ps: PoolSet) -> None:
+    """Every referenced media file exists inside the pool set and hashes to its content-addressed name."""
+    store = ps.media
+    for ref in sorted(_media_refs(ps.queries + ps.candidates)):
+        if not (store.root / ref).is_file():
+            raise PoolSetError(f"pool set {ps.root}: missing media file media/{ref}")
+        try:
+            store.verify(ref, item="the pool set")
+        except MediaError as exc:
+            raise PoolSetError(f"pool set {ps.root}: {exc}") from None
 
 
 def check_content_hash(ps: PoolSet) -> None:

@@ -143,3 +143,67 @@ def test_a_killed_build_leaves_nothing_that_breaks_the_next(tmp_path):
         assert not [p.name for p in tmp_path.iterdir() if p.name.startswith(".")], text
         load_poolset(out, verify=True)
     assert killed_with_leftovers  # the kills did land while a build had its hidden folders
+
+
+# --- item 6: media bytes are verified ------------------------------------------------------------------
+
+def _image_poolset(tmp_path):
+    """Three candidates, each a distinct solid colour; the query asks for the first."""
+    from PIL import Image as PILImage
+
+    from mmbench.documents import Document
+    from mmbench.media import MediaStore
+    from mmbench.poolset import PoolItem, PoolSet
+
+    media = MediaStore(tmp_path / "scratch")
+    imgs = [media.put_image(PILImage.new("RGB", (16, 16), c)) for c in ((250, 0, 0), (0, 250, 0), (0, 0, 250))]
+    q = [Document("q1", [Text("red")], 1), Document("q2", [Text("blue")], 1)]
+    c = [Document(f"c{i}", [img], 5) for i, img in enumerate(imgs)]
+    pools = [PoolItem("i1", "q1", "s", ["c0", "c1", "c2"], ["c0"]), PoolItem("i2", "q2", "s", ["c0", "c1", "c2"], ["c2"])]
+    out = write_poolset(PoolSet("toy", "1", q, c, pools), tmp_path / "ps", media_from=media.root)
+    return out, [img.ref for img in imgs]
+
+
+def test_a_media_file_copied_over_another_is_caught(tmp_path, capsys):
+    from mmbench.runner import RunOptions, run_poolset
+
+    from toy_models import HashingModel
+
+    out, refs = _image_poolset(tmp_path)
+    load_poolset(out, verify=True)
+    (out / "media" / refs[0]).write_bytes((out / "media" / refs[1]).read_bytes())  # a valid PNG, the wrong one
+    with pytest.raises(PoolSetError, match=r"corrupt media file .*" + refs[0].split("/")[1][:12]):
+        load_poolset(out, verify=True)
+    assert main(["validate", str(out)]) == 2
+    assert refs[0] in capsys.readouterr().err
+    per_query, _, info = run_poolset(load_poolset(out), HashingModel(), RunOptions(progress=False, use_cache=False))
+    assert info["n_failed_items"] == 2  # both pools hold c0: neither is scored against the wrong picture
+    assert per_query["error"].str.contains("do not match its content address").all()
+
+
+def test_media_links_outside_the_pool_set_are_refused(tmp_path):
+    out, refs = _image_poolset(tmp_path)
+    outside = tmp_path / "elsewhere.png"
+    target = out / "media" / refs[0]
+    outside.write_bytes(target.read_bytes())  # even with the right bytes
+    target.unlink()
+    target.symlink_to(outside)
+    with pytest.raises(PoolSetError, match="outside the pool set"):
+        load_poolset(out, verify=True)
+    ps = load_poolset(out)
+    from mmbench.media import MediaError
+
+    with pytest.raises(MediaError, match="outside the pool set"):
+        ps.media.load_image(refs[0])
+    # a link that stays inside the pool set is fine
+    inside = out / "media" / "kept.png"
+    os.replace(outside, inside)
+    target.unlink()
+    target.symlink_to(os.path.relpath(inside, target.parent))
+    load_poolset(out, verify=True)
+    # the media folder itself linked to another place is outside too
+    moved = tmp_path / "media-elsewhere"
+    os.replace(out / "media", moved)
+    (out / "media").symlink_to(moved)
+    with pytest.raises(PoolSetError, match="outside the pool set"):
+        load_poolset(out, verify=True)
