@@ -207,3 +207,37 @@ def test_media_links_outside_the_pool_set_are_refused(tmp_path):
     (out / "media").symlink_to(moved)
     with pytest.raises(PoolSetError, match="outside the pool set"):
         load_poolset(out, verify=True)
+
+
+# --- item 11: source readers name file, line and field --------------------------------------------------
+
+def test_non_utf8_line_is_named_with_file_line_and_column(tmp_path):
+    from mmbench.builders.sources.needles import read_needlebench
+
+    path = tmp_path / "needles.jsonl"
+    good = json.dumps({"needle": "The key is blue.", "retrieval_question": "What colour is the key?"})
+    path.write_bytes((good + "\n").encode() + b'{"needle": "caf\xe9", "retrieval_question": "q"}\n')
+    with pytest.raises(ValueError, match=rf"^{path}:2: not valid UTF-8 \(byte 0xe9 at column 16\)"):
+        read_needlebench(path)
+
+
+def test_wrong_field_types_are_named(tmp_path):
+    from mmbench.builders.sources.jsonl import read_json, read_jsonl
+    from mmbench.builders.sources.needles import read_mmniah_image_needles
+
+    path = tmp_path / "mmniah.jsonl"
+    path.write_text(json.dumps({"images_list": ["a.png"], "meta": "needle.png", "question": "which?"}) + "\n")
+    with pytest.raises(ValueError, match=rf"^{path}:1: field 'meta': expected an object, got text"):
+        read_mmniah_image_needles(path, tmp_path)
+    path.write_text("\n" + json.dumps({"question": 7}) + "\n")
+    with pytest.raises(ValueError, match=rf"{path}:2: field 'question': expected text, got a number \(7\)"):
+        list(read_jsonl(path, fields={"question": str}))
+    path.write_bytes("\ufeff".encode() + b'{"question": "ok"}\n')  # a byte-order mark is not an error
+    assert [r for _, _, r in read_jsonl(path, fields={"question": str})] == [{"question": "ok"}]
+    whole = tmp_path / "ann.json"
+    whole.write_bytes(b'{\n  "v1": {"sentences": ["a"]},\n  "v2": "\xff"\n}')
+    with pytest.raises(ValueError, match=rf"^{whole}:3: not valid UTF-8 \(byte 0xff at column 10\)"):
+        read_json(whole)
+    whole.write_text('{\n  "v1": [1,\n}')
+    with pytest.raises(ValueError, match=rf"^{whole}:3: invalid JSON at column 1"):
+        read_json(whole)

@@ -28,6 +28,8 @@ from typing import Any, Callable
 
 from PIL import Image as PILImage, UnidentifiedImageError
 
+from .jsonl import read_json, read_text
+
 N_CAPTIONS = 5
 _FUSED = re.compile(r"^(\d+)\s+(\S.*)$")  # "4 A dog runs ..." : comment_number and comment run together
 SUFFIXES = {"JPEG": ".jpg", "PNG": ".png", "WEBP": ".webp", "GIF": ".gif"}
@@ -82,7 +84,7 @@ def read_karpathy(annotations: str | None, image_root: str | None, split: str | 
     """Karpathy's ``dataset_flickr30k.json``; `split` keeps only train, val or test images."""
     path, root = _require(annotations, "annotations"), _require(image_root, "image_root")
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        data = read_json(path)  # errors name the file and the line
         images = data["images"]
     except (ValueError, KeyError, TypeError) as exc:
         raise FlickrSourceError(f"{path}: not a Karpathy split file (expected {{'images': [...]}}; {exc})") from None
@@ -103,7 +105,7 @@ def read_karpathy(annotations: str | None, image_root: str | None, split: str | 
 def read_annotations_csv(annotations: str | None, image_root: str | None, split: str | None = None) -> list[CaptionedImage]:
     """``results.csv``, ``flickr_annotations_30k.csv`` or an ``image,caption`` file (see module doc)."""
     path, root = _require(annotations, "annotations"), _require(image_root, "image_root")
-    text = path.read_text(encoding="utf-8-sig")
+    text = read_text(path, encoding="utf-8-sig")
     header = text.splitlines()[0] if text else ""
     if "|" in header:
         rows = [[c.strip() for c in r] for r in csv.reader(io.StringIO(text), delimiter="|")]

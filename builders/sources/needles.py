@@ -106,7 +106,7 @@ def read_needlebench(path: Path, language: str = "English") -> list[Needle]:
     """
     needles = []
     _exists(path)
-    for where, lineno, rec in read_jsonl(path):
+    for where, lineno, rec in read_jsonl(path, fields={"language": str, "needle": str, "retrieval_question": str}):
         if language and rec.get("language", language) != language:
             continue
         for key in ("needle", "retrieval_question"):
@@ -126,7 +126,8 @@ def read_mmniah_image_needles(path: Path, image_root: Path) -> list[Needle]:
     `meta.needle_image` names it), `question`, optional `id` and `family`. Images load lazily."""
     needles = []
     _exists(path)
-    for where, lineno, rec in read_jsonl(path):
+    for where, lineno, rec in read_jsonl(path, fields={"images_list": list, "meta": dict, "question": str,
+                                                       "query": str, "answer": (str, int, float)}):
         images = rec.get("images_list")
         meta = rec.get("meta") or {}
         rel = meta.get("needle_image") or (images[-1] if isinstance(images, list) and images else None)
