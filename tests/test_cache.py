@@ -151,3 +151,27 @@ def test_retrained_local_model_is_not_scored_from_old_vectors(vg_tiny, tmp_path)
     assert info["encode"]["cache_hits"] == 0
     assert list(cached["ranked_ids"].map(list)) == list(fresh["ranked_ids"].map(list))
     assert list(cached["ranked_ids"].map(list)) != list(old["ranked_ids"].map(list))
+
+
+# --- item 11: loading options of sentence-transformers models are applied, not dropped ---------------------
+
+@pytest.mark.skipif(packaged_minilm_path() is None, reason="needs the packaged MiniLM weights")
+def test_sentence_transformer_options_are_applied_or_refused():
+    import torch
+
+    from mmbench.evaluate import ModelUnavailable, load_model_explained
+
+    plain = load_model_explained("minilm", {})
+    half = load_model_explained("minilm", {"dtype": "bfloat16", "attn_implementation": "eager"})
+    assert next(half._model.parameters()).dtype == torch.bfloat16
+    assert half._model[0].auto_model.config._attn_implementation == "eager"
+    assert half.card.settings["dtype"] == "bfloat16" and plain.card.settings["dtype"] == "float32"
+    from mmbench.cache import model_key
+
+    assert model_key(half.card.identity()) != model_key(plain.card.identity())  # other vectors, other cache
+    with pytest.raises(ValueError, match="unknown dtype 'float64'"):
+        load_model_explained("minilm", {"dtype": "float64"})
+    with pytest.raises(ModelUnavailable, match="unexpected keyword argument 'colour'"):
+        load_model_explained("minilm", {"colour": "blue"})  # no option is swallowed silently
+    with pytest.raises(ModelUnavailable, match="is not a folder"):
+        load_model_explained("minilm", {"model_path": "/nonexistent/minilm"})

@@ -50,15 +50,26 @@ class SentenceTransformerModel(EmbeddingModel):
 
     def __init__(self, model_id: str, name: str | None = None, device: str | None = None,
                  revision: str | None = None, query_prompt: str = "", document_prompt: str = "",
-                 normalize: bool = True, **_: Any) -> None:
+                 normalize: bool = True, dtype: str | None = None, attn_implementation: str | None = None,
+                 trust_remote_code: bool = False, model_path: str | None = None) -> None:
         from sentence_transformers import SentenceTransformer
 
+        if model_path and not Path(model_path).is_dir():
+            raise FileNotFoundError(f"--model-path {model_path} is not a folder")
+        model_id = model_path or model_id  # --model-path: a local copy of the weights
+        model_kwargs = _model_kwargs(dtype, attn_implementation, device or "cpu")
         self._model = SentenceTransformer(model_id, device=device or "cpu", revision=revision,
-                                          local_files_only=Path(model_id).exists())
+                                          local_files_only=Path(model_id).exists(),
+                                          trust_remote_code=trust_remote_code, model_kwargs=model_kwargs or None)
         self._prompts = {"query": query_prompt, "document": document_prompt}
         self._normalize = normalize
         max_len = int(self._model.max_seq_length or 512)
         specials = self._model.tokenizer.num_special_tokens_to_add(pair=False)
+        # what changes vectors goes into settings (and so into the cache identity): the dtype the weights
+        # were loaded in, and the attention kernel when one was asked for
+        loaded = {"dtype": str(self._model.dtype).removeprefix("torch.")}
+        if attn_implementation:
+            loaded["attn_implementation"] = attn_implementation
         self.card = ModelCard(
             name=name or model_id, family="sentence-transformers", modalities=frozenset({"text"}),
             max_tokens=max_len - specials - max(self._prompt_tokens(), 0), similarity="cosine",
@@ -66,7 +77,7 @@ class SentenceTransformerModel(EmbeddingModel):
             dim=self._model.get_embedding_dimension() if hasattr(self._model, "get_embedding_dimension")
             else self._model.get_sentence_embedding_dimension(),
             settings={"model_id": model_id if not Path(model_id).exists() else Path(model_id).name,
-                      "max_seq_length": max_len, "normalize": normalize, "prompts": self._prompts},
+                      "max_seq_length": max_len, "normalize": normalize, "prompts": self._prompts, **loaded},
             notes="text only: images and videos are not seen",
         )
 
@@ -82,6 +93,18 @@ class SentenceTransformerModel(EmbeddingModel):
         vecs = self._model.encode(texts, batch_size=max(1, len(texts)), convert_to_numpy=True,
                                   normalize_embeddings=self._normalize, show_progress_bar=False)
         return np.asarray(vecs, dtype=np.float32)
+
+
+def _model_kwargs(dtype: str | None, attn_implementation: str | None, device: str) -> dict[str, Any]:
+    """transformers loading options for --dtype and --attn-implementation (none given: the model's defaults)."""
+    kwargs: dict[str, Any] = {}
+    if dtype not in (None, "", "auto"):
+        from .clip import resolve_dtype  # one table of dtype names for every adapter
+
+        kwargs["dtype"] = resolve_dtype(dtype, device)
+    if attn_implementation:
+        kwargs["attn_implementation"] = attn_implementation
+    return kwargs
 
 
 def folder_revision(model_id: str) -> str:
