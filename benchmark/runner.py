@@ -174,6 +174,32 @@ def _as_rows(matrix: Any, n: int) -> list[Any]:
     return list(arr)
 
 
+def vector_warnings(vectors: dict[str, Any], role: Role, similarity: str = "cosine") -> list[str]:
+    """Warnings for degenerate vectors: all zero, or all the same (in direction, for cosine).
+
+    Candidates like that make every score tie and the rankings chance; queries like that mean the
+    model ignores the query. Either is a broken model, pooling or checkpoint, not a result.
+    """
+    if len(vectors) < 2:
+        return []
+    rows = list(vectors.values())
+    effect = ("every score ties and the rankings are chance" if role == "document"
+              else "every query is ranked the same way")
+    if any(sp.issparse(v) for v in rows):
+        zero = all(not np.any(v.data) for v in rows)
+        return [f"all {len(rows)} {role} vectors are zero: {effect}"] if zero else []
+    mat = np.stack([np.asarray(v, dtype=np.float64).ravel() for v in rows])
+    if not np.any(mat):
+        return [f"all {len(rows)} {role} vectors are zero: {effect}"]
+    if similarity == "cosine":
+        mat = mat / np.maximum(np.linalg.norm(mat, axis=1, keepdims=True), 1e-300)
+    scale = max(float(np.max(np.abs(mat[0]))), 1e-300)
+    if float(np.max(np.abs(mat - mat[0]))) <= 1e-6 * scale:
+        how = "point the same way" if similarity == "cosine" else "are identical"
+        return [f"all {len(rows)} {role} vectors {how}: {effect} (a broken model, pooling or checkpoint?)"]
+    return []
+
+
 def _cache_for(model: EmbeddingModel, options: RunOptions) -> EmbeddingCache | None:
     if not options.use_cache or options.cache_dir is None or not getattr(model, "cacheable", True):
         return None
@@ -214,6 +240,10 @@ def run_poolset(ps: PoolSet, model: EmbeddingModel, options: RunOptions) -> tupl
     q_vecs, q_seen = encode_documents(q_docs, "query", model, ps, options, stats)
     query_seconds = stats.seconds - document_seconds
 
+    similarity = model.card.similarity
+    warnings = vector_warnings(c_vecs, "document", similarity) + vector_warnings(q_vecs, "query", similarity)
+    for w in warnings:
+        log.warning("%s", w)
     start = time.perf_counter()
     rows = [_score_item(p, q_vecs, c_vecs, model.card.similarity, options.seed, stats.failures) for p in items]
     scoring_seconds = time.perf_counter() - start
@@ -236,6 +266,7 @@ def run_poolset(ps: PoolSet, model: EmbeddingModel, options: RunOptions) -> tupl
                    "document_seconds": round(document_seconds, 3), "query_seconds": round(query_seconds, 3),
                    "batch_tokens": options.batch_tokens},
         "scoring_seconds": round(scoring_seconds, 3),
+        "warnings": warnings,
         "tie_break": f"scores rounded to {SCORE_DECIMALS} decimals; ties ordered by a permutation seeded from (seed={options.seed}, item id)",
     }
     return per_query, seen, run_info

@@ -241,3 +241,43 @@ def test_wrong_field_types_are_named(tmp_path):
     whole.write_text('{\n  "v1": [1,\n}')
     with pytest.raises(ValueError, match=rf"^{whole}:3: invalid JSON at column 1"):
         read_json(whole)
+
+
+# --- item 11: degenerate vectors are warned about ----------------------------------------------------------
+
+class _ConstantModel:
+    """Every document gets the same vector (zero, or one fixed direction at random lengths)."""
+
+    def __new__(cls, zero: bool):
+        import numpy as np
+
+        from toy_models import HashingModel
+
+        class Constant(HashingModel):
+            def encode(self, documents, role, media):
+                rng = np.random.default_rng(len(documents))
+                base = np.zeros(self.card.dim, np.float32) if zero else np.linspace(1, 2, self.card.dim, dtype=np.float32)
+                return np.stack([base * rng.uniform(0.5, 2) for _ in documents]).astype(np.float32)
+
+        return Constant(modalities=("text",))
+
+
+@pytest.mark.parametrize("zero", [True, False], ids=["all-zero", "all-parallel"])
+def test_degenerate_vectors_are_warned_in_results_and_summary(vg_tiny, tmp_path, zero, capsys):
+    from mmbench.evaluate import evaluate_to_folder
+    from mmbench.results import load_results
+    from mmbench.runner import RunOptions, run_poolset
+    from mmbench.summary import format_summary
+
+    from toy_models import HashingModel
+
+    ps = load_poolset(vg_tiny)
+    summary = evaluate_to_folder("visual_grounding", ps, _ConstantModel(zero), RunOptions(progress=False, use_cache=False),
+                                 tmp_path / "res", "constant")
+    warnings = summary["mmbench"]["warnings"]
+    assert any("document vectors" in w and "chance" in w for w in warnings)
+    assert any("query vectors" in w for w in warnings)
+    text = format_summary(load_results(tmp_path / "res"), ("length_bin",))
+    assert "WARNING: all 60 document vectors" in text
+    _, _, healthy = run_poolset(ps, HashingModel(modalities=("text",)), RunOptions(progress=False, use_cache=False))
+    assert healthy["warnings"] == []
