@@ -281,3 +281,23 @@ def test_degenerate_vectors_are_warned_in_results_and_summary(vg_tiny, tmp_path,
     assert "WARNING: all 60 document vectors" in text
     _, _, healthy = run_poolset(ps, HashingModel(modalities=("text",)), RunOptions(progress=False, use_cache=False))
     assert healthy["warnings"] == []
+
+
+# --- item 11: RAVEL scores of absurd magnitude -----------------------------------------------------------
+
+@pytest.mark.parametrize("value", [1e308, -1e308, 3e13])
+def test_ravel_refuses_absurd_score_magnitudes(tmp_path, value, capsys):
+    import pandas as pd
+
+    from mmbench.evaluators.ravel import correlate
+    from test_ravel_correlate import DATA
+
+    df = pd.read_csv(DATA)
+    df.loc[2, "mean_recall_5cap"] = value
+    df.to_csv(tmp_path / "s.csv", index=False)
+    with pytest.raises(ValueError, match=r"1 scores beyond ±1e\+12") as info:
+        correlate.correlate_files(tmp_path / "s.csv", score_column="mean_recall_5cap")
+    assert df.loc[2, "display_name"] in str(info.value) and "s.csv" in str(info.value)
+    assert main(["ravel", "correlate", "--scores", str(tmp_path / "s.csv"), "--score-column", "mean_recall_5cap"]) != 0
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "beyond" in err
