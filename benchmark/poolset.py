@@ -201,8 +201,9 @@ def write_poolset(ps: PoolSet, out: Path, media_from: Path | None = None,
         try:
             os.chmod(tmp, default_mode(0o777))  # mkdtemp's folder is owner-only; the pool set is renamed from it
             refs = _write_contents(ps, tmp, media_from, extra_manifest)
-            release_lock_file(tmp)
             _swap_into_place(tmp, out)
+            release_lock_file(out)  # moved in with the folder (so it was never lock-less); a kill here leaves
+            # only a hidden empty file inside a complete pool set
         except BaseException:
             shutil.rmtree(tmp, ignore_errors=True)
             raise

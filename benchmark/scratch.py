@@ -87,8 +87,9 @@ def _pattern(out: Path, kind: str) -> re.Pattern[str]:
 def locked_workdir(out: Path, kind: str) -> Iterator[Path]:
     """A new hidden folder `.NAME.KIND.XXXX` beside `out`, locked while the block runs.
 
-    The folder is not removed here (the caller renames or removes it); the lock file is removed
-    before the block's end by `release_lock_file` when the folder is about to become the output.
+    The folder is not removed here (the caller renames or removes it); when it is renamed to become
+    the output, the caller removes the lock file from there with `release_lock_file` (the lock itself
+    is held until the block ends).
     """
     out = absolute(out)
     out.parent.mkdir(parents=True, exist_ok=True)
