@@ -175,3 +175,16 @@ def test_sentence_transformer_options_are_applied_or_refused():
         load_model_explained("minilm", {"colour": "blue"})  # no option is swallowed silently
     with pytest.raises(ModelUnavailable, match="is not a folder"):
         load_model_explained("minilm", {"model_path": "/nonexistent/minilm"})
+
+
+def test_hub_id_revision_is_the_cached_snapshot_commit(tmp_path):
+    repo = tmp_path / "models--org--embedder"
+    for commit in ("a" * 40, "b" * 40):
+        (repo / "snapshots" / commit).mkdir(parents=True)
+        (repo / "snapshots" / commit / "config.json").write_text("{}")
+    (repo / "refs").mkdir()
+    (repo / "refs" / "main").write_text("a" * 40)
+    assert folder_revision("org/embedder", hub_cache=tmp_path) == "a" * 40
+    (repo / "refs" / "main").write_text("b" * 40)  # the snapshot was updated
+    assert folder_revision("org/embedder", hub_cache=tmp_path) == "b" * 40
+    assert folder_revision("org/not-downloaded", hub_cache=tmp_path) == "main"

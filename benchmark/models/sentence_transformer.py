@@ -107,12 +107,26 @@ def _model_kwargs(dtype: str | None, attn_implementation: str | None, device: st
     return kwargs
 
 
-def folder_revision(model_id: str) -> str:
-    """For a local folder, the digest of its files' contents stands in for a hub revision, so weights saved
-    over old ones give a new revision (and new cache entries); digests are memoised by stat (digests.py)."""
-    path = Path(model_id)
-    if not path.exists():
-        return "main"
-    from ..digests import folder_digest
+def folder_revision(model_id: str, hub_cache: str | Path | None = None) -> str:
+    """A model's revision when none was given.
 
-    return "local-" + folder_digest(path)[:16]
+    A local folder: the digest of its files' contents (memoised by stat, digests.py), so weights saved
+    over old ones give a new revision and new cache entries. A hub id: the commit of the snapshot the
+    local hub cache resolves it to (what from_pretrained loads), so an updated snapshot is not served
+    vectors of the old one; "main" when the cache does not hold it.
+    """
+    path = Path(model_id)
+    if path.exists():
+        from ..digests import folder_digest
+
+        return "local-" + folder_digest(path)[:16]
+    try:
+        from huggingface_hub import try_to_load_from_cache
+
+        for filename in ("config.json", "modules.json"):
+            hit = try_to_load_from_cache(model_id, filename, cache_dir=hub_cache)
+            if isinstance(hit, str):
+                return Path(hit).parent.name  # .../snapshots/<commit>/<filename>
+    except Exception:  # noqa: BLE001 - not a valid repo id (an mteb name, a path typo): no snapshot to name
+        pass
+    return "main"
