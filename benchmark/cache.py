@@ -77,6 +77,10 @@ class EmbeddingCache:
 
     def _set_aside(self, path: Path, exc: Exception) -> None:
         bad = path.with_name(path.name + ".corrupt")
+        n = 1
+        while bad.exists():  # an earlier damaged copy of the same entry is kept too
+            n += 1
+            bad = path.with_name(f"{path.name}.corrupt{n}")
         try:
             os.replace(path, bad)
             where = f"moved to {bad.name}"

@@ -59,6 +59,10 @@ def test_damaged_entry_is_named_set_aside_and_missed(tmp_path, caplog, damage):
     assert not path.exists() and path.with_name(path.name + ".corrupt").is_file()  # renamed, not deleted
     assert cache.set_aside == [path]
     assert cache.get("document", "cd" * 32) is not None  # the others are untouched
+    cache.put("document", "ab" * 32, vec, {"seen_tokens": 3})
+    path.write_bytes(b"damaged again")
+    assert cache.get("document", "ab" * 32) is None
+    assert path.with_name(path.name + ".corrupt").is_file() and path.with_name(path.name + ".corrupt2").is_file()
 
 
 def test_a_run_over_a_damaged_entry_reencodes_it_and_scores_the_same(vg_tiny, tmp_path, caplog):
