@@ -10,7 +10,7 @@ import hashlib
 import json
 import logging
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any, Sequence
 
@@ -26,7 +26,7 @@ from .cache import EmbeddingCache, model_key
 from .documents import Document
 from .models.base import EmbeddingModel, Role
 from .poolset import PoolItem, PoolSet
-from .views import model_view
+from .views import SeenRecord, model_view
 
 log = logging.getLogger(__name__)
 SCORE_DECIMALS = 6  # ranking treats scores equal to this many decimals as ties (float noise)
@@ -273,8 +273,12 @@ def run_poolset(ps: PoolSet, model: EmbeddingModel, options: RunOptions) -> tupl
 
 
 def _flat(record: dict[str, Any]) -> dict[str, Any]:
-    """A seen record as table columns; the adapter's free-form info becomes a JSON string."""
-    out = dict(record)
+    """A seen record as table columns, in the record's field order whether it was just made or read back
+    from the cache (whose JSON sorts keys), so seen.parquet does not depend on what was cached; the
+    adapter's free-form info becomes a JSON string."""
+    order = [f.name for f in fields(SeenRecord)]
+    out = {k: record[k] for k in order if k in record}
+    out.update({k: record[k] for k in sorted(record) if k not in out})
     out["model_info"] = json.dumps(out["model_info"], sort_keys=True, default=str) if out.get("model_info") else None
     return out
 

@@ -55,6 +55,7 @@ def test_ten_random_sigkills_each_resume_byte_identical(vg_tiny, tmp_path):
     assert ref.returncode == 0, out
     n_entries = len(list(ref_cache.rglob("*.npz")))
     reference = (tmp_path / "ref" / "per_query.parquet").read_bytes()
+    reference_seen = (tmp_path / "ref" / "seen.parquet").read_bytes()
     rng = random.Random(15)
     mid_encoding = 0
     for k in range(10):
@@ -70,5 +71,6 @@ def test_ten_random_sigkills_each_resume_byte_identical(vg_tiny, tmp_path):
         text, _ = resumed.communicate(timeout=120)
         assert resumed.returncode == 0, text
         assert (results / "per_query.parquet").read_bytes() == reference, f"kill {k} (after {stored} entries)"
+        assert (results / "seen.parquet").read_bytes() == reference_seen, f"kill {k} (after {stored} entries)"
         assert _scores(results) == _scores(tmp_path / "ref")
     assert mid_encoding >= 3  # the kills did land in the middle of encoding, not only before or after it
