@@ -10,6 +10,7 @@ import sys
 import time
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from mmbench.cli import main
@@ -18,6 +19,7 @@ from mmbench.poolset import PoolSetError, load_poolset, write_poolset
 from mmbench.scratch import LOCK_NAME, OutputRefused, STALE_SECONDS, clean_stale
 
 from test_poolset import _poolset
+from toy_models import HashingModel
 
 VG_TINY = ["--task", "visual_grounding", "--param", "lengths=[256]", "--param", "backgrounds=[text]",
            "--param", "kinds=[text]", "--param", "needles_per_kind=4"]
@@ -167,8 +169,6 @@ def _image_poolset(tmp_path):
 def test_a_media_file_copied_over_another_is_caught(tmp_path, capsys):
     from mmbench.runner import RunOptions, run_poolset
 
-    from toy_models import HashingModel
-
     out, refs = _image_poolset(tmp_path)
     load_poolset(out, verify=True)
     (out / "media" / refs[0]).write_bytes((out / "media" / refs[1]).read_bytes())  # a valid PNG, the wrong one
@@ -245,21 +245,17 @@ def test_wrong_field_types_are_named(tmp_path):
 
 # --- item 11: degenerate vectors are warned about ----------------------------------------------------------
 
-class _ConstantModel:
-    """Every document gets the same vector (zero, or one fixed direction at random lengths)."""
+class _ConstantModel(HashingModel):
+    """Every document gets the same vector: zero, or one fixed direction at random lengths."""
 
-    def __new__(cls, zero: bool):
-        import numpy as np
+    def __init__(self, zero: bool) -> None:
+        super().__init__(modalities=("text",))
+        self._zero = zero
 
-        from toy_models import HashingModel
-
-        class Constant(HashingModel):
-            def encode(self, documents, role, media):
-                rng = np.random.default_rng(len(documents))
-                base = np.zeros(self.card.dim, np.float32) if zero else np.linspace(1, 2, self.card.dim, dtype=np.float32)
-                return np.stack([base * rng.uniform(0.5, 2) for _ in documents]).astype(np.float32)
-
-        return Constant(modalities=("text",))
+    def encode(self, documents, role, media):
+        rng = np.random.default_rng(len(documents))
+        base = np.zeros(self.card.dim) if self._zero else np.linspace(1, 2, self.card.dim)
+        return np.stack([base * rng.uniform(0.5, 2) for _ in documents]).astype(np.float32)
 
 
 @pytest.mark.parametrize("zero", [True, False], ids=["all-zero", "all-parallel"])
@@ -268,8 +264,6 @@ def test_degenerate_vectors_are_warned_in_results_and_summary(vg_tiny, tmp_path,
     from mmbench.results import load_results
     from mmbench.runner import RunOptions, run_poolset
     from mmbench.summary import format_summary
-
-    from toy_models import HashingModel
 
     ps = load_poolset(vg_tiny)
     summary = evaluate_to_folder("visual_grounding", ps, _ConstantModel(zero), RunOptions(progress=False, use_cache=False),
