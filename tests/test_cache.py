@@ -192,3 +192,11 @@ def test_hub_id_revision_is_the_cached_snapshot_commit(tmp_path):
     (repo / "refs" / "main").write_text("b" * 40)  # the snapshot was updated
     assert folder_revision("org/embedder", hub_cache=tmp_path) == "b" * 40
     assert folder_revision("org/not-downloaded", hub_cache=tmp_path) == "main"
+
+
+@pytest.mark.skipif(packaged_minilm_path() is None, reason="needs the packaged MiniLM weights")
+def test_a_local_folder_is_named_by_its_contents_even_with_a_revision_given(tmp_path):
+    from mmbench.models.sentence_transformer import SentenceTransformerModel
+
+    model = SentenceTransformerModel(str(packaged_minilm_path()), revision="v1")
+    assert model.card.revision == folder_revision(str(packaged_minilm_path()))

@@ -73,7 +73,8 @@ class SentenceTransformerModel(EmbeddingModel):
         self.card = ModelCard(
             name=name or model_id, family="sentence-transformers", modalities=frozenset({"text"}),
             max_tokens=max_len - specials - max(self._prompt_tokens(), 0), similarity="cosine",
-            revision=revision or folder_revision(model_id),
+            # a local folder is named by its contents even when a revision is given (it would not be checked)
+            revision=folder_revision(model_id) if Path(model_id).exists() else (revision or folder_revision(model_id)),
             dim=self._model.get_embedding_dimension() if hasattr(self._model, "get_embedding_dimension")
             else self._model.get_sentence_embedding_dimension(),
             settings={"model_id": model_id if not Path(model_id).exists() else Path(model_id).name,
