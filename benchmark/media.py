@@ -8,6 +8,7 @@ from __future__ import annotations
 import hashlib
 import io
 import os
+import re
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -74,6 +75,7 @@ class MediaStore:
     """The `media/` folder of a pool set."""
 
     root: Path
+    boundary: Path | None = None  # links may point anywhere inside this folder (the pool set); default: root
 
     def __post_init__(self) -> None:
         self.root = Path(self.root)
@@ -93,17 +95,71 @@ class MediaStore:
         return Image(ref=ref, width=image.width, height=image.height)
 
     def path(self, ref: str) -> Path:
+        """Where `ref` lives; a reference that escapes the media folder, lexically or through a link
+        pointing outside `boundary` (the pool set), is refused."""
         if ref.startswith("/") or ".." in Path(ref).parts:
             raise MediaError(f"media reference {ref!r} escapes the media folder")
-        return self.root / ref
+        path = self.root / ref
+        if path.is_symlink() or _has_linked_parent(self.root, ref):
+            inside = Path(os.path.realpath(self.boundary if self.boundary is not None else self.root))
+            target = Path(os.path.realpath(path))
+            if target != inside and inside not in target.parents:
+                raise MediaError(f"media file {path} is a link to {target}, outside the pool set {inside}; refused")
+        return path
 
-    def load_image(self, ref: str, item: str = "?") -> PILImage.Image:
+    def read_bytes(self, ref: str, item: str = "?") -> bytes:
+        """The file's bytes, verified: a content-addressed file must hash to its own name."""
         path = self.path(ref)
         if not path.is_file():
             raise MediaError(f"missing media file {path} (referenced by {item})")
+        data = path.read_bytes()
+        problem = digest_problem(ref, data)
+        if problem:
+            raise MediaError(f"corrupt media file {path} (referenced by {item}): {problem}")
+        return data
+
+    def verify(self, ref: str, item: str = "?") -> None:
+        """Raise MediaError unless `ref` is a regular file inside the pool set whose bytes match its name."""
+        self.read_bytes(ref, item)
+
+    def load_image(self, ref: str, item: str = "?") -> PILImage.Image:
+        data = self.read_bytes(ref, item)
+        path = self.path(ref)
         try:
-            with PILImage.open(path) as img:
+            with PILImage.open(io.BytesIO(data)) as img:
                 img.load()
                 return img.convert("RGB")
         except (UnidentifiedImageError, OSError, SyntaxError) as exc:
             raise MediaError(f"corrupt media file {path} (referenced by {item}): {exc}") from exc
+
+
+_CONTENT_ADDRESSED = re.compile(r"([0-9a-f]{2})/([0-9a-f]{64})(\.[A-Za-z0-9]+)?")
+
+
+def digest_problem(ref: str, data: bytes) -> str | None:
+    """Why `data` is not the file `ref` names (its SHA-256 is in its name), or None when it is.
+
+    References that are not content-addressed (`ab/<sha256>.ext`) carry no digest to check.
+    """
+    m = _CONTENT_ADDRESSED.fullmatch(ref)
+    if m is None:
+        return None
+    if m.group(1) != m.group(2)[:2]:
+        return "filed under the wrong folder for its name"
+    actual = hashlib.sha256(data).hexdigest()
+    if actual != m.group(2):
+        return (f"its bytes do not match its content address (SHA-256 {actual[:12]}, name {m.group(2)[:12]}): "
+                "it was replaced or damaged after the build; rebuild the pool set")
+    return None
+
+
+def _has_linked_parent(root: Path, ref: str) -> bool:
+    """True when the media folder or a folder on the way to `ref` is a symbolic link."""
+    folder = root
+    if folder.is_symlink():
+        return True
+    for part in Path(ref).parts[:-1]:
+        folder = folder / part
+        if folder.is_symlink():
+            return True
+    return False

@@ -16,9 +16,9 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import os
 import shutil
-import tempfile
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -28,9 +28,13 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from .documents import Document
-from .media import MediaStore, atomic_write_bytes, default_mode
+from .media import MediaError, MediaStore, atomic_write_bytes, default_mode
+from .scratch import absolute, check_replaceable, clean_stale, locked_workdir, release_lock_file
+
+log = logging.getLogger(__name__)
 
 MANIFEST = "manifest.json"
+POOLSET_FORMAT = "mmbench-poolset/1"
 TABLES = ("queries", "candidates", "pools")
 
 
@@ -90,7 +94,7 @@ class PoolSet:
     def media(self) -> MediaStore:
         if self.root is None:
             raise PoolSetError("pool set has not been written to disk, so it has no media folder")
-        return MediaStore(self.root / "media")
+        return MediaStore(self.root / "media", boundary=self.root)
 
     def query_by_id(self) -> dict[str, Document]:
         return {d.id: d for d in self.queries}
@@ -149,14 +153,18 @@ def source_fingerprint(path: str | Path, pattern: str = "*") -> str:
 
 @contextmanager
 def build_scratch(out: Path) -> Iterator[Path]:
-    """A temporary folder beside `out` for a build's media and intermediate files, removed afterwards."""
-    out = Path(out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    scratch = Path(tempfile.mkdtemp(dir=out.parent, prefix=f".{out.name}.scratch."))
-    try:
-        yield scratch
-    finally:
-        shutil.rmtree(scratch, ignore_errors=True)
+    """A temporary folder beside `out` for a build's media and intermediate files, removed afterwards.
+
+    Leftovers of killed builds of the same `out` are removed first (only mmbench's own, see scratch.py),
+    and `out` is checked now, so a build that could not replace it fails before the work, not after.
+    """
+    check_replaceable(out)
+    clean_stale(out)
+    with locked_workdir(out, "scratch") as scratch:
+        try:
+            yield scratch
+        finally:
+            shutil.rmtree(scratch, ignore_errors=True)
 
 
 def compute_content_hash(ps: PoolSet) -> str:
@@ -186,49 +194,74 @@ def write_poolset(ps: PoolSet, out: Path, media_from: Path | None = None,
     `extra_manifest` (validity report, drop counts) goes into the manifest; it is not hashed.
     """
     ps.validate()
-    out = Path(out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(dir=out.parent, prefix=f".{out.name}.building."))
-    try:
-        os.chmod(tmp, default_mode(0o777))  # mkdtemp's folder is owner-only; the pool set is renamed from it
-        records = _records(ps)
-        for table, rows in records.items():
-            rows = sorted(rows, key=lambda r: r["id"])
-            pq.write_table(pa.Table.from_pylist(rows, schema=_SCHEMAS[table]), tmp / f"{table}.parquet",
-                           compression="zstd")
-        refs = sorted(_media_refs(ps.queries + ps.candidates))
-        if refs:
-            if media_from is None:
-                raise PoolSetError("documents reference media but no media folder was given")
-            for ref in refs:
-                src = Path(media_from) / ref
-                if not src.is_file():
-                    raise PoolSetError(f"media file {src} referenced by the pool set does not exist")
-                dst = tmp / "media" / ref
-                dst.parent.mkdir(parents=True, exist_ok=True)
-                shutil.copyfile(src, dst)
-        ps.manifest = {
-            "task": ps.task,
-            "task_version": ps.task_version,
-            "builder": ps.builder,
-            "seed": ps.seed,
-            "sources": ps.sources,
-            "counts": {"queries": len(ps.queries), "candidates": len(ps.candidates), "pools": len(ps.pools),
-                       "media_files": len(refs),
-                       "candidates_per_query": _candidates_per_query(ps.pools)},
-            "content_hash": compute_content_hash(ps),
-            "format": "mmbench-poolset/1",
-            **(extra_manifest or {}),
-        }
-        atomic_write_bytes(tmp / MANIFEST, (json.dumps(ps.manifest, indent=2, sort_keys=True) + "\n").encode())
-        if out.exists():
-            shutil.rmtree(out)
-        os.replace(tmp, out)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
-    ps.root = out
-    return out
+    given, out = Path(out), absolute(out)
+    check_replaceable(out)
+    clean_stale(out)
+    with locked_workdir(out, "building") as tmp:
+        try:
+            os.chmod(tmp, default_mode(0o777))  # mkdtemp's folder is owner-only; the pool set is renamed from it
+            refs = _write_contents(ps, tmp, media_from, extra_manifest)
+            _swap_into_place(tmp, out)
+            release_lock_file(out)  # moved in with the folder (so it was never lock-less); a kill here leaves
+            # only a hidden empty file inside a complete pool set
+        except BaseException:
+            shutil.rmtree(tmp, ignore_errors=True)
+            raise
+    log.debug("wrote %s (%d media files)", out, len(refs))
+    ps.root = given
+    return given
+
+
+def _write_contents(ps: PoolSet, tmp: Path, media_from: Path | None,
+                    extra_manifest: dict[str, Any] | None) -> list[str]:
+    """Tables, referenced media and the manifest of `ps`, written into the folder `tmp`."""
+    records = _records(ps)
+    for table, rows in records.items():
+        rows = sorted(rows, key=lambda r: r["id"])
+        pq.write_table(pa.Table.from_pylist(rows, schema=_SCHEMAS[table]), tmp / f"{table}.parquet",
+                       compression="zstd")
+    refs = sorted(_media_refs(ps.queries + ps.candidates))
+    if refs:
+        if media_from is None:
+            raise PoolSetError("documents reference media but no media folder was given")
+        for ref in refs:
+            src = Path(media_from) / ref
+            if not src.is_file():
+                raise PoolSetError(f"media file {src} referenced by the pool set does not exist")
+            dst = tmp / "media" / ref
+            dst.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(src, dst)
+    ps.manifest = {
+        "task": ps.task,
+        "task_version": ps.task_version,
+        "builder": ps.builder,
+        "seed": ps.seed,
+        "sources": ps.sources,
+        "counts": {"queries": len(ps.queries), "candidates": len(ps.candidates), "pools": len(ps.pools),
+                   "media_files": len(refs),
+                   "candidates_per_query": _candidates_per_query(ps.pools)},
+        "content_hash": compute_content_hash(ps),
+        "format": POOLSET_FORMAT,
+        **(extra_manifest or {}),
+    }
+    atomic_write_bytes(tmp / MANIFEST, (json.dumps(ps.manifest, indent=2, sort_keys=True) + "\n").encode())
+    return refs
+
+
+def _swap_into_place(tmp: Path, out: Path) -> None:
+    """Rename the finished folder `tmp` to `out`; a previous pool set there is moved aside, then removed.
+
+    `out` is checked again here: it may have changed during the build. A kill between the two renames
+    leaves the previous pool set in `.NAME.old.XXXX`, which the next build of `out` removes.
+    """
+    check_replaceable(out)
+    old = None
+    if out.exists():
+        old = tmp.with_name(tmp.name.replace(".building.", ".old.", 1))
+        os.replace(out, old)
+    os.replace(tmp, out)
+    if old is not None:
+        shutil.rmtree(old, ignore_errors=True)
 
 
 def _candidates_per_query(pools: list[PoolItem]) -> float | None:
@@ -282,10 +315,20 @@ def load_poolset(root: Path, verify: bool = False) -> PoolSet:
         raise PoolSetError(f"pool set {root}: {exc}") from None
     if verify:
         check_content_hash(ps)
-        for ref in sorted(_media_refs(ps.queries + ps.candidates)):
-            if not (root / "media" / ref).is_file():
-                raise PoolSetError(f"pool set {root}: missing media file media/{ref}")
+        check_media(ps)
     return ps
+
+
+def check_media(ps: PoolSet) -> None:
+    """Every referenced media file exists inside the pool set and hashes to its content-addressed name."""
+    store = ps.media
+    for ref in sorted(_media_refs(ps.queries + ps.candidates)):
+        if not (store.root / ref).is_file():
+            raise PoolSetError(f"pool set {ps.root}: missing media file media/{ref}")
+        try:
+            store.verify(ref, item="the pool set")
+        except MediaError as exc:
+            raise PoolSetError(f"pool set {ps.root}: {exc}") from None
 
 
 def check_content_hash(ps: PoolSet) -> None:

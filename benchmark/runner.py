@@ -10,7 +10,7 @@ import hashlib
 import json
 import logging
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any, Sequence
 
@@ -26,7 +26,7 @@ from .cache import EmbeddingCache, model_key
 from .documents import Document
 from .models.base import EmbeddingModel, Role
 from .poolset import PoolItem, PoolSet
-from .views import model_view
+from .views import SeenRecord, model_view
 
 log = logging.getLogger(__name__)
 SCORE_DECIMALS = 6  # ranking treats scores equal to this many decimals as ties (float noise)
@@ -53,6 +53,7 @@ class EncodeStats:
     encoded: int = 0          # views the model encoded in this run
     batches: int = 0
     seconds: float = 0.0
+    cache_set_aside: int = 0  # damaged cache entries found, renamed and encoded again
     failures: dict[str, str] = field(default_factory=dict)
 
 
@@ -67,7 +68,14 @@ def select_items(pools: Sequence[PoolItem], limit: int | None) -> list[PoolItem]
 
 def encode_documents(docs: Sequence[Document], role: Role, model: EmbeddingModel, ps: PoolSet,
                      options: RunOptions, stats: EncodeStats) -> tuple[dict[str, Any], dict[str, dict[str, Any]]]:
-    """Vectors and seen-records by document id; failures go to `stats.failures`."""
+    """Vectors and seen-records by document id; failures go to `stats.failures`.
+
+    Batches are formed from every distinct view of `docs`, cached or not, in one canonical order
+    (longest first, ties by view hash), so a batch always holds the same views whatever the cache
+    holds. A batch none of whose views is cached is skipped; one with any view missing is encoded
+    whole, so a run resumed after a kill computes each vector in the very batch an uninterrupted run
+    would have, and writes byte-identical tables (padded batches change vectors in the last bits).
+    """
     start = time.perf_counter()
     cache = _cache_for(model, options)
     vectors: dict[str, Any] = {}
@@ -77,12 +85,16 @@ def encode_documents(docs: Sequence[Document], role: Role, model: EmbeddingModel
         by_hash.setdefault(d.content_hash(), []).append(d)
     stats.documents += len(docs)
     pending: dict[str, tuple[Document, dict[str, Any], list[str]]] = {}  # view hash -> (view, seen, doc hashes)
+    cached_views: dict[str, tuple[int, Document]] = {}  # view hash -> (seen tokens, a document with that view)
     for h, group in by_hash.items():
-        hit = cache.get(role, h) if cache else None
+        hit = cache.get_entry(role, h) if cache else None
         if hit is not None:
             stats.cache_hits += len(group)
             for d in group:
-                vectors[d.id], seen[d.id] = hit[0], hit[1]
+                vectors[d.id], seen[d.id] = hit.vector, hit.seen
+            vh = hit.meta.get("view_hash")
+            if isinstance(vh, str):
+                cached_views.setdefault(vh, (int(hit.seen.get("seen_tokens", 0)), group[0]))
             continue
         view, record = model_view(group[0], model)
         vh = view.content_hash()
@@ -90,22 +102,30 @@ def encode_documents(docs: Sequence[Document], role: Role, model: EmbeddingModel
             pending[vh][2].append(h)
         else:
             pending[vh] = (view, record.to_dict(), [h])
+    if cache is not None:
+        stats.cache_set_aside += len(cache.set_aside)
     stats.distinct_views += len(pending)
-    keys = list(pending)
-    lengths = [pending[k][1]["seen_tokens"] for k in keys]
-    batches = token_budget_batches(lengths, options.batch_tokens, options.max_batch_size)
+    keys = sorted(set(pending) | set(cached_views))
+    lengths = [pending[k][1]["seen_tokens"] if k in pending else cached_views[k][0] for k in keys]
+    batches = [b for b in token_budget_batches(lengths, options.batch_tokens, options.max_batch_size)
+               if any(keys[i] in pending for i in b)]
     results: dict[str, Any] = {}
     for batch in tqdm(batches, desc="encode queries" if role == "query" else "encode documents", unit="batch", disable=not options.progress or not batches):
-        views = [pending[keys[i]][0] for i in batch]
-        for k, (vec, info) in zip((keys[i] for i in batch), _encode_batch(model, views, role, ps, stats)):
-            if vec is None:
-                continue
+        batch_keys = [keys[i] for i in batch]
+        views = [pending[k][0] if k in pending else model_view(cached_views[k][1], model)[0] for k in batch_keys]
+        encoded = _encode_batch(model, views, role, ps, stats)
+        for k, v in zip(batch_keys, views):
+            if k not in pending:  # a cached document never fails: its vector is already known
+                stats.failures.pop(v.id, None)
+        for k, (vec, info) in zip(batch_keys, encoded):
+            if vec is None or k not in pending:
+                continue  # a cached view encoded again only to keep the batch whole: its cached vector stands
             results[k] = vec
             if info:  # the adapter's own account of what it fed the model (exact token count, drops)
                 pending[k][1]["model_info"] = info
             if cache is not None and not sp.issparse(vec):
                 for h in pending[k][2]:  # stored batch by batch, so a killed run keeps what it finished
-                    cache.put(role, h, vec, pending[k][1])
+                    cache.put(role, h, vec, pending[k][1], meta={"view_hash": k})
         stats.batches += 1
     doc_hash_to_view = {h: vh for vh, (_, _, hashes) in pending.items() for h in hashes}
     for h, group in by_hash.items():
@@ -154,6 +174,32 @@ def _as_rows(matrix: Any, n: int) -> list[Any]:
     return list(arr)
 
 
+def vector_warnings(vectors: dict[str, Any], role: Role, similarity: str = "cosine") -> list[str]:
+    """Warnings for degenerate vectors: all zero, or all the same (in direction, for cosine).
+
+    Candidates like that make every score tie and the rankings chance; queries like that mean the
+    model ignores the query. Either is a broken model, pooling or checkpoint, not a result.
+    """
+    if len(vectors) < 2:
+        return []
+    rows = list(vectors.values())
+    effect = ("every score ties and the rankings are chance" if role == "document"
+              else "every query is ranked the same way")
+    if any(sp.issparse(v) for v in rows):
+        zero = all(not np.any(v.data) for v in rows)
+        return [f"all {len(rows)} {role} vectors are zero: {effect}"] if zero else []
+    mat = np.stack([np.asarray(v, dtype=np.float64).ravel() for v in rows])
+    if not np.any(mat):
+        return [f"all {len(rows)} {role} vectors are zero: {effect}"]
+    if similarity == "cosine":
+        mat = mat / np.maximum(np.linalg.norm(mat, axis=1, keepdims=True), 1e-300)
+    scale = max(float(np.max(np.abs(mat[0]))), 1e-300)
+    if float(np.max(np.abs(mat - mat[0]))) <= 1e-6 * scale:
+        how = "point the same way" if similarity == "cosine" else "are identical"
+        return [f"all {len(rows)} {role} vectors {how}: {effect} (a broken model, pooling or checkpoint?)"]
+    return []
+
+
 def _cache_for(model: EmbeddingModel, options: RunOptions) -> EmbeddingCache | None:
     if not options.use_cache or options.cache_dir is None or not getattr(model, "cacheable", True):
         return None
@@ -194,6 +240,10 @@ def run_poolset(ps: PoolSet, model: EmbeddingModel, options: RunOptions) -> tupl
     q_vecs, q_seen = encode_documents(q_docs, "query", model, ps, options, stats)
     query_seconds = stats.seconds - document_seconds
 
+    similarity = model.card.similarity
+    warnings = vector_warnings(c_vecs, "document", similarity) + vector_warnings(q_vecs, "query", similarity)
+    for w in warnings:
+        log.warning("%s", w)
     start = time.perf_counter()
     rows = [_score_item(p, q_vecs, c_vecs, model.card.similarity, options.seed, stats.failures) for p in items]
     scoring_seconds = time.perf_counter() - start
@@ -211,18 +261,24 @@ def run_poolset(ps: PoolSet, model: EmbeddingModel, options: RunOptions) -> tupl
         "documents_with_unseen_modalities": int(sum(bool(v["unseen_modalities"]) for v in list(c_seen.values()) + list(q_seen.values()))),
         "documents_truncated": int(sum(v["truncated"] for v in list(c_seen.values()) + list(q_seen.values()))),
         "encode": {"documents": stats.documents, "distinct_views": stats.distinct_views, "cache_hits": stats.cache_hits,
-                   "encoded": stats.encoded, "batches": stats.batches, "seconds": round(stats.seconds, 3),
+                   "encoded": stats.encoded, "batches": stats.batches,
+                   "cache_set_aside": stats.cache_set_aside, "seconds": round(stats.seconds, 3),
                    "document_seconds": round(document_seconds, 3), "query_seconds": round(query_seconds, 3),
                    "batch_tokens": options.batch_tokens},
         "scoring_seconds": round(scoring_seconds, 3),
+        "warnings": warnings,
         "tie_break": f"scores rounded to {SCORE_DECIMALS} decimals; ties ordered by a permutation seeded from (seed={options.seed}, item id)",
     }
     return per_query, seen, run_info
 
 
 def _flat(record: dict[str, Any]) -> dict[str, Any]:
-    """A seen record as table columns; the adapter's free-form info becomes a JSON string."""
-    out = dict(record)
+    """A seen record as table columns, in the record's field order whether it was just made or read back
+    from the cache (whose JSON sorts keys), so seen.parquet does not depend on what was cached; the
+    adapter's free-form info becomes a JSON string."""
+    order = [f.name for f in fields(SeenRecord)]
+    out = {k: record[k] for k in order if k in record}
+    out.update({k: record[k] for k in sorted(record) if k not in out})
     out["model_info"] = json.dumps(out["model_info"], sort_keys=True, default=str) if out.get("model_info") else None
     return out
 

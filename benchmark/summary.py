@@ -38,6 +38,11 @@ def format_summary(res: RunResults, axes: Sequence[str], metric: str = "precisio
     if unseen:
         lines.append(f"note: the model sees only {', '.join(info.get('modalities_seen', []))}; "
                      f"{unseen} documents had content it could not see (images/videos dropped)")
+    for warning in info.get("warnings") or []:  # e.g. a model whose vectors are all zero or all identical
+        lines.append(f"WARNING: {warning}")
+    set_aside = (info.get("encode") or {}).get("cache_set_aside")
+    if set_aside:
+        lines.append(f"note: {set_aside} damaged embedding cache entries were set aside (*.corrupt) and re-encoded")
     if info.get("documents_truncated"):
         lines.append(f"note: {info['documents_truncated']} documents were middle-truncated to the model's window")
     for row in _overall(res):

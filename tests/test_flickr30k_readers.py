@@ -110,7 +110,7 @@ def test_non_utf8_annotations_name_the_line(tmp_path):
         b"{0}", recs[0].image_id.encode()))
     with pytest.raises(FlickrSourceError) as exc:
         read_token(str(path), str(root))
-    assert re.search(r"latin1\.token: line 2: not UTF-8 text \(byte 0xe9", one_line(exc))
+    assert re.search(r"latin1\.token:2: not valid UTF-8 \(byte 0xe9", one_line(exc))
 
 
 def test_image_caption_csv_with_an_unquoted_comma_is_an_error(tmp_path):

@@ -128,12 +128,14 @@ def test_sigkill_midway_then_resume_gives_identical_results(vg_tiny, tmp_path):
     a = pd.read_parquet(tmp_path / "resumed" / "per_query.parquet")
     b = pd.read_parquet(tmp_path / "fresh" / "per_query.parquet")
     assert list(a["ranked_ids"].map(list)) == list(b["ranked_ids"].map(list))
-    np.testing.assert_allclose(np.concatenate(a["scores"].to_list()), np.concatenate(b["scores"].to_list()), atol=1e-6)
+    # each vector is computed in the same batch as in the uninterrupted run, so the tables are the same bytes
+    assert (tmp_path / "resumed" / "per_query.parquet").read_bytes() == (tmp_path / "fresh" / "per_query.parquet").read_bytes()
     import json
 
     info = json.loads((tmp_path / "resumed" / "results.json").read_text())["mmbench"]["encode"]
-    assert info["cache_hits"] >= stored  # nothing stored before the kill was encoded again
-    assert info["encoded"] <= info["documents"] - stored
+    assert info["cache_hits"] >= stored  # every entry stored before the kill was used
+    # only the batch the kill split is encoded whole again (its stored members too, to keep it the same batch)
+    assert info["encoded"] < info["documents"] - stored + 3
 
 
 class _LevelModel:

@@ -31,3 +31,23 @@ class HashingModel(EmbeddingModel):
                     out[i, -3:] += pixels.reshape(-1, 3).mean(0) / 255
         out[:, 0] += 1e-3
         return out
+
+
+class BatchSensitiveModel(HashingModel):
+    """HashingModel whose vectors move in the last float bits with the batch's padded length, as a real
+    padded forward pass does, and which takes a little time per batch (so a kill can land mid-run)."""
+
+    def __init__(self, delay: float = 0.02, **kw) -> None:
+        super().__init__(modalities=("text",), **kw)
+        self.card = ModelCard(name="batch-sensitive", family="test", modalities=frozenset({"text"}), max_tokens=None,
+                              dim=self.card.dim, settings={"dim": self.card.dim, "delay": delay})
+        self._delay = delay
+
+    def encode(self, documents: Sequence[Document], role, media) -> np.ndarray:
+        import time
+
+        time.sleep(self._delay)
+        out = super().encode(documents, role, media)
+        padded = max(len(d.text) for d in documents) * len(documents)
+        out[:, 1] += np.float32(1e-6) * (padded % 97)  # batch composition shows in the scores' last digits
+        return out

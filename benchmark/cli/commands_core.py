@@ -9,12 +9,9 @@ import time
 from pathlib import Path
 from typing import Any
 
+from mmbench.home import mmbench_home  # re-exported: other command modules import it from here
+
 from .errors import CLIError
-
-
-def mmbench_home() -> Path:
-    """Where default pool sets and the embedding cache live (MMBENCH_HOME, else ~/.cache/mmbench)."""
-    return Path(os.environ.get("MMBENCH_HOME") or Path.home() / ".cache" / "mmbench")
 
 
 def default_poolset_dir(task: str, source: str, seed: int) -> Path:
@@ -201,9 +198,14 @@ def cmd_build(args: argparse.Namespace) -> int:
         raise CLIError(f"task {task.name} has no source {args.source!r}; sources: {', '.join(task.sources)}")
     out = args.out or default_poolset_dir(task.name, args.source, args.seed)
     params = parse_params(args.param)
+    from mmbench.scratch import OutputRefused, check_replaceable
+
     start = time.perf_counter()
     try:
+        check_replaceable(out)  # before any work: a folder mmbench did not write is never replaced
         ps = task.build(args.source, out, seed=args.seed, **params)
+    except OutputRefused as exc:
+        raise CLIError(str(exc)) from None
     except TypeError as exc:
         raise CLIError(f"bad builder parameter for {task.name}: {exc}") from None
     except (ValueError, FileNotFoundError) as exc:  # builders' checks of parameters and sources

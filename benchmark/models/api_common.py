@@ -14,7 +14,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from ..documents import Document
-from ..media import MediaStore
+from ..media import MediaError, MediaStore
 from ..tokens import TextTokenizer
 from .base import EmbeddingModel, EncodeError, Role
 from .http_client import HttpClient, RetryPolicy
@@ -38,7 +38,11 @@ def image_bytes(media: MediaStore | None, ref: str, item: str) -> tuple[bytes, s
     path = media.path(ref)
     if not path.is_file():
         raise EncodeError(f"missing media file {path} (referenced by {item})")
-    return path.read_bytes(), MIME.get(path.suffix.lower(), "image/png")
+    try:
+        data = media.read_bytes(ref, item)  # verified against its content address
+    except MediaError as exc:
+        raise EncodeError(str(exc)) from None
+    return data, MIME.get(path.suffix.lower(), "image/png")
 
 
 def data_url(media: MediaStore | None, ref: str, item: str) -> str:

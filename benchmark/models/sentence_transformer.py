@@ -50,23 +50,35 @@ class SentenceTransformerModel(EmbeddingModel):
 
     def __init__(self, model_id: str, name: str | None = None, device: str | None = None,
                  revision: str | None = None, query_prompt: str = "", document_prompt: str = "",
-                 normalize: bool = True, **_: Any) -> None:
+                 normalize: bool = True, dtype: str | None = None, attn_implementation: str | None = None,
+                 trust_remote_code: bool = False, model_path: str | None = None) -> None:
         from sentence_transformers import SentenceTransformer
 
+        if model_path and not Path(model_path).is_dir():
+            raise FileNotFoundError(f"--model-path {model_path} is not a folder")
+        model_id = model_path or model_id  # --model-path: a local copy of the weights
+        model_kwargs = _model_kwargs(dtype, attn_implementation, device or "cpu")
         self._model = SentenceTransformer(model_id, device=device or "cpu", revision=revision,
-                                          local_files_only=Path(model_id).exists())
+                                          local_files_only=Path(model_id).exists(),
+                                          trust_remote_code=trust_remote_code, model_kwargs=model_kwargs or None)
         self._prompts = {"query": query_prompt, "document": document_prompt}
         self._normalize = normalize
         max_len = int(self._model.max_seq_length or 512)
         specials = self._model.tokenizer.num_special_tokens_to_add(pair=False)
+        # what changes vectors goes into settings (and so into the cache identity): the dtype the weights
+        # were loaded in, and the attention kernel when one was asked for
+        loaded = {"dtype": str(self._model.dtype).removeprefix("torch.")}
+        if attn_implementation:
+            loaded["attn_implementation"] = attn_implementation
         self.card = ModelCard(
             name=name or model_id, family="sentence-transformers", modalities=frozenset({"text"}),
             max_tokens=max_len - specials - max(self._prompt_tokens(), 0), similarity="cosine",
-            revision=revision or folder_revision(model_id),
+            # a local folder is named by its contents even when a revision is given (it would not be checked)
+            revision=folder_revision(model_id) if Path(model_id).exists() else (revision or folder_revision(model_id)),
             dim=self._model.get_embedding_dimension() if hasattr(self._model, "get_embedding_dimension")
             else self._model.get_sentence_embedding_dimension(),
             settings={"model_id": model_id if not Path(model_id).exists() else Path(model_id).name,
-                      "max_seq_length": max_len, "normalize": normalize, "prompts": self._prompts},
+                      "max_seq_length": max_len, "normalize": normalize, "prompts": self._prompts, **loaded},
             notes="text only: images and videos are not seen",
         )
 
@@ -84,16 +96,38 @@ class SentenceTransformerModel(EmbeddingModel):
         return np.asarray(vecs, dtype=np.float32)
 
 
-def folder_revision(model_id: str) -> str:
-    """For a local folder, a hash of its config and weights' sizes stands in for a hub revision."""
-    path = Path(model_id)
-    if not path.exists():
-        return "main"
-    import hashlib
+def _model_kwargs(dtype: str | None, attn_implementation: str | None, device: str) -> dict[str, Any]:
+    """transformers loading options for --dtype and --attn-implementation (none given: the model's defaults)."""
+    kwargs: dict[str, Any] = {}
+    if dtype not in (None, "", "auto"):
+        from .clip import resolve_dtype  # one table of dtype names for every adapter
 
-    h = hashlib.sha256()
-    for f in sorted(path.rglob("*")):
-        if f.is_file() and f.suffix in (".json", ".safetensors", ".bin", ".txt"):
-            h.update(f.relative_to(path).as_posix().encode())
-            h.update(str(f.stat().st_size).encode())
-    return "local-" + h.hexdigest()[:12]
+        kwargs["dtype"] = resolve_dtype(dtype, device)
+    if attn_implementation:
+        kwargs["attn_implementation"] = attn_implementation
+    return kwargs
+
+
+def folder_revision(model_id: str, hub_cache: str | Path | None = None) -> str:
+    """A model's revision when none was given.
+
+    A local folder: the digest of its files' contents (memoised by stat, digests.py), so weights saved
+    over old ones give a new revision and new cache entries. A hub id: the commit of the snapshot the
+    local hub cache resolves it to (what from_pretrained loads), so an updated snapshot is not served
+    vectors of the old one; "main" when the cache does not hold it.
+    """
+    path = Path(model_id)
+    if path.exists():
+        from ..digests import folder_digest
+
+        return "local-" + folder_digest(path)[:16]
+    try:
+        from huggingface_hub import try_to_load_from_cache
+
+        for filename in ("config.json", "modules.json"):
+            hit = try_to_load_from_cache(model_id, filename, cache_dir=hub_cache)
+            if isinstance(hit, str):
+                return Path(hit).parent.name  # .../snapshots/<commit>/<filename>
+    except Exception:  # noqa: BLE001 - not a valid repo id (an mteb name, a path typo): no snapshot to name
+        pass
+    return "main"

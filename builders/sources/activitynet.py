@@ -13,7 +13,6 @@ by every dense-caption source (`youku.py`).
 """
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -21,6 +20,7 @@ from typing import Any
 import numpy as np
 
 from ..events import Event
+from .jsonl import read_json
 
 VIDEO_EXTENSIONS = ("mp4", "mkv", "webm", "avi", "mov", "m4v")
 
@@ -104,10 +104,7 @@ def read_activitynet(annotations: Path, video_root: Path, max_videos: int | None
 
 def read_caption_json(annotations: Path, language: str, dataset: str) -> list[VideoRecord]:
     """An ActivityNet-style JSON object mapping video ids to {duration, timestamps, sentences}."""
-    try:
-        data = json.loads(Path(annotations).read_text(encoding="utf-8"))
-    except ValueError as exc:
-        raise ValueError(f"{annotations}: invalid JSON ({exc})") from exc
+    data = read_json(annotations)  # errors name the file and the line
     if not isinstance(data, dict):
         raise ValueError(f"{annotations}: expected an object mapping video ids to records")
     return [parse_record(vid, rec, str(annotations), language, dataset) for vid, rec in data.items()]

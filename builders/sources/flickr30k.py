@@ -41,6 +41,7 @@ from PIL import Image as PILImage, UnidentifiedImageError
 
 if TYPE_CHECKING:
     from mmbench.builders.validity import DropLog
+from .jsonl import read_json, read_text
 
 N_CAPTIONS = 5
 _FUSED = re.compile(r"^(\d+)\s+(\S.*)$")  # "4 A dog runs ..." : comment_number and comment run together
@@ -95,14 +96,12 @@ def _require(path: str | None, what: str) -> Path:
 
 
 def _read_text(path: Path) -> str:
-    """The file as UTF-8 text (a BOM is dropped); undecodable bytes are an error naming the line."""
-    data = path.read_bytes()
+    """The file as UTF-8 text (a BOM is dropped); undecodable bytes are an error naming the line (the shared
+    reader's message, as this source's error type)."""
     try:
-        return data.decode("utf-8-sig")
-    except UnicodeDecodeError as exc:
-        line = data[:exc.start].count(b"\n") + 1
-        raise FlickrSourceError(f"{path}: line {line}: not UTF-8 text (byte {data[exc.start]:#04x} at offset "
-                                f"{exc.start})") from None
+        return read_text(path, encoding="utf-8-sig")
+    except ValueError as exc:
+        raise FlickrSourceError(str(exc)) from None
 
 
 def _archive_index(path: Path) -> dict[str, Callable[[], bytes]]:
@@ -204,7 +203,7 @@ def read_karpathy(annotations: str | None, image_root: str | None, split: str | 
     """Karpathy's ``dataset_flickr30k.json``; `split` keeps only train, val or test images."""
     path, root = _require(annotations, "annotations"), _require(image_root, "image_root")
     try:
-        data = json.loads(_read_text(path))
+        data = read_json(path)  # errors name the file and the line
         images = data["images"]
     except (ValueError, KeyError, TypeError) as exc:
         if isinstance(exc, FlickrSourceError):

@@ -15,7 +15,6 @@ Every paragraph becomes a title unit followed by one unit per sentence; the sent
 """
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterator
@@ -23,7 +22,10 @@ from typing import Any, Iterator
 from mmbench.tokens import UnifiedTokenCounter
 
 from ..expansion import Unit, text_unit
-from .jsonl import read_jsonl
+from .jsonl import read_json, read_jsonl
+
+# Types of the fields a record may have (checked when read, so a wrong one is named with its line).
+RECORD_FIELDS = {"question": str, "context": (dict, list), "supporting_facts": (dict, list), "answer": (str, int, float)}
 
 
 @dataclass
@@ -75,19 +77,10 @@ def _rows(path: Path) -> Iterator[tuple[str, dict]]:
         for i, rec in enumerate(rows):
             yield f"{path}: row {i}", rec
     elif suffix == ".jsonl":
-        for where, _, rec in read_jsonl(path):
+        for where, _, rec in read_jsonl(path, fields=RECORD_FIELDS):
             yield where, rec
     else:
-        raw = path.read_bytes()
-        try:
-            text = raw.decode("utf-8")
-        except UnicodeDecodeError as exc:
-            line = raw[:exc.start].count(b"\n") + 1
-            raise ValueError(f"{path}:{line}: not UTF-8 (byte {raw[exc.start]:#04x})") from None
-        try:
-            data = json.loads(text)
-        except ValueError as exc:
-            raise ValueError(f"{path}: invalid JSON ({exc})") from exc
+        data = read_json(path)  # errors name the file and the line
         if not isinstance(data, list):
             raise ValueError(f"{path}: expected a JSON list of HotpotQA records")
         for i, rec in enumerate(data):

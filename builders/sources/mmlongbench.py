@@ -49,7 +49,7 @@ def read_mmlongbench(path: Path, image_root: Path, limit: int | None = None) -> 
         raise FileNotFoundError(f"MMLongBench summarization JSONL {path} not found")
     check_utf8(path)
     out: list[PagedDocument] = []
-    for where, lineno, rec in read_jsonl(path):
+    for where, lineno, rec in read_jsonl(path, fields={"pages": list, "image_list": list, "extended_pages": list}):
         summary = _summary_text(rec.get("summary", rec.get("answer")))
         if not summary.strip():
             raise ValueError(f"{where}: field 'summary' (or 'answer') missing or empty")

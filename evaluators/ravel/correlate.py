@@ -35,6 +35,9 @@ LLM_SHORT = {"Qwen3-1.7B": "Qwen3-1.7B", "Qwen2.5-1.5B-Instruct": "Qwen2.5-1.5B"
 ENCODER_COLUMNS = ("encoder", "display_name", "vision_encoder", "name")
 LLM_COLUMNS = ("llm", "language_model", "lm")
 SCORE_COLUMNS = ("score", "ravel", "final_score")
+# Largest score magnitude accepted: far above any alignment score (CKA, kNN overlap, RSA, distances are O(1)),
+# far below where Pearson's sums of squares overflow (about 1e154).
+MAX_ABS_SCORE = 1e12
 
 
 def data_path(name: str) -> Path:
@@ -93,10 +96,17 @@ def load_scores(path, *, score_column=None, encoder_column=None, llm_column=None
                         "llm": df[llm].map(canonical_llm), "score": pd.to_numeric(df[col], errors="raise")})
     if out.duplicated(["llm", "encoder"]).any():
         raise ValueError("score file has duplicate (llm, encoder) rows")
-    bad = out[~np.isfinite(out["score"].to_numpy(float))]
+    values = out["score"].to_numpy(float)
+    bad = out[~np.isfinite(values)]
     if len(bad):  # one empty cell would turn that LLM's correlations into NaN
         raise ValueError(f"{path}: column {col!r} has {len(bad)} missing or non-finite scores, e.g. "
                          f"{describe_pairs(list(zip(bad['encoder'], bad['llm'])))}")
+    huge = out[np.abs(values) > MAX_ABS_SCORE]
+    if len(huge):  # squares of such values overflow inside Pearson's r; no alignment score is that large
+        first = huge.index[0]
+        raise ValueError(f"{path}: column {col!r} has {len(huge)} scores beyond ±{MAX_ABS_SCORE:g}, e.g. "
+                         f"{huge.loc[first, 'score']!r} for {describe_pairs(list(zip(huge['encoder'], huge['llm'])))}"
+                         "; alignment scores are small numbers: check the file")
     return out
 
 

@@ -1,0 +1,202 @@
+"""The embedding cache: entries verified on read, damaged ones set aside and re-encoded; a local model's
+cache identity follows the contents of its weights, not their sizes."""
+from __future__ import annotations
+
+import json
+import logging
+import os
+import shutil
+import struct
+
+import numpy as np
+import pytest
+
+from mmbench import digests
+from mmbench.cache import EmbeddingCache
+from mmbench.models.sentence_transformer import folder_revision, packaged_minilm_path
+from mmbench.poolset import load_poolset
+from mmbench.runner import RunOptions, run_poolset
+
+from toy_models import HashingModel
+
+
+# --- item 4: verified entries ----------------------------------------------------------------------------
+
+def _entry(tmp_path):
+    cache = EmbeddingCache(tmp_path / "c", "m")
+    vec = np.arange(8, dtype=np.float32)
+    cache.put("document", "ab" * 32, vec, {"seen_tokens": 3}, meta={"view_hash": "v"})
+    cache.put("document", "cd" * 32, vec + 1, {"seen_tokens": 4})
+    return cache, cache._path("document", "ab" * 32), vec
+
+
+def _truncate(path):
+    data = path.read_bytes()
+    path.write_bytes(data[: len(data) // 2])
+
+
+def _flip_vector_byte(path):
+    data = bytearray(path.read_bytes())
+    i = data.index(struct.pack("<f", 5.0))  # inside the stored vector
+    data[i] ^= 0x01
+    path.write_bytes(bytes(data))
+
+
+def _copy_other_over(path):
+    shutil.copyfile(path.parent.parent / "cd" / ("cd" * 32 + ".npz"), path)
+
+
+@pytest.mark.parametrize("damage", [_truncate, _flip_vector_byte, _copy_other_over, lambda p: p.write_bytes(b"")],
+                         ids=["truncated", "flipped-byte", "other-entry", "empty"])
+def test_damaged_entry_is_named_set_aside_and_missed(tmp_path, caplog, damage):
+    cache, path, vec = _entry(tmp_path)
+    got = cache.get_entry("document", "ab" * 32)
+    assert np.array_equal(got.vector, vec) and got.seen == {"seen_tokens": 3} and got.meta == {"view_hash": "v"}
+    damage(path)
+    with caplog.at_level(logging.WARNING, logger="mmbench.cache"):
+        assert cache.get("document", "ab" * 32) is None
+    assert str(path) in caplog.text and "damaged embedding cache entry" in caplog.text
+    assert not path.exists() and path.with_name(path.name + ".corrupt").is_file()  # renamed, not deleted
+    assert cache.set_aside == [path]
+    assert cache.get("document", "cd" * 32) is not None  # the others are untouched
+    cache.put("document", "ab" * 32, vec, {"seen_tokens": 3})
+    path.write_bytes(b"damaged again")
+    assert cache.get("document", "ab" * 32) is None
+    assert path.with_name(path.name + ".corrupt").is_file() and path.with_name(path.name + ".corrupt2").is_file()
+
+
+def test_a_run_over_a_damaged_entry_reencodes_it_and_scores_the_same(vg_tiny, tmp_path, caplog):
+    ps = load_poolset(vg_tiny)
+    opts = RunOptions(progress=False, cache_dir=tmp_path / "cache")
+    first, _, _ = run_poolset(ps, HashingModel(), opts)
+    entries = sorted((tmp_path / "cache").rglob("*.npz"))
+    _truncate(entries[3])
+    entries[7].write_bytes(b"PK\x03\x04 not a zip")
+    with caplog.at_level(logging.WARNING, logger="mmbench.cache"):
+        again, _, info = run_poolset(ps, HashingModel(), opts)
+    assert str(entries[3]) in caplog.text and str(entries[7]) in caplog.text
+    assert info["encode"]["cache_set_aside"] == 2 and info["n_failed_items"] == 0
+    assert list(again["ranked_ids"].map(list)) == list(first["ranked_ids"].map(list))
+    assert entries[3].is_file() and entries[7].is_file()  # written again
+    third, _, info3 = run_poolset(ps, HashingModel(), opts)
+    assert info3["encode"]["cache_set_aside"] == 0 and info3["encode"]["encoded"] == 0
+
+
+# --- item 2: a local model's revision follows its weights' contents ------------------------------------------
+
+def _fake_model(folder, weights: bytes):
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "config.json").write_text(json.dumps({"hidden_size": 4}))
+    (folder / "model.safetensors").write_bytes(weights)
+    (folder / ".git").mkdir(exist_ok=True)
+    (folder / ".git" / "HEAD").write_text("ref")  # hidden: not part of the revision
+
+
+def test_weights_saved_over_old_ones_give_a_new_revision(tmp_path):
+    model = tmp_path / "model"
+    _fake_model(model, b"\x01" * 4096)
+    before = folder_revision(str(model))
+    st = (model / "model.safetensors").stat()
+    (model / "model.safetensors").write_bytes(b"\x02" * 4096)  # same size
+    os.utime(model / "model.safetensors", ns=(st.st_atime_ns, st.st_mtime_ns))  # even the same mtime
+    after = folder_revision(str(model))
+    assert after != before and after.startswith("local-")
+    (model / ".git" / "HEAD").write_text("other")
+    assert folder_revision(str(model)) == after
+    _fake_model(tmp_path / "copy", b"\x02" * 4096)
+    assert folder_revision(str(tmp_path / "copy")) == after  # contents, not location or time
+
+
+def test_digests_are_memoised_by_stat(tmp_path, monkeypatch):
+    model = tmp_path / "model"
+    _fake_model(model, b"\x03" * 1000)
+    reads = []
+    real = digests.sha256_file
+    monkeypatch.setattr(digests, "sha256_file", lambda p: reads.append(os.path.basename(p)) or real(p))
+    first = folder_revision(str(model))
+    assert sorted(reads) == ["config.json", "model.safetensors"]
+    reads.clear()
+    assert folder_revision(str(model)) == first and reads == []  # unchanged files are not read again
+    digests._loaded_from = None  # a new process: the memo comes back from MMBENCH_HOME
+    assert folder_revision(str(model)) == first and reads == []
+    (model / "config.json").write_text(json.dumps({"hidden_size": 5}))
+    assert folder_revision(str(model)) != first and reads == ["config.json"]
+
+
+def _permute_word_embeddings(model_dir):
+    """Retrain, in effect: shuffle the rows of the word-embedding matrix in place (same file size)."""
+    path = model_dir / "model.safetensors"
+    data = bytearray(path.read_bytes())
+    n = struct.unpack("<Q", data[:8])[0]
+    header = json.loads(data[8:8 + n])
+    name = next(k for k in header if k.endswith("word_embeddings.weight"))
+    start, end = (8 + n + o for o in header[name]["data_offsets"])
+    rows, dim = header[name]["shape"]
+    mat = np.frombuffer(bytes(data[start:end]), dtype=np.float32).reshape(rows, dim)
+    data[start:end] = mat[np.random.default_rng(0).permutation(rows)].tobytes()
+    st = path.stat()
+    path.write_bytes(bytes(data))
+    os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns))
+
+
+@pytest.mark.skipif(packaged_minilm_path() is None, reason="needs the packaged MiniLM weights")
+def test_retrained_local_model_is_not_scored_from_old_vectors(vg_tiny, tmp_path):
+    from mmbench.models.registry import load_model
+
+    model_dir = tmp_path / "minilm"
+    shutil.copytree(packaged_minilm_path(), model_dir)
+    ps = load_poolset(vg_tiny)
+    opts = RunOptions(progress=False, cache_dir=tmp_path / "cache", limit=20)
+    old, _, _ = run_poolset(ps, load_model(str(model_dir)), opts)
+    _permute_word_embeddings(model_dir)
+    retrained = load_model(str(model_dir))
+    cached, _, info = run_poolset(ps, retrained, opts)
+    fresh, _, _ = run_poolset(ps, retrained, RunOptions(progress=False, use_cache=False, limit=20))
+    assert info["encode"]["cache_hits"] == 0
+    assert list(cached["ranked_ids"].map(list)) == list(fresh["ranked_ids"].map(list))
+    assert list(cached["ranked_ids"].map(list)) != list(old["ranked_ids"].map(list))
+
+
+# --- item 11: loading options of sentence-transformers models are applied, not dropped ---------------------
+
+@pytest.mark.skipif(packaged_minilm_path() is None, reason="needs the packaged MiniLM weights")
+def test_sentence_transformer_options_are_applied_or_refused():
+    import torch
+
+    from mmbench.evaluate import ModelUnavailable, load_model_explained
+
+    plain = load_model_explained("minilm", {})
+    half = load_model_explained("minilm", {"dtype": "bfloat16", "attn_implementation": "eager"})
+    assert next(half._model.parameters()).dtype == torch.bfloat16
+    assert half._model[0].auto_model.config._attn_implementation == "eager"
+    assert half.card.settings["dtype"] == "bfloat16" and plain.card.settings["dtype"] == "float32"
+    from mmbench.cache import model_key
+
+    assert model_key(half.card.identity()) != model_key(plain.card.identity())  # other vectors, other cache
+    with pytest.raises(ValueError, match="unknown dtype 'float64'"):
+        load_model_explained("minilm", {"dtype": "float64"})
+    with pytest.raises(ModelUnavailable, match="unexpected keyword argument 'colour'"):
+        load_model_explained("minilm", {"colour": "blue"})  # no option is swallowed silently
+    with pytest.raises(ModelUnavailable, match="is not a folder"):
+        load_model_explained("minilm", {"model_path": "/nonexistent/minilm"})
+
+
+def test_hub_id_revision_is_the_cached_snapshot_commit(tmp_path):
+    repo = tmp_path / "models--org--embedder"
+    for commit in ("a" * 40, "b" * 40):
+        (repo / "snapshots" / commit).mkdir(parents=True)
+        (repo / "snapshots" / commit / "config.json").write_text("{}")
+    (repo / "refs").mkdir()
+    (repo / "refs" / "main").write_text("a" * 40)
+    assert folder_revision("org/embedder", hub_cache=tmp_path) == "a" * 40
+    (repo / "refs" / "main").write_text("b" * 40)  # the snapshot was updated
+    assert folder_revision("org/embedder", hub_cache=tmp_path) == "b" * 40
+    assert folder_revision("org/not-downloaded", hub_cache=tmp_path) == "main"
+
+
+@pytest.mark.skipif(packaged_minilm_path() is None, reason="needs the packaged MiniLM weights")
+def test_a_local_folder_is_named_by_its_contents_even_with_a_revision_given(tmp_path):
+    from mmbench.models.sentence_transformer import SentenceTransformerModel
+
+    model = SentenceTransformerModel(str(packaged_minilm_path()), revision="v1")
+    assert model.card.revision == folder_revision(str(packaged_minilm_path()))
