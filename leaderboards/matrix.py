@@ -83,7 +83,7 @@ def overview_table(entries: Sequence[Entry], loader: Callable[[Entry], RunResult
     has_diff = {t: any(_difficulty_mean(runs[e.id].per_query, metric[t], "easy") is not None
                        and _difficulty_mean(runs[e.id].per_query, metric[t], "hard") is not None
                        for e in src if e.task == t) for t in tasks}
-    cols = [Column("rank", "Rank"), Column("model", "Model", "model")]
+    cols = [Column("rank", "Rank", "count"), Column("model", "Model", "model")]
     for t in tasks:
         label = f"{t} {METRIC_LABELS.get(metric[t], metric[t])}"
         cols.append(Column(f"{t}", label, "ci"))

@@ -152,13 +152,16 @@ def draw_length_curves(curves: Sequence[dict[str, Any]], metric: str):
             color = plt.cm.tab20(pair[c["label"]] + shade)
             label = c["label"] if c["difficulty"] == "all" else f"{c['label']} ({c['difficulty'].capitalize()})"
             ax.plot(x, [_nan(v) for v in c["values"]], marker=marker, color=color, linestyle=dash, label=label)
-            if c.get("ci_low") is not None:
+            if c.get("ci_low") is not None and len(x) > 1:
                 ax.fill_between(x, [_nan(v) for v in c["ci_low"]], [_nan(v) for v in c["ci_high"]], color=color,
-                                alpha=0.18, linewidth=0)
+                                alpha=0.15, linewidth=0)
+            elif c.get("ci_low") is not None:  # one point: a band would be invisible, draw its error bar
+                ax.errorbar(x, [_nan(v) for v in c["values"]], yerr=_yerr(c["values"], c["ci_low"], c["ci_high"]),
+                            color=color, capsize=3, linestyle="none")
             chance = tuple(c.get("chance") or ())
             if chance and any(v is not None for v in chance) and (tuple(x), chance) not in chance_lines:
                 chance_lines.add((tuple(x), chance))
-                ax.plot(x, [_nan(v) for v in chance], **CHANCE_STYLE, label=CHANCE_LABEL)
+                ax.plot(x, [_nan(v) for v in chance], **CHANCE_STYLE, marker="_", markersize=14, label=CHANCE_LABEL)
         ax.set_xticks(range(len(lengths)), lengths, fontsize=7)
         ax.set_ylim(0, 1.02)
         ax.set_xlabel("context length bin", fontsize=8)
@@ -167,7 +170,7 @@ def draw_length_curves(curves: Sequence[dict[str, Any]], metric: str):
         ax.set_title(group, fontsize=9)
         drawn.append(ax)
     _legend_below(fig, drawn)
-    fig.text(0.0, 1.0, "bands: 95 % bootstrap CI", fontsize=6, va="bottom", color="0.4")
+    fig.text(0.0, 1.0, "bands / bars: 95 % bootstrap CI", fontsize=6, va="bottom", color="0.4")
     return fig, drawn, rows, cols
 
 
