@@ -234,7 +234,9 @@ def _correlation_figure(merged: pd.DataFrame, negate: bool, path: Path):
     from mmbench.evaluators.stats.correlation import spearman_ci, spearman_null_interval
 
     points, summary = [], []
-    for llm, g in merged.groupby("llm", sort=False):
+    order = {name: i for i, name in enumerate(C.LLM_SHORT)}  # the panels in the printed table's order
+    groups = sorted(merged.groupby("llm", sort=False), key=lambda kv: order.get(kv[0], len(order)))
+    for llm, g in groups:
         name = C.LLM_SHORT.get(llm, llm)
         score = -g["score"].to_numpy(float) if negate else g["score"].to_numpy(float)
         points += [{"llm": name, "encoder": e, "score": float(x), "measured": float(y)}
