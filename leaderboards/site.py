@@ -139,7 +139,8 @@ def _write_table_data(t: Table, folder: Path) -> None:
 
 def _table_section(t: Table, data_href: str, root: str, level: int) -> str:
     head = "".join(f'<th class="{esc(c.kind)}" data-type="{"number" if c.kind in ("number", "ci", "seen", "count") else "text"}" '
-                   f'data-key="{esc(c.key)}" scope="col"><button type="button">{esc(c.label)}</button></th>'
+                   f'data-key="{esc(c.key)}"{" data-low-first" if c.key == "rank" else ""} scope="col">'
+                   f'<button type="button">{esc(c.label)}</button></th>'
                    for c in t.columns)
     rows = "\n".join(_row(t, r, root) for r in [*t.rows, *t.baselines])
     cls = "sortable matrix" if t.id == "overview" else "sortable"

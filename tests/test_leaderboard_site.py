@@ -235,6 +235,9 @@ def test_main_board_is_a_model_by_task_matrix(page, base_url, site, artefacts):
     page.click("#table-overview th[data-key='visual_grounding'] button")
     values = [float(v) for _, v in _rows(page, "overview", "visual_grounding")]
     assert values == sorted(values, reverse=True)
+    page.click("#table-overview th[data-key='rank'] button")  # rank: best (1) first
+    ranks = [float(v) for _, v in _rows(page, "overview", "rank")]
+    assert ranks == sorted(ranks) and ranks[0] == 1
     assert page.problems == []
 
 

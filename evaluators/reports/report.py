@@ -393,8 +393,9 @@ def report_markdown(data: dict[str, Any]) -> str:
                       "else variable. Text and image anchors are typed apart; a model that cannot see the anchor is "
                       "`blind`, and one that cannot see a background modality is `not typed` (its anchor is then the "
                       "only thing it sees in that column).", "",
-                      md_table(["model", "text", "mixed", "image", "mean", "sd", "type"],
-                               [[r["label"], fmt(r["scores"]["text"]), fmt(r["scores"]["mixed"]), fmt(r["scores"]["image"]),
+                      md_table(["model", "text [95 % CI]", "mixed [95 % CI]", "image [95 % CI]", "mean", "sd", "type"],
+                               [[r["label"], *[fmt_ci(r["scores"][m], *(r.get("ci", {}).get(m) or [None, None]))
+                                               for m in ("text", "mixed", "image")],
                                  fmt(r["mean"]), fmt(r["sd"]), r["kind"]] for r in t["modality_robustness"]]), ""]
             if "modality_robustness" in figs:
                 lines += [f"![modality robustness]({figs['modality_robustness']['path']})", ""]
