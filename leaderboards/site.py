@@ -184,14 +184,14 @@ def _cell(c: Column, row: dict[str, Any], root: str) -> str:
         return (f'<td class="model" data-value="{esc(v)}"><a href="{root}{esc(row["_page"])}">{esc(v)}</a></td>'
                 if "_page" in row else f'<td class="model" data-value="{esc(v)}">{esc(v)}</td>')
     if c.kind == "text":
-        return f'<td class="text" data-value="{esc("" if v is None else v)}">{esc("" if v is None else v)}</td>'
+        return f'<td class="text" data-value="{esc("" if v is None else v)}">{esc("–" if v is None else v)}</td>'
     if c.kind == "ci":
         if not v:
             return '<td data-value=""></td>'
         if v.get("estimate") is None:
             return '<td data-value="">–</td>'
         ci = "" if v.get("low") is None else f' <span class="ci">[{_num(v["low"])}, {_num(v["high"])}]</span>'
-        return f'<td data-value="{float(v["estimate"])!r}">{_num(v["estimate"])}{ci}</td>'
+        return f'<td data-value="{float(v["estimate"])!r}"><span class="num">{_num(v["estimate"])}{ci}</span></td>'
     if isinstance(v, (int, float)) and not isinstance(v, bool) and v == v:
         shown = str(int(v)) if c.key == "n" or float(v).is_integer() and abs(v) > 1 else _num(v)
         return f'<td data-value="{float(v)!r}">{shown}</td>'
