@@ -194,3 +194,55 @@ def test_shipped_official_hash_matches_a_fresh_sample_build(task, tmp_path):
         f"{task}: the default sample build no longer matches leaderboards/data/official_hashes.json; "
         "regenerate it (README, 'Official pool sets')")
 
+
+
+def _run(rng, pool: int, n: int, p_hit: float, difficulty: bool, truncated: int, unseen: int) -> RunResults:
+    hits = (rng.random(n) < p_hit).astype(float)
+    pq = pd.DataFrame({"precision_at_1": hits, "recall_at_1": hits, "ranked_ids": [[f"c{i}" for i in range(pool)]] * n,
+                       "relevant_ids": [["c0"]] * n})
+    if difficulty:
+        pq["difficulty"] = ["easy", "hard"] * (n // 2)
+    seen = pd.DataFrame({"doc_id": [f"d{i}" for i in range(40)]})
+    return RunResults(pq, seen, {"mmbench": {"documents_truncated": truncated, "documents_with_unseen_modalities": unseen}})
+
+
+def test_main_board_one_row_per_model_mean_rank_easy_hard_and_seen_shares():
+    from mmbench.leaderboards.matrix import overview_table, size_class
+    from mmbench.leaderboards.modelmeta import ModelMeta
+
+    rng = np.random.default_rng(5)
+    runs = {("/ckpt/a", "visual_grounding"): _run(rng, 10, 40, 0.8, False, 4, 0),
+            ("/ckpt/a", "multi_source_reasoning"): _run(rng, 20, 40, 0.6, True, 10, 20),
+            ("b", "visual_grounding"): _run(rng, 10, 40, 0.3, False, 0, 0),
+            ("b", "multi_source_reasoning"): _run(rng, 20, 40, 0.9, True, 0, 0),
+            ("c", "visual_grounding"): _run(rng, 10, 40, 0.5, False, 0, 0)}
+    entries = [entry(m, t, {}) for m, t in runs]
+    entries = [Entry(**{**e.__dict__, "id": f"{i:08d}", "submitted_at": f"t{i}"}) for i, e in enumerate(entries)]
+    by_id = {e.id: runs[(e.model_name, e.task)] for e in entries}
+    t = overview_table(entries, lambda e: by_id[e.id], lambda e: ModelMeta(parameters=2_000_000_000), resamples=200)
+    keys = [c.key for c in t.columns]
+    assert keys[:9] == ["rank", "model", "multi_source_reasoning", "multi_source_reasoning:easy",
+                        "multi_source_reasoning:hard", "multi_source_reasoning:seen", "visual_grounding",
+                        "visual_grounding:seen", "mean"]  # Easy/Hard only where the task has them
+    rows = {r["model"]: r for r in t.rows}
+    assert set(rows) == {"a (local)", "b", "c"}  # one row per model; the path is not shown
+    a = rows["a (local)"]
+    vg, msr = runs[("/ckpt/a", "visual_grounding")].per_query, runs[("/ckpt/a", "multi_source_reasoning")].per_query
+    assert a["visual_grounding"]["estimate"] == pytest.approx(vg["precision_at_1"].mean())
+    assert a["visual_grounding"]["low"] <= a["visual_grounding"]["estimate"] <= a["visual_grounding"]["high"]
+    assert a["multi_source_reasoning:hard"] == pytest.approx(msr[msr.difficulty == "hard"]["precision_at_1"].mean())
+    assert a["mean"] == pytest.approx((vg["precision_at_1"].mean() + msr["precision_at_1"].mean()) / 2)
+    assert a["multi_source_reasoning:seen"]["truncated_share"] == pytest.approx(10 / 40)
+    assert a["multi_source_reasoning:seen"]["unseen_share"] == pytest.approx(20 / 40)
+    assert rows["c"]["mean"] is None and "rank" not in rows["c"]  # c did not run every task: no mean, no rank
+    ranked = sorted((rows["a (local)"], rows["b"]), key=lambda r: -r["mean"])
+    assert [r["rank"] for r in ranked] == [1, 2] and t.rows[-1]["model"] == "c"
+    (chance,) = t.baselines
+    assert chance["visual_grounding"]["estimate"] == pytest.approx(1 / 10)
+    assert chance["multi_source_reasoning:easy"] == pytest.approx(1 / 20)
+    assert chance["mean"] == pytest.approx((1 / 10 + 1 / 20) / 2)
+    assert [size_class(p) for p in (None, 5e8, 2e9, 7e9, 7e10)] == ["unknown", "<1B", "1-3B", "3-10B", ">10B"]
+    again = entries + [Entry(**{**entries[2].__dict__, "id": "zz000000", "submitted_at": "t9"})]
+    by_id["zz000000"] = by_id[entries[2].id]
+    t2 = overview_table(again, lambda e: by_id[e.id], lambda e: ModelMeta(), resamples=50)
+    assert {r["model"] for r in t2.rows} == {"a (local)", "b", "b #2", "c"}  # a second submission of b to one task
