@@ -1,11 +1,14 @@
 """The leaderboard tables, computed from stored submissions (pure functions of the entries).
 
-* MMLongEmbed main table: P@1 macro over subsets, micro, Easy/Hard, per length bin, per subset.
+* The main board (all tasks, one row per model) lives in `matrix.py`.
+* MMLongEmbed table: P@1 macro over subsets, micro, Easy/Hard, per length bin (subsets: model pages).
 * Visual Grounding: P@1 by length bin and by needle depth.
 * Flickr hard negatives: R@1, R@3, MRR with percentile bootstrap CIs over queries.
-* RAVEL encoder board: each predictor's Spearman/Pearson against the measured MLLM averages.
+* RAVEL encoder board: each predictor's Spearman ρ (Fisher-z CI) and Pearson r per language model,
+  the number of encoders behind each ρ, and a random predictor's 95 % range.
 
-A `Table` keeps typed cells; the site renders it and writes it as CSV and JSON.
+Every retrieval board has a random-ranking baseline row (`Table.baselines`) when the per-query
+results are at hand. A `Table` keeps typed cells; the site renders it and writes it as CSV and JSON.
 """
 from __future__ import annotations
 
@@ -21,6 +24,7 @@ from mmbench.evaluators.ordering import label_key
 from mmbench.evaluators.stats import bootstrap_ci, sort_length_bins
 from mmbench.results import RunResults, load_results
 
+from .modelmeta import display_name
 from .store import Entry
 
 MAIN = "precision_at_1"
@@ -34,7 +38,7 @@ AGG_METRICS = (("precision_at_1", "P@1"), ("precision_at_5", "P@5"), ("recall_at
 class Column:
     key: str
     label: str
-    kind: str = "number"  # number | text | model | ci
+    kind: str = "number"  # number | text | model | ci | seen | count | link
 
 
 @dataclass
@@ -44,19 +48,26 @@ class Table:
     description: str
     columns: list[Column]
     rows: list[dict[str, Any]] = field(default_factory=list)  # model cells carry "_page" (link) and "_id"
+    baselines: list[dict[str, Any]] = field(default_factory=list)  # chance rows: never ranked, never filtered out
 
     def records(self) -> list[dict[str, Any]]:
-        """Flat rows for download: CI cells become `<key>`, `<key>_ci_low`, `<key>_ci_high`."""
+        """Flat rows for download (models, then baselines marked `baseline`): CI cells become `<key>`,
+        `<key>_ci_low`, `<key>_ci_high`; seen cells `<key>_truncated_share`, `<key>_unseen_share`."""
         out = []
-        for row in self.rows:
+        for row in [*self.rows, *self.baselines]:
             rec: dict[str, Any] = {}
             if "_id" in row:
                 rec["submission_id"] = row["_id"]
+            if row.get("_baseline"):
+                rec["baseline"] = True
             for c in self.columns:
                 v = row.get(c.key)
                 if c.kind == "ci":
                     v = v or {}
                     rec[c.key], rec[f"{c.key}_ci_low"], rec[f"{c.key}_ci_high"] = v.get("estimate"), v.get("low"), v.get("high")
+                elif c.kind == "seen":
+                    v = v or {}
+                    rec[f"{c.key}_truncated_share"], rec[f"{c.key}_unseen_share"] = v.get("truncated_share"), v.get("unseen_share")
                 else:
                     rec[c.key] = _plain(v)
             out.append(rec)
@@ -109,7 +120,41 @@ def is_flickr(task: str) -> bool:
 
 
 def model_cell(e: Entry) -> dict[str, Any]:
-    return {"model": e.model_name, "_page": f"models/{e.slug}.html", "_id": e.id}
+    """The model column: the display name (a local path shows as its last component) and its page."""
+    return {"model": display_name(e.model_name), "_page": f"models/{e.slug}.html", "_id": e.id}
+
+
+Loader = Callable[[Entry], RunResults]
+
+
+def chance_of(pq: pd.DataFrame, metric: str) -> float | None:
+    """Expected `metric` of a uniformly random ranking of each item's pool, averaged over the rows of `pq`."""
+    from mmbench.evaluators.reports.report import chance_numbers
+
+    return chance_numbers(pq, [metric]).get(metric)
+
+
+def _chance_rows(rows_src: Sequence[Entry], loader: Loader | None, columns: Sequence[Column], metric: str,
+                 whole: Sequence[str], label_key: str | None = None) -> list[dict[str, Any]]:
+    """One random-ranking row per task: `whole` columns get the chance over all items, `axis=value`
+    columns over the items of that group (the submissions of one task share the official items)."""
+    if loader is None:
+        return []
+    out = []
+    for task in dict.fromkeys(e.task for e in rows_src):
+        pq = loader(next(e for e in rows_src if e.task == task)).per_query
+        row: dict[str, Any] = {"model": "random ranking (expected)", "_baseline": True}
+        if label_key:
+            row[label_key] = task
+        for c in columns:
+            if c.key in whole:
+                row[c.key] = chance_of(pq, metric)
+            elif "=" in c.key:
+                axis, value = c.key.split("=", 1)
+                if axis in pq.columns:
+                    row[c.key] = chance_of(pq[pq[axis].astype(str).str.lower() == value.lower()], metric)
+        out.append(row)
+    return out
 
 
 def _group_values(e: Entry, prefix: str, metric: str = MAIN) -> dict[str, float]:
@@ -123,16 +168,14 @@ def _order(values: Sequence[str]) -> list[str]:
         return sorted(values)
 
 
-def mmlongembed_table(entries: Sequence[Entry]) -> Table:
+def mmlongembed_table(entries: Sequence[Entry], loader: Loader | None = None) -> Table:
     rows_src = [e for e in entries if e.kind == "retrieval" and is_mmlongembed(e.task)]
     lengths = _order({k for e in rows_src for k in _group_values(e, "length_bin=")})
-    subsets = sorted({k for e in rows_src for k in _group_values(e, "subset=")})
     diffs = [d for d in ("easy", "hard") if any(d in _group_values(e, "difficulty=") for e in rows_src)]
     cols = [Column("model", "Model", "model"), Column("task", "Task", "text"), Column("macro", "P@1 macro"),
             Column("micro", "P@1 micro")]
     cols += [Column(f"difficulty={d}", d.capitalize()) for d in diffs]
     cols += [Column(f"length_bin={l}", f"P@1 {l}") for l in lengths]
-    cols += [Column(f"subset={s}", s) for s in subsets]
     rows = []
     for e in rows_src:
         all_ = e.scores.get("all", {}).get(MAIN)
@@ -144,10 +187,12 @@ def mmlongembed_table(entries: Sequence[Entry]) -> Table:
     rows.sort(key=lambda r: -(r["macro"] if r["macro"] is not None else -1))
     return Table("mmlongembed", "MMLongEmbed",
                  "P@1 of each model on each MMLongEmbed task: macro average over subsets, micro average over items, "
-                 "Easy/Hard, per length bin (unified tokens) and per subset.", cols, rows)
+                 "Easy/Hard and per length bin (unified tokens); per-subset scores are on each model's page. "
+                 "Random ranking: the expected P@1 of a uniformly random ranking of the same items.", cols, rows,
+                 baselines=_chance_rows(rows_src, loader, cols, MAIN, ("macro", "micro"), label_key="task"))
 
 
-def visual_grounding_table(entries: Sequence[Entry]) -> Table:
+def visual_grounding_table(entries: Sequence[Entry], loader: Loader | None = None) -> Table:
     rows_src = [e for e in entries if e.kind == "retrieval" and e.task == "visual_grounding"]
     lengths = _order({k for e in rows_src for k in _group_values(e, "length_bin=")})
     depths = sorted({k for e in rows_src for k in _group_values(e, "depth=")}, key=float)
@@ -162,7 +207,8 @@ def visual_grounding_table(entries: Sequence[Entry]) -> Table:
         rows.append(row)
     rows.sort(key=lambda r: -(r["all"] if r["all"] is not None else -1))
     return Table("visual_grounding", "Visual Grounding by length and depth",
-                 "P@1 per length bin and per needle depth (0% = start of the haystack).", cols, rows)
+                 "P@1 per length bin and per needle depth (0% = start of the haystack); random ranking: its "
+                 "expected P@1.", cols, rows, baselines=_chance_rows(rows_src, loader, cols, MAIN, ("all",)))
 
 
 def flickr_table(entries: Sequence[Entry], loader: Callable[[Entry], RunResults] | None = None,
@@ -170,6 +216,7 @@ def flickr_table(entries: Sequence[Entry], loader: Callable[[Entry], RunResults]
     """R@1, R@3, MRR with 95% percentile bootstrap CIs over queries (the seed's 1,000 resamples)."""
     loader = loader or (lambda e: load_results(e.folder))
     rows_src = [e for e in entries if e.kind == "retrieval" and is_flickr(e.task)]
+    baselines = []
     cols = [Column("model", "Model", "model"), Column("task", "Task", "text")]
     cols += [Column(k, label, "ci") for k, label in FLICKR_METRICS] + [Column("n", "Queries")]
     rows = []
@@ -180,39 +227,68 @@ def flickr_table(entries: Sequence[Entry], loader: Callable[[Entry], RunResults]
             ci = bootstrap_ci(pd.to_numeric(pq[key]).to_numpy(float), resamples=resamples, seed=seed)
             row[key] = {"estimate": ci.estimate, "low": ci.low, "high": ci.high}
         rows.append(row)
+    for task in dict.fromkeys(e.task for e in rows_src):
+        pq = loader(next(e for e in rows_src if e.task == task)).per_query
+        baselines.append({"model": "random ranking (expected)", "_baseline": True, "task": task, "n": len(pq),
+                          **{key: {"estimate": chance_of(pq, key), "low": None, "high": None} for key, _ in FLICKR_METRICS}})
     rows.sort(key=lambda r: -r["recall_at_1"]["estimate"])
     return Table("flickr_hard_negatives", "Flickr30k hard negatives",
                  f"Text-to-image retrieval among caption-space hard negatives; 95% percentile bootstrap CIs "
-                 f"({resamples} resamples over queries, seed {seed}).", cols, rows)
+                 f"({resamples} resamples over queries, seed {seed}); random ranking: the expected value of each "
+                 "metric when every query's pool is ranked uniformly at random.", cols, rows, baselines=baselines)
 
 
 def ravel_table(entries: Sequence[Entry]) -> Table:
+    """Per language model: n (encoders behind ρ), Spearman ρ with its Fisher-z 95 % CI, Pearson r; a random
+    predictor row gives the central 95 % range of ρ over the same number of encoders."""
+    from mmbench.evaluators.stats.correlation import fisher_interval, spearman_null_interval
+
     rows_src = [e for e in entries if e.kind == "ravel"]
     llms = sorted({g[len("llm="):] for e in rows_src for g in e.scores if g.startswith("llm=")})
     cols = [Column("model", "Predictor", "model")]
     for llm in llms:
-        cols += [Column(f"llm={llm}:spearman", f"{llm} ρ"), Column(f"llm={llm}:pearson", f"{llm} r")]
+        cols += [Column(f"llm={llm}:n", f"{llm} n"), Column(f"llm={llm}:spearman", f"{llm} ρ", "ci"),
+                 Column(f"llm={llm}:pearson", f"{llm} r")]
     cols.append(Column("mean_spearman", "mean ρ"))
     rows = []
+    counts: dict[str, list[int]] = {llm: [] for llm in llms}
     for e in rows_src:
         row = model_cell(e)
         rhos = []
         for llm in llms:
             s = e.scores.get(f"llm={llm}", {})
-            row[f"llm={llm}:spearman"], row[f"llm={llm}:pearson"] = s.get("spearman"), s.get("pearson")
-            if s.get("spearman") is not None and math.isfinite(s["spearman"]):
-                rhos.append(s["spearman"])
+            rho, n = s.get("spearman"), s.get("n")
+            n = int(n) if n is not None and math.isfinite(n) else None
+            low, high = fisher_interval(rho, n) if rho is not None and n is not None else (None, None)
+            row[f"llm={llm}:n"] = n
+            row[f"llm={llm}:spearman"] = {"estimate": rho, "low": low, "high": high} if rho is not None else None
+            row[f"llm={llm}:pearson"] = s.get("pearson")
+            if n:
+                counts[llm].append(n)
+            if rho is not None and math.isfinite(rho):
+                rhos.append(rho)
         row["mean_spearman"] = sum(rhos) / len(rhos) if rhos else None
         rows.append(row)
     rows.sort(key=lambda r: -(r["mean_spearman"] if r["mean_spearman"] is not None else -2))
+    chance: dict[str, Any] = {"model": "random predictor (95 % range)", "_baseline": True, "mean_spearman": 0.0}
+    for llm, ns in counts.items():
+        if ns:
+            n = max(set(ns), key=ns.count)  # the usual number of encoders for this language model
+            rng = spearman_null_interval(n)
+            chance[f"llm={llm}:n"] = n
+            chance[f"llm={llm}:spearman"] = {"estimate": 0.0, "low": rng[0] if rng else None, "high": rng[1] if rng else None}
     return Table("ravel", "RAVEL encoder board",
                  "Training-free predictors of how well a vision encoder serves a language model: Spearman ρ and "
-                 "Pearson r of the predicted scores against the measured MLLM average (reference Table 7).", cols, rows)
+                 "Pearson r of the predicted scores against the measured MLLM average (reference Table 7), n = the "
+                 "number of encoders ranked. ρ brackets: 95 % Fisher-z CI (Bonett–Wright standard error). The random "
+                 "predictor row gives the central 95 % range of ρ for a random ranking of n encoders: a ρ inside it "
+                 "is no evidence of skill.", cols, rows, baselines=[chance] if rows else [])
 
 
-def all_tables(entries: Sequence[Entry]) -> list[Table]:
-    """The boards that have at least one row."""
-    tables = [mmlongembed_table(entries), visual_grounding_table(entries), flickr_table(entries), ravel_table(entries)]
+def all_tables(entries: Sequence[Entry], loader: Loader | None = None) -> list[Table]:
+    """The per-task boards that have at least one row (the main board is `matrix.overview_table`)."""
+    tables = [mmlongembed_table(entries, loader), visual_grounding_table(entries, loader), flickr_table(entries, loader),
+              ravel_table(entries)]
     return [t for t in tables if t.rows]
 
 

@@ -2,11 +2,12 @@
 
 Layout of a built site::
 
-    index.html                  every board, sortable, with CSV/JSON downloads
+    index.html                  the main board (one row per model, a column per task, filters), then
+                                every per-task board; sortable, with CSV/JSON downloads
     models/<slug>-<id>.html     one page per submission: identity, scores, figures
     data/<table>.csv|json       the numbers behind each table (per model: data/models/...)
     img/*.png                   length x depth heatmaps and length curves
-    assets/                     sort.js, style.css, favicon.svg
+    assets/                     sort.js, filter.js, style.css, favicon.svg
 
 Every user-supplied string goes through `html.escape`; a strict Content-Security-Policy allows
 only the site's own script, style and images, so injected markup could not run even if it got in.
@@ -28,9 +29,12 @@ from mmbench.media import atomic_write_bytes
 from mmbench.results import load_results
 
 from .boards import MAIN, Column, Table, aggregates_table, all_tables, is_mmlongembed, ravel_predictions_table
+from .matrix import overview_table, seen_shares, size_class
+from .modelmeta import ModelMeta, all_metadata, display_name, redact_paths
 from .store import Board, Entry
 
-ASSETS = ("sort.js", "style.css", "favicon.svg")
+ASSETS = ("sort.js", "filter.js", "style.css", "favicon.svg")
+SCRIPTS = ("sort.js", "filter.js")
 CSP = ("default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; "
        "base-uri 'none'; form-action 'none'")
 
@@ -45,7 +49,7 @@ def build_site(board: Board, out: Path | str) -> Path:
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(dir=out.parent, prefix=f".{out.name}.building."))
     try:
-        _render(board.entries(), tmp)
+        _render(board.entries(), tmp, board.root)
         old = None
         if out.exists():
             old = Path(tempfile.mkdtemp(dir=out.parent, prefix=f".{out.name}.old.")) / "site"
@@ -59,12 +63,23 @@ def build_site(board: Board, out: Path | str) -> Path:
     return out
 
 
-def _render(entries: Sequence[Entry], out: Path) -> None:
+def _render(entries: Sequence[Entry], out: Path, board_root: Path | None = None) -> None:
     for sub in ("assets", "data/models", "img", "models"):
         (out / sub).mkdir(parents=True, exist_ok=True)
     for name in ASSETS:
         (out / "assets" / name).write_bytes(resources.files("mmbench.leaderboards").joinpath("data", name).read_bytes())
-    tables = all_tables(entries)
+    cache: dict[str, Any] = {}
+
+    def loader(e: Entry):  # each results folder is read once per build
+        if e.id not in cache:
+            cache[e.id] = load_results(e.folder)
+        return cache[e.id]
+
+    metas = dict(zip((e.id for e in entries), all_metadata([e.model for e in entries], board_root)))
+    tables = all_tables(entries, loader)
+    overview = overview_table(entries, loader, lambda e: metas[e.id]) if any(e.kind == "retrieval" for e in entries) else None
+    if overview is not None:
+        tables.insert(0, overview)
     for t in tables:
         _write_table_data(t, out / "data")
     links = " ".join(f'<a href="#{esc(t.id)}">{esc(t.title)}</a>' for t in tables)
@@ -72,13 +87,28 @@ def _render(entries: Sequence[Entry], out: Path) -> None:
     if not tables:
         body.append("<p>No submissions yet.</p>")
     for t in tables:
+        if t is overview:
+            body.append(_filters(t))
         body.append(_table_section(t, "data", "", level=2))
-        fig = _board_figure(t, entries, out)
+        fig = _board_figure(t, entries, out, loader)
         if fig:
             body.append(fig)
     atomic_write_bytes(out / "index.html", _page("mmbench leaderboards", "\n".join(body), "").encode("utf-8"))
     for e in entries:
-        atomic_write_bytes(out / "models" / f"{e.slug}.html", _model_page(e, out).encode("utf-8"))
+        atomic_write_bytes(out / "models" / f"{e.slug}.html", _model_page(e, out, metas[e.id], loader).encode("utf-8"))
+
+
+def _filters(t: Table) -> str:
+    """Controls of the main board (filter.js): a text filter, a modality filter and a size filter."""
+    mods = sorted({m for r in t.rows for m in (r.get("modalities") or "").split()})
+    sizes = [s for s in ("<1B", "1-3B", "3-10B", ">10B", "unknown") if any(r.get("_size") == s for r in t.rows)]
+    mod_opts = "".join(f'<option value="{esc(m)}">{esc(m)}</option>' for m in mods)
+    size_opts = "".join(f'<option value="{esc(s)}">{esc(s)}</option>' for s in sizes)
+    return (f'<form class="filters" data-table="table-{esc(t.id)}" role="search">'
+            '<label>Model <input type="search" id="filter-text" placeholder="filter by name" autocomplete="off"></label> '
+            f'<label>Modality <select id="filter-modality"><option value="">any</option>{mod_opts}</select></label> '
+            f'<label>Size <select id="filter-size"><option value="">any</option>{size_opts}</select></label> '
+            '<output id="filter-count" aria-live="polite"></output></form>')
 
 
 def _page(title: str, body: str, root: str) -> str:
@@ -96,7 +126,7 @@ def _page(title: str, body: str, root: str) -> str:
 <body>
 <h1>{esc(title)}</h1>
 {body}
-<script src="{root}assets/sort.js"></script>
+{"".join(f'<script src="{root}assets/{name}"></script>' for name in SCRIPTS)}
 </body>
 </html>
 """
@@ -108,29 +138,60 @@ def _write_table_data(t: Table, folder: Path) -> None:
 
 
 def _table_section(t: Table, data_href: str, root: str, level: int) -> str:
-    head = "".join(f'<th class="{esc(c.kind)}" data-type="{"number" if c.kind in ("number", "ci") else "text"}" '
-                   f'data-key="{esc(c.key)}" scope="col"><button type="button">{esc(c.label)}</button></th>'
+    head = "".join(f'<th class="{esc(c.kind)}" data-type="{"number" if c.kind in ("number", "ci", "seen", "count") else "text"}" '
+                   f'data-key="{esc(c.key)}"{" data-low-first" if c.key == "rank" else ""} scope="col">'
+                   f'<button type="button">{esc(c.label)}</button></th>'
                    for c in t.columns)
-    rows = "\n".join("<tr>" + "".join(_cell(c, r, root) for c in t.columns) + "</tr>" for r in t.rows)
+    rows = "\n".join(_row(t, r, root) for r in [*t.rows, *t.baselines])
+    cls = "sortable matrix" if t.id == "overview" else "sortable"
     return (f'<section id="{esc(t.id)}"><h{level}>{esc(t.title)}</h{level}>\n<p class="desc">{esc(t.description)}</p>\n'
-            f'<div class="scroll"><table class="sortable" id="table-{esc(t.id)}"><thead><tr>{head}</tr></thead>\n'
+            f'<div class="scroll"><table class="{cls}" id="table-{esc(t.id)}"><thead><tr>{head}</tr></thead>\n'
             f'<tbody>\n{rows}\n</tbody></table></div>\n'
             f'<p class="downloads">Download: <a href="{data_href}/{esc(t.id)}.csv" download>CSV</a> · '
             f'<a href="{data_href}/{esc(t.id)}.json" download>JSON</a></p></section>')
 
 
+def _row(t: Table, r: dict[str, Any], root: str) -> str:
+    """A table row; main-board rows carry what the filters read (modalities, size bucket); cells carry their
+    column label (shown beside the value when a phone stacks the cells)."""
+    attrs = ' class="baseline"' if r.get("_baseline") else ""
+    if "_size" in r:
+        attrs += f' data-modalities="{esc(r.get("modalities") or "")}" data-size="{esc(r["_size"])}"'
+    cells = "".join(_cell(c, r, root).replace("<td", f'<td data-label="{esc(c.label)}"', 1) for c in t.columns)
+    return f"<tr{attrs}>{cells}</tr>"
+
+
 def _cell(c: Column, row: dict[str, Any], root: str) -> str:
     v = row.get(c.key)
+    if c.kind == "seen":
+        if not v or v.get("truncated_share") is None and v.get("unseen_share") is None:
+            return '<td class="seen" data-value="">–</td>'
+        pct = lambda x: "–" if x is None else f"{100 * x:.0f}%"
+        title = (f"{v.get('truncated')} of {v.get('documents')} documents truncated; "
+                 f"{v.get('unseen')} with content the model cannot see")
+        return (f'<td class="seen" data-value="{v.get("truncated_share")!r}" title="{esc(title)}">'
+                f'{pct(v.get("truncated_share"))} / {pct(v.get("unseen_share"))}</td>')
+    if c.kind == "count":
+        if v is None:
+            return '<td class="meta" data-value="">–</td>'
+        return f'<td class="meta" data-value="{int(v)}">{esc(_count(c.key, int(v)))}</td>'
+    if c.kind == "link":
+        if not v:
+            return '<td class="meta text" data-value="">–</td>'
+        return (f'<td class="meta text" data-value="{esc(v)}"><a href="{esc(v)}" rel="noopener noreferrer nofollow" '
+                f'target="_blank">weights</a></td>')
     if c.kind == "model":
         return (f'<td class="model" data-value="{esc(v)}"><a href="{root}{esc(row["_page"])}">{esc(v)}</a></td>'
                 if "_page" in row else f'<td class="model" data-value="{esc(v)}">{esc(v)}</td>')
     if c.kind == "text":
-        return f'<td class="text" data-value="{esc("" if v is None else v)}">{esc("" if v is None else v)}</td>'
+        return f'<td class="text" data-value="{esc("" if v is None else v)}">{esc("–" if v is None else v)}</td>'
     if c.kind == "ci":
         if not v:
             return '<td data-value=""></td>'
-        return (f'<td data-value="{v["estimate"]!r}">{_num(v["estimate"])} '
-                f'<span class="ci">[{_num(v["low"])}, {_num(v["high"])}]</span></td>')
+        if v.get("estimate") is None:
+            return '<td data-value="">–</td>'
+        ci = "" if v.get("low") is None else f' <span class="ci">[{_num(v["low"])}, {_num(v["high"])}]</span>'
+        return f'<td data-value="{float(v["estimate"])!r}"><span class="num">{_num(v["estimate"])}{ci}</span></td>'
     if isinstance(v, (int, float)) and not isinstance(v, bool) and v == v:
         shown = str(int(v)) if c.key == "n" or float(v).is_integer() and abs(v) > 1 else _num(v)
         return f'<td data-value="{float(v)!r}">{shown}</td>'
@@ -141,37 +202,49 @@ def _num(v: Any) -> str:
     return "–" if v is None else f"{float(v):.3f}"
 
 
+def _count(key: str, v: int) -> str:
+    """Parameters as 22.7M / 2.21B; context windows as 8k; dimensions as they are."""
+    if key == "parameters":
+        return f"{v / 1e9:.2f}B" if v >= 1e9 else f"{v / 1e6:.1f}M"
+    if key == "context" and v >= 1000:
+        return f"{v / 1000:.0f}k" if v % 1000 == 0 or v >= 10_000 else f"{v / 1000:.1f}k"
+    return str(v)
+
+
 def _figure_label(name: str) -> str:
     """Model names go into matplotlib text; keep them literal ('$' would start mathtext)."""
     label = name if len(name) <= 40 else name[:37] + "..."
     return label.replace("\\", "\\\\").replace("$", r"\$")
 
 
-def _board_figure(t: Table, entries: Sequence[Entry], out: Path) -> str:
+def _board_figure(t: Table, entries: Sequence[Entry], out: Path, loader) -> str:
     """Under the MMLongEmbed table: the main metric against length, one line per model."""
     if t.id != "mmlongembed":
         return ""
     curves = []
     for e in entries:
         if e.kind == "retrieval" and is_mmlongembed(e.task):
-            pq = load_results(e.folder).per_query
-            curves += length_curve_numbers(pq, _figure_label(e.model_name), e.task, MAIN)
+            pq = loader(e).per_query
+            curves += length_curve_numbers(pq, _figure_label(display_name(e.model_name)), e.task, MAIN)
     if not curves:
         return ""
     figures.length_curves_figure(curves, out / "img" / "mmlongembed_length_curves.png", MAIN)
     return '<img class="figure" src="img/mmlongembed_length_curves.png" alt="P@1 against context length, one line per model">'
 
 
-def _model_page(e: Entry, out: Path) -> str:
+def _model_page(e: Entry, out: Path, meta: ModelMeta, loader) -> str:
+    name = display_name(e.model_name)
     parts = ['<p><a href="../index.html">← all boards</a></p>',
              '<table class="identity"><tbody>',
-             f'<tr><th class="text">Model</th><td class="text" id="model-name">{esc(e.model_name)}</td></tr>',
+             f'<tr><th class="text">Model</th><td class="text" id="model-name">{esc(name)}</td></tr>',
              f'<tr><th class="text">Task</th><td class="text">{esc(e.task)} v{esc(e.task_version)}</td></tr>',
              f'<tr><th class="text">Data</th><td class="text"><code>{esc(e.content_hash)}</code></td></tr>',
              f'<tr><th class="text">Submitted</th><td class="text">{esc(e.submitted_at)}</td></tr>',
              f'<tr><th class="text">Submission id</th><td class="text"><code>{esc(e.id)}</code></td></tr>',
-             '</tbody></table>',
-             f'<h2>Identity and settings</h2><pre>{esc(json.dumps(e.model, indent=1, sort_keys=True, ensure_ascii=False))}</pre>']
+             '</tbody></table>', _metadata_block(meta)]
+    if e.kind == "retrieval":
+        parts.append(_seen_block(seen_shares(loader(e)), loader(e).info.get("modalities_seen")))
+    parts.append(f'<h2>Identity and settings</h2><pre>{esc(json.dumps(redact_paths(e.model), indent=1, sort_keys=True, ensure_ascii=False))}</pre>')
     tables = [aggregates_table(e)]
     if e.kind == "ravel":
         tables.append(ravel_predictions_table(e))
@@ -180,13 +253,36 @@ def _model_page(e: Entry, out: Path) -> str:
         _write_table_data(t, out / "data" / "models")
         parts.append(_table_section(t, "../data/models", "../", level=2))
     if e.kind == "retrieval":
-        parts += _model_figures(e, out)
-    return _page(f"{e.model_name} — {e.task}", "\n".join(parts), "../")
+        parts += _model_figures(e, out, loader)
+    return _page(f"{name} — {e.task}", "\n".join(parts), "../")
 
 
-def _model_figures(e: Entry, out: Path) -> list[str]:
-    pq = load_results(e.folder).per_query
-    label = _figure_label(e.model_name)
+def _metadata_block(m: ModelMeta) -> str:
+    rows = [("Parameters", _count("parameters", m.parameters) if m.parameters else "–"),
+            ("Embedding dim", m.dim or "–"), ("Context window", _count("context", m.context) if m.context else "–"),
+            ("Modalities", ", ".join(m.modalities) or "–"), ("Licence", m.license or "–")]
+    cells = "".join(f'<tr><th class="text">{esc(k)}</th><td class="text">{esc(v)}</td></tr>' for k, v in rows)
+    link = (f'<tr><th class="text">Weights</th><td class="text"><a href="{esc(m.weights)}" rel="noopener noreferrer nofollow" '
+            f'target="_blank">{esc(m.weights)}</a></td></tr>') if m.weights else '<tr><th class="text">Weights</th><td class="text">–</td></tr>'
+    source = f'<p class="desc">Metadata from: {esc(m.source or "nowhere (no registry entry or board metadata)")}.</p>'
+    return f'<h2>Model</h2><table class="identity" id="model-meta"><tbody>{cells}{link}</tbody></table>{source}'
+
+
+def _seen_block(shares: dict[str, Any], modalities_seen: Any) -> str:
+    pct = lambda x: "–" if x is None else f"{100 * x:.1f}%"
+    rows = [("Documents encoded", shares["documents"] if shares["documents"] is not None else "–"),
+            ("Truncated to the model's window", f'{shares["truncated"] if shares["truncated"] is not None else "–"} '
+                                                f'({pct(shares["truncated_share"])})'),
+            ("With content the model cannot see", f'{shares["unseen"] if shares["unseen"] is not None else "–"} '
+                                                  f'({pct(shares["unseen_share"])})'),
+            ("Modalities the model sees", ", ".join(modalities_seen) if modalities_seen else "–")]
+    cells = "".join(f'<tr><th class="text">{esc(k)}</th><td class="text">{esc(v)}</td></tr>' for k, v in rows)
+    return f'<h2>What the model saw</h2><table class="identity" id="model-seen"><tbody>{cells}</tbody></table>'
+
+
+def _model_figures(e: Entry, out: Path, loader) -> list[str]:
+    pq = loader(e).per_query
+    label = _figure_label(display_name(e.model_name))
     html_parts = []
     heat = heatmap_numbers(pq, label, HEATMAP_METRIC)
     if heat:

@@ -15,10 +15,11 @@ from toy_models import HashingModel
 HOSTILE_NAME = '<script>window.__pwned=1</script><img src=x onerror="window.__pwned=2">'
 
 
-def make_results(poolset_dir: Path, out: Path, name: str = "hashing", dim: int = 64) -> Path:
+def make_results(poolset_dir: Path, out: Path, name: str = "hashing", dim: int = 64,
+                 modalities: tuple[str, ...] = ("text", "image")) -> Path:
     """Run a HashingModel of width `dim` named `name` over the whole pool set; write a results folder."""
     ps = load_poolset(poolset_dir)
-    model = HashingModel(dim=dim)
+    model = HashingModel(dim=dim, modalities=modalities)
     model.card = dataclasses.replace(model.card, name=name)
     per_query, seen, info = run_poolset(ps, model, RunOptions(use_cache=False, progress=False))
     summary = summary_json(ps.task, ps.task_version, ps.content_hash, model.card.identity(), per_query, info, 0.1)

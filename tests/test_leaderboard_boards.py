@@ -11,6 +11,7 @@ import pytest
 from scipy import stats
 
 from mmbench.leaderboards.boards import flickr_table, mmlongembed_table, ravel_table, visual_grounding_table
+from mmbench.leaderboards.modelmeta import MetadataError, check_fields, display_name, redact_paths, resolve
 from mmbench.leaderboards.store import Entry
 from mmbench.results import RunResults
 
@@ -47,8 +48,8 @@ def test_mmlongembed_table_macro_easy_hard_and_lengths():
     b = entry("b", "visual_grounding", {"all": {"precision_at_1": 0.9}, "length_bin=256": {"precision_at_1": 0.95}})
     t = mmlongembed_table([a, b, entry("f", "flickr_hard_negatives", {"all": {"precision_at_1": 1.0}})])
     assert [r["model"] for r in t.rows] == ["b", "a"]  # flickr is not an MMLongEmbed task; best macro first
-    assert [c.key for c in t.columns][4:] == ["difficulty=easy", "difficulty=hard", "length_bin=256", "length_bin=1k",
-                                               "subset=x/easy"]  # lengths in nominal order, not text order
+    assert [c.key for c in t.columns][4:] == ["difficulty=easy", "difficulty=hard", "length_bin=256", "length_bin=1k"]
+    # lengths in nominal order, not text order; per-subset scores stay on the model pages
     assert t.rows[0]["macro"] == 0.9  # one subset: macro falls back to the micro average
     assert t.rows[1]["macro"] == 0.4 and t.rows[1]["difficulty=hard"] == 0.3
     assert t.rows[0]["difficulty=easy"] is None
@@ -61,9 +62,12 @@ def test_ravel_table_means_and_downloads_neutralise_formulas():
                                              "llm=SmolLM2-1.7B": {"spearman": 0.7, "pearson": 0.6, "n": 10}}, kind="ravel")
     t = ravel_table([e])
     assert t.rows[0]["mean_spearman"] == pytest.approx(0.6)
+    assert t.rows[0]["llm=Qwen3-1.7B:n"] == 10 and t.rows[0]["llm=Qwen3-1.7B:spearman"]["estimate"] == 0.5
     rows = list(csv.DictReader(io.StringIO(t.to_csv())))
     assert rows[0]["model"].startswith("'=")  # a spreadsheet shows it as text instead of running it
     assert float(rows[0]["llm=Qwen3-1.7B:spearman"]) == 0.5
+    assert float(rows[0]["llm=Qwen3-1.7B:spearman_ci_low"]) < 0.5 < float(rows[0]["llm=Qwen3-1.7B:spearman_ci_high"])
+    assert rows[-1]["baseline"] == "True" and rows[-1]["model"].startswith("random predictor")
     assert t.to_json()["rows"][0]["model"] == e.model_name  # JSON keeps the exact name
 
 
@@ -93,6 +97,86 @@ def test_ravel_submission_reaches_the_site(tmp_path):
     assert "Predicted scores" in (site / "models" / f"{entry.slug}.html").read_text()
 
 
+def test_ravel_rho_interval_and_the_random_predictor_range():
+    """Six encoders: ρ = 0.71 has a Fisher-z CI reaching below 0, and lies inside a random predictor's 95 % range."""
+    from mmbench.evaluators.stats.correlation import spearman_null_interval
+
+    e = entry("random-ish", "ravel", {"llm=Qwen3-1.7B": {"spearman": 0.71, "pearson": 0.5, "n": 6}}, kind="ravel")
+    t = ravel_table([e])
+    rho = t.rows[0]["llm=Qwen3-1.7B:spearman"]
+    z, se = np.arctanh(0.71), np.sqrt((1 + 0.71 ** 2 / 2) / 3)
+    assert (rho["low"], rho["high"]) == pytest.approx((np.tanh(z - 1.959964 * se), np.tanh(z + 1.959964 * se)), abs=1e-6)
+    assert rho["low"] < 0
+    chance = t.baselines[0]
+    assert chance["llm=Qwen3-1.7B:n"] == 6
+    low, high = chance["llm=Qwen3-1.7B:spearman"]["low"], chance["llm=Qwen3-1.7B:spearman"]["high"]
+    assert (low, high) == spearman_null_interval(6) and low < 0.71 < high
+
+
+def test_flickr_and_grounding_boards_have_a_random_ranking_row():
+    from mmbench.evaluators.metrics import chance_metrics
+
+    rng = np.random.default_rng(0)
+    pool = 8
+    per_query = pd.DataFrame({"recall_at_1": rng.integers(0, 2, 50).astype(float),
+                              "recall_at_3": rng.integers(0, 2, 50).astype(float), "mrr": rng.random(50),
+                              "precision_at_1": rng.integers(0, 2, 50).astype(float),
+                              "ranked_ids": [[f"c{i}" for i in range(pool)]] * 50, "relevant_ids": [["c0"]] * 50,
+                              "depth": [0.0, 0.5] * 25})
+    load = lambda _: RunResults(per_query, pd.DataFrame(), {})
+    fl = flickr_table([entry("clip", "flickr_hard_negatives", {})], loader=load, resamples=100)
+    (chance,) = fl.baselines
+    expected = chance_metrics(pool, 1)
+    for key in ("recall_at_1", "recall_at_3", "mrr"):
+        assert chance[key]["estimate"] == pytest.approx(expected[key])
+    assert chance["recall_at_3"]["estimate"] == pytest.approx(3 / pool)
+    vg = visual_grounding_table([entry("m", "visual_grounding", {"all": {"precision_at_1": 0.5},
+                                                                 "depth=0.5": {"precision_at_1": 0.4}})], loader=load)
+    assert vg.baselines[0]["all"] == pytest.approx(1 / pool) and vg.baselines[0]["depth=0.5"] == pytest.approx(1 / pool)
+    assert [r.get("baseline") for r in vg.records()] == [None, True]
+
+
+def test_local_paths_never_show_as_model_names():
+    assert display_name("/home/alice/ckpt/gme-2b/") == "gme-2b (local)"
+    assert display_name("C:\\models\\clip") == "clip (local)"
+    assert display_name("./runs/x") == "x (local)"
+    assert display_name("~/m") == "m (local)"
+    assert display_name("org/model") == "org/model"  # a hub id stays
+    assert display_name("minilm") == "minilm"
+    shown = redact_paths({"name": "/srv/w/e5-v", "settings": {"model_path": "/srv/w/e5-v", "pooling": "last"}})
+    assert shown == {"name": "e5-v (local)", "settings": {"model_path": "e5-v (local)", "pooling": "last"}}
+
+
+def test_metadata_comes_from_board_then_registry_then_card():
+    card = {"name": "/data/all-MiniLM-L6-v2", "dim": 999, "max_tokens": 128, "modalities": ["text"], "settings": {}}
+    m = resolve(card)
+    assert (m.parameters, m.dim, m.context, m.license) == (22_713_216, 384, 256, "apache-2.0")
+    assert m.weights == "https://huggingface.co/sentence-transformers/all-MiniLM-L6-v2" and m.source == "registry:minilm"
+    own = resolve(card, {"/data/all-MiniLM-L6-v2": {"license": "custom", "dim": 128}})
+    assert own.license == "custom" and own.dim == 128 and own.parameters == 22_713_216
+    unknown = resolve({"name": "my-model", "dim": 64, "max_tokens": 512, "modalities": ["image", "text"]})
+    assert (unknown.parameters, unknown.dim, unknown.context, unknown.modalities) == (None, 64, 512, ("text", "image"))
+    assert unknown.source == "card"
+    for bad, field in (({"parameters": -3}, "parameters"), ({"weights": "javascript:alert(1)"}, "weights"),
+                       ({"modalities": "text,smell"}, "modalities"), ({"license": "<b>"}, "license"), ({"size": 1}, "size")):
+        with pytest.raises(MetadataError, match=field):
+            check_fields(bad, "test")
+
+
+def test_describe_cli_writes_board_metadata_and_rejects_bad_values(tmp_path, capsys):
+    import json
+
+    from mmbench.cli import main
+    from mmbench.leaderboards.store import Board
+
+    Board(tmp_path / "b")
+    assert main(["leaderboard", "describe", "x", "--board", str(tmp_path / "b"), "--parameters", "5", "--license", "mit"]) == 0
+    assert main(["leaderboard", "describe", "x", "--board", str(tmp_path / "b"), "--weights", "javascript:x"]) == 2
+    assert "weights" in capsys.readouterr().err
+    data = json.loads((tmp_path / "b" / "model_metadata.json").read_text())
+    assert data == {"x": {"parameters": 5, "license": "mit"}}
+
+
 @pytest.mark.parametrize("task", ["visual_grounding", "multi_source_reasoning", "logical_summarization",
                                   "temporal_summarization", "flickr_hard_negatives"])
 def test_shipped_official_hash_matches_a_fresh_sample_build(task, tmp_path):
@@ -109,3 +193,55 @@ def test_shipped_official_hash_matches_a_fresh_sample_build(task, tmp_path):
         f"{task}: the default sample build no longer matches leaderboards/data/official_hashes.json; "
         "regenerate it (README, 'Official pool sets')")
 
+
+
+def _run(rng, pool: int, n: int, p_hit: float, difficulty: bool, truncated: int, unseen: int) -> RunResults:
+    hits = (rng.random(n) < p_hit).astype(float)
+    pq = pd.DataFrame({"precision_at_1": hits, "recall_at_1": hits, "ranked_ids": [[f"c{i}" for i in range(pool)]] * n,
+                       "relevant_ids": [["c0"]] * n})
+    if difficulty:
+        pq["difficulty"] = ["easy", "hard"] * (n // 2)
+    seen = pd.DataFrame({"doc_id": [f"d{i}" for i in range(40)]})
+    return RunResults(pq, seen, {"mmbench": {"documents_truncated": truncated, "documents_with_unseen_modalities": unseen}})
+
+
+def test_main_board_one_row_per_model_mean_rank_easy_hard_and_seen_shares():
+    from mmbench.leaderboards.matrix import overview_table, size_class
+    from mmbench.leaderboards.modelmeta import ModelMeta
+
+    rng = np.random.default_rng(5)
+    runs = {("/ckpt/a", "visual_grounding"): _run(rng, 10, 40, 0.8, False, 4, 0),
+            ("/ckpt/a", "multi_source_reasoning"): _run(rng, 20, 40, 0.6, True, 10, 20),
+            ("b", "visual_grounding"): _run(rng, 10, 40, 0.3, False, 0, 0),
+            ("b", "multi_source_reasoning"): _run(rng, 20, 40, 0.9, True, 0, 0),
+            ("c", "visual_grounding"): _run(rng, 10, 40, 0.5, False, 0, 0)}
+    entries = [entry(m, t, {}) for m, t in runs]
+    entries = [Entry(**{**e.__dict__, "id": f"{i:08d}", "submitted_at": f"t{i}"}) for i, e in enumerate(entries)]
+    by_id = {e.id: runs[(e.model_name, e.task)] for e in entries}
+    t = overview_table(entries, lambda e: by_id[e.id], lambda e: ModelMeta(parameters=2_000_000_000), resamples=200)
+    keys = [c.key for c in t.columns]
+    assert keys[:9] == ["rank", "model", "multi_source_reasoning", "multi_source_reasoning:easy",
+                        "multi_source_reasoning:hard", "multi_source_reasoning:seen", "visual_grounding",
+                        "visual_grounding:seen", "mean"]  # Easy/Hard only where the task has them
+    rows = {r["model"]: r for r in t.rows}
+    assert set(rows) == {"a (local)", "b", "c"}  # one row per model; the path is not shown
+    a = rows["a (local)"]
+    vg, msr = runs[("/ckpt/a", "visual_grounding")].per_query, runs[("/ckpt/a", "multi_source_reasoning")].per_query
+    assert a["visual_grounding"]["estimate"] == pytest.approx(vg["precision_at_1"].mean())
+    assert a["visual_grounding"]["low"] <= a["visual_grounding"]["estimate"] <= a["visual_grounding"]["high"]
+    assert a["multi_source_reasoning:hard"] == pytest.approx(msr[msr.difficulty == "hard"]["precision_at_1"].mean())
+    assert a["mean"] == pytest.approx((vg["precision_at_1"].mean() + msr["precision_at_1"].mean()) / 2)
+    assert a["multi_source_reasoning:seen"]["truncated_share"] == pytest.approx(10 / 40)
+    assert a["multi_source_reasoning:seen"]["unseen_share"] == pytest.approx(20 / 40)
+    assert rows["c"]["mean"] is None and "rank" not in rows["c"]  # c did not run every task: no mean, no rank
+    ranked = sorted((rows["a (local)"], rows["b"]), key=lambda r: -r["mean"])
+    assert [r["rank"] for r in ranked] == [1, 2] and t.rows[-1]["model"] == "c"
+    (chance,) = t.baselines
+    assert chance["visual_grounding"]["estimate"] == pytest.approx(1 / 10)
+    assert chance["multi_source_reasoning:easy"] == pytest.approx(1 / 20)
+    assert chance["mean"] == pytest.approx((1 / 10 + 1 / 20) / 2)
+    assert [size_class(p) for p in (None, 5e8, 2e9, 7e9, 7e10)] == ["unknown", "<1B", "1-3B", "3-10B", ">10B"]
+    again = entries + [Entry(**{**entries[2].__dict__, "id": "zz000000", "submitted_at": "t9"})]
+    by_id["zz000000"] = by_id[entries[2].id]
+    t2 = overview_table(again, lambda e: by_id[e.id], lambda e: ModelMeta(), resamples=50)
+    assert {r["model"] for r in t2.rows} == {"a (local)", "b", "b #2", "c"}  # a second submission of b to one task

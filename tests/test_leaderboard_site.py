@@ -1,8 +1,12 @@
 """The static leaderboard site in a real headless browser (Debian's chromium driven by playwright).
 
-Two models' sample-task results (one with a hostile name) and a third are submitted through the
-CLI; the built site must load without console errors, sort columns correctly, show the hostile
-name as text without running it, and link every model to its page.
+Four models' sample-task results are submitted through the CLI: one with a hostile name, one named by a
+local path (a MiniLM checkpoint: the registry supplies its metadata), one described through
+`mmbench leaderboard describe`. The built site must load without console errors, sort columns
+correctly, show the hostile name as text without running it, and link every model to its page; the
+main board must be a model × task matrix with ranks, metadata, a chance row, working filters, a sticky
+model column, and scores a phone shows without sideways scrolling. Screenshots at 1400 and 390 px are
+kept as test artefacts (the folder is printed; run pytest with -s to see it).
 """
 from __future__ import annotations
 
@@ -16,6 +20,7 @@ import pytest
 
 from leaderboard_helpers import HOSTILE_NAME, make_results, official_registry
 from mmbench.cli import main
+from mmbench.leaderboards.modelmeta import display_name
 
 CHROMIUM = Path("/usr/bin/chromium")
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
@@ -25,7 +30,10 @@ pytestmark = pytest.mark.skipif(not CHROMIUM.exists(), reason="Debian chromium (
                                 "`apt-get install -y chromium` to run the browser tests")
 playwright_api = pytest.importorskip("playwright.sync_api", reason="the playwright Python package is not installed")
 
-MODELS = (("model-a", 16), (HOSTILE_NAME, 4), ("zeta", 6))  # hashing widths chosen for distinct P@1 on vg_tiny
+LOCAL_PATH = "/home/alice/checkpoints/all-MiniLM-L6-v2"
+# hashing widths chosen for distinct P@1 on vg_tiny
+MODELS = (("model-a", 16), (HOSTILE_NAME, 4), ("zeta", 6), (LOCAL_PATH, 24))
+SHOWN = {name: display_name(name) for name, _ in MODELS}
 
 
 @pytest.fixture(scope="module")
@@ -33,11 +41,21 @@ def site(vg_tiny, tmp_path_factory) -> Path:
     root = tmp_path_factory.mktemp("lbsite")
     official_registry(vg_tiny, root / "official.json")
     for i, (name, dim) in enumerate(MODELS):
-        results = make_results(vg_tiny, root / f"results{i}", name=name, dim=dim)
+        results = make_results(vg_tiny, root / f"results{i}", name=name, dim=dim,
+                               modalities=("text",) if name == LOCAL_PATH else ("text", "image"))
         assert main(["leaderboard", "submit", str(results), "--board", str(root / "board"),
                      "--official", str(root / "official.json")]) == 0
+    assert main(["leaderboard", "describe", "zeta", "--board", str(root / "board"), "--parameters", "7000000000",
+                 "--dim", "3584", "--license", "mit", "--weights", "org/zeta-7b"]) == 0
     assert main(["leaderboard", "build", "--board", str(root / "board"), "--out", str(root / "site")]) == 0
     return root / "site"
+
+
+@pytest.fixture(scope="module")
+def artefacts(tmp_path_factory) -> Path:
+    folder = tmp_path_factory.mktemp("leaderboard-screenshots")
+    print(f"\nleaderboard screenshots: {folder}")
+    return folder
 
 
 class _Quiet(SimpleHTTPRequestHandler):
@@ -83,7 +101,9 @@ def _rows(page, table_id: str, key: str) -> list[tuple[str, str]]:
     """(model name as displayed, data-value of column `key`) for each row in display order."""
     return page.eval_on_selector(f"#table-{table_id}", """(t, key) => {
         const idx = [...t.tHead.rows[0].cells].findIndex(th => th.dataset.key === key);
-        return [...t.tBodies[0].rows].map(r => [r.cells[0].textContent, r.cells[idx].dataset.value]);
+        const name = [...t.tHead.rows[0].cells].findIndex(th => th.dataset.key === "model");
+        return [...t.tBodies[0].rows].filter(r => !r.classList.contains("baseline"))
+            .map(r => [r.cells[name].textContent, r.cells[idx].dataset.value]);
     }""", key)
 
 
@@ -102,8 +122,9 @@ def test_pages_load_without_console_errors(page, base_url):
 
 def test_sorting_a_column_reorders_rows(page, base_url, site):
     page.goto(f"{base_url}/index.html")
-    truth = {r["model"]: r["depth=0.2"] for r in json.loads((site / "data" / "visual_grounding.json").read_text())["rows"]}
-    assert len(set(truth.values())) == len(MODELS), "the fixture should give distinct scores, or sorting proves nothing"
+    truth = {r["model"]: r["depth=0.2"] for r in json.loads((site / "data" / "visual_grounding.json").read_text())["rows"]
+             if not r.get("baseline")}
+    assert len(set(truth.values())) >= 3, "the fixture should give distinct scores, or sorting proves nothing"
     initial = _rows(page, "visual_grounding", "depth=0.2")
     header = "#table-visual_grounding th[data-key='depth=0.2']"
     page.click(f"{header} button")
@@ -116,7 +137,7 @@ def test_sorting_a_column_reorders_rows(page, base_url, site):
     assert page.get_attribute(header, "aria-sort") == "ascending"
     ascending = _rows(page, "visual_grounding", "depth=0.2")
     assert [float(v) for _, v in ascending] == sorted(values)
-    assert ascending != initial and ascending == rows[::-1]
+    assert ascending != rows and sorted(ascending) == sorted(rows)  # the same rows, reordered
     page.click("#table-visual_grounding th[data-key='model'] button")
     names = [m for m, _ in _rows(page, "visual_grounding", "model")]
     assert names == sorted(names, key=str.lower)
@@ -126,7 +147,8 @@ def test_sorting_a_column_reorders_rows(page, base_url, site):
 def test_hostile_model_name_is_text_and_never_runs(page, base_url):
     page.goto(f"{base_url}/index.html")
     assert page.evaluate("window.__pwned") is None
-    assert page.evaluate("document.scripts.length") == 1  # only assets/sort.js
+    srcs = page.eval_on_selector_all("script", "ss => ss.map(s => s.getAttribute('src'))")
+    assert srcs == ["assets/sort.js", "assets/filter.js"]  # only the site's own scripts
     assert page.evaluate("document.querySelectorAll('td img').length") == 0
     shown = page.eval_on_selector_all("#table-visual_grounding td.model a", "as => as.map(a => a.textContent)")
     assert HOSTILE_NAME in shown
@@ -140,7 +162,7 @@ def test_hostile_model_name_is_text_and_never_runs(page, base_url):
 def test_links_to_model_pages_work(page, base_url):
     page.goto(f"{base_url}/index.html")
     names = page.eval_on_selector_all("#table-mmlongembed td.model a", "as => as.map(a => a.textContent)")
-    assert sorted(names) == sorted(n for n, _ in MODELS)
+    assert sorted(names) == sorted(SHOWN.values())
     for i, name in enumerate(names):
         page.locator("#table-mmlongembed td.model a").nth(i).click()
         page.wait_for_load_state("load")
@@ -159,4 +181,127 @@ def test_site_works_from_disk_without_a_server(page, site):
     values = [float(v) for _, v in _rows(page, "mmlongembed", "micro")]
     assert values == sorted(values, reverse=True)
     assert page.evaluate("window.__pwned") is None
+    assert page.problems == []
+
+
+def _matrix(page) -> list[dict]:
+    """The main board's visible rows as {column key: (text, data-value)}, plus the row's class."""
+    return page.eval_on_selector("#table-overview", """t => {
+        const keys = [...t.tHead.rows[0].cells].map(th => th.dataset.key);
+        return [...t.tBodies[0].rows].filter(r => !r.hidden).map(r => {
+            const o = {_class: r.className};
+            [...r.cells].forEach((c, i) => {
+                const a = c.querySelector("a");
+                o[keys[i]] = [c.textContent, c.dataset.value, a ? a.getAttribute("href") : null];
+            });
+            return o;
+        });
+    }""")
+
+
+def test_main_board_is_a_model_by_task_matrix(page, base_url, site, artefacts):
+    page.set_viewport_size({"width": 1400, "height": 900})
+    page.goto(f"{base_url}/index.html")
+    assert page.eval_on_selector("nav a", "a => a.getAttribute('href')") == "#overview"  # the matrix comes first
+    keys = page.eval_on_selector_all("#table-overview th", "ths => ths.map(th => th.dataset.key)")
+    assert keys[:4] == ["rank", "model", "visual_grounding", "visual_grounding:seen"]
+    assert {"mean", "parameters", "dim", "context", "modalities", "license", "weights"} <= set(keys)
+    rows = _matrix(page)
+    models = [r for r in rows if r["_class"] != "baseline"]
+    assert sorted(r["model"][0] for r in models) == sorted(SHOWN.values())  # one row per model
+    data = {r["model"]: r for r in json.loads((site / "data" / "overview.json").read_text())["rows"]}
+    means = [float(r["mean"][1]) for r in models]
+    assert means == sorted(means, reverse=True)
+    assert [float(r["rank"][1]) for r in models] == [1 + sum(m > x for m in means) for x in means]  # ties share a rank
+    for r in models:
+        ref = data[r["model"][0]]
+        assert float(r["visual_grounding"][1]) == pytest.approx(ref["visual_grounding"])
+        low, high = ref["visual_grounding_ci_low"], ref["visual_grounding_ci_high"]
+        assert low <= ref["visual_grounding"] <= high and f"[{low:.3f}, {high:.3f}]" in r["visual_grounding"][0]
+        assert "%" in r["visual_grounding:seen"][0]  # truncated / unseen shares
+    chance = [r for r in rows if r["_class"] == "baseline"]
+    assert len(chance) == 1 and chance[0]["model"][0] == "random ranking (expected)"
+    assert 0 < float(chance[0]["visual_grounding"][1]) < min(float(r["visual_grounding"][1]) for r in models) + 1
+    local = next(r for r in models if r["model"][0] == SHOWN[LOCAL_PATH])
+    assert local["model"][0] == "all-MiniLM-L6-v2 (local)"
+    assert local["parameters"][0] == "22.7M" and local["license"][0] == "apache-2.0" and local["dim"][0] == "384"
+    assert local["weights"][2] == "https://huggingface.co/sentence-transformers/all-MiniLM-L6-v2"
+    zeta = next(r for r in models if r["model"][0] == "zeta")
+    assert zeta["parameters"][0] == "7.00B" and zeta["license"][0] == "mit"  # described on the board by someone else
+    html_text = (site / "index.html").read_text() + "".join(p.read_text() for p in (site / "models").glob("*.html"))
+    assert "/home/alice" not in html_text and "alice" not in (site / "data" / "overview.csv").read_text()
+    page.screenshot(path=str(artefacts / "board-1400.png"), full_page=True)
+    # sorting the matrix by a task column
+    page.click("#table-overview th[data-key='visual_grounding'] button")
+    values = [float(v) for _, v in _rows(page, "overview", "visual_grounding")]
+    assert values == sorted(values, reverse=True)
+    page.click("#table-overview th[data-key='rank'] button")  # rank: best (1) first
+    ranks = [float(v) for _, v in _rows(page, "overview", "rank")]
+    assert ranks == sorted(ranks) and ranks[0] == 1
+    assert page.problems == []
+
+
+def test_main_board_model_column_is_sticky(page, base_url):
+    page.set_viewport_size({"width": 700, "height": 900})
+    page.goto(f"{base_url}/index.html")
+    box = page.locator("#overview .scroll")
+    assert box.evaluate("b => b.scrollWidth > b.clientWidth"), "the matrix should overflow at 700 px for this check"
+    frame = box.bounding_box()
+    score = page.locator("#table-overview td[data-label^='visual_grounding P@1']").first
+    score_before = score.bounding_box()
+    box.evaluate("b => { b.scrollLeft = 400; }")
+    after = page.locator("#table-overview td.model").first.bounding_box()
+    assert after["x"] == pytest.approx(frame["x"], abs=1) and after["width"] > 0  # the name sticks to the left edge
+    assert score.bounding_box()["x"] < score_before["x"] - 300  # while the scores scrolled under it
+    assert page.problems == []
+
+
+def test_main_board_filters(page, base_url):
+    page.set_viewport_size({"width": 1400, "height": 900})
+    page.goto(f"{base_url}/index.html")
+    names = lambda: sorted(r["model"][0] for r in _matrix(page) if r["_class"] != "baseline")
+    page.fill("#filter-text", "zet")
+    assert names() == ["zeta"]
+    assert page.text_content("#filter-count") == "1 of 4 models"
+    assert any(r["_class"] == "baseline" for r in _matrix(page))  # the chance row stays
+    page.fill("#filter-text", "")
+    assert names() == sorted(SHOWN.values())
+    page.select_option("#filter-size", "<1B")
+    assert names() == [SHOWN[LOCAL_PATH]]
+    page.select_option("#filter-size", "3-10B")
+    assert names() == ["zeta"]
+    page.select_option("#filter-size", "")
+    page.select_option("#filter-modality", "image")
+    assert names() == sorted(v for k, v in SHOWN.items() if k != LOCAL_PATH)  # the MiniLM run is text only
+    page.select_option("#filter-modality", "text")
+    assert names() == sorted(SHOWN.values())
+    assert page.problems == []
+
+
+def test_phone_shows_scores_without_sideways_scrolling(page, base_url, artefacts):
+    page.set_viewport_size({"width": 390, "height": 844})
+    page.goto(f"{base_url}/index.html")
+    assert page.evaluate("document.documentElement.scrollWidth") <= 390
+    cells = page.locator("#table-overview td[data-label^='visual_grounding P@1']")
+    assert cells.count() == len(MODELS) + 1
+    for i in range(cells.count()):
+        b = cells.nth(i).bounding_box()
+        assert b["width"] > 0 and 0 <= b["x"] and b["x"] + b["width"] <= 390, f"score cell {i} is off screen: {b}"
+        assert "[" in cells.nth(i).text_content() or i == cells.count() - 1  # the CI is shown too
+    assert page.locator("#table-overview td.model").first.is_visible()
+    page.screenshot(path=str(artefacts / "board-390.png"), full_page=True)
+    assert (artefacts / "board-390.png").stat().st_size > 1000
+    assert page.problems == []
+
+
+def test_model_page_shows_metadata_and_what_the_model_saw(page, base_url, site):
+    page.goto(f"{base_url}/index.html")
+    href = next(r["model"][2] for r in _matrix(page) if r["model"][0] == SHOWN[LOCAL_PATH])
+    page.goto(f"{base_url}/{href}")
+    assert page.text_content("#model-name") == SHOWN[LOCAL_PATH]
+    meta = page.text_content("#model-meta")
+    assert "22.7M" in meta and "apache-2.0" in meta and "huggingface.co/sentence-transformers/all-MiniLM-L6-v2" in meta
+    seen = page.text_content("#model-seen")
+    assert "Truncated to the model's window" in seen and "%" in seen and "text" in seen
+    assert "/home/alice" not in page.content()
     assert page.problems == []

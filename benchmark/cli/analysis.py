@@ -124,7 +124,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
         raise CLIError(str(exc)) from exc
     print(markdown)
     if args.out is not None:
-        print(f"wrote {args.out / 'compare.md'} and {args.out / 'compare.json'}", file=sys.stderr)
+        print(f"wrote {args.out / 'compare.md'}, {args.out / 'compare.json'} and {args.out / 'figures' / 'paired_differences.png'}", file=sys.stderr)
     return 0
 
 

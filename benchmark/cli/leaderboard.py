@@ -30,6 +30,19 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--out", type=Path, required=True, help="site folder (replaced)")
     p.set_defaults(func=cmd_build)
 
+    p = lsub.add_parser("describe", help="add a model's metadata to a board (parameters, dim, context, licence, weights)",
+                        description="Writes the board's model_metadata.json; the main board shows these fields for every "
+                                    "submission of MODEL (its name as submitted), ahead of the model registry.")
+    p.add_argument("model", help="the model name as submitted")
+    p.add_argument("--board", type=Path, required=True)
+    p.add_argument("--parameters", type=int, help="total parameters")
+    p.add_argument("--dim", type=int, help="embedding dimension")
+    p.add_argument("--context", type=int, help="context window (tokens)")
+    p.add_argument("--modalities", help="comma-separated: text,image,video,audio")
+    p.add_argument("--license", help="licence name, e.g. apache-2.0")
+    p.add_argument("--weights", help="https:// link to the weights, or a Hugging Face hub id")
+    p.set_defaults(func=cmd_describe)
+
     p = lsub.add_parser("official", help="print (or add to a registry) the official entry of a built pool set")
     p.add_argument("poolsets", type=Path, nargs="+", help="pool set folders (e.g. from `mmbench build --task T`)")
     p.add_argument("--write", type=Path, help="registry JSON to create or update")
@@ -85,8 +98,29 @@ def cmd_build(args: argparse.Namespace) -> int:
     from mmbench.leaderboards.site import build_site
 
     board = _board(args.board, create=False)
-    out = build_site(board, args.out)
+    from mmbench.leaderboards.modelmeta import MetadataError
+
+    try:
+        out = build_site(board, args.out)
+    except MetadataError as exc:
+        raise CLIError(str(exc)) from exc
     print(f"site with {len(board.entries())} submissions written to {out} (open {out / 'index.html'})")
+    return 0
+
+
+def cmd_describe(args: argparse.Namespace) -> int:
+    from mmbench.leaderboards.modelmeta import MetadataError, describe
+
+    board = _board(args.board, create=False)
+    fields = {k: getattr(args, k) for k in ("parameters", "dim", "context", "modalities", "license", "weights")
+              if getattr(args, k) is not None}
+    if not fields:
+        raise CLIError("describe needs at least one of --parameters --dim --context --modalities --license --weights")
+    try:
+        merged = describe(board.root, args.model, fields)
+    except MetadataError as exc:
+        raise CLIError(str(exc)) from exc
+    print(f"{args.model}: " + ", ".join(f"{k}={v}" for k, v in sorted(merged.items())))
     return 0
 
 

@@ -217,10 +217,34 @@ def _merged(args):
 def cmd_correlate(args) -> int:
     from mmbench.evaluators.ravel import correlate as C
 
-    res = C.correlate(_merged(args), negate=args.negate)
+    merged = _merged(args)
+    res = C.correlate(merged, negate=args.negate)
     print(C.format_table(res))
     _write(res, args.out)
+    if args.figure:
+        info = _correlation_figure(merged, args.negate, Path(args.figure))
+        print(f"wrote {info.path} (panels: {'; '.join(t.splitlines()[0] for t in info.panels)})", file=sys.stderr)
     return 0
+
+
+def _correlation_figure(merged: pd.DataFrame, negate: bool, path: Path):
+    """Predicted vs measured per language model, titled with ρ, its 95 % CI, n and a random predictor's range."""
+    from mmbench.evaluators.ravel import correlate as C
+    from mmbench.evaluators.reports import figures
+    from mmbench.evaluators.stats.correlation import spearman_ci, spearman_null_interval
+
+    points, summary = [], []
+    order = {name: i for i, name in enumerate(C.LLM_SHORT)}  # the panels in the printed table's order
+    groups = sorted(merged.groupby("llm", sort=False), key=lambda kv: order.get(kv[0], len(order)))
+    for llm, g in groups:
+        name = C.LLM_SHORT.get(llm, llm)
+        score = -g["score"].to_numpy(float) if negate else g["score"].to_numpy(float)
+        points += [{"llm": name, "encoder": e, "score": float(x), "measured": float(y)}
+                   for e, x, y in zip(g["encoder"], score, g[C.TARGET])]
+        ci = spearman_ci(score, g[C.TARGET].to_numpy(float))
+        summary.append({"llm": name, "n": ci.n, "spearman": ci.estimate, "spearman_ci_low": ci.low,
+                        "spearman_ci_high": ci.high, "null_interval": spearman_null_interval(ci.n)})
+    return figures.correlation_figure(points, summary, path)
 
 
 def cmd_selection(args) -> int:
@@ -343,6 +367,7 @@ def register(subparsers) -> argparse.ArgumentParser:
 
     p = sub.add_parser("correlate", help="Spearman/Pearson of scores against measured MLLM performance")
     _add_scores_args(p)
+    p.add_argument("--figure", help="PNG: predicted vs measured per language model, with ρ, its 95 %% CI and n")
     p.set_defaults(func=cmd_correlate)
 
     p = sub.add_parser("selection", help="top-1 selection curve as the pool grows from the worst encoder")

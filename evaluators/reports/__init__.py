@@ -15,7 +15,7 @@ from mmbench.media import atomic_write_bytes
 from mmbench.results import RunResults
 
 from .common import PoolSetMismatch, check_same_pool_set, run_labels
-from .compare import compare_runs, comparison_markdown
+from .compare import compare_runs, comparison_markdown, draw_comparison_figures
 from .figures import FigureInfo
 from .report import draw_figures, report_markdown, report_numbers
 
@@ -29,8 +29,10 @@ def _write(out: Path, md_name: str, json_name: str, markdown: str, data: dict[st
 
 
 def write_comparison(runs: Sequence[RunResults], out: Path | None = None, **kwargs: Any) -> tuple[dict[str, Any], str]:
-    """Compute the comparison; write compare.md and compare.json to `out` when given."""
+    """Compute the comparison; write compare.md, compare.json and the forest plot (figures/) to `out` when given."""
     data = compare_runs(runs, **kwargs)
+    if out is not None:
+        draw_comparison_figures(data, Path(out))
     markdown = comparison_markdown(data)
     if out is not None:
         _write(Path(out), COMPARE_MD, COMPARE_JSON, markdown, data)

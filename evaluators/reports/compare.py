@@ -14,6 +14,7 @@ default) of R@1, R@3, MRR and the chosen metric.
 from __future__ import annotations
 
 import itertools
+from pathlib import Path
 from typing import Any, Sequence
 
 import numpy as np
@@ -79,6 +80,19 @@ def compare_runs(runs: Sequence[RunResults], *, metric: str = "precision_at_1", 
         "runs": out_runs, "pairs": pairs, "corrections": corrections, "timing": timing_rows(runs),
         "chance": chance,
     }
+
+
+def draw_comparison_figures(data: dict[str, Any], out: Path) -> None:
+    """The forest plot of paired differences (mean A − B and its bootstrap CI per pair) into out/figures;
+    recorded in `data["figures"]` with a path relative to `out`."""
+    from . import figures
+
+    metric = data["settings"]["metric"]
+    rows = [{"a": p["a"], "b": p["b"], "mean_diff": p["ttest"]["mean_diff"], "ci_low": p["ttest"]["ci_low"],
+             "ci_high": p["ttest"]["ci_high"]} for p in data["pairs"]]
+    info = figures.forest_figure(rows, out / "figures" / "paired_differences.png", metric).to_dict()
+    info["path"] = str(Path(info["path"]).relative_to(out))
+    data["figures"] = {"paired_differences": info}
 
 
 def identical_runs(runs: Sequence[RunResults], labels: Sequence[str]) -> list[list[str]]:
@@ -169,6 +183,9 @@ def comparison_markdown(data: dict[str, Any]) -> str:
                          fmt_p(p["ttest"]["p_bonferroni"]), fmt_p(p["ttest"]["p_holm"]), fmt(p["ttest"]["cohens_dz"]),
                          p["ttest"].get("note") or ""]
                         for p in data["pairs"]]), ""]
+    if "paired_differences" in data.get("figures", {}):
+        lines += [f"Forest plot: mean difference A − B in {metric} with its 95 % bootstrap CI; the dotted line is no "
+                  "difference.", "", f"![paired differences]({data['figures']['paired_differences']['path']})", ""]
     lines += ["## McNemar's test on R@1", "", f"{s['mcnemar']}.", ""]
     lines += [md_table(["A", "B", "both right", "A only", "B only", "both wrong", "method", "statistic", "p", "p Bonferroni", "p Holm"],
                        [[p["a"], p["b"], p["mcnemar"]["table"][0][0], p["mcnemar"]["table"][0][1], p["mcnemar"]["table"][1][0],

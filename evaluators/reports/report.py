@@ -74,7 +74,16 @@ def metric_ceiling(pq: pd.DataFrame, metric: str) -> float:
     return float(np.mean([min(len(r), k) / k for r in pq["relevant_ids"]]))
 
 
-def length_curve_numbers(pq: pd.DataFrame, label: str, task: str, metric: str) -> list[dict[str, Any]]:
+def _ci_pair(values: pd.Series, resamples: int, seed: int) -> list[float | None]:
+    """[low, high] of a seeded percentile bootstrap CI of the mean; [None, None] under 2 items."""
+    ci = metric_ci(pd.to_numeric(values).to_numpy(dtype=float), resamples=resamples, seed=seed)
+    return [ci["low"], ci["high"]]
+
+
+def length_curve_numbers(pq: pd.DataFrame, label: str, task: str, metric: str, *,
+                         resamples: int = DEFAULT_RESAMPLES, seed: int = 0) -> list[dict[str, Any]]:
+    """Mean `metric` per length bin, per group and difficulty, with a seeded bootstrap CI and the
+    random-ranking expectation of each point (the chance line)."""
     if "length_bin" not in pq.columns or pq["length_bin"].isna().all():
         return []
     rows = pq[pq["length_bin"].notna()]
@@ -84,14 +93,19 @@ def length_curve_numbers(pq: pd.DataFrame, label: str, task: str, metric: str) -
     for group in sorted(groups.unique()):
         for diff in sorted(diffs[groups == group].unique()):
             part = rows[(groups == group) & (diffs == diff)]
-            lengths = sort_length_bins(part["length_bin"].astype(str))
-            means = part.groupby(part["length_bin"].astype(str))[metric].agg(["mean", "size"])
+            bins = part["length_bin"].astype(str)
+            lengths = sort_length_bins(bins)
+            cells = [part[bins == l] for l in lengths]
+            cis = [_ci_pair(c[metric], resamples, seed) for c in cells]
             out.append({"label": label, "group": str(group), "difficulty": str(diff), "lengths": lengths,
-                        "values": [float(means.loc[l, "mean"]) for l in lengths], "n": [int(means.loc[l, "size"]) for l in lengths]})
+                        "values": [float(c[metric].mean()) for c in cells], "n": [int(len(c)) for c in cells],
+                        "ci_low": [ci[0] for ci in cis], "ci_high": [ci[1] for ci in cis],
+                        "chance": [chance_numbers(c, [metric]).get(metric) for c in cells]})
     return out
 
 
-def easy_hard_numbers(pq: pd.DataFrame, label: str, task: str, metric: str) -> list[dict[str, Any]]:
+def easy_hard_numbers(pq: pd.DataFrame, label: str, task: str, metric: str, *,
+                      resamples: int = DEFAULT_RESAMPLES, seed: int = 0) -> list[dict[str, Any]]:
     if "difficulty" not in pq.columns:
         return []
     diff = pq["difficulty"].astype("string").str.lower()
@@ -100,17 +114,20 @@ def easy_hard_numbers(pq: pd.DataFrame, label: str, task: str, metric: str) -> l
     groups = _group_col(pq, task)
     out = []
     for group in sorted(groups.unique()):
-        easy = pq.loc[(groups == group) & (diff == "easy"), metric]
-        hard = pq.loc[(groups == group) & (diff == "hard"), metric]
+        easy_rows, hard_rows = pq[(groups == group) & (diff == "easy")], pq[(groups == group) & (diff == "hard")]
+        easy, hard = easy_rows[metric], hard_rows[metric]
         e, h = _mean_or_none(easy), _mean_or_none(hard)
         drop = e - h if e is not None and h is not None else None
         out.append({"label": label, "group": str(group), "easy": e, "hard": h, "n_easy": int(len(easy)), "n_hard": int(len(hard)),
-                    "drop": drop, "relative_drop": (drop / e) if drop is not None and e else None})
+                    "drop": drop, "relative_drop": (drop / e) if drop is not None and e else None,
+                    "easy_ci": _ci_pair(easy, resamples, seed), "hard_ci": _ci_pair(hard, resamples, seed),
+                    "chance_easy": chance_numbers(easy_rows, [metric]).get(metric),
+                    "chance_hard": chance_numbers(hard_rows, [metric]).get(metric)})
     return out
 
 
-def robustness_numbers(pq: pd.DataFrame, label: str, metric: str,
-                       seen: set[str] | None = None) -> list[dict[str, Any]]:
+def robustness_numbers(pq: pd.DataFrame, label: str, metric: str, seen: set[str] | None = None, *,
+                       resamples: int = DEFAULT_RESAMPLES, seed: int = 0) -> list[dict[str, Any]]:
     """Modality typing per anchor kind (text and image anchors are never pooled: a text-only model finds a
     text anchor in an image-only haystack because it is the only text it sees). `seen` is the set of
     modalities the model saw (from the run's seen-records); a model that cannot see the anchor, or the
@@ -130,6 +147,9 @@ def robustness_numbers(pq: pd.DataFrame, label: str, metric: str,
         if blind:
             res["kind"], res["reason"] = blind
         res["n"] = {m: groups[f"background_modality={m}"]["n"] for m in MODALITIES}
+        by_mod = {m: part[part["background_modality"] == m] for m in MODALITIES}
+        res["ci"] = {m: _ci_pair(rows[metric], resamples, seed) for m, rows in by_mod.items()}
+        res["chance"] = {m: chance_numbers(rows, [metric]).get(metric) for m, rows in by_mod.items()}
         out.append({"label": label if anchor is None else f"{label} ({anchor} anchor)", "model": label,
                     "anchor_kind": anchor, "modalities_seen": sorted(seen) if seen is not None else None, **res})
     return out
@@ -192,10 +212,11 @@ def report_numbers(runs: Sequence[RunResults], *, metric: str = "precision_at_1"
                           "subsets": avg["subsets"], "bootstrap_ci": ci})
         t["positional_bias"] += positional_numbers(pq, label, metric)
         t["heatmaps"] += heatmap_numbers(pq, label, heatmap_metric)
-        t["length_curves"] += length_curve_numbers(pq, label, run.task, metric)
-        t["easy_hard"] += easy_hard_numbers(pq, label, run.task, metric)
+        boot = {"resamples": ci_resamples, "seed": seed}
+        t["length_curves"] += length_curve_numbers(pq, label, run.task, metric, **boot)
+        t["easy_hard"] += easy_hard_numbers(pq, label, run.task, metric, **boot)
         seen = run.info.get("modalities_seen") or run.info.get("model", {}).get("modalities")
-        t["modality_robustness"] += robustness_numbers(pq, label, metric, set(seen) if seen else None)
+        t["modality_robustness"] += robustness_numbers(pq, label, metric, set(seen) if seen else None, **boot)
     return {"kind": "mmbench.report",
             "settings": {"metric": metric, "heatmap_metric": heatmap_metric, "ci_resamples": ci_resamples, "seed": seed,
                          "ci_method": "percentile bootstrap, seeded numpy Generator",
@@ -222,11 +243,31 @@ def draw_figures(data: dict[str, Any], out: Path) -> None:
         if t["modality_robustness"]:
             figs["modality_robustness"] = figures.robustness_figure(t["modality_robustness"],
                                                                     out / "figures" / f"{slug}_modality.png", s["metric"])
+        fits = [e for e in t["positional_bias"] if "result" in e]
+        if fits:
+            figs["depth_coefficients"] = figures.depth_coefficients_figure(fits, out / "figures" / f"{slug}_depth_coefficients.png",
+                                                                           s["metric"])
+        if _main_score(t["task"]) in CI_METRICS and all(m in t["runs"][0]["bootstrap_ci"] for m in CI_METRICS):
+            figs["retrieval_metrics"] = figures.metric_cis_figure(t["runs"], out / "figures" / f"{slug}_retrieval_metrics.png",
+                                                                  [(m, METRIC_LABELS[m]) for m in CI_METRICS])
         t["figures"] = {}
         for name, info in figs.items():
             d = info.to_dict()
             d["path"] = str(Path(d["path"]).relative_to(out))
             t["figures"][name] = d
+
+
+METRIC_LABELS = {"recall_at_1": "R@1", "recall_at_3": "R@3", "mrr": "MRR"}
+
+
+def _main_score(task: str) -> str | None:
+    """The task's main score (R@1 for Flickr hard negatives), None for a task mmbench does not know."""
+    from mmbench.tasks import UnknownTaskError, get_task
+
+    try:
+        return get_task(task).main_score
+    except UnknownTaskError:
+        return None
 
 
 def _distinct_chance(runs: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -274,6 +315,9 @@ def report_markdown(data: dict[str, Any]) -> str:
                               for r in _distinct_chance(t["runs"])]), "",
                   "The random-ranking row is the exact expected value of each metric when every item's pool is ranked "
                   "uniformly at random: a model near it has learned nothing the metric can see.", ""]
+        if "retrieval_metrics" in figs:
+            lines += ["Bars: R@1, R@3 and MRR per model with their 95 % bootstrap CIs; dotted ticks: random ranking.", "",
+                      f"![R@1, R@3, MRR]({figs['retrieval_metrics']['path']})", ""]
         subsets = subset_order(k for r in t["runs"] for k in r["subsets"])
         if len(subsets) > 1:
             lines += [f"#### {metric} per subset", "",
@@ -311,6 +355,10 @@ def report_markdown(data: dict[str, Any]) -> str:
                           "", f"Random-intercept variance: {fmt(r['group_variance'], 4)}."
                           + (f" Fit notes: {'; '.join(r['fit_notes'])}." if r.get("fit_notes") else "")
                           + (f" Warnings: {'; '.join(r['warnings'])}" if r["warnings"] else ""), "", "</details>", ""]
+            if "depth_coefficients" in figs:
+                lines += ["Depth coefficients of the categorical model (each depth against the first, which is 0 by "
+                          "definition), with 95 % Wald CIs; panels: " + ", ".join(figs["depth_coefficients"]["panels"]) + ".",
+                          "", f"![depth coefficients]({figs['depth_coefficients']['path']})", ""]
         if "heatmap" in figs:
             lines += [f"### Length × depth heatmaps ({hm})", "",
                       f"Rows: models; columns: anchor kinds; x: length bin, y: needle depth; brighter is higher. "
@@ -319,16 +367,21 @@ def report_markdown(data: dict[str, Any]) -> str:
                       "relevant item is at most 0.2), so a perfect cell is fully bright.", "",
                       f"![heatmaps]({figs['heatmap']['path']})", ""]
         if "length_curves" in figs:
-            lines += [f"### {metric} by length", "", f"![length curves]({figs['length_curves']['path']})", ""]
+            lines += [f"### {metric} by length", "", "Bands: 95 % bootstrap CI of each point; dotted grey: random ranking "
+                      "(expected). Easy: solid line, circles; Hard: dashed line, squares, a lighter shade.", "",
+                      f"![length curves]({figs['length_curves']['path']})", ""]
             for c in t["length_curves"]:
                 lines.append(f"- {c['label']}, {c['group']} ({c['difficulty']}): "
-                             + ", ".join(f"{l}: {fmt(v)}" for l, v in zip(c["lengths"], c["values"])))
+                             + ", ".join(f"{l}: {fmt_ci(v, lo, hi)}"
+                                         for l, v, lo, hi in zip(c["lengths"], c["values"], c["ci_low"], c["ci_high"])))
             lines.append("")
         if t["easy_hard"]:
             lines += [f"### Easy vs Hard ({metric})", "",
-                      md_table(["model", "group", "Easy", "Hard", "drop", "relative drop", "n easy / hard"],
-                               [[r["label"], r["group"], fmt(r["easy"]), fmt(r["hard"]), fmt(r["drop"]), fmt(r["relative_drop"]),
-                                 f"{r['n_easy']} / {r['n_hard']}"] for r in t["easy_hard"]]), ""]
+                      md_table(["model", "group", "Easy [95 % CI]", "Hard [95 % CI]", "drop", "relative drop", "n easy / hard",
+                                "chance easy / hard"],
+                               [[r["label"], r["group"], fmt_ci(r["easy"], *r["easy_ci"]), fmt_ci(r["hard"], *r["hard_ci"]),
+                                 fmt(r["drop"]), fmt(r["relative_drop"]), f"{r['n_easy']} / {r['n_hard']}",
+                                 f"{fmt(r['chance_easy'])} / {fmt(r['chance_hard'])}"] for r in t["easy_hard"]]), ""]
             if "easy_vs_hard" in figs:
                 lines += [f"![easy vs hard]({figs['easy_vs_hard']['path']})", ""]
         if t["modality_robustness"]:
@@ -340,8 +393,9 @@ def report_markdown(data: dict[str, Any]) -> str:
                       "else variable. Text and image anchors are typed apart; a model that cannot see the anchor is "
                       "`blind`, and one that cannot see a background modality is `not typed` (its anchor is then the "
                       "only thing it sees in that column).", "",
-                      md_table(["model", "text", "mixed", "image", "mean", "sd", "type"],
-                               [[r["label"], fmt(r["scores"]["text"]), fmt(r["scores"]["mixed"]), fmt(r["scores"]["image"]),
+                      md_table(["model", "text [95 % CI]", "mixed [95 % CI]", "image [95 % CI]", "mean", "sd", "type"],
+                               [[r["label"], *[fmt_ci(r["scores"][m], *(r.get("ci", {}).get(m) or [None, None]))
+                                               for m in ("text", "mixed", "image")],
                                  fmt(r["mean"]), fmt(r["sd"]), r["kind"]] for r in t["modality_robustness"]]), ""]
             if "modality_robustness" in figs:
                 lines += [f"![modality robustness]({figs['modality_robustness']['path']})", ""]

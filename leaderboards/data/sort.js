@@ -33,8 +33,9 @@
       button.addEventListener("click", function () {
         var type = th.getAttribute("data-type") === "number" ? "number" : "text";
         var current = th.getAttribute("aria-sort");
-        // numbers: best (highest) first; text: A to Z first
-        var descending = type === "number" ? current !== "descending" : current === "ascending";
+        // numbers: best (highest) first, except columns marked data-low-first (rank); text: A to Z first
+        var lowFirst = th.hasAttribute("data-low-first");
+        var descending = type === "number" && !lowFirst ? current !== "descending" : current === "ascending";
         Array.prototype.forEach.call(headers, function (h) { h.removeAttribute("aria-sort"); });
         th.setAttribute("aria-sort", descending ? "descending" : "ascending");
         sortRows(table, index, type, descending);
