@@ -26,6 +26,7 @@ from mmbench.builders.validity import write_valid_poolset
 from mmbench.poolset import build_scratch, PoolItem, PoolSet, source_fingerprint
 from mmbench.tokens import UnifiedTokenCounter, image_tokens
 
+from .sources import hub
 from .sources.flickr30k import N_CAPTIONS, CaptionedImage, read_annotations_csv, read_hf, read_karpathy
 from .sources.sample_flickr import sample_flickr
 
@@ -113,7 +114,9 @@ def load_source(source: str, seed: int, dataset: str | None, annotations: str | 
         return sample_flickr(sample_images, seed), {"images": f"mmbench procedural sample ({sample_images} scenes, "
                                                               f"seed {seed})"}
     if source == "hf":
-        return read_hf(dataset, hf_split=hf_split, split=split), {"dataset": f"{dataset} [{hf_split}]"}
+        images = read_hf(dataset, hf_split=hf_split, split=split)
+        named = hub.fingerprint(dataset, "dataset", split=hf_split) if hub.is_hub(dataset) else f"{dataset} [{hf_split}]"
+        return images, {"dataset": named}
     if source == "karpathy":
         return read_karpathy(annotations, image_root, split), {"annotations": source_fingerprint(annotations),
                                                                "image_root": str(image_root)}

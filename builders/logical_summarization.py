@@ -101,8 +101,8 @@ def _reports(source, path, max_reports, sources) -> list[Report]:
         return list(pydoc_reports())
     if not path:
         raise ValueError("source 'real' with dataset govreport needs --param govreport=<parquet|jsonl|json|folder>")
-    sources["govreport"] = govreport_fingerprint(Path(path))
-    return read_govreport(Path(path), max_reports)
+    sources["govreport"] = govreport_fingerprint(path)   # a local path or hf:<id>@<revision>
+    return read_govreport(path, max_reports)
 
 
 def _paged(source, path, image_root, max_reports, n, sources) -> list[PagedDocument]:

@@ -28,6 +28,8 @@ from typing import Any, Callable
 
 from PIL import Image as PILImage, UnidentifiedImageError
 
+from . import hub
+
 N_CAPTIONS = 5
 _FUSED = re.compile(r"^(\d+)\s+(\S.*)$")  # "4 A dog runs ..." : comment_number and comment run together
 SUFFIXES = {"JPEG": ".jpg", "PNG": ".png", "WEBP": ".webp", "GIF": ".gif"}
@@ -159,7 +161,9 @@ def read_hf(dataset: str | None, hf_split: str = "test", split: str | None = Non
     import datasets
 
     path = Path(dataset)
-    if path.is_file() or (path.is_dir() and any(path.rglob("*.parquet"))):
+    if hub.is_hub(dataset):   # hf:<id>@<revision>: loaded with the revision pinned (builders/sources/hub.py)
+        ds = hub.dataset(dataset, "dataset", split=hf_split)
+    elif path.is_file() or (path.is_dir() and any(path.rglob("*.parquet"))):
         files = [str(path)] if path.is_file() else sorted(str(p) for p in path.rglob("*.parquet"))
         ds = datasets.load_dataset("parquet", data_files={hf_split: files}, split=hf_split)
     else:
