@@ -1,0 +1,86 @@
+"""`mmbench export --format mteb`: the folder loads through mteb's own retrieval loader and holds
+the same data as the in-memory mteb task; targets are never clobbered."""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from mmbench.cli import main
+
+mteb = pytest.importorskip("mteb")
+
+
+def _loaded_by_mteb(folder, in_memory):
+    """An mteb task whose metadata points at the export folder, loaded by mteb's default load_data."""
+    from mteb.abstasks.retrieval import AbsTaskRetrieval
+
+    class FromFolder(AbsTaskRetrieval):
+        metadata = in_memory.metadata.model_copy(update={"dataset": {"path": str(folder), "revision": "local"}})
+
+    task = FromFolder()
+    task.load_data()   # RetrievalDatasetLoader -> datasets.load_dataset(folder, config, split=...)
+    return task
+
+
+def _plain(split_data):
+    return {"corpus": sorted((r["id"], r["text"]) for r in split_data["corpus"]),
+            "queries": sorted((r["id"], r["text"]) for r in split_data["queries"]),
+            "qrels": {q: dict(v) for q, v in split_data["relevant_docs"].items()},
+            "top_ranked": {q: list(v) for q, v in (split_data["top_ranked"] or {}).items()}}
+
+
+def test_export_loads_through_mtebs_loader_with_the_same_data(vg_tiny, tmp_path, capsys):
+    from mmbench.models.mteb_bridge import export_mteb_task
+
+    out = tmp_path / "exported"
+    assert main(["export", "--format", "mteb", str(vg_tiny), "--out", str(out)]) == 0
+    assert "60 queries, 60 corpus rows, 60 qrels" in capsys.readouterr().out
+    reference = export_mteb_task(vg_tiny)
+    reference.load_data()
+    loaded = _loaded_by_mteb(out, reference)
+    assert set(loaded.dataset) == set(reference.dataset) == {"default"}
+    for split, data in reference.dataset["default"].items():
+        assert _plain(loaded.dataset["default"][split]) == _plain(data), split
+        assert len(data["top_ranked"]) == 60 and all(len(v) == 10 for v in data["top_ranked"].values())
+    summary = json.loads((out / "mteb_export.json").read_text())
+    manifest = json.loads((vg_tiny / "manifest.json").read_text())
+    assert summary["source"]["content_hash"] == manifest["content_hash"]
+    assert summary["task"] == reference.metadata.name and summary["main_score"] == reference.metadata.main_score
+
+
+def test_export_never_clobbers(vg_tiny, tmp_path, capsys):
+    out = tmp_path / "exported"
+    assert main(["export", str(vg_tiny), "--out", str(out)]) == 0
+    assert main(["export", str(vg_tiny), "--out", str(out)]) == 2
+    assert "pass --overwrite" in capsys.readouterr().err
+    assert main(["export", str(vg_tiny), "--out", str(out), "--overwrite"]) == 0
+    mine = tmp_path / "mine"
+    mine.mkdir()
+    (mine / "notes.txt").write_text("keep me")
+    assert main(["export", str(vg_tiny), "--out", str(mine), "--overwrite"]) == 2
+    assert "is not an mmbench export" in capsys.readouterr().err
+    assert (mine / "notes.txt").read_text() == "keep me" and sorted(p.name for p in mine.iterdir()) == ["notes.txt"]
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".")]   # no temporary folder left behind
+    assert main(["export", str(tmp_path / "nowhere"), "--out", str(tmp_path / "x")]) == 2
+
+
+def test_export_with_images_resolves_media(vg_small, tmp_path):
+    """Image documents: `image` is the first image (decoded by datasets), `media` names every file, copied."""
+    import datasets
+    from PIL import Image as PILImage
+
+    src = vg_small
+    out = tmp_path / "exported"
+    assert main(["export", str(src), "--out", str(out)]) == 0
+    summary = json.loads((out / "mteb_export.json").read_text())
+    split = sorted(summary["subsets"]["default"])[0]
+    corpus = datasets.load_dataset(str(out), "corpus", split=split, cache_dir=str(tmp_path / "hf"))
+    row = next(r for r in corpus if r["media"])
+    assert isinstance(row["image"], PILImage.Image)
+    assert all((out / p).is_file() for r in corpus for p in r["media"])
+    first = PILImage.open(out / row["media"][0])
+    assert first.size == row["image"].size
+    named = {p for part in ("corpus", "queries") for s in summary["subsets"]["default"]
+             for r in datasets.load_dataset(str(out), part, split=s, cache_dir=str(tmp_path / "hf")) for p in r["media"]}
+    assert summary["media_files"] == len(named) == len(list((out / "media").rglob("*.*")))
