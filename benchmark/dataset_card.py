@@ -97,6 +97,24 @@ def card_text(manifest: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def is_mmbench_card(path: Path) -> bool:
+    """Whether `path` is a card this module wrote (front matter with an `mmbench.content_hash`)."""
+    try:
+        text = path.read_text(encoding="utf-8")
+        front = yaml.safe_load(text.split("---\n")[1]) if text.startswith("---\n") else None
+    except (OSError, UnicodeDecodeError, IndexError, yaml.YAMLError):
+        return False
+    return isinstance(front, dict) and isinstance(front.get("mmbench"), dict) and "content_hash" in front["mmbench"]
+
+
+def add_card(folder: Path, manifest: dict[str, Any]) -> Path:
+    """Give a pool set built before cards existed its card; a README.md that is not ours is left alone."""
+    path = Path(folder) / CARD
+    if path.exists() and not is_mmbench_card(path):
+        raise ValueError(f"{path} exists and is not an mmbench dataset card; move it away to add the card")
+    return write_card(folder, manifest)
+
+
 def write_card(folder: Path, manifest: dict[str, Any]) -> Path:
     """Write the card into a pool set folder (atomically) and return its path."""
     path = Path(folder) / CARD

@@ -54,3 +54,19 @@ def test_source_licences():
                                          "queries": "mit"}
     card = card_text({**manifest, "task": "t", "task_version": "1", "content_hash": "ab" * 32})
     assert yaml.safe_load(card.split("---\n")[1])["license"] == "unknown"
+
+
+def test_export_card_adds_the_card_to_an_older_pool_set(vg_tiny, tmp_path, capsys):
+    from mmbench.cli import main
+
+    old = tmp_path / "old"
+    shutil.copytree(vg_tiny, old)
+    (old / CARD).unlink()                                        # as built before cards existed
+    assert main(["export", "--format", "card", str(old)]) == 0
+    assert (old / CARD).read_text() == (vg_tiny / CARD).read_text()
+    assert main(["export", "--format", "card", str(old)]) == 0   # rewriting our own card is fine
+    (old / CARD).write_text("# my notes\n")
+    assert main(["export", "--format", "card", str(old)]) == 2   # someone else's README is left alone
+    assert "is not an mmbench dataset card" in capsys.readouterr().err
+    assert (old / CARD).read_text() == "# my notes\n"
+    assert main(["export", "--format", "mteb", str(old)]) == 2   # mteb needs --out
