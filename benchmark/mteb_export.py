@@ -36,6 +36,7 @@ from .poolset import PoolSet
 
 MARKER = "mteb_export.json"
 SPLIT_NAME = re.compile(r"^\w+(\.\w+)*$")   # what `datasets` accepts as a split name
+BAD_CONFIG_CHARS = re.compile(r"[<>:/\\|?*]")   # what `datasets` refuses in a config name
 
 
 class ExportError(RuntimeError):
@@ -105,6 +106,9 @@ def _write(ps: PoolSet, task: Any, out: Path) -> dict[str, Any]:
     try:
         os.chmod(tmp, default_mode(0o777))
         for subset, splits in sorted(task.dataset.items()):
+            if BAD_CONFIG_CHARS.search(subset):
+                raise ExportError(f"pool set {ps.root}: mteb subset {subset!r} holds a character `datasets` refuses "
+                                  "in a config name (one of < > : / \\ | ? *)")
             for split, data in sorted(splits.items()):
                 if not SPLIT_NAME.match(split):
                     raise ExportError(f"pool set {ps.root}: split {split!r} is not a valid `datasets` split name")

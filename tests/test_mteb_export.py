@@ -84,3 +84,37 @@ def test_export_with_images_resolves_media(vg_small, tmp_path):
     named = {p for part in ("corpus", "queries") for s in summary["subsets"]["default"]
              for r in datasets.load_dataset(str(out), part, split=s, cache_dir=str(tmp_path / "hf")) for p in r["media"]}
     assert summary["media_files"] == len(named) == len(list((out / "media").rglob("*.*")))
+
+
+def test_subsets_other_than_default_get_prefixed_configs(vg_tiny, tmp_path, monkeypatch):
+    """mteb reads subset X from configs X-corpus, X-queries, X-qrels and X-top_ranked."""
+    from mteb.abstasks.retrieval_dataset_loaders import RetrievalDatasetLoader
+
+    from mmbench.models import mteb_bridge
+    from mmbench.mteb_export import ExportError, write_mteb_layout
+    from mmbench.poolset import load_poolset
+
+    real = mteb_bridge.export_mteb_task
+
+    def two_subsets(names):
+        def export(ps, *a, **k):
+            task = real(ps, *a, **k)
+            task.load_data()
+            task.dataset = {n: task.dataset["default"] for n in names}
+            task.load_data = lambda *a, **k: None
+            return task
+        return export
+
+    ps = load_poolset(vg_tiny)
+    monkeypatch.setattr(mteb_bridge, "export_mteb_task", two_subsets(["en", "text_bg"]))
+    write_mteb_layout(ps, tmp_path / "out")
+    reference = real(vg_tiny)
+    reference.load_data()
+    for subset in ("en", "text_bg"):
+        for split, data in reference.dataset["default"].items():
+            got = RetrievalDatasetLoader(str(tmp_path / "out"), revision="local", split=split, config=subset).load()
+            assert _plain(got) == _plain(data)
+    monkeypatch.setattr(mteb_bridge, "export_mteb_task", two_subsets(["hotpotqa/easy"]))
+    with pytest.raises(ExportError, match="'hotpotqa/easy' holds a character"):
+        write_mteb_layout(ps, tmp_path / "bad")
+    assert not (tmp_path / "bad").exists()
