@@ -43,6 +43,14 @@ class ExportError(RuntimeError):
     """The export cannot be written; the message names the pool set or the folder."""
 
 
+def written_split_name(split: str) -> str:
+    """The split name on disk: mteb's, with characters `datasets` refuses (e.g. "-") made "_"."""
+    if SPLIT_NAME.match(split):
+        return split
+    name = re.sub(r"\W", "_", split).strip(".") or "split"
+    return name if SPLIT_NAME.match(name) else "s_" + name.replace(".", "_")
+
+
 def _config(subset: str, part: str) -> str:
     if subset == "default":
         return "default" if part == "qrels" else part
@@ -101,6 +109,7 @@ def _write(ps: PoolSet, task: Any, out: Path) -> dict[str, Any]:
     item_query = {p.id: p.query_id for p in ps.pools}
     tmp = Path(tempfile.mkdtemp(dir=out.parent, prefix=f".{out.name}.exporting."))
     configs: dict[str, list[dict[str, str]]] = {}
+    renamed: dict[str, str] = {}   # mteb split -> the name written (`datasets` refuses some characters)
     counts: dict[str, dict[str, dict[str, int]]] = {}
     refs: set[str] = set()
     try:
@@ -109,9 +118,12 @@ def _write(ps: PoolSet, task: Any, out: Path) -> dict[str, Any]:
             if BAD_CONFIG_CHARS.search(subset):
                 raise ExportError(f"pool set {ps.root}: mteb subset {subset!r} holds a character `datasets` refuses "
                                   "in a config name (one of < > : / \\ | ? *)")
-            for split, data in sorted(splits.items()):
-                if not SPLIT_NAME.match(split):
-                    raise ExportError(f"pool set {ps.root}: split {split!r} is not a valid `datasets` split name")
+            for mteb_split, data in sorted(splits.items()):
+                split = written_split_name(mteb_split)
+                if split in counts.get(subset, {}):
+                    raise ExportError(f"pool set {ps.root}: splits {mteb_split!r} and another both become {split!r}")
+                if split != mteb_split:
+                    renamed[mteb_split] = split
                 corpus = _with_media(data["corpus"], lambda i: candidates[i], refs)
                 qs = _with_media(data["queries"], lambda i: queries[item_query.get(i, i)], refs)
                 qrels = Dataset.from_list(
@@ -139,7 +151,7 @@ def _write(ps: PoolSet, task: Any, out: Path) -> dict[str, Any]:
         summary = {"format": "mteb-retrieval", "task": task.metadata.name, "main_score": task.metadata.main_score,
                    "revision": task.metadata.dataset["revision"], "type": task.metadata.type,
                    "source": {"task": ps.task, "task_version": ps.task_version, "content_hash": ps.content_hash},
-                   "subsets": counts, "media_files": len(refs),
+                   "subsets": counts, "renamed_splits": renamed, "media_files": len(refs),
                    "dropped_by_text_image_mapping": {k: task.export_report[k] for k in
                                                      ("documents", "dropped_images", "dropped_videos")}}
         atomic_write_bytes(tmp / MARKER, (json.dumps(summary, indent=2, sort_keys=True) + "\n").encode())
@@ -192,4 +204,7 @@ def _card(summary: dict[str, Any], configs: dict[str, list[dict[str, str]]]) -> 
         "```", "",
         "`media` holds each row's image and frame paths relative to this folder; `image` (where present) is "
         "the first image. See `mteb_export.json` for counts and what the one-text-one-image mapping dropped.", "",
+        *([f"Split names `datasets` refuses were renamed: "
+           + ", ".join(f"`{a}` -> `{b}`" for a, b in sorted(summary["renamed_splits"].items())) + ".", ""]
+          if summary["renamed_splits"] else []),
     ])

@@ -118,3 +118,29 @@ def test_subsets_other_than_default_get_prefixed_configs(vg_tiny, tmp_path, monk
     with pytest.raises(ExportError, match="'hotpotqa/easy' holds a character"):
         write_mteb_layout(ps, tmp_path / "bad")
     assert not (tmp_path / "bad").exists()
+
+
+def test_split_names_datasets_refuses_are_renamed_and_recorded(vg_tiny, tmp_path, monkeypatch):
+    from mteb.abstasks.retrieval_dataset_loaders import RetrievalDatasetLoader
+
+    from mmbench.models import mteb_bridge
+    from mmbench.mteb_export import write_mteb_layout, written_split_name
+    from mmbench.poolset import load_poolset
+
+    assert written_split_name("2k") == "2k" and written_split_name("0-1k") == "0_1k"
+    real = mteb_bridge.export_mteb_task
+
+    def dashed(ps, *a, **k):
+        task = real(ps, *a, **k)
+        task.load_data()
+        task.dataset = {"default": {"0-256": task.dataset["default"]["256"]}}
+        task.load_data = lambda *a, **k: None
+        return task
+
+    monkeypatch.setattr(mteb_bridge, "export_mteb_task", dashed)
+    summary = write_mteb_layout(load_poolset(vg_tiny), tmp_path / "out")
+    assert summary["renamed_splits"] == {"0-256": "0_256"}
+    got = RetrievalDatasetLoader(str(tmp_path / "out"), revision="local", split="0_256").load()
+    reference = real(vg_tiny)
+    reference.load_data()
+    assert _plain(got) == _plain(reference.dataset["default"]["256"])
