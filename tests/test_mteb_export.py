@@ -144,3 +144,44 @@ def test_split_names_datasets_refuses_are_renamed_and_recorded(vg_tiny, tmp_path
     reference = real(vg_tiny)
     reference.load_data()
     assert _plain(got) == _plain(reference.dataset["default"]["256"])
+
+
+def test_mteb_evaluate_scores_the_folder_as_the_in_memory_task(vg_tiny, tmp_path):
+    """The same encoder through mteb.evaluate: exported folder and in-memory task give the same scores."""
+    import hashlib
+
+    import numpy as np
+    from mteb.models.abs_encoder import AbsEncoder
+    from mteb.models.model_meta import ModelMeta
+
+    from mmbench.models.mteb_bridge import export_mteb_task
+
+    class HashedWords(AbsEncoder):
+        def __init__(self):
+            self.mteb_model_meta = ModelMeta(
+                loader=None, name="local/hashed-words", revision="0", release_date=None, languages=["eng-Latn"],
+                n_parameters=0, memory_usage_mb=None, max_tokens=None, embed_dim=128, license=None,
+                open_weights=True, public_training_code=None, public_training_data=None, framework=["NumPy"],
+                similarity_fn_name="cosine", use_instructions=False, training_datasets=set(), modalities=["text"])
+
+        def encode(self, inputs, **_):
+            rows = []
+            for batch in inputs:
+                for text in batch["text"]:
+                    v = np.full(128, 1e-3)
+                    for w in text.lower().split():
+                        v[int(hashlib.sha256(w.encode()).hexdigest(), 16) % 128] += 1
+                    rows.append(v)
+            return np.stack(rows)
+
+    out = tmp_path / "exported"
+    assert main(["export", str(vg_tiny), "--out", str(out)]) == 0
+    in_memory = export_mteb_task(vg_tiny)
+    from_folder = _loaded_by_mteb(out, in_memory)
+    a = mteb.evaluate(HashedWords(), in_memory, cache=None, show_progress_bar=False).task_results[0].scores
+    b = mteb.evaluate(HashedWords(), from_folder, cache=None, show_progress_bar=False).task_results[0].scores
+    assert set(a) == set(b) and a
+    assert 0 < a["256"][0]["precision_at_1"] < 1   # a real ranking, neither perfect nor empty
+    for split in a:
+        for key in ("ndcg_at_10", "precision_at_1", "mrr_at_10", "recall_at_5"):
+            assert b[split][0][key] == pytest.approx(a[split][0][key], abs=1e-9), (split, key)
