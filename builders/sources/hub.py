@@ -23,6 +23,7 @@ import re
 import sys
 from dataclasses import dataclass
 from functools import lru_cache
+from pathlib import Path
 from typing import Any, Iterator
 from urllib.parse import parse_qsl
 
@@ -77,8 +78,6 @@ def card_licence(spec: HubSpec) -> str | None:
     """The `license` of the dataset's card (README.md front matter) at that revision, when it can be read.
 
     The dataset id may also be a local folder in the hub's layout (a mirror); its README.md is read."""
-    from pathlib import Path
-
     try:
         from huggingface_hub import DatasetCard
 
