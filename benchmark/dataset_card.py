@@ -35,6 +35,7 @@ SOURCE_LICENCES: dict[str, str] = {
     "hotpotqa": "cc-by-sa-4.0",
     "haystack": "cc-by-4.0",          # OBELICS (HuggingFaceM4/OBELICS)
     "flickr30k": "other",             # Flickr terms of use; captions for non-commercial research
+    "text_needles": "mit",            # NeedleBench (opencompass/NeedleBench)
 }
 SAMPLE_LICENCE = "apache-2.0"          # mmbench's own sample data (templated text, procedural images)
 PYDOC = re.compile(r"pydoc_data|Python Language Reference")

@@ -140,3 +140,25 @@ def test_flickr_hf_source_pins_the_revision(tmp_path):
     assert [(r.image_id, r.captions, r.read()[0]) for r in got] == [(r.image_id, r.captions, r.read()[0]) for r in recs]
     _, sources = load_source("hf", 0, f"hf:{tmp_path / 'flickr'}@{COMMIT}", None, None, None, "test", 0)
     assert sources["dataset"].startswith(f"hf:{tmp_path / 'flickr'}@{COMMIT}?split=test rows=4 sha256:")
+
+
+def test_needlebench_from_a_hub_folder_reads_like_the_jsonl(tmp_path):
+    """opencompass/NeedleBench's layout: config retrieval_needles = needles.jsonl (split test). Fields a line
+    lacks stay absent (datasets fills them with None), so defaults apply as for the file."""
+    from mmbench.builders.sources.needles import needlebench_fingerprint, read_needlebench
+
+    lines = [{"id": "n1", "needle": "Hidden on the Moon is a violet kettle.", "language": "English",
+              "retrieval_question": "What is hidden on the Moon? Please answer in the format 'X'.", "arg2": "kettle"},
+             {"needle": "月亮上藏着一个水壶。", "retrieval_question": "月亮上藏着什么？", "language": "Chinese", "arg2": "水壶"},
+             {"needle": "The lighthouse keeper's cat is named Pluto.", "retrieval_question": "What is the cat called?"}]
+    repo = tmp_path / "NeedleBench"
+    repo.mkdir()
+    (repo / "needles.jsonl").write_text("".join(json.dumps(x, ensure_ascii=False) + "\n" for x in lines))
+    (repo / "README.md").write_text("---\nlicense: mit\nconfigs:\n- config_name: retrieval_needles\n  data_files:\n"
+                                    "  - split: test\n    path:\n    - needles.jsonl\n---\n")
+    name = f"hf:{repo}@{COMMIT}"
+    key = lambda recs: [(r.id, r.needle, r.question, r.answer) for r in recs]  # noqa: E731
+    local = read_needlebench(repo / "needles.jsonl")
+    assert key(read_needlebench(name)) == key(local) and [r.id for r in local] == ["n1", "nb3"]
+    fp = needlebench_fingerprint(name)
+    assert fp.startswith(f"{name}?config=retrieval_needles&split=test rows=3 sha256:") and fp.endswith("license=mit")

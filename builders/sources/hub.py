@@ -115,11 +115,14 @@ def dataset(value: str, what: str = "source", config: str | None = None, split: 
 
 def rows(value: str, what: str = "source", config: str | None = None,
          split: str | None = None) -> Iterator[tuple[str, dict[str, Any]]]:
-    """(where, record) for every row, `where` naming the source and the row for error messages."""
+    """(where, record) for every row, `where` naming the source and the row for error messages.
+
+    A field the row does not have is left out, as in the release's own JSON (`datasets` gives every row
+    every column of the table, None where a record lacked it)."""
     spec = parse(value, what, config, split)
     ds = _load(spec)
     for i, rec in enumerate(_plain(ds)):
-        yield f"{spec}: row {i}", rec
+        yield f"{spec}: row {i}", {k: v for k, v in rec.items() if v is not None}
 
 
 def _plain(ds):
