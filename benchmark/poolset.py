@@ -7,8 +7,9 @@ Layout::
     candidates.parquet   one row per candidate document
     pools.parquet        one row per evaluation item: which candidates a query is ranked against
     media/               content-addressed images and frames
+    README.md            dataset card (benchmark/dataset_card.py): configs for the three tables, licences
 
-Each table loads with ``datasets.load_dataset("parquet", data_files=...)``. The content hash
+Each table loads with ``datasets.load_dataset(folder, "queries")`` (the card declares the configs). The content hash
 covers every record and the task identity, and not the time of building, so the same
 sources, parameters and seed give a byte-identical hash.
 """
@@ -27,6 +28,7 @@ from typing import Any, Callable, Iterable, Iterator
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from .dataset_card import write_card
 from .documents import Document
 from .media import MediaError, MediaStore, atomic_write_bytes, default_mode
 from .scratch import absolute, check_replaceable, clean_stale, locked_workdir, release_lock_file
@@ -245,6 +247,7 @@ def _write_contents(ps: PoolSet, tmp: Path, media_from: Path | None,
         **(extra_manifest or {}),
     }
     atomic_write_bytes(tmp / MANIFEST, (json.dumps(ps.manifest, indent=2, sort_keys=True) + "\n").encode())
+    write_card(tmp, ps.manifest)  # README.md: `datasets.load_dataset(out, "queries")` reads the tables
     return refs
 
 

@@ -38,6 +38,7 @@ from mmbench.builders.validity import DropLog, normalise_question, write_valid_p
 from mmbench.poolset import build_scratch, PoolItem, PoolSet, source_fingerprint
 from mmbench.tokens import UnifiedTokenCounter, image_tokens
 
+from .sources import hub
 from .sources.flickr30k import (N_CAPTIONS, CaptionedImage, FlickrSourceError, read_annotations_csv, read_hf,
                                 read_karpathy, read_token)
 from .sources.sample_flickr import sample_flickr
@@ -185,7 +186,8 @@ def load_source(source: str, seed: int, dataset: str | None, annotations: str | 
                                                               f"seed {seed})"}
     if source == "hf":
         # rows carry their image bytes; one without them is an error when the pool reads it
-        return read_hf(dataset, hf_split=hf_split, split=split), {"dataset": f"{dataset} [{hf_split}]"}
+        named = hub.fingerprint(dataset, "dataset", split=hf_split) if hub.is_hub(dataset) else f"{dataset} [{hf_split}]"
+        return read_hf(dataset, hf_split=hf_split, split=split), {"dataset": named}
     readers = {"karpathy": read_karpathy, "token": read_token, "csv": read_annotations_csv}
     if source in readers:
         images = readers[source](annotations, image_root, split, drops=drops)

@@ -128,8 +128,8 @@ def _reports(source, path, max_reports, o: PoolOptions, counter, sources) -> lis
         return natural_reports([(b.lo, b.nominal) for b in o.bins], o.per_bin, counter.text)
     if not path:
         raise ValueError("source 'real' with dataset govreport needs --param govreport=<parquet|jsonl|json|folder>")
-    sources["govreport"] = govreport_fingerprint(Path(path))
-    return read_govreport(Path(path), max_reports)
+    sources["govreport"] = govreport_fingerprint(path)   # a local path or hf:<id>@<revision>
+    return read_govreport(path, max_reports)
 
 
 def _paged(source, path, image_root, max_reports, o: PoolOptions, sources) -> Iterable[PagedDocument]:

@@ -8,13 +8,12 @@ speed ratio) with Robertson IDF (negative IDF floored at 0), k1 = 1.5, b = 0.75.
 """
 from __future__ import annotations
 
-import logging
 from dataclasses import dataclass
 from typing import Sequence
 
 import numpy as np
 
-from mmbench.models.bm25 import tokenize
+from mmbench.models.bm25 import bm25s_module, tokenize
 
 K1 = 1.5
 B = 0.75
@@ -32,10 +31,7 @@ class LookalikeIndex:
     """BM25 over `texts` (one per document id); ask it for the documents nearest a query."""
 
     def __init__(self, ids: Sequence[str], texts: Sequence[str], k1: float = K1, b: float = B) -> None:
-        import bm25s
-
-        if logging.getLogger("bm25s").level == logging.DEBUG:   # bm25s sets DEBUG on import; quiet it
-            logging.getLogger("bm25s").setLevel(logging.WARNING)
+        bm25s = bm25s_module()
         if len(ids) != len(texts) or len(ids) < 2:
             raise ValueError("a look-alike index needs at least two documents, one text per id")
         if len(set(ids)) != len(ids):

@@ -33,7 +33,7 @@ from .expansion import Filler, Unit, expand, replace_units, start_positions
 from .hard_auditor import HardAuditor
 from .hard_variants import audit_hard, chain_units, plan_variants, reason_kind, replacements_for
 from .query_filter import RULES_VERSION, LLMAuditor, RuleFilter, decision_summary, filter_records
-from .sources.hotpotqa import ReasoningRecord, hotpot_record, read_hotpotqa
+from .sources.hotpotqa import ReasoningRecord, hotpot_record, hotpotqa_fingerprint, read_hotpotqa
 from .sources.mmdocrag import mmdocrag_record, read_mmdocrag
 from .seeding import seeded_rng
 from .visual_grounding import length_label
@@ -203,8 +203,8 @@ def _load(source, datasets, counter, media, seed, n, hotpotqa, mmdocrag, mmdocra
     if "hotpotqa" in datasets:
         if not hotpotqa:
             raise ValueError("source 'real' with dataset hotpotqa needs --param hotpotqa=<json|jsonl|parquet>")
-        records["hotpotqa"] = read_hotpotqa(Path(hotpotqa), counter, max_records)
-        sources["hotpotqa"] = source_fingerprint(hotpotqa)
+        records["hotpotqa"] = read_hotpotqa(hotpotqa, counter, max_records)
+        sources["hotpotqa"] = hotpotqa_fingerprint(hotpotqa)
     if "mmdocrag" in datasets:
         if not mmdocrag or not mmdocrag_images:
             raise ValueError("source 'real' with dataset mmdocrag needs --param mmdocrag=<jsonl> "

@@ -33,7 +33,8 @@ from mmbench.tokens import UnifiedTokenCounter, image_tokens
 
 from .needle_families import IMAGE_DESCRIPTOR, image_families, text_families
 from .sources.backgrounds import Background, obelics_background, sample_background
-from .sources.needles import Needle, read_mmniah_image_needles, read_needlebench, sample_needles
+from .sources.needles import (Needle, needlebench_fingerprint, read_mmniah_image_needles, read_needlebench,
+                              sample_needles)
 
 TASK_NAME = "visual_grounding"
 TASK_VERSION = "1.1"   # 1.1: crescents and checkered spheres drawn right, "an orange", entity-free haystacks
@@ -156,7 +157,7 @@ def _load_sources(source, counter, media, seed, params, text_needles, image_need
     needles: list[Needle] = []
     if "text" in params.kinds:
         drops["text_needle_records"] = DropLog("NeedleBench lines")
-        records = read_needlebench(Path(text_needles), drops=drops["text_needle_records"])
+        records = read_needlebench(text_needles, drops=drops["text_needle_records"])   # a path or hf:<id>@<rev>
         drops["text_needle_questions"] = DropLog("NeedleBench questions made into families")
         needles += text_families(records, params.family_size, drops["text_needle_questions"])
     if "image" in params.kinds:
@@ -171,7 +172,8 @@ def _load_sources(source, counter, media, seed, params, text_needles, image_need
                                     drops=drops["haystack_images"], leave_out=_names_a_needle(needles, params),
                                     left_out=drops["haystack_paragraphs"])
     sources = {name: source_fingerprint(path) if path else "unused" for name, path in
-               (("text_needles", text_needles), ("image_needles", image_needles), ("haystack", haystack))}
+               (("image_needles", image_needles), ("haystack", haystack))}
+    sources["text_needles"] = needlebench_fingerprint(text_needles) if text_needles else "unused"
     return needles, background, sources
 
 

@@ -23,7 +23,7 @@ TASK = TaskSpec(
     summary_axes=("caption_index",),
     default_params={},
     source_params={
-        "dataset": "hf: parquet file/folder or `datasets` name with image + captions columns (e.g. nlphuji/flickr30k)",
+        "dataset": "hf: parquet file/folder or `datasets` name with image + captions columns (e.g. nlphuji/flickr30k), or hf:<id>@<commit> to pin the revision",
         "hf_split": "hf: the split to load (default test, the only split of nlphuji/flickr30k)",
         "annotations": "token: results_20130124.token; karpathy: dataset_flickr30k.json; "
                        "csv: results.csv / flickr_annotations_30k.csv / image,caption CSV",

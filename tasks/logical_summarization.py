@@ -26,7 +26,7 @@ TASK = TaskSpec(
     summary_axes=("length_bin", "difficulty"),
     default_params={"lengths": LENGTHS},
     source_params={
-        "govreport": "GovReport parquet/JSONL with `report` (or `document`) and `summary`",
+        "govreport": "GovReport parquet/JSONL with `report` (or `document`) and `summary`, or hf:<dataset id>@<commit>[?split=test]",
         "mmlongbench": "JSONL with `id`, `summary`, `pages`, `extended_pages` (page image paths), optional "
                        "`page_texts` (one string per page, for the summary filter)",
         "mmlongbench_images": "folder the page image paths are relative to",

@@ -23,7 +23,7 @@ TASK = TaskSpec(
     summary_axes=("length_bin", "difficulty"),
     default_params={"lengths": LENGTHS},
     source_params={
-        "hotpotqa": "HotpotQA distractor file: original JSON, or the hub's parquet/JSONL",
+        "hotpotqa": "HotpotQA distractor file (original JSON, or the hub's parquet/JSONL), or hf:hotpotqa/hotpot_qa@<commit>",
         "mmdocrag": "MMDocRAG dev/evaluation JSONL (text_quotes, img_quotes, gold_quotes)",
         "mmdocrag_images": "folder the MMDocRAG img_path values are relative to",
         "filler": "optional plain-text file of unrelated filler (default: Python's Language Reference)",

@@ -22,7 +22,7 @@ TASK = TaskSpec(
     summary_axes=("length_bin", "depth"),
     default_params={"depths": DEPTHS, "lengths": LENGTHS},
     source_params={
-        "text_needles": "NeedleBench needles.jsonl (opencompass: `needle`, `retrieval_question`, `arg2`, `language`)",
+        "text_needles": "NeedleBench needles.jsonl (opencompass: `needle`, `retrieval_question`, `arg2`, `language`), or hf:opencompass/NeedleBench@<commit>",
         "image_needles": "MM-NIAH image-needle JSONL (official layout: needle images in `meta.needles`)",
         "image_root": "folder the MM-NIAH image paths are relative to",
         "haystack": "OBELICS parquet with local images (`mmbench prepare obelics` maps its URLs to files)",

@@ -76,6 +76,38 @@ def test_smart_resize_and_resample():
     assert resample_frames(["a", "b"], 1.0, 2.0) == (["a", "b"], 1.0)
 
 
+def _previous_smart_resize(height, width, factor, min_pixels, max_pixels):
+    """The hand-written resize mmbench used before it called qwen_vl_utils (kept here as the reference)."""
+    import math
+    h = max(factor, round(height / factor) * factor)
+    w = max(factor, round(width / factor) * factor)
+    if h * w > max_pixels:
+        beta = math.sqrt(height * width / max_pixels)
+        h = max(factor, math.floor(height / beta / factor) * factor)
+        w = max(factor, math.floor(width / beta / factor) * factor)
+    elif h * w < min_pixels:
+        beta = math.sqrt(min_pixels / (height * width))
+        h = math.ceil(height * beta / factor) * factor
+        w = math.ceil(width * beta / factor) * factor
+    return h, w
+
+
+def test_smart_resize_is_the_librarys_and_unchanged(monkeypatch):
+    import qwen_vl_utils
+
+    bounds = {(p.vision.factor, p.vision.min_pixels, p.vision.max_pixels) for p in PRESETS.values()}
+    bounds |= {(p.vision.factor, p.vision.video_min_pixels, p.vision.video_max_pixels) for p in PRESETS.values()}
+    rng = np.random.default_rng(0)
+    sizes = [(int(h), int(w)) for h, w in rng.integers(1, 6000, size=(300, 2)) if max(h, w) / min(h, w) <= 200]
+    sizes += [(1, 1), (28, 28), (27, 29), (480, 640), (1080, 1920), (30, 5999), (4000, 3000)]
+    for factor, lo, hi in sorted(bounds):
+        for h, w in sizes:
+            assert smart_resize(h, w, factor, lo, hi) == _previous_smart_resize(h, w, factor, lo, hi), (h, w, factor)
+    calls = []
+    monkeypatch.setattr(qwen_vl_utils, "smart_resize", lambda *a, **k: calls.append(a) or (56, 84))
+    assert smart_resize(50, 80, 28, 1, 10 ** 6) == (56, 84) and calls == [(50, 80, 28)]  # the library decides
+
+
 # --- tiny models --------------------------------------------------------------------------
 
 @pytest.fixture(scope="module")

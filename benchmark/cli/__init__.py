@@ -7,11 +7,11 @@ import os
 import sys
 from typing import Sequence
 
-from . import analysis, commands_core, leaderboard, prepare, rank, ravel, sweep
+from . import analysis, commands_core, export, leaderboard, prepare, rank, ravel, sweep
 from .errors import CLIError
 
 # Each module exposes `register(subparsers)`; its parsers set `func(args) -> int`.
-COMMAND_MODULES = [commands_core, prepare, sweep, analysis, ravel, rank, leaderboard]
+COMMAND_MODULES = [commands_core, prepare, export, sweep, analysis, ravel, rank, leaderboard]
 
 
 def mmbench_version() -> str:

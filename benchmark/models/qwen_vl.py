@@ -8,7 +8,6 @@ last attended token, L2-normalised. Per-document token counts of each call are k
 """
 from __future__ import annotations
 
-import math
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any, Sequence
@@ -37,22 +36,23 @@ class VisionBounds:
 
 
 def smart_resize(height: int, width: int, factor: int, min_pixels: int, max_pixels: int) -> tuple[int, int]:
-    """Qwen-VL resizing: sides multiples of `factor`, area within [min_pixels, max_pixels], aspect kept."""
+    """Qwen-VL resizing: sides multiples of `factor`, area within [min_pixels, max_pixels], aspect kept.
+
+    The arithmetic is `qwen_vl_utils.smart_resize`, the function the models' reference code calls.
+    Around it: an empty image or an aspect ratio above 200 is a one-line ValueError naming the size,
+    and a side is never below one `factor` (the library can floor a very thin image's short side to
+    0 when it shrinks it under `max_pixels`; the transformers processors keep one patch, as here).
+    """
     if min(height, width) <= 0:
         raise ValueError(f"image size {width}x{height} is empty")
     if max(height, width) / min(height, width) > 200:
         raise ValueError(f"image size {width}x{height}: aspect ratio above 200 is not supported by Qwen-VL")
-    h = max(factor, round(height / factor) * factor)
-    w = max(factor, round(width / factor) * factor)
-    if h * w > max_pixels:
-        beta = math.sqrt(height * width / max_pixels)
-        h = max(factor, math.floor(height / beta / factor) * factor)
-        w = max(factor, math.floor(width / beta / factor) * factor)
-    elif h * w < min_pixels:
-        beta = math.sqrt(min_pixels / (height * width))
-        h = math.ceil(height * beta / factor) * factor
-        w = math.ceil(width * beta / factor) * factor
-    return h, w
+    if max_pixels < min_pixels:
+        raise ValueError(f"vision bounds: max_pixels {max_pixels} is below min_pixels {min_pixels}")
+    from qwen_vl_utils import smart_resize as reference  # imports torch: only when a Qwen-VL model sizes images
+
+    h, w = reference(height, width, factor, min_pixels=min_pixels, max_pixels=max_pixels)
+    return max(factor, h), max(factor, w)
 
 
 @dataclass(frozen=True)

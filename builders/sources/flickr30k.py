@@ -42,6 +42,7 @@ from PIL import Image as PILImage, UnidentifiedImageError
 if TYPE_CHECKING:
     from mmbench.builders.validity import DropLog
 from .jsonl import read_json, read_text
+from . import hub
 
 N_CAPTIONS = 5
 _FUSED = re.compile(r"^(\d+)\s+(\S.*)$")  # "4 A dog runs ..." : comment_number and comment run together
@@ -325,7 +326,9 @@ def read_hf(dataset: str | None, hf_split: str = "test", split: str | None = Non
 
     path = Path(dataset)
     try:
-        if path.is_file() or (path.is_dir() and any(path.rglob("*.parquet"))):
+        if hub.is_hub(dataset):   # hf:<id>@<revision>: loaded with the revision pinned (builders/sources/hub.py)
+            ds = hub.dataset(dataset, "dataset", split=hf_split)
+        elif path.is_file() or (path.is_dir() and any(path.rglob("*.parquet"))):
             files = [str(path)] if path.is_file() else sorted(str(p) for p in path.rglob("*.parquet"))
             ds = datasets.load_dataset("parquet", data_files={hf_split: files}, split=hf_split)
         else:

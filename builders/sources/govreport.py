@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterator
 
+from . import hub
 from .jsonl import read_jsonl
 
 REPORT_COLUMNS = ("report", "document", "reports")
@@ -42,12 +43,21 @@ def split_paragraphs(text: str) -> list[str]:
     return [p.strip() for p in text.replace("\r\n", "\n").split("\n") if p.strip()]
 
 
-def read_govreport(path: Path, limit: int | None = None) -> list[Report]:
-    path = Path(path)
-    if not path.exists():
-        raise FileNotFoundError(f"GovReport file {path} not found")
+HUB_DEFAULTS = {"split": "test"}   # e.g. hf:ccdv/govreport-summarization@<commit> (report, summary)
+
+
+def read_govreport(path: str | Path, limit: int | None = None) -> list[Report]:
+    """Reports from a local file or folder (layouts above) or from the hub (`hf:<id>@<revision>`,
+    builders/sources/hub.py; its test split unless the name says `?split=`)."""
+    if hub.is_hub(path):
+        source = hub.rows(str(path), "govreport", **HUB_DEFAULTS)
+    else:
+        path = Path(path)
+        if not path.exists():
+            raise FileNotFoundError(f"GovReport file {path} not found")
+        source = _rows(path)
     out: list[Report] = []
-    for i, (where, rec) in enumerate(_rows(path)):
+    for i, (where, rec) in enumerate(source):
         out.append(govreport_record(rec, where, i))
         if limit is not None and len(out) >= limit:
             break
@@ -168,6 +178,4 @@ def _summary_paragraphs(value: Any, where: str) -> list[str]:
 
 def govreport_fingerprint(path: Path) -> str:
     """The manifest's name for the source: the file's fingerprint, or for a folder its .json files'."""
-    from mmbench.poolset import source_fingerprint
-
-    return source_fingerprint(path, "*.json")
+    return hub.fingerprint(str(path), "govreport", pattern="*.json", **HUB_DEFAULTS)

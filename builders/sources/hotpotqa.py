@@ -22,6 +22,7 @@ from typing import Any, Iterator
 from mmbench.tokens import UnifiedTokenCounter
 
 from ..expansion import Unit, text_unit
+from . import hub
 from .jsonl import read_json, read_jsonl
 
 # Types of the fields a record may have (checked when read, so a wrong one is named with its line).
@@ -49,19 +50,32 @@ class ReasoningRecord:
         return sum(u.tokens for u in self.units)
 
 
-def read_hotpotqa(path: Path, counter: UnifiedTokenCounter, limit: int | None = None) -> list[ReasoningRecord]:
-    """Records from a HotpotQA JSON, JSONL or parquet file (layouts in the module docstring)."""
-    path = Path(path)
-    if not path.is_file():
-        raise FileNotFoundError(f"HotpotQA file {path} not found")
+HUB_DEFAULTS = {"config": "distractor", "split": "validation"}   # hotpotqa/hotpot_qa's distractor dev set
+
+
+def read_hotpotqa(path: str | Path, counter: UnifiedTokenCounter, limit: int | None = None) -> list[ReasoningRecord]:
+    """Records from a HotpotQA JSON, JSONL or parquet file (layouts in the module docstring), or from
+    the hub (`hf:hotpotqa/hotpot_qa@<commit>`, builders/sources/hub.py; distractor/validation by default)."""
+    if hub.is_hub(path):
+        source = hub.rows(str(path), "hotpotqa", **HUB_DEFAULTS)
+    else:
+        path = Path(path)
+        if not path.is_file():
+            raise FileNotFoundError(f"HotpotQA file {path} not found")
+        source = _rows(path)
     out = []
-    for where, rec in _rows(path):
+    for where, rec in source:
         out.append(hotpot_record(rec, counter, where))
         if limit is not None and len(out) >= limit:
             break
     if not out:
         raise ValueError(f"{path}: no HotpotQA records found")
     return out
+
+
+def hotpotqa_fingerprint(path: str | Path) -> str:
+    """The manifest's name for the source: the file's fingerprint, or the hub dataset's (revision, digest)."""
+    return hub.fingerprint(str(path), "hotpotqa", **HUB_DEFAULTS)
 
 
 def _rows(path: Path) -> Iterator[tuple[str, dict]]:

@@ -17,7 +17,7 @@ from PIL import Image as PILImage
 from mmbench.builders.articles import with_article
 from mmbench.builders.validity import DropLog
 
-from . import procedural
+from . import hub, procedural
 from .jsonl import read_jsonl
 
 
@@ -156,12 +156,21 @@ def _malformed(drops: DropLog | None, where: str, field_name: str, problem: str)
     drops.drop(f"field {field_name!r} {problem}", where)
 
 
-def read_needlebench(path: Path, language: str = "English", drops: DropLog | None = None) -> list[NeedleRecord]:
-    """The NeedleBench needles of one language, in file order (other languages are skipped, not dropped)."""
-    _exists(path)
+NEEDLEBENCH_HUB = {"config": "retrieval_needles", "split": "test"}   # opencompass/NeedleBench: its needles.jsonl
+
+
+def read_needlebench(path: str | Path, language: str = "English", drops: DropLog | None = None) -> list[NeedleRecord]:
+    """The NeedleBench needles of one language, in file order (other languages are skipped, not dropped);
+    `path` is `needles.jsonl` or `hf:opencompass/NeedleBench@<commit>` (builders/sources/hub.py)."""
+    if hub.is_hub(path):
+        lines = ((where, i + 1, rec) for i, (where, rec) in enumerate(hub.rows(str(path), "text_needles",
+                                                                               **NEEDLEBENCH_HUB)))
+    else:
+        _exists(path)
+        lines = read_jsonl(path)
     out: list[NeedleRecord] = []
     ids: set[str] = set()
-    for where, lineno, rec in read_jsonl(path):
+    for where, lineno, rec in lines:
         if language and rec.get("language", language) != language:
             continue
         problem = next(((k, "missing or empty") for k in ("needle", "retrieval_question")
@@ -186,6 +195,11 @@ def read_needlebench(path: Path, language: str = "English", drops: DropLog | Non
     if not out:
         raise ValueError(f"{path}: no usable {language} needles found")
     return out
+
+
+def needlebench_fingerprint(path: str | Path) -> str:
+    """The manifest's name for the NeedleBench source: the file's fingerprint, or the hub dataset's."""
+    return hub.fingerprint(str(path), "text_needles", **NEEDLEBENCH_HUB)
 
 
 def read_mmniah_image_needles(path: Path, image_root: Path, drops: DropLog | None = None,

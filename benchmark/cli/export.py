@@ -1,0 +1,51 @@
+"""`mmbench export --format mteb DIR --out OUT`: a pool set in another tool's layout.
+
+`--format card` (re)writes the pool set's own dataset card in place (pool sets built before cards
+existed), so `datasets.load_dataset(DIR, "queries")` works there too.
+"""
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from .errors import CLIError
+
+FORMATS = ("mteb", "card")
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("export", help="write a pool set in another tool's layout (mteb's HF retrieval layout)")
+    p.add_argument("poolset", type=Path, help="pool set folder (as built by `mmbench build`)")
+    p.add_argument("--format", choices=FORMATS, default="mteb",
+                   help="mteb: corpus/queries/qrels/top_ranked parquet + dataset card, loadable by mteb's loader "
+                        "(needs --out); card: write the pool set's own README.md dataset card in place")
+    p.add_argument("--out", type=Path, help="folder to write for --format mteb (new, empty or an earlier export)")
+    p.add_argument("--overwrite", action="store_true", help="replace an earlier export at --out")
+    p.set_defaults(func=cmd_export)
+
+
+def cmd_export(args: argparse.Namespace) -> int:
+    from mmbench.dataset_card import add_card
+    from mmbench.mteb_export import ExportError, write_mteb_layout
+    from mmbench.poolset import PoolSetError, load_poolset
+
+    if args.format == "mteb" and args.out is None:
+        raise CLIError("--format mteb needs --out FOLDER")
+    try:
+        ps = load_poolset(args.poolset, verify=True)
+        if args.format == "card":
+            print(f"{add_card(ps.root, ps.manifest)}: dataset card for {ps.task} v{ps.task_version} "
+                  f"(datasets.load_dataset(folder, 'queries'|'candidates'|'pools'))")
+            return 0
+        summary = write_mteb_layout(ps, args.out, overwrite=args.overwrite)
+    except (PoolSetError, ExportError, ValueError) as exc:
+        raise CLIError(str(exc)) from None
+    n = {part: sum(s.get(part, 0) for sub in summary["subsets"].values() for s in sub.values())
+         for part in ("corpus", "queries", "qrels")}
+    dropped = summary["dropped_by_text_image_mapping"]
+    print(f"{args.out}: mteb task {summary['task']} (main score {summary['main_score']}), "
+          f"{n['queries']} queries, {n['corpus']} corpus rows, {n['qrels']} qrels, {summary['media_files']} media files")
+    if dropped["dropped_images"] or dropped["dropped_videos"]:
+        print(f"  mteb encoders see one text and one image per row: {dropped['dropped_images']} further images and "
+              f"{dropped['dropped_videos']} videos are listed in `media` only (see mteb_export.json)")
+    return 0
