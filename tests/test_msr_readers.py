@@ -56,7 +56,7 @@ def test_hotpotqa_non_utf8_invalid_json_and_bad_parquet(tmp_path, counter):
     f.write_bytes(b'[\n{"_id": "x",\n "question": "caf\xe9?"}\n]')
     with pytest.raises(ValueError) as e:
         read_hotpotqa(f, counter)
-    _one_line(e, f"{f}:3:", "not UTF-8", "0xe9")
+    _one_line(e, f"{f}:3:", "not valid UTF-8", "0xe9")
     f.write_text('[{"_id": "x", ')
     with pytest.raises(ValueError) as e:
         read_hotpotqa(f, counter)
@@ -70,7 +70,7 @@ def test_hotpotqa_non_utf8_invalid_json_and_bad_parquet(tmp_path, counter):
     j.write_bytes(json.dumps({**WIKI, "id": "a"}).encode() + b"\n" + b'{"id": "b\xff"}\n')
     with pytest.raises(ValueError) as e:
         read_hotpotqa(j, counter)
-    _one_line(e, f"{j}:2:", "not UTF-8", "0xff")
+    _one_line(e, f"{j}:2:", "not valid UTF-8", "0xff")
 
 
 def _mmdocrag_files(tmp_path, n=6):
@@ -130,7 +130,7 @@ def test_mmdocrag_bad_lines_corrupt_image_and_non_utf8(tmp_path, counter):
     f = tmp_path / "dev_15.jsonl"
     media = MediaStore(tmp_path / "media")
     for raw, parts in [(b"[1, 2]", ["expected a JSON object"]), (b"{oops", ["invalid JSON"]),
-                       (b'{"q_id": "\xc3("}', ["not UTF-8", "0xc3"])]:
+                       (b'{"q_id": "\xc3("}', ["not valid UTF-8", "0xc3"])]:
         f.write_bytes(json.dumps(records[0]).encode() + b"\n" + raw + b"\n")
         with pytest.raises(ValueError) as e:
             read_mmdocrag(f, tmp_path / "images", counter, media)

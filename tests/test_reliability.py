@@ -227,7 +227,7 @@ def test_wrong_field_types_are_named(tmp_path):
 
     path = tmp_path / "mmniah.jsonl"
     path.write_text(json.dumps({"images_list": ["a.png"], "meta": "needle.png", "question": "which?"}) + "\n")
-    with pytest.raises(ValueError, match=rf"^{path}:1: field 'meta': expected an object, got text"):
+    with pytest.raises(ValueError, match=rf"^{path}:1: field 'meta' is a str, expected an object"):
         read_mmniah_image_needles(path, tmp_path)
     path.write_text("\n" + json.dumps({"question": 7}) + "\n")
     with pytest.raises(ValueError, match=rf"{path}:2: field 'question': expected text, got a number \(7\)"):
