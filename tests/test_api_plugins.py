@@ -50,6 +50,7 @@ def _readme_example() -> str:
 
 
 def test_readme_python_example_runs(vg_tiny, tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("MMBENCH_HOME", str(tmp_path / "home"))  # the stand-in sample must not leak to other tests
     _seed_sample("visual_grounding", vg_tiny)
     monkeypatch.chdir(tmp_path)
     code = _readme_example()
@@ -212,8 +213,9 @@ def test_entry_points_register_models_and_tasks(tmp_path, monkeypatch, clean_reg
     assert json.loads(json.dumps(ev.main_scores)) == {"ep_topics": pytest.approx(ev["ep_topics"].main_score)}
 
 
-def test_cli_runs_several_tasks_into_subfolders(tmp_path, vg_tiny, clean_registries, capsys):
+def test_cli_runs_several_tasks_into_subfolders(tmp_path, vg_tiny, clean_registries, capsys, monkeypatch):
     plugin = _plugin(tmp_path, "user_multi", "toy_multi", "letters-multi")
+    monkeypatch.setenv("MMBENCH_HOME", str(tmp_path / "home"))  # the stand-in sample must not leak to other tests
     _seed_sample("visual_grounding", vg_tiny)
     out = tmp_path / "res"
     assert main(["run", "--include", str(plugin), "--task", "toy_multi,visual_grounding", "--model", "bm25",

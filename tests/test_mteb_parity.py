@@ -159,6 +159,7 @@ def test_readme_mteb_example_runs(vg_tiny, bm25_results, tmp_path, monkeypatch, 
 
     from mmbench.cli.commands_core import default_poolset_dir
 
+    monkeypatch.setenv("MMBENCH_HOME", str(tmp_path / "home"))  # the stand-in sample must not leak to other tests
     target = default_poolset_dir("visual_grounding", "sample", 0)  # the tiny build stands in for the sample
     if not target.exists():
         shutil.copytree(vg_tiny, target)

@@ -152,5 +152,5 @@ def test_activitynet_official_layout_and_malformed_variants(tmp_path):
         with pytest.raises(ValueError, match=r"val_1.json: " + message):
             read_activitynet(path, tmp_path)
     path.write_text("{not json")
-    with pytest.raises(ValueError, match=r"val_1.json: invalid JSON"):
+    with pytest.raises(ValueError, match=r"val_1.json:1: invalid JSON"):
         read_activitynet(path, tmp_path)
