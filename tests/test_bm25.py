@@ -59,3 +59,25 @@ def test_unfitted_and_textless_corpora():
     model.fit(_corpus()[0], None)
     with pytest.raises(RuntimeError, match=r"fitted on another corpus: documents \['new'\]"):
         model.encode([Document("new", [Text("w1 never seen in the corpus")])], "document", None)
+
+
+def test_scores_do_not_depend_on_the_process_string_hash(tmp_path):
+    """Two processes with different PYTHONHASHSEED store bit-identical BM25 scores (a Ray worker, a resume)."""
+    import subprocess
+    import sys
+
+    script = (
+        "import numpy as np\n"
+        "from mmbench.documents import Document, Text\n"
+        "from mmbench.models.bm25 import BM25Model\n"
+        "docs = [Document(f'd{i}', [Text(' '.join(f'w{(i * 7 + k) % 23}' for k in range(40)))]) for i in range(30)]\n"
+        "m = BM25Model(); m.fit(docs, None)\n"
+        "q = m.encode([Document('q', [Text(' '.join(f'w{k}' for k in range(0, 23, 2)))])], 'query', None)\n"
+        "d = m.encode(docs, 'document', None)\n"
+        "print((q @ d.T).toarray().tobytes().hex())\n")
+    outs = set()
+    for seed in ("1", "2", "3"):
+        env = {**__import__("os").environ, "PYTHONHASHSEED": seed}
+        outs.add(subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True,
+                                check=True).stdout)
+    assert len(outs) == 1

@@ -64,9 +64,13 @@ class BM25Model(EmbeddingModel):
             index.index(tokens, show_progress=False)
             s = index.scores
             width = len(s["indptr"]) - 1   # one column per term; bm25s's empty-string token has none
-            self.vocab = {t: j for t, j in index.vocab_dict.items() if t and j < width}
-            self._weights = (sp.csc_matrix((s["data"], s["indices"], s["indptr"]), shape=(s["num_docs"], width))
-                             .tocsr() * (self.k1 + 1))
+            weights = sp.csc_matrix((s["data"], s["indices"], s["indptr"]), shape=(s["num_docs"], width))
+            # Columns in sorted term order: bm25s numbers terms in set-iteration order, which follows Python's
+            # per-process string hashing, and a dot product summed in another column order differs in the last
+            # bits (a Ray worker or a resumed run would store other scores).
+            terms = sorted(t for t, j in index.vocab_dict.items() if t and j < width)
+            self.vocab = {t: k for k, t in enumerate(terms)}
+            self._weights = weights[:, [index.vocab_dict[t] for t in terms]].tocsr() * (self.k1 + 1)
         self._fitted = True
 
     def encode(self, documents: Sequence[Document], role: Role, media: MediaStore | None) -> sp.csr_matrix:
