@@ -70,9 +70,12 @@ def test_scores_do_not_depend_on_the_process_string_hash(tmp_path):
         "import numpy as np\n"
         "from mmbench.documents import Document, Text\n"
         "from mmbench.models.bm25 import BM25Model\n"
-        "docs = [Document(f'd{i}', [Text(' '.join(f'w{(i * 7 + k) % 23}' for k in range(40)))]) for i in range(30)]\n"
+        "rng = np.random.default_rng(0)\n"
+        "words = [f'term{k}x' for k in range(300)]\n"
+        "docs = [Document(f'd{i}', [Text(' '.join(rng.choice(words, size=int(rng.integers(50, 400)))))])\n"
+        "        for i in range(60)]\n"
         "m = BM25Model(); m.fit(docs, None)\n"
-        "q = m.encode([Document('q', [Text(' '.join(f'w{k}' for k in range(0, 23, 2)))])], 'query', None)\n"
+        "q = m.encode([Document('q', [Text(' '.join(rng.choice(words, size=80)))])], 'query', None)\n"
         "d = m.encode(docs, 'document', None)\n"
         "print((q @ d.T).toarray().tobytes().hex())\n")
     outs = set()
