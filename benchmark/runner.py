@@ -17,13 +17,13 @@ from typing import Any, Sequence
 import numpy as np
 import pandas as pd
 import scipy.sparse as sp
-from tqdm.auto import tqdm
 
 from mmbench.evaluators.metrics import first_relevant_rank, item_metrics, metric_names
 
 from .batching import token_budget_batches
 from .cache import EmbeddingCache, model_key
 from .documents import Document
+from .executors import LocalExecutor
 from .models.base import EmbeddingModel, Role
 from .poolset import PoolItem, PoolSet
 from .views import model_view
@@ -41,6 +41,7 @@ class RunOptions:
     limit: int | None = None
     progress: bool = True
     seed: int = 0
+    executor: Any = None  # where batches are encoded (None: this process; see mmbench.executors)
 
 
 @dataclass
@@ -95,9 +96,13 @@ def encode_documents(docs: Sequence[Document], role: Role, model: EmbeddingModel
     lengths = [pending[k][1]["seen_tokens"] for k in keys]
     batches = token_budget_batches(lengths, options.batch_tokens, options.max_batch_size)
     results: dict[str, Any] = {}
-    for batch in tqdm(batches, desc=f"encode {role}s", unit="batch", disable=not options.progress or not batches):
-        views = [pending[keys[i]][0] for i in batch]
-        for k, (vec, info) in zip((keys[i] for i in batch), _encode_batch(model, views, role, ps, stats)):
+    executor = options.executor or LocalExecutor()
+    media = ps.media if ps.root is not None else None
+    views = [[pending[keys[i]][0] for i in batch] for batch in batches]
+    for done in executor.encode(model, views, role, media, progress=options.progress):
+        stats.encoded += done.encoded
+        stats.failures.update(done.failures)
+        for k, (vec, info) in zip((keys[i] for i in batches[done.index]), done.rows):
             if vec is None:
                 continue
             results[k] = vec
@@ -120,38 +125,6 @@ def encode_documents(docs: Sequence[Document], role: Role, model: EmbeddingModel
             vectors[d.id], seen[d.id] = results[vh], pending[vh][1]
     stats.seconds += time.perf_counter() - start
     return vectors, seen
-
-
-def _encode_batch(model: EmbeddingModel, views: list[Document], role: Role, ps: PoolSet,
-                  stats: EncodeStats) -> list[tuple[Any, dict[str, Any] | None]]:
-    """(vector, adapter info) per view; (None, None) for a view that failed."""
-    media = ps.media if ps.root is not None else None
-    try:
-        out = _as_rows(model.encode(views, role, media), len(views))
-        stats.encoded += len(views)
-    except Exception as exc:  # isolate the failing documents instead of losing the batch
-        if len(views) == 1:
-            stats.failures[views[0].id] = f"{type(exc).__name__}: {exc}"
-            log.error("encoding %s %s failed: %s", role, views[0].id, exc)
-            return [(None, None)]
-        return [_encode_batch(model, [v], role, ps, stats)[0] for v in views]
-    info = getattr(model, "last_encode_info", None)
-    infos = info if isinstance(info, list) and len(info) == len(views) else [None] * len(views)
-    return list(zip(out, infos))
-
-
-def _as_rows(matrix: Any, n: int) -> list[Any]:
-    if sp.issparse(matrix):
-        matrix = matrix.tocsr()
-        if matrix.shape[0] != n:
-            raise ValueError(f"model returned {matrix.shape[0]} rows for {n} documents")
-        return [matrix[i] for i in range(n)]
-    arr = np.asarray(matrix, dtype=np.float32)
-    if arr.ndim != 2 or arr.shape[0] != n:
-        raise ValueError(f"model returned shape {arr.shape} for {n} documents")
-    if not np.all(np.isfinite(arr)):
-        raise ValueError("model returned non-finite values")
-    return list(arr)
 
 
 def _cache_for(model: EmbeddingModel, options: RunOptions) -> EmbeddingCache | None:
@@ -213,11 +186,19 @@ def run_poolset(ps: PoolSet, model: EmbeddingModel, options: RunOptions) -> tupl
         "encode": {"documents": stats.documents, "distinct_views": stats.distinct_views, "cache_hits": stats.cache_hits,
                    "encoded": stats.encoded, "batches": stats.batches, "seconds": round(stats.seconds, 3),
                    "document_seconds": round(document_seconds, 3), "query_seconds": round(query_seconds, 3),
-                   "batch_tokens": options.batch_tokens},
+                   "batch_tokens": options.batch_tokens, **_executor_info(options.executor)},
         "scoring_seconds": round(scoring_seconds, 3),
         "tie_break": f"scores rounded to {SCORE_DECIMALS} decimals; ties ordered by a permutation seeded from (seed={options.seed}, item id)",
     }
     return per_query, seen, run_info
+
+
+def _executor_info(executor: Any) -> dict[str, Any]:
+    """Where the batches ran (timings differ by executor; the vectors do not)."""
+    if executor is None or getattr(executor, "name", "local") == "local":
+        return {"executor": "local"}
+    return {"executor": executor.name, "workers": executor.workers, "lost_workers": executor.lost_workers,
+            "requeued_batches": executor.requeued_batches}
 
 
 def _flat(record: dict[str, Any]) -> dict[str, Any]:

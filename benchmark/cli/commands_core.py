@@ -62,6 +62,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--no-cache", action="store_true")
     p.add_argument("--seed", type=nonnegative_int, default=0, help="seed of the default build and of tie-breaking")
     p.add_argument("--quiet", action="store_true", help="no progress bars")
+    add_executor_arguments(p)
     p.set_defaults(func=cmd_run)
 
     p = sub.add_parser("show", help="print the summary of a results folder")
@@ -244,7 +245,12 @@ def cmd_run(args: argparse.Namespace) -> int:
     except ModelUnavailable as exc:
         raise CLIError(str(exc)) from None
     out = args.output or Path("runs") / task.name / safe_name(model.card.name)
-    summary = evaluate_to_folder(task.name, ps, model, run_options(args, progress=not args.quiet), out, args.model)
+    options = run_options(args, progress=not args.quiet)
+    options.executor = executor_or_error(args, args.model, model_options(args, args.model))
+    try:
+        summary = evaluate_to_folder(task.name, ps, model, options, out, args.model)
+    finally:
+        options.executor.close()
     print(format_summary(load_results(out), task.summary_axes, task.main_score))
     print(f"\nresults written to {out}")
     return 1 if summary["mmbench"]["n_failed_items"] else 0
@@ -267,6 +273,32 @@ def model_options(args: argparse.Namespace, model: str) -> dict[str, Any]:
     if unknown:
         raise CLIError(f"model {model!r} has no option {unknown[0]!r}; its options: {', '.join(sorted(known))}")
     return {**flags, **extra}
+
+
+def add_executor_arguments(p: argparse.ArgumentParser) -> None:
+    """--executor/--workers: where one evaluation's batches are encoded (see mmbench/executors)."""
+    p.add_argument("--executor", choices=("local", "ray"), default="local",
+                   help="ray: split the batches of this evaluation over --workers Ray actors, each holding the model")
+    p.add_argument("--workers", type=positive_int, default=2, help="Ray actors encoding in parallel (--executor ray)")
+    p.add_argument("--ray-address", default=None, help="an existing Ray cluster (default: start one here)")
+    p.add_argument("--ray-num-cpus", type=positive_int, default=None, help="CPUs of the Ray started here")
+    p.add_argument("--cpus-per-worker", type=float, default=1.0)
+    p.add_argument("--gpus-per-worker", type=float, default=0.0, help="GPUs each Ray actor reserves (e.g. 1)")
+
+
+def executor_or_error(args: argparse.Namespace, model: str, options: dict[str, Any]):
+    from mmbench.executors import make_executor
+
+    if args.cpus_per_worker <= 0 or args.gpus_per_worker < 0:
+        raise CLIError("--cpus-per-worker must be positive and --gpus-per-worker not negative")
+    if args.executor == "ray":
+        try:
+            import ray  # noqa: F401
+        except ImportError:
+            raise CLIError("--executor ray needs Ray: pip install 'ray[default]'") from None
+    return make_executor(args.executor, model, options, args.workers, address=args.ray_address,
+                         cpus_per_worker=args.cpus_per_worker, gpus_per_worker=args.gpus_per_worker,
+                         num_cpus=args.ray_num_cpus)
 
 
 def run_options(args: argparse.Namespace, progress: bool):
