@@ -96,7 +96,7 @@ def encode_documents(docs: Sequence[Document], role: Role, model: EmbeddingModel
     lengths = [pending[k][1]["seen_tokens"] for k in keys]
     batches = token_budget_batches(lengths, options.batch_tokens, options.max_batch_size)
     results: dict[str, Any] = {}
-    executor = options.executor or LocalExecutor()
+    executor = options.executor if options.executor is not None and shardable(model) else LocalExecutor()
     media = ps.media if ps.root is not None else None
     views = [[pending[keys[i]][0] for i in batch] for batch in batches]
     for done in executor.encode(model, views, role, media, progress=options.progress):
@@ -125,6 +125,12 @@ def encode_documents(docs: Sequence[Document], role: Role, model: EmbeddingModel
             vectors[d.id], seen[d.id] = results[vh], pending[vh][1]
     stats.seconds += time.perf_counter() - start
     return vectors, seen
+
+
+def shardable(model: EmbeddingModel) -> bool:
+    """Whether other processes' copies of the model give its vectors: not for corpus-fitted models (BM25),
+    whose state comes from `fit` on this run's candidates; those always encode in this process."""
+    return type(model).fit is EmbeddingModel.fit
 
 
 def _cache_for(model: EmbeddingModel, options: RunOptions) -> EmbeddingCache | None:
@@ -186,7 +192,7 @@ def run_poolset(ps: PoolSet, model: EmbeddingModel, options: RunOptions) -> tupl
         "encode": {"documents": stats.documents, "distinct_views": stats.distinct_views, "cache_hits": stats.cache_hits,
                    "encoded": stats.encoded, "batches": stats.batches, "seconds": round(stats.seconds, 3),
                    "document_seconds": round(document_seconds, 3), "query_seconds": round(query_seconds, 3),
-                   "batch_tokens": options.batch_tokens, **_executor_info(options.executor)},
+                   "batch_tokens": options.batch_tokens, **_executor_info(options.executor if shardable(model) else None)},
         "scoring_seconds": round(scoring_seconds, 3),
         "tie_break": f"scores rounded to {SCORE_DECIMALS} decimals; ties ordered by a permutation seeded from (seed={options.seed}, item id)",
     }

@@ -79,8 +79,20 @@ def _run(job: Job) -> JobOutcome:
         model = load_model_explained(job.model, dict(job.model_options))
     except ModelUnavailable as exc:
         return JobOutcome(job, "failed", str(exc))
-    options = RunOptions(**{**job.run_options, "progress": False})
-    summary = evaluate_to_folder(task.name, ps, model, options, Path(job.output), job.model)
+    plain = {k: v for k, v in job.run_options.items() if k != "sharding"}
+    options = RunOptions(**{**plain, "progress": False})
+    sharding = job.run_options.get("sharding")
+    if sharding:  # inside a Ray task: the actors join the cluster this job runs on
+        from .executors import make_executor
+
+        options.executor = make_executor("ray", job.model, dict(job.model_options), int(sharding["workers"]),
+                                         cpus_per_worker=float(sharding["cpus_per_worker"]),
+                                         gpus_per_worker=float(sharding["gpus_per_worker"]))
+    try:
+        summary = evaluate_to_folder(task.name, ps, model, options, Path(job.output), job.model)
+    finally:
+        if options.executor is not None:
+            options.executor.close()
     n_failed = int(summary["mmbench"].get("n_failed_items", 0))
     return JobOutcome(job, "done", f"{n_failed} failed items" if n_failed else "", _main_score(job, summary), n_failed)
 
