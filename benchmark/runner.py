@@ -26,6 +26,7 @@ from .documents import Document
 from .executors import LocalExecutor
 from .models.base import EmbeddingModel, Role
 from .poolset import PoolItem, PoolSet
+from .selection import select_by_cost
 from .views import model_view
 
 log = logging.getLogger(__name__)
@@ -58,7 +59,9 @@ class EncodeStats:
 
 
 def select_items(pools: Sequence[PoolItem], limit: int | None) -> list[PoolItem]:
-    """All items, or a deterministic spread of `limit` items (ordered by a hash of their id)."""
+    """All items, or a deterministic spread of `limit` items (ordered by a hash of their id).
+
+    For rankers, whose cost is per item; embedding runs choose by documents needed (`select_by_cost`)."""
     items = sorted(pools, key=lambda p: p.id)
     if limit is None or limit >= len(items):
         return items
@@ -161,7 +164,7 @@ def rank(item_id: str, candidate_ids: Sequence[str], scores: np.ndarray, seed: i
 
 def run_poolset(ps: PoolSet, model: EmbeddingModel, options: RunOptions) -> tuple[pd.DataFrame, pd.DataFrame, dict[str, Any]]:
     """Evaluate `model` on `ps`; returns per-query rows, seen rows and run information."""
-    items = select_items(ps.pools, options.limit)
+    items = select_by_cost(ps.pools, options.limit)
     queries = ps.query_by_id()
     candidates = ps.candidate_by_id()
     q_docs = [queries[i] for i in sorted({p.query_id for p in items})]
