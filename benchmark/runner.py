@@ -24,6 +24,7 @@ from .batching import token_budget_batches
 from .cache import EmbeddingCache, model_key
 from .documents import Document
 from .executors import LocalExecutor
+from .lazy_model import ModelChanged
 from .models.base import EmbeddingModel, Role
 from .poolset import PoolItem, PoolSet
 from .selection import select_by_cost
@@ -163,7 +164,18 @@ def rank(item_id: str, candidate_ids: Sequence[str], scores: np.ndarray, seed: i
 
 
 def run_poolset(ps: PoolSet, model: EmbeddingModel, options: RunOptions) -> tuple[pd.DataFrame, pd.DataFrame, dict[str, Any]]:
-    """Evaluate `model` on `ps`; returns per-query rows, seen rows and run information."""
+    """Evaluate `model` on `ps`; returns per-query rows, seen rows and run information.
+
+    A `LazyModel` (warm runs) loads its weights only if a vector is missing from the cache; if the
+    loaded model turns out to have another card than remembered, the run starts over with it."""
+    try:
+        return _run_poolset(ps, model, options)
+    except ModelChanged:
+        log.warning("the remembered card of %s was stale; evaluating again with the loaded model", model.card.name)
+        return _run_poolset(ps, model.real, options)
+
+
+def _run_poolset(ps: PoolSet, model: EmbeddingModel, options: RunOptions) -> tuple[pd.DataFrame, pd.DataFrame, dict[str, Any]]:
     items = select_by_cost(ps.pools, options.limit)
     queries = ps.query_by_id()
     candidates = ps.candidate_by_id()
@@ -197,6 +209,7 @@ def run_poolset(ps: PoolSet, model: EmbeddingModel, options: RunOptions) -> tupl
                    "document_seconds": round(document_seconds, 3), "query_seconds": round(query_seconds, 3),
                    "batch_tokens": options.batch_tokens, **_executor_info(options.executor if shardable(model) else None)},
         "scoring_seconds": round(scoring_seconds, 3),
+        "model_loaded": bool(getattr(model, "loaded", True)),
         "tie_break": f"scores rounded to {SCORE_DECIMALS} decimals; ties ordered by a permutation seeded from (seed={options.seed}, item id)",
     }
     return per_query, seen, run_info

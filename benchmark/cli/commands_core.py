@@ -232,7 +232,7 @@ def resolve_poolset(task, data: Path | None, seed: int, quiet: bool = False):
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    from mmbench.evaluate import ModelUnavailable, evaluate_to_folder, load_model_explained
+    from mmbench.evaluate import ModelUnavailable, evaluate_to_folder
     from mmbench.results import load_results
     from mmbench.summary import format_summary
 
@@ -241,7 +241,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         writable_folder_or_error(args.output)
     ps = resolve_poolset(task, args.data, args.seed, quiet=args.quiet)
     try:
-        model = load_model_explained(args.model, model_options(args, args.model))
+        model = load_model_for_run(args.model, model_options(args, args.model), cached=not args.no_cache)
     except ModelUnavailable as exc:
         raise CLIError(str(exc)) from None
     out = args.output or Path("runs") / task.name / safe_name(model.card.name)
@@ -254,6 +254,17 @@ def cmd_run(args: argparse.Namespace) -> int:
     print(format_summary(load_results(out), task.summary_axes, task.main_score))
     print(f"\nresults written to {out}")
     return 1 if summary["mmbench"]["n_failed_items"] else 0
+
+
+def load_model_for_run(name: str, options: dict[str, Any], cached: bool):
+    """The model, or with the cache on a stand-in holding its remembered card that loads the weights
+    only if some vector is missing (see mmbench/lazy_model.py)."""
+    from mmbench.evaluate import load_model_explained
+    from mmbench.lazy_model import load_model_lazily
+
+    if not cached:
+        return load_model_explained(name, options)
+    return load_model_lazily(name, options, mmbench_home(), load_model_explained)
 
 
 def model_options(args: argparse.Namespace, model: str) -> dict[str, Any]:

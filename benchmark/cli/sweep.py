@@ -71,7 +71,8 @@ def cmd_sweep(args: argparse.Namespace) -> int:
         raise CLIError("--workers-per-job needs --executor ray")
     data = _data_folders(args.data, [t.name for t in tasks])
     run_options = {"batch_tokens": args.batch_tokens, "use_cache": not args.no_cache, "limit": args.limit,
-                   "seed": args.seed, "cache_dir": str((args.cache_dir or mmbench_home() / "embeddings").resolve())}
+                   "seed": args.seed, "cache_dir": str((args.cache_dir or mmbench_home() / "embeddings").resolve()),
+                   "model_home": str(mmbench_home().resolve())}
     if args.workers_per_job > 1:  # each job shards its own encoding over actors of the same cluster
         run_options["sharding"] = {"workers": args.workers_per_job, "cpus_per_worker": args.cpus_per_worker,
                                    "gpus_per_worker": args.gpus_per_worker}
