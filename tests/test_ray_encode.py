@@ -50,3 +50,17 @@ def test_a_worker_killed_mid_run_loses_only_its_batch(vg_tiny, tmp_path, local_r
     # every document the run needed is in the shared cache, whichever worker encoded it
     cache = EmbeddingCache(tmp_path / "cache", model_key(model.card.identity()))
     assert all(cache.get("document", d.content_hash()) is not None for d in ps.candidates)
+
+
+def test_sweep_shards_each_job_over_workers(vg_tiny, tmp_path, local_ray):
+    import json
+
+    assert _run(vg_tiny, tmp_path / "local", "--limit", "20") == 0
+    assert main(["sweep", "--task", "visual_grounding", "--model", "minilm", "--data", f"visual_grounding={vg_tiny}",
+                 "--out-root", str(tmp_path / "sweep"), "--limit", "20", "--no-cache", "--quiet", "--batch-tokens",
+                 "2048", "--executor", "ray", "--workers-per-job", "2", "--cpus-per-job", "0.5",
+                 "--cpus-per-worker", "0.5"]) == 0
+    job = tmp_path / "sweep" / "visual_grounding" / "minilm"
+    assert (job / "per_query.parquet").read_bytes() == (tmp_path / "local" / "per_query.parquet").read_bytes()
+    info = json.loads((job / "results.json").read_text())["mmbench"]["encode"]
+    assert info["executor"] == "ray" and info["workers"] == 2
