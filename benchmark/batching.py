@@ -1,29 +1,40 @@
 """Batching by a token budget: sort by length, then fill each batch up to `budget` padded tokens.
 
 Padded cost of a batch is (longest item) × (items), which is what a padded forward pass
-computes; sorting by length keeps that close to the real token count.
+computes. Sorting by length keeps that close to the real token count, and a batch is also
+closed when taking the next (shorter) item would drop its share of real tokens below
+`min_fill`, so every batch (and hence the whole run) wastes at most 1 − min_fill on padding.
 """
 from __future__ import annotations
 
 from typing import Sequence
 
+DEFAULT_MIN_FILL = 0.9
 
-def token_budget_batches(lengths: Sequence[int], budget: int, max_batch_size: int = 256) -> list[list[int]]:
-    """Indices grouped into batches whose padded size stays within `budget` (longest first)."""
+
+def token_budget_batches(lengths: Sequence[int], budget: int, max_batch_size: int = 256,
+                         min_fill: float = DEFAULT_MIN_FILL) -> list[list[int]]:
+    """Indices grouped into batches (longest first) whose padded size stays within `budget` and whose
+    real tokens are at least `min_fill` of the padded ones (0 turns that rule off)."""
     if budget <= 0:
         raise ValueError("token budget must be positive")
+    if not 0 <= min_fill <= 1:
+        raise ValueError("min_fill must be between 0 and 1")
     order = sorted(range(len(lengths)), key=lambda i: (-lengths[i], i))
     batches: list[list[int]] = []
     current: list[int] = []
-    longest = 0
+    longest = real = 0
     for i in order:
         length = max(1, lengths[i])
+        n = len(current) + 1
         new_longest = max(longest, length)
-        if current and (new_longest * (len(current) + 1) > budget or len(current) >= max_batch_size):
+        if current and (new_longest * n > budget or len(current) >= max_batch_size
+                        or real + length < min_fill * new_longest * n):
             batches.append(current)
-            current, new_longest = [], length
+            current, new_longest, real = [], length, 0
         current.append(i)
         longest = new_longest
+        real += length
     if current:
         batches.append(current)
     return batches

@@ -17,15 +17,17 @@ from typing import Any, Sequence
 import numpy as np
 import pandas as pd
 import scipy.sparse as sp
-from tqdm.auto import tqdm
 
 from mmbench.evaluators.metrics import first_relevant_rank, item_metrics, metric_names
 
 from .batching import token_budget_batches
 from .cache import EmbeddingCache, model_key
 from .documents import Document
+from .executors import LocalExecutor
+from .lazy_model import ModelChanged
 from .models.base import EmbeddingModel, Role
 from .poolset import PoolItem, PoolSet
+from .selection import select_by_cost
 from .views import SeenRecord, model_view
 
 log = logging.getLogger(__name__)
@@ -41,6 +43,7 @@ class RunOptions:
     limit: int | None = None
     progress: bool = True
     seed: int = 0
+    executor: Any = None  # where batches are encoded (None: this process; see mmbench.executors)
 
 
 @dataclass
@@ -58,7 +61,9 @@ class EncodeStats:
 
 
 def select_items(pools: Sequence[PoolItem], limit: int | None) -> list[PoolItem]:
-    """All items, or a deterministic spread of `limit` items (ordered by a hash of their id)."""
+    """All items, or a deterministic spread of `limit` items (ordered by a hash of their id).
+
+    For rankers, whose cost is per item; embedding runs choose by documents needed (`select_by_cost`)."""
     items = sorted(pools, key=lambda p: p.id)
     if limit is None or limit >= len(items):
         return items
@@ -110,14 +115,18 @@ def encode_documents(docs: Sequence[Document], role: Role, model: EmbeddingModel
     batches = [b for b in token_budget_batches(lengths, options.batch_tokens, options.max_batch_size)
                if any(keys[i] in pending for i in b)]
     results: dict[str, Any] = {}
-    for batch in tqdm(batches, desc="encode queries" if role == "query" else "encode documents", unit="batch", disable=not options.progress or not batches):
-        batch_keys = [keys[i] for i in batch]
-        views = [pending[k][0] if k in pending else model_view(cached_views[k][1], model)[0] for k in batch_keys]
-        encoded = _encode_batch(model, views, role, ps, stats)
-        for k, v in zip(batch_keys, views):
+    executor = options.executor if options.executor is not None and shardable(model) else LocalExecutor()
+    media = ps.media if ps.root is not None else None
+    views = [[pending[keys[i]][0] if keys[i] in pending else model_view(cached_views[keys[i]][1], model)[0]
+              for i in batch] for batch in batches]
+    for done in executor.encode(model, views, role, media, progress=options.progress):
+        stats.encoded += done.encoded
+        stats.failures.update(done.failures)
+        batch_keys = [keys[i] for i in batches[done.index]]
+        for k, v in zip(batch_keys, views[done.index]):
             if k not in pending:  # a cached document never fails: its vector is already known
                 stats.failures.pop(v.id, None)
-        for k, (vec, info) in zip(batch_keys, encoded):
+        for k, (vec, info) in zip(batch_keys, done.rows):
             if vec is None or k not in pending:
                 continue  # a cached view encoded again only to keep the batch whole: its cached vector stands
             results[k] = vec
@@ -142,36 +151,10 @@ def encode_documents(docs: Sequence[Document], role: Role, model: EmbeddingModel
     return vectors, seen
 
 
-def _encode_batch(model: EmbeddingModel, views: list[Document], role: Role, ps: PoolSet,
-                  stats: EncodeStats) -> list[tuple[Any, dict[str, Any] | None]]:
-    """(vector, adapter info) per view; (None, None) for a view that failed."""
-    media = ps.media if ps.root is not None else None
-    try:
-        out = _as_rows(model.encode(views, role, media), len(views))
-        stats.encoded += len(views)
-    except Exception as exc:  # isolate the failing documents instead of losing the batch
-        if len(views) == 1:
-            stats.failures[views[0].id] = f"{type(exc).__name__}: {exc}"
-            log.error("encoding %s %s failed: %s", role, views[0].id, exc)
-            return [(None, None)]
-        return [_encode_batch(model, [v], role, ps, stats)[0] for v in views]
-    info = getattr(model, "last_encode_info", None)
-    infos = info if isinstance(info, list) and len(info) == len(views) else [None] * len(views)
-    return list(zip(out, infos))
-
-
-def _as_rows(matrix: Any, n: int) -> list[Any]:
-    if sp.issparse(matrix):
-        matrix = matrix.tocsr()
-        if matrix.shape[0] != n:
-            raise ValueError(f"model returned {matrix.shape[0]} rows for {n} documents")
-        return [matrix[i] for i in range(n)]
-    arr = np.asarray(matrix, dtype=np.float32)
-    if arr.ndim != 2 or arr.shape[0] != n:
-        raise ValueError(f"model returned shape {arr.shape} for {n} documents")
-    if not np.all(np.isfinite(arr)):
-        raise ValueError("model returned non-finite values")
-    return list(arr)
+def shardable(model: EmbeddingModel) -> bool:
+    """Whether other processes' copies of the model give its vectors: not for corpus-fitted models (BM25),
+    whose state comes from `fit` on this run's candidates; those always encode in this process."""
+    return type(model).fit is EmbeddingModel.fit
 
 
 def vector_warnings(vectors: dict[str, Any], role: Role, similarity: str = "cosine") -> list[str]:
@@ -227,8 +210,19 @@ def rank(item_id: str, candidate_ids: Sequence[str], scores: np.ndarray, seed: i
 
 
 def run_poolset(ps: PoolSet, model: EmbeddingModel, options: RunOptions) -> tuple[pd.DataFrame, pd.DataFrame, dict[str, Any]]:
-    """Evaluate `model` on `ps`; returns per-query rows, seen rows and run information."""
-    items = select_items(ps.pools, options.limit)
+    """Evaluate `model` on `ps`; returns per-query rows, seen rows and run information.
+
+    A `LazyModel` (warm runs) loads its weights only if a vector is missing from the cache; if the
+    loaded model turns out to have another card than remembered, the run starts over with it."""
+    try:
+        return _run_poolset(ps, model, options)
+    except ModelChanged:
+        log.warning("the remembered card of %s was stale; evaluating again with the loaded model", model.card.name)
+        return _run_poolset(ps, model.real, options)
+
+
+def _run_poolset(ps: PoolSet, model: EmbeddingModel, options: RunOptions) -> tuple[pd.DataFrame, pd.DataFrame, dict[str, Any]]:
+    items = select_by_cost(ps.pools, options.limit)
     queries = ps.query_by_id()
     candidates = ps.candidate_by_id()
     q_docs = [queries[i] for i in sorted({p.query_id for p in items})]
@@ -264,12 +258,21 @@ def run_poolset(ps: PoolSet, model: EmbeddingModel, options: RunOptions) -> tupl
                    "encoded": stats.encoded, "batches": stats.batches,
                    "cache_set_aside": stats.cache_set_aside, "seconds": round(stats.seconds, 3),
                    "document_seconds": round(document_seconds, 3), "query_seconds": round(query_seconds, 3),
-                   "batch_tokens": options.batch_tokens},
+                   "batch_tokens": options.batch_tokens, **_executor_info(options.executor if shardable(model) else None)},
         "scoring_seconds": round(scoring_seconds, 3),
         "warnings": warnings,
+        "model_loaded": bool(getattr(model, "loaded", True)),
         "tie_break": f"scores rounded to {SCORE_DECIMALS} decimals; ties ordered by a permutation seeded from (seed={options.seed}, item id)",
     }
     return per_query, seen, run_info
+
+
+def _executor_info(executor: Any) -> dict[str, Any]:
+    """Where the batches ran (timings differ by executor; the vectors do not)."""
+    if executor is None or getattr(executor, "name", "local") == "local":
+        return {"executor": "local"}
+    return {"executor": executor.name, "workers": executor.workers, "lost_workers": executor.lost_workers,
+            "requeued_batches": executor.requeued_batches}
 
 
 def _flat(record: dict[str, Any]) -> dict[str, Any]:

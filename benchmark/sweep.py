@@ -63,7 +63,7 @@ def run_job(job: Job) -> JobOutcome:
 
 
 def _run(job: Job) -> JobOutcome:
-    from .evaluate import ModelUnavailable, evaluate_to_folder, load_model_explained
+    from .evaluate import ModelUnavailable, evaluate_to_folder
     from .poolset import check_content_hash, load_poolset
     from .runner import RunOptions
     from .tasks import get_task
@@ -74,13 +74,36 @@ def _run(job: Job) -> JobOutcome:
     if ps.content_hash != job.content_hash:
         return JobOutcome(job, "failed", f"pool set {job.data} changed since the sweep was planned")
     try:
-        model = load_model_explained(job.model, dict(job.model_options))
+        model = _load(job)
     except ModelUnavailable as exc:
         return JobOutcome(job, "failed", str(exc))
-    options = RunOptions(**{**job.run_options, "progress": False})
-    summary = evaluate_to_folder(task.name, ps, model, options, Path(job.output), job.model)
+    plain = {k: v for k, v in job.run_options.items() if k not in ("sharding", "model_home")}
+    options = RunOptions(**{**plain, "progress": False})
+    sharding = job.run_options.get("sharding")
+    if sharding:  # inside a Ray task: the actors join the cluster this job runs on
+        from .executors import make_executor
+
+        options.executor = make_executor("ray", job.model, dict(job.model_options), int(sharding["workers"]),
+                                         cpus_per_worker=float(sharding["cpus_per_worker"]),
+                                         gpus_per_worker=float(sharding["gpus_per_worker"]))
+    try:
+        summary = evaluate_to_folder(task.name, ps, model, options, Path(job.output), job.model)
+    finally:
+        if options.executor is not None:
+            options.executor.close()
     n_failed = int(summary["mmbench"].get("n_failed_items", 0))
     return JobOutcome(job, "done", f"{n_failed} failed items" if n_failed else "", _main_score(job, summary), n_failed)
+
+
+def _load(job: Job):
+    """The job's model; with the cache on, a stand-in that loads the weights only if a vector is missing."""
+    from .evaluate import load_model_explained
+    from .lazy_model import load_model_lazily
+
+    home = job.run_options.get("model_home")  # where remembered model cards live (the sweep's MMBENCH_HOME)
+    if not job.run_options.get("use_cache", True) or not home:
+        return load_model_explained(job.model, dict(job.model_options))
+    return load_model_lazily(job.model, dict(job.model_options), Path(home), load_model_explained)
 
 
 def _main_score(job: Job, summary: dict[str, Any]) -> float | None:

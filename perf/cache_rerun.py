@@ -34,10 +34,13 @@ def main() -> None:
                             "--data", str(data), "--output", str(out), "--quiet"], env=env, check=True,
                            capture_output=True)
             times.append(time.perf_counter() - start)
-            infos.append(json.loads((out / "results.json").read_text())["mmbench"]["encode"])
+            info = json.loads((out / "results.json").read_text())["mmbench"]
+            infos.append({**info["encode"], "model_loaded": info.get("model_loaded", True)})
             print(f"{run:6s} run: {times[-1]:6.1f}s  views encoded={infos[-1]['encoded']}  "
-                  f"documents from the cache={infos[-1]['cache_hits']} of {infos[-1]['documents']}")
+                  f"documents from the cache={infos[-1]['cache_hits']} of {infos[-1]['documents']}  "
+                  f"model loaded={infos[-1]['model_loaded']}  encode step={infos[-1]['seconds']:.2f}s")
         assert infos[1]["encoded"] == 0, "the second run re-encoded documents"
+        assert not infos[1]["model_loaded"], "the second run loaded the model although every vector was cached"
         print(f"second run is {times[0] / times[1]:.1f}x faster (whole CLI process, model loading included)")
 
 

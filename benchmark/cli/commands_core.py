@@ -82,6 +82,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                         "settings is skipped, a different one is refused)")
     p.add_argument("--mteb-cache", type=Path, metavar="DIR",
                    help="also write the results in mteb's results-cache layout under DIR (mteb.ResultCache(DIR))")
+    add_executor_arguments(p)
     p.set_defaults(func=cmd_run)
 
     p = sub.add_parser("show", help="print the summary of a results folder")
@@ -282,7 +283,7 @@ def tasks_or_error(names: list[str]):
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    from mmbench.evaluate import ModelUnavailable, evaluate_to_folder, load_model_explained
+    from mmbench.evaluate import ModelUnavailable, evaluate_to_folder
     from mmbench.results import load_results
     from mmbench.summary import format_summary
 
@@ -303,7 +304,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         writable_folder_or_error(args.output)
     try:
         poolsets = [resolve_poolset(task, args.data, args.seed, quiet=args.quiet) for task in tasks]
-        model = load_model_explained(args.model, model_options(args, args.model))
+        model = load_model_for_run(args.model, model_options(args, args.model), cached=not args.no_cache)
         if args.model_name:
             rename_model(model, args.model_name)
     except ModelUnavailable as exc:
@@ -325,6 +326,17 @@ def cmd_run(args: argparse.Namespace) -> int:
         elif diffs and not args.overwrite:
             raise CLIError(f"{out} already holds results of another run: {'; '.join(diffs)}. "
                            "Pass --overwrite to replace them, or choose another --output")
+    options = run_options(args, progress=not args.quiet)
+    options.executor = executor_or_error(args, args.model, model_options(args, args.model))
+    try:
+        failed = _run_tasks(tasks, poolsets, outs, skip, model, options, args)
+    finally:
+        options.executor.close()
+    return 1 if failed else 0
+
+
+def _run_tasks(tasks, poolsets, outs, skip, model, options, args) -> int:
+    """Evaluate (or skip) each task into its folder and print its summary; the number of failed items."""
     failed = 0
     for task, ps, out in zip(tasks, poolsets, outs):
         if len(tasks) > 1:
@@ -333,7 +345,7 @@ def cmd_run(args: argparse.Namespace) -> int:
             print(f"{out}: results of this run (same pool set, model, settings) are already there; "
                   "skipped (--overwrite runs it again)")
         else:
-            evaluate_to_folder(task.name, ps, model, run_options(args, progress=not args.quiet), out, args.model)
+            evaluate_to_folder(task.name, ps, model, options, out, args.model)
         res = load_results(out)
         print(format_summary(res, task.summary_axes, task.main_score))
         print(f"\nresults {'in' if task.name in skip else 'written to'} {out}")
@@ -342,7 +354,7 @@ def cmd_run(args: argparse.Namespace) -> int:
 
             print(f"mteb results cache: {write_mteb_cache(out, args.mteb_cache)}")
         failed += int(res.info.get("n_failed_items") or 0)
-    return 1 if failed else 0
+    return failed
 
 
 def rename_model(model, name: str) -> None:
@@ -352,6 +364,17 @@ def rename_model(model, name: str) -> None:
     if not name.strip():
         raise CLIError("--model-name must not be empty")
     model.card = dataclasses.replace(model.card, name=name.strip())
+
+
+def load_model_for_run(name: str, options: dict[str, Any], cached: bool):
+    """The model, or with the cache on a stand-in holding its remembered card that loads the weights
+    only if some vector is missing (see mmbench/lazy_model.py)."""
+    from mmbench.evaluate import load_model_explained
+    from mmbench.lazy_model import load_model_lazily
+
+    if not cached:
+        return load_model_explained(name, options)
+    return load_model_lazily(name, options, mmbench_home(), load_model_explained)
 
 
 def model_options(args: argparse.Namespace, model: str) -> dict[str, Any]:
@@ -371,6 +394,32 @@ def model_options(args: argparse.Namespace, model: str) -> dict[str, Any]:
     if unknown:
         raise CLIError(f"model {model!r} has no option {unknown[0]!r}; its options: {', '.join(sorted(known))}")
     return {**flags, **extra}
+
+
+def add_executor_arguments(p: argparse.ArgumentParser) -> None:
+    """--executor/--workers: where one evaluation's batches are encoded (see mmbench/executors)."""
+    p.add_argument("--executor", choices=("local", "ray"), default="local",
+                   help="ray: split the batches of this evaluation over --workers Ray actors, each holding the model")
+    p.add_argument("--workers", type=positive_int, default=2, help="Ray actors encoding in parallel (--executor ray)")
+    p.add_argument("--ray-address", default=None, help="an existing Ray cluster (default: start one here)")
+    p.add_argument("--ray-num-cpus", type=positive_int, default=None, help="CPUs of the Ray started here")
+    p.add_argument("--cpus-per-worker", type=float, default=1.0)
+    p.add_argument("--gpus-per-worker", type=float, default=0.0, help="GPUs each Ray actor reserves (e.g. 1)")
+
+
+def executor_or_error(args: argparse.Namespace, model: str, options: dict[str, Any]):
+    from mmbench.executors import make_executor
+
+    if args.cpus_per_worker <= 0 or args.gpus_per_worker < 0:
+        raise CLIError("--cpus-per-worker must be positive and --gpus-per-worker not negative")
+    if args.executor == "ray":
+        try:
+            import ray  # noqa: F401
+        except ImportError:
+            raise CLIError("--executor ray needs Ray: pip install 'ray[default]'") from None
+    return make_executor(args.executor, model, options, args.workers, address=args.ray_address,
+                         cpus_per_worker=args.cpus_per_worker, gpus_per_worker=args.gpus_per_worker,
+                         num_cpus=args.ray_num_cpus)
 
 
 def run_options(args: argparse.Namespace, progress: bool):

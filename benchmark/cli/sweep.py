@@ -22,6 +22,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--ray-num-cpus", type=positive_int, default=None, help="CPUs of the Ray started here")
     p.add_argument("--cpus-per-job", type=float, default=1.0)
     p.add_argument("--gpus-per-job", type=float, default=0.0)
+    p.add_argument("--workers-per-job", type=positive_int, default=1,
+                   help="with --executor ray: split each job's encoding over this many Ray actors")
+    p.add_argument("--cpus-per-worker", type=float, default=1.0)
+    p.add_argument("--gpus-per-worker", type=float, default=0.0, help="GPUs each encoding actor reserves")
     p.add_argument("--limit", type=positive_int)
     p.add_argument("--device", default=None)
     p.add_argument("--dtype", default=None)
@@ -66,9 +70,17 @@ def cmd_sweep(args: argparse.Namespace) -> int:
         raise CLIError("--model-path names one model's weights; sweep one model at a time with it")
     if args.cpus_per_job <= 0 or args.gpus_per_job < 0:
         raise CLIError("--cpus-per-job must be positive and --gpus-per-job not negative")
+    if args.cpus_per_worker <= 0 or args.gpus_per_worker < 0:
+        raise CLIError("--cpus-per-worker must be positive and --gpus-per-worker not negative")
+    if args.workers_per_job > 1 and args.executor != "ray":
+        raise CLIError("--workers-per-job needs --executor ray")
     data = _data_folders(args.data, [t.name for t in tasks])
     run_options = {"batch_tokens": args.batch_tokens, "use_cache": not args.no_cache, "limit": args.limit,
-                   "seed": args.seed, "cache_dir": str((args.cache_dir or mmbench_home() / "embeddings").resolve())}
+                   "seed": args.seed, "cache_dir": str((args.cache_dir or mmbench_home() / "embeddings").resolve()),
+                   "model_home": str(mmbench_home().resolve())}
+    if args.workers_per_job > 1:  # each job shards its own encoding over actors of the same cluster
+        run_options["sharding"] = {"workers": args.workers_per_job, "cpus_per_worker": args.cpus_per_worker,
+                                   "gpus_per_worker": args.gpus_per_worker}
     jobs = []
     for task in tasks:  # pool sets are built and checked once, here, before any job starts
         ps = resolve_poolset(task, data.get(task.name), args.seed, quiet=args.quiet)

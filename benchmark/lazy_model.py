@@ -1,0 +1,135 @@
+"""Warm runs without loading the model: its card is remembered, the weights load only when needed.
+
+A warm re-run finds every vector in the embedding cache, which is keyed by the model's card
+(`card.identity()`), so it needs the card and nothing else. After each real load the card is
+written to MMBENCH_HOME/model_cards/, keyed by what was asked for (name or path, options),
+the installed package versions, and the size/time stamps of any local folder named in the
+request. The next run with the same key gets a `LazyModel` that answers with that card and
+loads the real model the first time something must be encoded (a cache miss needs the view,
+hence the tokenizer). If the loaded model's card differs from the remembered one, the memo is
+replaced and `ModelChanged` tells the runner to start over with the real model.
+
+Only cacheable models with no corpus fitting are remembered (BM25 always loads).
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+from importlib import metadata
+from pathlib import Path
+from typing import Any, Callable, Sequence
+
+from .documents import Document
+from .media import MediaStore, atomic_write_bytes
+from .models.base import EmbeddingModel, ModelCard, Role
+
+log = logging.getLogger(__name__)
+
+
+class ModelChanged(RuntimeError):
+    """The model loaded for encoding has another card than the remembered one (weights changed)."""
+
+
+def _path_stamp(value: Any) -> Any:
+    """A local path in a request as its files' names, sizes and modification times (no reading)."""
+    if not isinstance(value, str) or not value or len(value) > 4096:
+        return None
+    path = Path(value)
+    try:
+        if not path.exists():
+            return None
+        files = [path] if path.is_file() else sorted(p for p in path.rglob("*") if p.is_file())
+        return [(f.as_posix(), f.stat().st_size, f.stat().st_mtime_ns) for f in files]
+    except OSError:
+        return None
+
+
+def memo_key(request: str, options: dict[str, Any]) -> str:
+    packages = sorted({(d.metadata["Name"] or "").lower(): d.version for d in metadata.distributions()}.items())
+    stamps = {k: _path_stamp(v) for k, v in [("request", request), *sorted(options.items())]}
+    payload = {"request": request, "options": options, "packages": packages, "paths": stamps}
+    return hashlib.sha256(json.dumps(payload, sort_keys=True, default=str).encode()).hexdigest()[:32]
+
+
+def _card_from(d: dict[str, Any]) -> ModelCard:
+    return ModelCard(**{**d, "modalities": frozenset(d["modalities"])})
+
+
+def _card_record(card: ModelCard) -> dict[str, Any]:
+    return {**card.identity(), "notes": card.notes}
+
+
+def rememberable(model: EmbeddingModel) -> bool:
+    return getattr(model, "cacheable", True) and type(model).fit is EmbeddingModel.fit
+
+
+class LazyModel(EmbeddingModel):
+    """The remembered card now; the real model (from `loader`) on first use of anything else."""
+
+    cacheable = True  # only cacheable models are remembered
+
+    def __init__(self, card: ModelCard, loader: Callable[[], EmbeddingModel], on_load: Callable[[EmbeddingModel], None]):
+        self.card = card
+        self._loader, self._on_load = loader, on_load
+        self._real: EmbeddingModel | None = None
+
+    @property
+    def loaded(self) -> bool:
+        return self._real is not None
+
+    @property
+    def real(self) -> EmbeddingModel:
+        if self._real is None:
+            self._real = self._loader()
+            self._on_load(self._real)
+            if self._real.card.identity() != self.card.identity():
+                self.card = self._real.card
+                raise ModelChanged(f"model {self.card.name!r} now has another card than remembered; re-running with it")
+        return self._real
+
+    def encode(self, documents: Sequence[Document], role: Role, media: MediaStore | None):
+        return self.real.encode(documents, role, media)
+
+    def budget_tokenizer(self):
+        return self.real.budget_tokenizer()
+
+    def visual_tokens(self, width: int, height: int) -> int:
+        return self.real.visual_tokens(width, height)
+
+    def video_tokens(self, n_frames: int, width: int, height: int) -> int:
+        return self.real.video_tokens(n_frames, width, height)
+
+    def fit(self, documents: Sequence[Document], media: MediaStore | None) -> None:
+        """Only models without corpus fitting are remembered, so there is nothing to fit."""
+
+    def __getattr__(self, name: str) -> Any:  # adapter extras (last_encode_info, ...) come from the real model
+        if name.startswith("_"):
+            raise AttributeError(name)
+        return getattr(self.real, name)
+
+
+def load_model_lazily(request: str, options: dict[str, Any], home: Path,
+                      loader: Callable[[str, dict[str, Any]], EmbeddingModel]) -> EmbeddingModel:
+    """A `LazyModel` when this request's card is remembered under `home`, else the loaded model (remembered)."""
+    path = Path(home) / "model_cards" / f"{memo_key(request, options)}.json"
+
+    def remember(model: EmbeddingModel) -> None:
+        if rememberable(model):
+            try:
+                atomic_write_bytes(path, (json.dumps(_card_record(model.card), sort_keys=True) + "\n").encode())
+            except OSError as exc:  # a read-only home only costs the next run a model load
+                log.warning("could not remember the model card in %s: %s", path, exc)
+
+    try:
+        card = _card_from(json.loads(path.read_text()))
+    except FileNotFoundError:
+        card = None
+    except (OSError, ValueError, TypeError, KeyError) as exc:
+        log.warning("ignoring unreadable model card memo %s: %s", path, exc)
+        card = None
+    if card is None:
+        model = loader(request, options)
+        remember(model)
+        return model
+    return LazyModel(card, lambda: loader(request, options), remember)

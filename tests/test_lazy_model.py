@@ -1,0 +1,49 @@
+"""Warm runs: with every vector cached the model is never loaded; a stale remembered card is caught."""
+import json
+
+import pandas as pd
+
+from mmbench.lazy_model import LazyModel, load_model_lazily
+from mmbench.poolset import load_poolset
+from mmbench.runner import RunOptions, run_poolset
+from toy_models import HashingModel
+
+
+def test_warm_run_does_not_load_the_model(vg_tiny, tmp_path):
+    loads = []
+
+    def loader(name, options):
+        loads.append(name)
+        return HashingModel(**options)
+
+    ps = load_poolset(vg_tiny)
+    options = RunOptions(cache_dir=tmp_path / "cache", progress=False)
+    first = load_model_lazily("hashing", {"dim": 32}, tmp_path, loader)
+    assert not isinstance(first, LazyModel) and loads == ["hashing"]  # nothing remembered yet: a real load
+    cold, _, _ = run_poolset(ps, first, options)
+    second = load_model_lazily("hashing", {"dim": 32}, tmp_path, loader)
+    assert isinstance(second, LazyModel)
+    warm, _, info = run_poolset(ps, second, options)
+    assert loads == ["hashing"] and info["model_loaded"] is False and info["encode"]["encoded"] == 0
+    pd.testing.assert_frame_equal(warm, cold)
+    # other options are another memo (and another model): loaded
+    assert not isinstance(load_model_lazily("hashing", {"dim": 16}, tmp_path, loader), LazyModel)
+    # a cache miss (here: no cache) loads the real model on demand and gives the same results
+    third = load_model_lazily("hashing", {"dim": 32}, tmp_path, loader)
+    again, _, info = run_poolset(ps, third, RunOptions(use_cache=False, progress=False))
+    assert info["model_loaded"] is True and len(loads) == 3
+    pd.testing.assert_frame_equal(again, cold)
+
+
+def test_a_stale_remembered_card_is_replaced_and_the_run_redone(vg_tiny, tmp_path):
+    ps = load_poolset(vg_tiny)
+    load_model_lazily("hashing", {}, tmp_path, lambda n, o: HashingModel(dim=32))
+    memo = next((tmp_path / "model_cards").glob("*.json"))
+    record = json.loads(memo.read_text())
+    memo.write_text(json.dumps({**record, "dim": 48, "settings": {"dim": 48}}))  # as if the weights had changed
+    lazy = load_model_lazily("hashing", {}, tmp_path, lambda n, o: HashingModel(dim=32))
+    assert lazy.card.dim == 48
+    fresh, _, _ = run_poolset(ps, HashingModel(dim=32), RunOptions(use_cache=False, progress=False))
+    out, _, info = run_poolset(ps, lazy, RunOptions(cache_dir=tmp_path / "cache", progress=False))
+    pd.testing.assert_frame_equal(out, fresh)
+    assert lazy.card.dim == 32 and json.loads(memo.read_text())["dim"] == 32
