@@ -283,9 +283,7 @@ def tasks_or_error(names: list[str]):
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    from mmbench.evaluate import ModelUnavailable, evaluate_to_folder
-    from mmbench.results import load_results
-    from mmbench.summary import format_summary
+    from mmbench.evaluate import ModelUnavailable
 
     if args.quiet:
         from .quiet import quiet_libraries
@@ -337,6 +335,10 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 def _run_tasks(tasks, poolsets, outs, skip, model, options, args) -> int:
     """Evaluate (or skip) each task into its folder and print its summary; the number of failed items."""
+    from mmbench.evaluate import evaluate_to_folder
+    from mmbench.results import load_results
+    from mmbench.summary import format_summary
+
     failed = 0
     for task, ps, out in zip(tasks, poolsets, outs):
         if len(tasks) > 1:
