@@ -47,7 +47,7 @@ def export_mteb_task(poolset: Any, name: str | None = None, with_images: bool | 
 
     from ..evaluate import task_main_metric
     from ..poolset import PoolSet, load_poolset
-    from ..runner import select_items
+    from ..selection import select_by_cost as select_items  # the items `mmbench run --limit` evaluates
     from .mteb_bridge import to_mteb_row
 
     ps: PoolSet = poolset if isinstance(poolset, PoolSet) else load_poolset(Path(poolset))
@@ -173,7 +173,8 @@ def mmbench_encoder(model: EmbeddingModel, poolset: Any, limit: int | None = Non
 
     from ..mteb_results import mteb_model_name
     from ..poolset import PoolSet, load_poolset
-    from ..runner import EncodeStats, RunOptions, encode_documents, select_items
+    from ..runner import EncodeStats, RunOptions, encode_documents
+    from ..selection import select_by_cost as select_items
 
     if hasattr(poolset, "mmbench_poolset"):  # a task from export_mteb_task: its pool set and limit
         poolset, limit = poolset.mmbench_poolset, poolset.mmbench_limit if limit is None else limit
