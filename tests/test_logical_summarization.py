@@ -384,12 +384,12 @@ def test_govreport_errors_name_file_record_and_field(tmp_path):
 
     jl = tmp_path / "gao_test.jsonl"
     jl.write_bytes(json.dumps(GAO).encode() + b"\n" + b'{"id": "x", "report": "caf\xe9", "summary": "s"}\n')
-    with pytest.raises(ValueError, match=r"^\S*gao_test.jsonl:2: not UTF-8 text \(byte 0xe9 at column 27\)"):
+    with pytest.raises(ValueError, match=r"^\S*gao_test.jsonl:2: not valid UTF-8 \(byte 0xe9 at column 27\)"):
         read_govreport(jl)
     one = tmp_path / "gao" / "GAO-1.json"
     one.parent.mkdir()
     one.write_bytes(json.dumps(GAO, indent=2).encode().replace(b"Dear", b"D\xffear"))
-    with pytest.raises(ValueError, match=r"GAO-1.json:\d+: not UTF-8 text \(byte 0xff"):
+    with pytest.raises(ValueError, match=r"GAO-1.json:\d+: not valid UTF-8 \(byte 0xff"):
         read_govreport(tmp_path / "gao")
     cases = [({**GAO, "report": 7}, r"gao_test.jsonl:1: field 'report' must be text or section trees, not int"),
              ({**GAO, "report": [{"section_title": "L", "paragraphs": [1], "subsections": []}]},
@@ -435,7 +435,7 @@ def test_mmlongbench_errors_name_file_record_and_field(tmp_path):
     with pytest.raises(ValueError, match=r"gov_K8.jsonl:1: corrupt page image \S*page1.jpg in field 'pages'"):
         read_mmlongbench(jl, tmp_path)
     jl.write_bytes(b'{"id": "d", "summary": "r\xe9sum\xe9", "image_list": []}\n')
-    with pytest.raises(ValueError, match=r"gov_K8.jsonl:1: not UTF-8 text \(byte 0xe9 at column 26\)"):
+    with pytest.raises(ValueError, match=r"gov_K8.jsonl:1: not valid UTF-8 \(byte 0xe9 at column 26\)"):
         read_mmlongbench(jl, tmp_path)
 
 

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from . import hub
-from .jsonl import read_jsonl
+from .jsonl import read_jsonl, read_text
 
 REPORT_COLUMNS = ("report", "document", "reports")
 
@@ -68,17 +68,6 @@ def read_govreport(path: str | Path, limit: int | None = None) -> list[Report]:
     return out
 
 
-def check_utf8(path: Path) -> None:
-    """A ValueError naming the file, line and column of the first byte that is not UTF-8 (read line by line)."""
-    with Path(path).open("rb") as fh:
-        for lineno, raw in enumerate(fh, start=1):
-            try:
-                raw.decode("utf-8")
-            except UnicodeDecodeError as exc:
-                raise ValueError(f"{path}:{lineno}: not UTF-8 text (byte 0x{raw[exc.start]:02x} at column "
-                                 f"{exc.start + 1}); re-encode the file as UTF-8") from None
-
-
 def _rows(path: Path) -> Iterator[tuple[str, Any]]:
     """(where, record) for a folder of JSON files, a parquet, a JSONL or a JSON file."""
     if path.is_dir():
@@ -93,8 +82,7 @@ def _rows(path: Path) -> Iterator[tuple[str, Any]]:
         import pyarrow.parquet as pq
 
         yield from ((f"{path}: row {i}", r) for i, r in enumerate(pq.read_table(path).to_pylist()))
-    elif suffix == ".jsonl":
-        check_utf8(path)
+    elif suffix == ".jsonl":  # read_jsonl names file, line and column of a byte that is not UTF-8
         yield from ((where, rec) for where, _, rec in read_jsonl(path))
     elif suffix == ".json":
         yield from _json_file(path)
@@ -104,9 +92,9 @@ def _rows(path: Path) -> Iterator[tuple[str, Any]]:
 
 def _json_file(path: Path) -> Iterator[tuple[str, Any]]:
     """One record, a list of records, or JSON lines (a .json file may hold any of them)."""
-    check_utf8(path)
+    text = read_text(path)  # a byte that is not UTF-8 is named with its line and column
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        data = json.loads(text)
     except ValueError:
         yield from ((where, rec) for where, _, rec in read_jsonl(path))
         return

@@ -28,7 +28,6 @@ from pathlib import Path
 
 from PIL import Image as PILImage, UnidentifiedImageError
 
-from .govreport import check_utf8
 from .jsonl import read_jsonl
 
 
@@ -47,7 +46,6 @@ def read_mmlongbench(path: Path, image_root: Path, limit: int | None = None) -> 
     path, image_root = Path(path), Path(image_root)
     if not path.is_file():
         raise FileNotFoundError(f"MMLongBench summarization JSONL {path} not found")
-    check_utf8(path)
     out: list[PagedDocument] = []
     for where, lineno, rec in read_jsonl(path, fields={"pages": list, "image_list": list, "extended_pages": list}):
         summary = _summary_text(rec.get("summary", rec.get("answer")))
