@@ -77,15 +77,16 @@ def test_the_limit_holds_whichever_part_of_the_reply_is_slow(reply):
         assert err.value.status is None and err.value.attempts == 1
 
 
-def test_a_redirect_is_refused_and_the_key_goes_nowhere_else():
+@pytest.mark.parametrize("status", [302, 308])   # urllib followed 301/302/303 as a GET with every header
+def test_a_redirect_is_refused_and_the_key_goes_nowhere_else(status):
     with RawServer(lambda conn: None) as elsewhere:
         def redirect(conn):
-            conn.sendall(b"HTTP/1.1 302 Found\r\nLocation: " + elsewhere.url.encode() + b"/steal?key=" + KEY.encode()
+            conn.sendall(b"HTTP/1.1 %d Moved\r\nLocation: " % status + elsewhere.url.encode() + b"/steal?key=" + KEY.encode()
                          + b"\r\nContent-Length: 0\r\n\r\n")
         with RawServer(redirect) as server:
-            with pytest.raises(APIError, match=r"HTTP 302: redirect to http://127\.0\.0\.1:\d+/steal not followed") as err:
+            with pytest.raises(APIError, match=rf"HTTP {status}: redirect to http://127\.0\.0\.1:\d+/steal not followed") as err:
                 _client(attempts=3).post_json(server.url + "/v1/embeddings", {"input": ["a"]},
                                               {"Authorization": f"Bearer {KEY}"})
         time.sleep(0.2)
-        assert err.value.status == 302 and err.value.attempts == 1   # not retried
+        assert err.value.status == status and err.value.attempts == 1   # not retried
         assert elsewhere.connections == 0 and KEY not in str(err.value)

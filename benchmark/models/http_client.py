@@ -1,53 +1,40 @@
-"""A small JSON-over-HTTP client for API models, built on `requests`: retries with backoff, rate limit,
-bounded concurrency, kept-alive connections, and one time limit per attempt.
+"""A small JSON-over-HTTP client for API models: retries with backoff, rate limit, bounded concurrency.
 
-Shared by the API embedders and the LLM rankers.
+Shared by the API embedders and the LLM rankers. Only the standard library is used: `requests` was
+tried (issue 16) and left, because its timeouts hold per socket read, so the whole-attempt watchdog
+below had to stay (reaching into urllib3's connection class instead of http.client's), and because
+its ~/.netrc look-up, cookie jar, redirects and urllib3's debug lines (query strings included) each had
+to be switched off to keep the credential guarantee; the result was longer than this module.
 
 Credentials: every credential a request carries (the values of credential headers such as
-`Authorization`, `x-api-key`, `x-goog-api-key`, key-like query-string parameters and a password in
-the URL) is redacted from every error message, log line and response body this module hands back, so
-a server that echoes the key in an error cannot make it reach results, caches or the terminal. Only
-those credentials are sent: requests' ~/.netrc look-up is off, cookies are neither kept nor sent back,
-redirects are not followed (a POST must not turn into a request elsewhere), and urllib3's debug log
-lines lose their query strings.
+`Authorization`, `x-api-key`, `x-goog-api-key`, and key-like query-string parameters) is redacted
+from every error message, log line and response body this module hands back, so a server that
+echoes the key in an error cannot make it reach results, caches or the terminal.
 
-Time: `timeout` bounds each attempt as a whole (connect, TLS handshake, headers and body together),
-not each socket read. requests' own timeouts hold per socket operation, so a server that trickles
-bytes could stretch them without end; a watchdog therefore shuts the attempt's connection when its
-time is up. It learns of the connection through urllib3's connection class (`_Watched`), and shuts a
-duplicate of the socket's descriptor, which ends the TCP connection under whoever reads it (a TLS
-layer included) without touching their socket object from the watchdog's thread.
-
-Connections: an attempt borrows a `requests.Session` no other attempt is using and gives it back
-only after its watchdog is disarmed, so kept-alive connections are reused from request to request
-while one attempt's watchdog can never reach a connection another attempt has taken over.
+Time: `timeout` bounds each attempt as a whole (connect, headers and body together), not each
+socket read: a watchdog shuts the attempt's socket when its time is up, so a server that trickles
+bytes cannot stretch a request past it.
 """
 from __future__ import annotations
 
-import base64
 import datetime
 import email.utils
 import http.client
-import http.cookiejar
 import json
 import logging
 import os
-import queue
 import random
 import re
 import socket
+import ssl
 import threading
 import time
+import urllib.error
 import urllib.parse
+import urllib.request
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, TypeVar
-
-import requests
-from requests.adapters import HTTPAdapter
-from urllib3 import HTTPConnectionPool, HTTPSConnectionPool, poolmanager
-from urllib3.connection import HTTPConnection, HTTPSConnection
-from urllib3.exceptions import HTTPError as Urllib3Error
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -132,153 +119,112 @@ class Redactor:
         return data
 
 
-_current = threading.local()   # `.deadline`: the deadline of the attempt running on this thread
-
-
 class _Deadline:
-    """Shuts the connections of one attempt when its time is up, so that no read or write outlives it.
-
-    `watch` keeps a duplicate of a socket's descriptor; expiry shuts the duplicates down (which wakes a
-    blocked read with end-of-file), and the end of the attempt closes them, after which nothing is shut."""
+    """Shuts the sockets of one attempt when its time is up, so that no read can outlive the attempt."""
 
     def __init__(self, seconds: float) -> None:
+        self.seconds = seconds
         self.expired = False
-        self._done = False
-        self._twins: list[socket.socket] = []
+        self._sockets: list[socket.socket] = []
         self._lock = threading.Lock()
         self._timer = threading.Timer(seconds, self._expire)
         self._timer.daemon = True
 
-    def watch(self, sock: socket.socket) -> None:
-        try:
-            twin = socket.socket(fileno=os.dup(sock.fileno()))
-        except OSError:   # already closed: nothing left to shut
-            return
+    def watch(self, sock: socket.socket) -> socket.socket:
         with self._lock:
-            self._twins.append(twin)
-            if self.expired:
-                _shut(twin)
+            self._sockets.append(sock)
+            late = self.expired
+        if late:
+            _shut(sock)
+        return sock
 
     def _expire(self) -> None:
         with self._lock:
-            if self._done:
-                return
             self.expired = True
-            for twin in self._twins:
-                _shut(twin)
+            sockets = list(self._sockets)
+        for sock in sockets:
+            _shut(sock)
 
     def __enter__(self) -> "_Deadline":
-        _current.deadline = self
         self._timer.start()
         return self
 
     def __exit__(self, *exc: Any) -> None:
         self._timer.cancel()
-        _current.deadline = None
-        with self._lock:
-            self._done = True
-            for twin in self._twins:
-                twin.close()
 
 
 def _shut(sock: socket.socket) -> None:
+    """Shut the connection down under whoever reads it, which wakes a blocked read with end-of-file.
+
+    Works through a duplicate descriptor, so neither the socket object nor a TLS wrapper around it is
+    touched from this thread; a socket already closed, or handed over to a TLS wrapper, has no
+    descriptor (-1) and is skipped (the wrapper is watched itself)."""
     try:
-        sock.shutdown(socket.SHUT_RDWR)
+        fd = sock.fileno()
+        if fd < 0:
+            return
+        dup = socket.socket(fileno=os.dup(fd))
     except OSError:
-        pass
+        return
+    with dup:
+        try:
+            dup.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
 
 
-def _watch(sock: socket.socket) -> None:
-    deadline = getattr(_current, "deadline", None)
-    if deadline is not None:
-        deadline.watch(sock)
+class _WatchedTLS:
+    """An SSL context stand-in whose sockets are watched from before their handshake (a server can trickle
+    that too)."""
+
+    def __init__(self, context: ssl.SSLContext, deadline: _Deadline) -> None:
+        self._context, self._deadline = context, deadline
+
+    def wrap_socket(self, sock: socket.socket, **kw: Any) -> ssl.SSLSocket:
+        handshake = kw.pop("do_handshake_on_connect", True)
+        tls = self._deadline.watch(self._context.wrap_socket(sock, do_handshake_on_connect=False, **kw))
+        if handshake:
+            tls.do_handshake()
+        return tls
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._context, name)
 
 
-class _Watched:
-    """A urllib3 connection whose sockets the running attempt's deadline watches: the socket it opens (from
-    before the TLS handshake) and, for a kept-alive connection, the one it sends a new request on."""
+def _watched(connection_class: type, deadline: _Deadline) -> type:
+    """`connection_class` whose sockets (TCP, also one tunnelled through a proxy, and TLS) `deadline` watches."""
 
-    sock: Any
+    class Watched(connection_class):  # type: ignore[misc, valid-type]
+        def connect(self) -> None:
+            self._create_connection = lambda *a, **k: deadline.watch(socket.create_connection(*a, **k))
+            if isinstance(getattr(self, "_context", None), ssl.SSLContext):   # HTTPS
+                self._context = _WatchedTLS(self._context, deadline)
+            super().connect()
 
-    def _new_conn(self) -> socket.socket:
-        sock = super()._new_conn()  # type: ignore[misc]
-        _watch(sock)
-        return sock
-
-    def request(self, *args: Any, **kw: Any) -> None:
-        if self.sock is not None:
-            _watch(self.sock)
-        super().request(*args, **kw)  # type: ignore[misc]
+    return Watched
 
 
-class _HTTPConnection(_Watched, HTTPConnection):
-    pass
+class _NoRedirect(urllib.request.HTTPRedirectHandler):
+    """Refuses redirects: urllib would turn the POST into a GET and send every header, the key included,
+    to whatever host the Location names. The 3xx reaches the caller as an HTTP error instead."""
+
+    def redirect_request(self, *args: Any, **kw: Any) -> None:
+        return None
 
 
-class _HTTPSConnection(_Watched, HTTPSConnection):
-    pass
+def _opener(deadline: _Deadline) -> urllib.request.OpenerDirector:
+    """urllib's usual opener (proxies from the environment included) with deadline-watched connections
+    and no redirects."""
 
+    class HTTP(urllib.request.HTTPHandler):
+        def do_open(self, http_class, req, **kw):  # type: ignore[override]
+            return super().do_open(_watched(http_class, deadline), req, **kw)
 
-class _HTTPPool(HTTPConnectionPool):
-    ConnectionCls = _HTTPConnection
+    class HTTPS(urllib.request.HTTPSHandler):
+        def do_open(self, http_class, req, **kw):  # type: ignore[override]
+            return super().do_open(_watched(http_class, deadline), req, **kw)
 
-
-class _HTTPSPool(HTTPSConnectionPool):
-    ConnectionCls = _HTTPSConnection
-
-
-_POOLS = {"http": _HTTPPool, "https": _HTTPSPool}
-
-
-class _Adapter(HTTPAdapter):
-    """requests' adapter with watched connections, direct and through an HTTP(S) proxy."""
-
-    def init_poolmanager(self, *args: Any, **kw: Any) -> None:
-        super().init_poolmanager(*args, **kw)
-        self.poolmanager.pool_classes_by_scheme = _POOLS
-
-    def proxy_manager_for(self, proxy: str, **kw: Any) -> Any:
-        manager = super().proxy_manager_for(proxy, **kw)
-        if manager.pool_classes_by_scheme is poolmanager.pool_classes_by_scheme:   # not SOCKS's own classes
-            manager.pool_classes_by_scheme = _POOLS
-        return manager
-
-
-def _send_as_is(request: requests.PreparedRequest) -> requests.PreparedRequest:
-    """An auth hook that adds nothing: with it set, requests does not look credentials up in ~/.netrc."""
-    return request
-
-
-def _session() -> requests.Session:
-    session = requests.Session()   # proxies and REQUESTS_CA_BUNDLE still come from the environment
-    session.mount("http://", _Adapter())
-    session.mount("https://", _Adapter())
-    session.cookies.set_policy(http.cookiejar.DefaultCookiePolicy(allowed_domains=[]))   # keep no cookie
-    session.auth = _send_as_is
-    return session
-
-
-class _HideQueries(logging.Filter):
-    """urllib3 logs request lines and URLs with their query strings, which may carry a key: drop them."""
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        if isinstance(record.args, tuple):
-            record.args = tuple(a.split("?", 1)[0] + "?[query hidden]" if isinstance(a, str) and "?" in a else a
-                                for a in record.args)
-        return True
-
-
-for _name in ("connection", "connectionpool", "poolmanager", "response", "util.retry"):
-    logging.getLogger(f"urllib3.{_name}").addFilter(_HideQueries())
-
-
-def _basic_auth(url: str) -> dict[str, str]:
-    """`Authorization: Basic …` for a user:password in the URL, as a header, so that it is redacted too."""
-    parts = urllib.parse.urlsplit(url)
-    if parts.username is None and parts.password is None:
-        return {}
-    pair = f"{urllib.parse.unquote(parts.username or '')}:{urllib.parse.unquote(parts.password or '')}"
-    return {"Authorization": "Basic " + base64.b64encode(pair.encode("utf-8")).decode("ascii")}
+    return urllib.request.build_opener(HTTP(), HTTPS(), _NoRedirect())
 
 
 class RateLimiter:
@@ -336,7 +282,6 @@ class HttpClient:
         self._sleep = sleep
         self.requests_sent = 0
         self._count_lock = threading.Lock()
-        self._idle: queue.SimpleQueue[requests.Session] = queue.SimpleQueue()   # sessions no attempt is using
 
     def post_json(self, url: str, payload: Any, headers: dict[str, str] | None = None) -> Any:
         """POST `payload` as JSON and return the decoded JSON body, retrying transient failures.
@@ -344,7 +289,7 @@ class HttpClient:
         Each attempt ends within `timeout` seconds; the credentials sent are redacted from every error,
         log line and the returned body."""
         body = json.dumps(payload).encode("utf-8")
-        hdrs = {"Content-Type": "application/json", "Accept": "application/json", **_basic_auth(url), **(headers or {})}
+        hdrs = {"Content-Type": "application/json", "Accept": "application/json", **(headers or {})}
         redact = Redactor.for_request(url, hdrs)
         shown = redact.text(public_url(url))
         last = "no attempt made"
@@ -379,33 +324,28 @@ class HttpClient:
     def _attempt(self, url: str, body: bytes, headers: dict[str, str]
                  ) -> tuple[int | None, bytes | None, str, float | None]:
         """One request within the deadline: (status, body on success, error detail, Retry-After seconds)."""
-        try:
-            session = self._idle.get_nowait()
-        except queue.Empty:
-            session = _session()
-        try:
-            with _Deadline(self.timeout) as deadline:
-                try:   # the per-operation timeouts only back the watchdog up
-                    resp = session.post(url, data=body, headers=headers, timeout=(self.timeout, self.timeout),
-                                        allow_redirects=False)
-                    raw = resp.content
-                except (OSError, ValueError, http.client.HTTPException, Urllib3Error) as exc:
-                    if deadline.expired:
-                        return None, None, self._late(), None
-                    if isinstance(exc, ValueError):   # requests' InvalidURL, InvalidSchema, InvalidHeader …
-                        raise
-                    return None, None, _reason(exc), None
-            if deadline.expired:   # a body cut short by the watchdog can still look complete
-                return None, None, self._late(), None
-        finally:
-            self._idle.put(session)
-        if 200 <= resp.status_code < 300:
-            return resp.status_code, raw, "", None
-        if 300 <= resp.status_code < 400:
-            detail = f"redirect to {public_url(resp.headers.get('Location', '(no Location)'))} not followed"
-        else:
-            detail = _snippet(raw, resp.reason)
-        return resp.status_code, None, detail, _retry_after(resp.headers)
+        deadline = _Deadline(self.timeout)
+        with deadline:
+            try:
+                req = urllib.request.Request(url, data=body, headers=headers, method="POST")
+                with _opener(deadline).open(req, timeout=self.timeout) as resp:
+                    raw = resp.read()
+                    status = resp.status
+                if deadline.expired:   # a body cut short by the watchdog can still look complete
+                    return None, None, self._late(), None
+                return status, raw, "", None
+            except urllib.error.HTTPError as exc:
+                detail = _snippet(exc)
+                if 300 <= exc.code < 400:
+                    detail = f"redirect to {public_url(exc.headers.get('Location') or '(no Location)')} not followed"
+                if deadline.expired:
+                    return None, None, self._late(), None
+                return exc.code, None, detail, _retry_after(exc.headers)
+            except (urllib.error.URLError, http.client.HTTPException, OSError) as exc:
+                if deadline.expired:
+                    return None, None, self._late(), None
+                reason = getattr(exc, "reason", exc)
+                return None, None, f"{type(reason).__name__}: {reason}", None
 
     def _late(self) -> str:
         return f"TimeoutError: no complete response within {self.timeout:g}s (the limit covers the whole request)"
@@ -427,20 +367,13 @@ def public_url(url: str) -> str:
     return urllib.parse.urlunsplit((parts.scheme, host, parts.path, "", ""))
 
 
-def _reason(exc: BaseException) -> str:
-    """'Kind: message' of a network error, from the innermost reason requests and urllib3 wrap it in."""
-    while True:
-        inner = getattr(exc, "reason", None)
-        if not isinstance(inner, BaseException) and exc.args and isinstance(exc.args[0], BaseException):
-            inner = exc.args[0]
-        if not isinstance(inner, BaseException):
-            return f"{type(exc).__name__}: {exc}"
-        exc = inner
-
-
-def _snippet(raw: bytes, reason: str | None, limit: int = 300) -> str:
-    text = " ".join(raw.decode("utf-8", "replace").split())
-    return text[:limit] + ("..." if len(text) > limit else "") if text else reason or "no body"
+def _snippet(exc: urllib.error.HTTPError, limit: int = 300) -> str:
+    try:
+        text = exc.read().decode("utf-8", "replace")
+    except Exception:  # the body may already be consumed or the socket closed
+        text = ""
+    text = " ".join(text.split())
+    return text[:limit] + ("..." if len(text) > limit else "") if text else exc.reason or "no body"
 
 
 def post_json(url: str, payload: Any, headers: dict[str, str] | None = None, *, retry: RetryPolicy | None = None,
