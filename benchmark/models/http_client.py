@@ -1,15 +1,15 @@
 """A small JSON-over-HTTP client for API models: retries with backoff, rate limit, bounded concurrency.
 
-Shared by the API embedders and the LLM rankers. Only the standard library is used: `requests` was
-tried (issue 16) and left, because its timeouts hold per socket read, so the whole-attempt watchdog
-below had to stay (reaching into urllib3's connection class instead of http.client's), and because
-its ~/.netrc look-up, cookie jar, redirects and urllib3's debug lines (query strings included) each had
-to be switched off to keep the credential guarantee; the result was longer than this module.
+Shared by the API embedders and the LLM rankers. Only the standard library is used: a version on
+`requests` still needed this watchdog (its timeouts hold per socket read) and had to switch off its
+~/.netrc look-up, cookie jar, redirects and urllib3's query-string log lines, and came out longer
+(README, "HTTP transport: why urllib, not requests").
 
 Credentials: every credential a request carries (the values of credential headers such as
 `Authorization`, `x-api-key`, `x-goog-api-key`, and key-like query-string parameters) is redacted
 from every error message, log line and response body this module hands back, so a server that
-echoes the key in an error cannot make it reach results, caches or the terminal.
+echoes the key in an error cannot make it reach results, caches or the terminal. Redirects are
+refused, so the key goes to the host the caller named and nowhere else.
 
 Time: `timeout` bounds each attempt as a whole (connect, headers and body together), not each
 socket read: a watchdog shuts the attempt's socket when its time is up, so a server that trickles
