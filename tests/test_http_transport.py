@@ -73,7 +73,7 @@ def test_the_limit_holds_whichever_part_of_the_reply_is_slow(reply):
         start = time.monotonic()
         with pytest.raises(APIError, match=r"network error: TimeoutError: no complete response within 1s") as err:
             _client(timeout=1).post_json(server.url + "/v1/embeddings", {"input": ["a"]})
-        assert time.monotonic() - start < 2.5
+        assert time.monotonic() - start < 5   # the server would take 10 s (stalled body) or 20 s (headers)
         assert err.value.status is None and err.value.attempts == 1
 
 
