@@ -15,7 +15,6 @@ SOURCES = ("benchmark", "builders", "tasks", "evaluators", "leaderboards")
 INDIRECT = {
     "torchvision": "the Qwen-VL image/video processors (transformers) and qwen_vl_utils import it at run time",
     "safetensors": "lower bound for the .safetensors weights transformers loads",
-    "requests": "HTTP client of the API embedders and rankers (its replacement is being reviewed, issue 16)",
 }
 HEAVY = ("torch", "transformers", "datasets", "mteb", "sentence_transformers", "bm25s", "qwen_vl_utils", "sklearn",
          "scipy", "pandas", "pyarrow", "matplotlib", "statsmodels", "ot", "av", "decord", "ray")

@@ -1,11 +1,15 @@
 """A small JSON-over-HTTP client for API models: retries with backoff, rate limit, bounded concurrency.
 
-Shared by the API embedders and the LLM rankers. Only the standard library is used.
+Shared by the API embedders and the LLM rankers. Only the standard library is used: a version on
+`requests` still needed this watchdog (its timeouts hold per socket read) and had to switch off its
+~/.netrc look-up, cookie jar, redirects and urllib3's query-string log lines, and came out longer
+(README, "HTTP transport: why urllib, not requests").
 
 Credentials: every credential a request carries (the values of credential headers such as
 `Authorization`, `x-api-key`, `x-goog-api-key`, and key-like query-string parameters) is redacted
 from every error message, log line and response body this module hands back, so a server that
-echoes the key in an error cannot make it reach results, caches or the terminal.
+echoes the key in an error cannot make it reach results, caches or the terminal. Redirects are
+refused, so the key goes to the host the caller named and nowhere else.
 
 Time: `timeout` bounds each attempt as a whole (connect, headers and body together), not each
 socket read: a watchdog shuts the attempt's socket when its time is up, so a server that trickles
@@ -200,8 +204,17 @@ def _watched(connection_class: type, deadline: _Deadline) -> type:
     return Watched
 
 
+class _NoRedirect(urllib.request.HTTPRedirectHandler):
+    """Refuses redirects: urllib would turn the POST into a GET and send every header, the key included,
+    to whatever host the Location names. The 3xx reaches the caller as an HTTP error instead."""
+
+    def redirect_request(self, *args: Any, **kw: Any) -> None:
+        return None
+
+
 def _opener(deadline: _Deadline) -> urllib.request.OpenerDirector:
-    """urllib's usual opener (proxies from the environment included) with deadline-watched connections."""
+    """urllib's usual opener (proxies from the environment included) with deadline-watched connections
+    and no redirects."""
 
     class HTTP(urllib.request.HTTPHandler):
         def do_open(self, http_class, req, **kw):  # type: ignore[override]
@@ -211,7 +224,7 @@ def _opener(deadline: _Deadline) -> urllib.request.OpenerDirector:
         def do_open(self, http_class, req, **kw):  # type: ignore[override]
             return super().do_open(_watched(http_class, deadline), req, **kw)
 
-    return urllib.request.build_opener(HTTP(), HTTPS())
+    return urllib.request.build_opener(HTTP(), HTTPS(), _NoRedirect())
 
 
 class RateLimiter:
@@ -323,6 +336,8 @@ class HttpClient:
                 return status, raw, "", None
             except urllib.error.HTTPError as exc:
                 detail = _snippet(exc)
+                if 300 <= exc.code < 400:
+                    detail = f"redirect to {public_url(exc.headers.get('Location') or '(no Location)')} not followed"
                 if deadline.expired:
                     return None, None, self._late(), None
                 return exc.code, None, detail, _retry_after(exc.headers)

@@ -1,0 +1,92 @@
+"""The HTTP client's transport against raw socket servers: the per-attempt limit holds whatever part of
+the reply stalls or trickles, and a redirect is refused rather than followed (with the key) elsewhere."""
+from __future__ import annotations
+
+import socket
+import threading
+import time
+
+import pytest
+
+from mmbench.models.http_client import APIError, HttpClient, RetryPolicy
+
+KEY = "sk-live-TRANSPORT-0123456789abcdef"
+
+
+class RawServer:
+    """A loopback TCP server that answers every connection with `reply(conn)` in its own thread; it counts
+    connections and notes when the client hung up on it."""
+
+    def __init__(self, reply):
+        self.reply, self.connections, self.hung_up = reply, 0, threading.Event()
+        self.received: list[bytes] = []
+        self.sock = socket.socket()
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.listen(8)
+        self.url = f"http://127.0.0.1:{self.sock.getsockname()[1]}"
+        threading.Thread(target=self._serve, daemon=True).start()
+
+    def _serve(self):
+        while True:
+            try:
+                conn, _ = self.sock.accept()
+            except OSError:
+                return
+            self.connections += 1
+            threading.Thread(target=self._one, args=(conn,), daemon=True).start()
+
+    def _one(self, conn):
+        with conn:
+            try:
+                self.received.append(conn.recv(65536))
+                self.reply(conn)
+            except OSError:
+                self.hung_up.set()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.sock.close()
+
+
+def _client(timeout=1.0, attempts=1) -> HttpClient:
+    return HttpClient(retry=RetryPolicy(max_attempts=attempts), timeout=timeout, max_concurrency=1,
+                      sleep=lambda s: None)
+
+
+def _stall_after_headers(conn):
+    conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{\"a\"")
+    time.sleep(10)
+
+
+def _trickle_headers(conn):
+    conn.sendall(b"HTTP/1.1 200 OK\r\nX-Padding: ")
+    for _ in range(400):          # a header line that never ends, one byte every 50 ms (20 s in all)
+        conn.sendall(b"a")
+        time.sleep(0.05)
+
+
+@pytest.mark.parametrize("reply", [_stall_after_headers, _trickle_headers], ids=["stalled-body", "trickled-headers"])
+def test_the_limit_holds_whichever_part_of_the_reply_is_slow(reply):
+    with RawServer(reply) as server:
+        start = time.monotonic()
+        with pytest.raises(APIError, match=r"network error: TimeoutError: no complete response within 1s") as err:
+            _client(timeout=1).post_json(server.url + "/v1/embeddings", {"input": ["a"]})
+        assert time.monotonic() - start < 5   # the server would take 10 s (stalled body) or 20 s (headers)
+        assert err.value.status is None and err.value.attempts == 1
+
+
+@pytest.mark.parametrize("status", [302, 308])   # urllib followed 301/302/303 as a GET with every header
+def test_a_redirect_is_refused_and_the_key_goes_nowhere_else(status):
+    with RawServer(lambda conn: None) as elsewhere:
+        def redirect(conn):
+            conn.sendall(b"HTTP/1.1 %d Moved\r\nLocation: " % status + elsewhere.url.encode() + b"/steal?key=" + KEY.encode()
+                         + b"\r\nContent-Length: 0\r\n\r\n")
+        with RawServer(redirect) as server:
+            with pytest.raises(APIError, match=rf"HTTP {status}: redirect to http://127\.0\.0\.1:\d+/steal not followed") as err:
+                _client(attempts=3).post_json(server.url + "/v1/embeddings", {"input": ["a"]},
+                                              {"Authorization": f"Bearer {KEY}"})
+        time.sleep(0.2)
+        assert err.value.status == status and err.value.attempts == 1   # not retried
+        assert elsewhere.connections == 0 and KEY not in str(err.value)
