@@ -88,3 +88,20 @@ def test_registry_local_folder(clip_dir):
     m = load_model(str(clip_dir), device="cpu")
     assert isinstance(m, DualEncoderModel)
     assert m.card.revision.startswith("local-")
+
+
+def test_attn_implementation_is_honoured_or_refused(clip_dir):
+    docs = [Document("a", [Text("a cat sits on the mat")]), Document("b", [Text("the lazy dog")])]
+    default = DualEncoderModel(model_path=str(clip_dir), device="cpu")
+    eager = DualEncoderModel(model_path=str(clip_dir), device="cpu", attn_implementation="eager")
+    assert eager._model.config._attn_implementation == "eager"
+    assert eager._model.text_model.config._attn_implementation == "eager"  # the towers, not only the wrapper
+    assert "Attention: eager." in eager.card.notes
+    assert default._model.config._attn_implementation != "eager"  # so the request above changed something
+    np.testing.assert_allclose(eager.encode(docs, "query", None), default.encode(docs, "query", None), atol=1e-5)
+    with pytest.raises(ValueError, match=r"--attn-implementation 'bogus' is not available for this model") as caught:
+        DualEncoderModel(model_path=str(clip_dir), device="cpu", attn_implementation="bogus")
+    assert "\n" not in str(caught.value)
+    # the registry path (what `mmbench run --model PATH --attn-implementation X` takes) passes it on
+    loaded = load_model(str(clip_dir), device="cpu", attn_implementation="eager")
+    assert loaded._model.config._attn_implementation == "eager"
