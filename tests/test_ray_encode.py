@@ -142,3 +142,29 @@ def test_worker_timeout_must_be_positive(tmp_path, capsys):
         main(["run", "--task", "visual_grounding", "--model", "minilm", "--executor", "ray",
               "--worker-timeout", "0", "--output", str(tmp_path)])
     assert caught.value.code == 2 and "--worker-timeout: expected a positive integer" in capsys.readouterr().err
+
+
+def test_a_renamed_driver_model_still_matches_its_workers(vg_tiny, tmp_path, local_ray):
+    """`--model-name` renames the driver's card only; the workers load the same weights under the model's
+    own name, which is the same model (another dim would not be)."""
+    import dataclasses
+
+    import toy_models
+    from ray import cloudpickle
+
+    from mmbench.executors.ray_actors import RayExecutor
+    from mmbench.poolset import load_poolset
+    from mmbench.runner import RunOptions, run_poolset
+
+    cloudpickle.register_pickle_by_value(toy_models)
+    ps = load_poolset(vg_tiny)
+    model = toy_models.HashingModel()
+    local, _, _ = run_poolset(ps, model, RunOptions(batch_tokens=512, use_cache=False, progress=False))
+    model.card = dataclasses.replace(model.card, name="my-hashing")
+    with RayExecutor(toy_models.HashingModel, 2) as executor:
+        options = RunOptions(batch_tokens=512, use_cache=False, progress=False, executor=executor)
+        sharded, _, _ = run_poolset(ps, model, options)
+    pd.testing.assert_frame_equal(sharded, local)
+    other = toy_models.HashingModel(dim=32)
+    with RayExecutor(toy_models.HashingModel, 2) as executor, pytest.raises(RuntimeError, match="different model"):
+        run_poolset(ps, other, RunOptions(batch_tokens=512, use_cache=False, progress=False, executor=executor))

@@ -361,11 +361,11 @@ def _run_tasks(tasks, poolsets, outs, skip, model, options, args) -> int:
 
 def rename_model(model, name: str) -> None:
     """--model-name: the name results, folders and leaderboards show (e.g. for a local folder)."""
-    import dataclasses
+    from mmbench.lazy_model import rename_model as rename
 
     if not name.strip():
         raise CLIError("--model-name must not be empty")
-    model.card = dataclasses.replace(model.card, name=name.strip())
+    rename(model, name.strip())
 
 
 def load_model_for_run(name: str, options: dict[str, Any], cached: bool):

@@ -31,6 +31,11 @@ log = logging.getLogger(__name__)
 DEFAULT_TIMEOUT_S = 1800.0  # loading a model or encoding one batch; generous: a 7B model on a slow disk
 
 
+def _content(identity: dict[str, Any]) -> dict[str, Any]:
+    """A card identity less its display name: `--model-name` renames the driver's model, not the workers'."""
+    return {k: v for k, v in identity.items() if k != "name"}
+
+
 def _first_line(exc: BaseException) -> str:
     text = str(exc).strip()
     return text.splitlines()[0] if text else type(exc).__name__
@@ -136,7 +141,7 @@ class RayExecutor:
                 cause = f"worker {i} failed to load the model: {other}"
                 self._lose(i, cause, kill=True)
                 continue
-            if other != identity:  # the vectors would be another model's: refuse rather than mix them
+            if _content(other) != _content(identity):  # another model's vectors: refuse rather than mix them
                 raise RuntimeError(f"Ray worker {i} loaded a different model than the driver: {other} != {identity}")
         for ref in late:  # never scheduled (the reservation does not fit) or stuck while loading
             cause = f"worker {pending[ref]} did not start within {self.timeout:g} s"
