@@ -55,11 +55,12 @@ QWEN2_VL_2B = dict(
 #   here; its values as quoted by public code: text hidden 2048, 28 layers, 16 heads, 8 KV heads,
 #   head_dim 128, rope_theta 5e6, vocab 151936 (the Qwen3VLMeta dump in an InfiniCore-based Qwen3-VL-2B
 #   loader); interleaved mrope_section [24, 20, 20], max positions 262144 (every Qwen3-VL dense config,
-#   e.g. https://huggingface.co/quanliang/F1/blob/main/config.json); intermediate 6144 and
-#   tie_word_embeddings true (the Qwen3-1.7B text tower it is built on, e.g. the Qwen/Qwen3-1.7B config
-#   quoted in test fixtures); vision depth 24, hidden 1024, intermediate 4096, 16 heads, patch 16,
-#   out_hidden_size 2048, 2304 position embeddings, deepstack layers [5, 11, 17] (sgl-jax's
-#   Qwen3VLVisionConfig, whose defaults are the 2B's).
+#   e.g. https://huggingface.co/quanliang/F1/blob/main/config.json); intermediate 6144 (a checkpoint
+#   validator of a Qualcomm AI Hub Qwen3-VL adapter expects text 2048/6144/16 heads/28 layers/8 KV/128
+#   and vision depth 24/hidden 1024/16 heads/out 2048/patch 16; also Qwen3-1.7B's, the text tower it
+#   starts from); tie_word_embeddings true (Qwen3-1.7B's config as quoted in public test fixtures: the
+#   one value here not seen for the 2B VL model itself); vision intermediate 4096, 2304 position
+#   embeddings, deepstack layers [5, 11, 17] (sgl-jax's Qwen3VLVisionConfig, whose defaults are the 2B's).
 QWEN3_VL_2B = dict(
     text=dict(hidden_size=2048, intermediate_size=6144, num_hidden_layers=28, num_attention_heads=16,
               num_key_value_heads=8, head_dim=128, max_position_embeddings=262144, rms_norm_eps=1e-6,
