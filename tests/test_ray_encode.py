@@ -168,3 +168,25 @@ def test_a_renamed_driver_model_still_matches_its_workers(vg_tiny, tmp_path, loc
     other = toy_models.HashingModel(dim=32)
     with RayExecutor(toy_models.HashingModel, 2) as executor, pytest.raises(RuntimeError, match="different model"):
         run_poolset(ps, other, RunOptions(batch_tokens=512, use_cache=False, progress=False, executor=executor))
+
+
+def test_cli_exits_1_with_one_line_when_every_worker_is_gone(vg_tiny, tmp_path, local_ray, monkeypatch, capsys):
+    """Through `mmbench run`: the same exit code as other run failures, one line on stderr, and the batches
+    the workers returned are in the cache for the next run."""
+    import mmbench.executors as executors
+
+    real = executors.make_executor
+
+    def dying(*args, **kwargs):  # the run's own executor, with each worker exiting after one batch
+        executor = real(*args, **kwargs)
+        executor._exit_after.update({0: 1, 1: 1})
+        return executor
+
+    monkeypatch.setattr(executors, "make_executor", dying)
+    cache = tmp_path / "cache"
+    code = main(["run", "--task", "visual_grounding", "--model", "minilm", "--data", str(vg_tiny), "--output",
+                 str(tmp_path / "out"), "--cache-dir", str(cache), "--quiet", "--batch-tokens", "512",
+                 "--executor", "ray", "--workers", "2"])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 1 and err[-1].startswith("mmbench: error: all 2 Ray workers are gone (last: worker ")
+    assert any(cache.rglob("*.npz"))  # what finished was stored
