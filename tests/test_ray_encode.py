@@ -104,7 +104,7 @@ def test_a_stuck_worker_times_out_and_its_batches_go_to_the_other(vg_tiny, tmp_p
     local, _, _ = run_poolset(load_poolset(vg_tiny), toy_models.HashingModel(),
                               RunOptions(batch_tokens=512, use_cache=False, progress=False))
     # worker 0 answers one batch, then sleeps for an hour on its second: the driver must not wait for it
-    scores, info, executor = _sharded_run(vg_tiny, tmp_path, timeout=3, hang_after={0: 1})
+    scores, info, executor = _sharded_run(vg_tiny, tmp_path, timeout=3, start_timeout=300, hang_after={0: 1})
     assert executor.timed_out_workers == 1 and executor.lost_workers == 1 and executor.requeued_batches >= 1
     assert info["n_failed_items"] == 0
     pd.testing.assert_frame_equal(scores, local)

@@ -72,14 +72,15 @@ class _EncodeWorker:
 class RayExecutor:
     """`workers` Ray actors with `cpus`/`gpus` each; on `address`, or on a local Ray started here.
 
-    `timeout` (seconds) bounds both an actor's model load and its work on any one batch."""
+    `timeout` (seconds) bounds an actor's work on any one batch and, unless `start_timeout` is given,
+    its start (scheduling and model load) too."""
 
     name = "ray"
 
     def __init__(self, factory: Callable[[], EmbeddingModel], workers: int = 2, *, cpus: float = 1.0,
                  gpus: float = 0.0, address: str | None = None, num_cpus: int | None = None,
                  inflight: int = 2, max_attempts: int = 3, timeout: float = DEFAULT_TIMEOUT_S,
-                 exit_after: dict[int, int] | None = None, hang_after: dict[int, int] | None = None) -> None:
+                 start_timeout: float | None = None, exit_after: dict[int, int] | None = None, hang_after: dict[int, int] | None = None) -> None:
         if workers < 1:
             raise ValueError("--workers must be at least 1")
         if not timeout > 0:
@@ -88,6 +89,7 @@ class RayExecutor:
         self.address, self.num_cpus = address, num_cpus
         self.inflight, self.max_attempts = max(1, inflight), max(1, max_attempts)
         self.timeout = float(timeout)
+        self.start_timeout = self.timeout if start_timeout is None else float(start_timeout)
         self._exit_after = dict(exit_after or {})
         self._hang_after = dict(hang_after or {})
         self._actors: list[Any] | None = None
@@ -127,7 +129,7 @@ class RayExecutor:
         self._actors = [actor.remote(self.factory, self._exit_after.get(i), self._hang_after.get(i))
                         for i in range(self.workers)]
         pending = {self._actors[i].model_identity.remote(): i for i in range(self.workers)}
-        ready, late = ray.wait(list(pending), num_returns=len(pending), timeout=self.timeout)
+        ready, late = ray.wait(list(pending), num_returns=len(pending), timeout=self.start_timeout)
         cause = ""
         for ref in ready:
             i = pending[ref]
@@ -144,7 +146,7 @@ class RayExecutor:
             if _content(other) != _content(identity):  # another model's vectors: refuse rather than mix them
                 raise RuntimeError(f"Ray worker {i} loaded a different model than the driver: {other} != {identity}")
         for ref in late:  # never scheduled (the reservation does not fit) or stuck while loading
-            cause = f"worker {pending[ref]} did not start within {self.timeout:g} s"
+            cause = f"worker {pending[ref]} did not start within {self.start_timeout:g} s"
             self.timed_out_workers += 1
             self._lose(pending[ref], cause, kill=True)
         if all(a is None for a in self._actors):
