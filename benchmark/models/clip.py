@@ -137,8 +137,8 @@ class DualEncoderModel(EmbeddingModel):
     def _encode_texts(self, texts: list[str]) -> np.ndarray:
         if not texts:
             return np.zeros((0, self.card.dim or 0), dtype=np.float32)
-        pad = dict(padding="max_length", max_length=self._text_len) if self._pad_to_max else dict(padding=True)
-        enc = self._tok(texts, truncation=True, max_length=self._text_len, return_tensors="pt", **pad)
+        enc = self._tok(texts, truncation=True, max_length=self._text_len, return_tensors="pt",
+                        padding="max_length" if self._pad_to_max else True)
         enc = {k: v.to(self._device) for k, v in enc.items() if k in ("input_ids", "attention_mask")}
         if self._pad_to_max:
             enc.pop("attention_mask", None)  # SigLIP's text tower attends to padding by design
