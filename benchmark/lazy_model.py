@@ -13,6 +13,7 @@ Only cacheable models with no corpus fitting are remembered (BM25 always loads).
 """
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import logging
@@ -73,6 +74,14 @@ class LazyModel(EmbeddingModel):
         self.card = card
         self._loader, self._on_load = loader, on_load
         self._real: EmbeddingModel | None = None
+        self._name: str | None = None  # --model-name: given to the loaded model's card too
+
+    def rename(self, name: str) -> None:
+        """Show the model as `name` (results, folders), now and after the weights load."""
+        self._name = name
+        self.card = dataclasses.replace(self.card, name=name)
+        if self._real is not None:
+            self._real.card = dataclasses.replace(self._real.card, name=name)
 
     @property
     def loaded(self) -> bool:
@@ -82,7 +91,9 @@ class LazyModel(EmbeddingModel):
     def real(self) -> EmbeddingModel:
         if self._real is None:
             self._real = self._loader()
-            self._on_load(self._real)
+            self._on_load(self._real)  # remembers the model's own card (the memo is keyed by the request)
+            if self._name is not None:  # renamed: compared, cached and reported under the given name
+                self._real.card = dataclasses.replace(self._real.card, name=self._name)
             if self._real.card.identity() != self.card.identity():
                 self.card = self._real.card
                 raise ModelChanged(f"model {self.card.name!r} now has another card than remembered; re-running with it")
@@ -107,6 +118,15 @@ class LazyModel(EmbeddingModel):
         if name.startswith("_"):
             raise AttributeError(name)
         return getattr(self.real, name)
+
+
+def rename_model(model: EmbeddingModel, name: str) -> None:
+    """Give `model` the name results and folders show (`--model-name`), a `LazyModel` included: its
+    weights, when they load, get the same name, so the load is not taken for another model."""
+    if isinstance(model, LazyModel):
+        model.rename(name)
+    else:
+        model.card = dataclasses.replace(model.card, name=name)
 
 
 def load_model_lazily(request: str, options: dict[str, Any], home: Path,

@@ -11,6 +11,7 @@ import importlib.util
 import sys
 from pathlib import Path
 from types import ModuleType
+from typing import Any
 
 
 class IncludeError(RuntimeError):
@@ -50,3 +51,15 @@ def include_file(path: Path | str) -> ModuleType:
             where = f" (line {exc.lineno})"
         raise IncludeError(f"--include {path}: {type(exc).__name__}: {exc}{where}") from exc
     return module
+
+
+def new_entry_points(owner: ModuleType, group: str) -> list[Any]:
+    """The entry points installed packages declare under `group`, the first time registry `owner` asks;
+    [] afterwards. The "already read" flag is the owner module's `_entry_points_loaded`, so each registry
+    (models, tasks) reads its group once and what to do with each entry point stays with it."""
+    if getattr(owner, "_entry_points_loaded", False):
+        return []
+    owner._entry_points_loaded = True  # type: ignore[attr-defined]
+    from importlib.metadata import entry_points
+
+    return list(entry_points(group=group))

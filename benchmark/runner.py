@@ -60,17 +60,6 @@ class EncodeStats:
     failures: dict[str, str] = field(default_factory=dict)
 
 
-def select_items(pools: Sequence[PoolItem], limit: int | None) -> list[PoolItem]:
-    """All items, or a deterministic spread of `limit` items (ordered by a hash of their id).
-
-    For rankers, whose cost is per item; embedding runs choose by documents needed (`select_by_cost`)."""
-    items = sorted(pools, key=lambda p: p.id)
-    if limit is None or limit >= len(items):
-        return items
-    ranked = sorted(items, key=lambda p: hashlib.sha256(p.id.encode()).hexdigest())
-    return sorted(ranked[:limit], key=lambda p: p.id)
-
-
 def encode_documents(docs: Sequence[Document], role: Role, model: EmbeddingModel, ps: PoolSet,
                      options: RunOptions, stats: EncodeStats) -> tuple[dict[str, Any], dict[str, dict[str, Any]]]:
     """Vectors and seen-records by document id; failures go to `stats.failures`.

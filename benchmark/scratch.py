@@ -28,10 +28,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterator
 
-try:
-    import fcntl
-except ImportError:  # pragma: no cover - not POSIX: fall back to the age rule alone
-    fcntl = None  # type: ignore[assignment]
+from . import flocks
 
 log = logging.getLogger(__name__)
 
@@ -96,8 +93,7 @@ def locked_workdir(out: Path, kind: str) -> Iterator[Path]:
     folder = Path(tempfile.mkdtemp(dir=out.parent, prefix=f".{out.name}.{kind}."))
     fd = os.open(folder / LOCK_NAME, os.O_RDWR | os.O_CREAT, 0o600)
     try:
-        if fcntl is not None:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        flocks.hold(fd, wait=False)
         os.write(fd, f"{os.getpid()}\n".encode())
         yield folder
     finally:
@@ -120,19 +116,9 @@ def _abandoned(folder: Path, now: float) -> bool:
             return now - folder.stat().st_mtime > STALE_SECONDS
         except OSError:
             return False
-    if fcntl is None:
+    if not flocks.SUPPORTED:
         return now - lock.stat().st_mtime > STALE_SECONDS
-    try:
-        fd = os.open(lock, os.O_RDWR)
-    except OSError:
-        return False
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except OSError:
-        return False  # a live build holds it
-    finally:
-        os.close(fd)
-    return True
+    return flocks.is_free(lock)  # False while a live build holds it
 
 
 def clean_stale(out: Path) -> list[Path]:

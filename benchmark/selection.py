@@ -7,6 +7,9 @@ cell, so 4 % of the items needed 67 % of the documents. Here items are taken gre
 candidates they add (an item whose candidates are already chosen adds none), ties broken first
 towards items whose candidates more items share (whole big cells first), then by a fixed order that alternates between subsets and is otherwise a hash of the item id, so a
 small limit still spans the subsets and the same limit always gives the same items.
+
+Every `--limit` goes through `select_by_cost`: embedding runs, LLM rankers (`mmbench rank`) and the
+mteb export, so the same limit always means the same items whichever way they are scored.
 """
 from __future__ import annotations
 

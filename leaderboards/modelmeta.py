@@ -21,11 +21,11 @@ from pathlib import Path
 from typing import Any, Iterable, Mapping
 
 from mmbench.media import atomic_write_bytes
+from mmbench.names import display_name, looks_like_path  # noqa: F401 - the board's names, shared with compare/report
 
 METADATA_FILE = "model_metadata.json"
 FIELDS = ("parameters", "dim", "context", "modalities", "license", "weights")
 MODALITY_NAMES = ("text", "image", "video", "audio")
-_WINDOWS_PATH = re.compile(r"^[A-Za-z]:[\\/]")
 
 
 class MetadataError(ValueError):
@@ -46,21 +46,6 @@ class ModelMeta:
         d = asdict(self)
         d["modalities"] = list(self.modalities)
         return d
-
-
-def looks_like_path(name: str) -> bool:
-    """True for '/x/y', './y', '../y', '~/y', 'C:\\y', 'a\\b', or anything with two or more '/' (a hub id has one)."""
-    name = name.strip()
-    return (name.startswith(("/", "./", "../", "~", "\\")) or bool(_WINDOWS_PATH.match(name)) or "\\" in name
-            or name.count("/") >= 2)
-
-
-def display_name(name: str) -> str:
-    """The name the board shows: a path becomes its last component (never the path itself)."""
-    if not looks_like_path(name):
-        return name
-    parts = [p for p in re.split(r"[\\/]+", name.strip()) if p not in ("", ".", "..", "~")]
-    return (parts[-1] if parts else "local model") + " (local)"
 
 
 def redact_paths(value: Any) -> Any:

@@ -37,13 +37,11 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Iterator
 
+from mmbench import flocks
+
 from .problems import DuplicateSubmission, Problem
 from .schema import Submission
 
-try:
-    import fcntl
-except ImportError:  # not on POSIX: staging folders are then recognised as dead by age alone
-    fcntl = None  # type: ignore[assignment]
 
 DB_NAME = "board.sqlite"
 FILES_DIR = "submissions"
@@ -268,9 +266,9 @@ class _Staging:
     def __enter__(self) -> "_Staging":
         self.path = Path(tempfile.mkdtemp(dir=self.root, prefix=STAGING_PREFIX))
         self._fd = None
-        if fcntl is not None:
+        if flocks.SUPPORTED:
             self._fd = os.open(self.path, os.O_RDONLY)
-            fcntl.flock(self._fd, fcntl.LOCK_EX)
+            flocks.hold(self._fd, wait=True)
         return self
 
     def __exit__(self, *exc) -> None:
@@ -286,21 +284,11 @@ class _Staging:
             age = time.time() - folder.stat().st_mtime
         except OSError:
             return False
-        if fcntl is None:
+        if not flocks.SUPPORTED:
             return age > _STAGING_GRACE_NO_LOCK_S
         if age < _STAGING_GRACE_S:
             return False
-        try:
-            fd = os.open(folder, os.O_RDONLY)
-        except OSError:
-            return False
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            return True
-        except OSError:
-            return False
-        finally:
-            os.close(fd)
+        return flocks.is_free(folder)
 
 
 def _fsync_dir(path: Path) -> None:

@@ -15,7 +15,8 @@ and whether the longest document fits. Throughput is tokens per second.
 
 The tokenizer is the small test BPE of tests/tiny_models.py (ids fit the real vocabulary size); token
 counts are what the model receives, so throughput does not depend on it. The layer sizes below are
-those of the published config.json files of Qwen2-VL-2B-Instruct and Qwen3-VL-2B-Instruct.
+those of the published config.json files of Qwen2-VL-2B-Instruct and Qwen3-VL-2B-Instruct (each number's
+source is cited next to it; tests/test_gpu_readiness_configs.py checks the built configs against them).
 """
 from __future__ import annotations
 
@@ -30,18 +31,44 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
 os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
 
+# Full sizes, from the published config.json files (the Hugging Face hub is not reachable from here, so
+# each number was read from a public copy, cited next to it). Fields a published file leaves out take the
+# transformers class defaults, which are checked against the same sources in tests/test_gpu_readiness_configs.py.
+#
+# Qwen2-VL-2B-Instruct (GME-2B is a fine-tune of it with the same shapes): text tower from
+#   https://huggingface.co/Qwen/Qwen2-VL-2B-Instruct-AWQ/blob/refs%2Fpr%2F1/config.json (Qwen's own upload) and
+#   https://huggingface.co/onnx-community/Qwen2-VL-2B-Instruct/blob/214aa9f9bbb9fa4358067a0b7eab6c0587a6ead9/config.json
+#   ("_name_or_path": "Qwen/Qwen2-VL-2B-Instruct"): hidden 1536, intermediate 8960, 28 layers, 12 heads,
+#   2 KV heads, rms_norm_eps 1e-6, rope_theta 1e6, mrope_section [16, 24, 24], max positions 32768,
+#   vocab 151936, tie_word_embeddings true; vision_config there gives only hidden_size 1536 (the merger's
+#   output width), the rest is Qwen2VLVisionConfig's defaults: depth 32, embed_dim 1280, mlp_ratio 4,
+#   16 heads, patch 14 (also in https://huggingface.co/zszhong/Lyra_Qwen2VL_2B_ViT/blob/main/config.json,
+#   the 2B vision tower saved alone).
 QWEN2_VL_2B = dict(
     text=dict(hidden_size=1536, intermediate_size=8960, num_hidden_layers=28, num_attention_heads=12,
-              num_key_value_heads=2, max_position_embeddings=32768,
+              num_key_value_heads=2, max_position_embeddings=32768, rms_norm_eps=1e-6,
               rope_parameters={"rope_type": "default", "rope_theta": 1e6, "mrope_section": [16, 24, 24]}),
-    vision=dict(depth=32, embed_dim=1280, hidden_size=1536, num_heads=16, mlp_ratio=4))
+    vision=dict(depth=32, embed_dim=1280, hidden_size=1536, num_heads=16, mlp_ratio=4),
+    tie_word_embeddings=True)
+# Qwen3-VL-2B-Instruct (Qwen3-VL-Embedding-2B keeps its shapes): the published file
+#   (https://huggingface.co/Qwen/Qwen3-VL-2B-Instruct/tree/main, config.json 1.51 kB) was not readable from
+#   here; its values as quoted by public code: text hidden 2048, 28 layers, 16 heads, 8 KV heads,
+#   head_dim 128, rope_theta 5e6, vocab 151936 (the Qwen3VLMeta dump in an InfiniCore-based Qwen3-VL-2B
+#   loader); interleaved mrope_section [24, 20, 20], max positions 262144 (every Qwen3-VL dense config,
+#   e.g. https://huggingface.co/quanliang/F1/blob/main/config.json); intermediate 6144 (a checkpoint
+#   validator of a Qualcomm AI Hub Qwen3-VL adapter expects text 2048/6144/16 heads/28 layers/8 KV/128
+#   and vision depth 24/hidden 1024/16 heads/out 2048/patch 16; also Qwen3-1.7B's, the text tower it
+#   starts from); tie_word_embeddings true (Qwen3-1.7B's config as quoted in public test fixtures: the
+#   one value here not seen for the 2B VL model itself); vision intermediate 4096, 2304 position
+#   embeddings, deepstack layers [5, 11, 17] (sgl-jax's Qwen3VLVisionConfig, whose defaults are the 2B's).
 QWEN3_VL_2B = dict(
     text=dict(hidden_size=2048, intermediate_size=6144, num_hidden_layers=28, num_attention_heads=16,
-              num_key_value_heads=8, head_dim=128, max_position_embeddings=262144,
+              num_key_value_heads=8, head_dim=128, max_position_embeddings=262144, rms_norm_eps=1e-6,
               rope_parameters={"rope_type": "default", "rope_theta": 5e6, "mrope_section": [24, 20, 20],
                                "mrope_interleaved": True}),
     vision=dict(depth=24, hidden_size=1024, intermediate_size=4096, num_heads=16, out_hidden_size=2048,
-                num_position_embeddings=2304, deepstack_visual_indexes=[5, 11, 17]))
+                num_position_embeddings=2304, deepstack_visual_indexes=[5, 11, 17], patch_size=16),
+    tie_word_embeddings=True)
 TOY2 = dict(text=dict(hidden_size=128, intermediate_size=256, num_hidden_layers=2, num_attention_heads=4,
                       num_key_value_heads=2, max_position_embeddings=32768,
                       rope_parameters={"rope_type": "default", "rope_theta": 1e4, "mrope_section": [4, 6, 6]}),
@@ -55,24 +82,38 @@ TOY3 = dict(text=dict(hidden_size=128, intermediate_size=256, num_hidden_layers=
 ARCHS = {"gme-2b": ("qwen2", QWEN2_VL_2B, TOY2), "qwen3-vl-embedding-2b": ("qwen3", QWEN3_VL_2B, TOY3)}
 
 
+def build_config(kind: str, sizes: dict, vocab: int, special_ids: dict[str, int]):
+    """The transformers config of one architecture at `sizes` (no weights: cheap at full size)."""
+    import transformers as tf
+
+    common = dict(image_token_id=special_ids["<|image_pad|>"], video_token_id=special_ids["<|video_pad|>"],
+                  vision_start_token_id=special_ids["<|vision_start|>"],
+                  vision_end_token_id=special_ids["<|vision_end|>"],
+                  tie_word_embeddings=sizes.get("tie_word_embeddings", False))
+    text = {**sizes["text"], "vocab_size": vocab}
+    config = tf.Qwen2VLConfig if kind == "qwen2" else tf.Qwen3VLConfig
+    return config(text_config=text, vision_config=sizes["vision"], **common)
+
+
+def special_ids(tok) -> dict[str, int]:
+    from tiny_models import QWEN_SPECIALS
+
+    return {t: tok.convert_tokens_to_ids(t) for t in QWEN_SPECIALS}
+
+
 def save_random_model(kind: str, sizes: dict, out: Path, vocab: int, dtype) -> None:
     import torch
     import transformers as tf
-    from tiny_models import QWEN_SPECIALS, qwen_tokenizer
+    from tiny_models import qwen_tokenizer
 
     tok = qwen_tokenizer()
-    ids = {t: tok.convert_tokens_to_ids(t) for t in QWEN_SPECIALS}
-    common = dict(image_token_id=ids["<|image_pad|>"], video_token_id=ids["<|video_pad|>"],
-                  vision_start_token_id=ids["<|vision_start|>"], vision_end_token_id=ids["<|vision_end|>"])
-    text = {**sizes["text"], "vocab_size": max(vocab, len(tok))}
+    cfg = build_config(kind, sizes, max(vocab, len(tok)), special_ids(tok))
     torch.manual_seed(0)
     if kind == "qwen2":
-        cfg = tf.Qwen2VLConfig(text_config=text, vision_config=sizes["vision"], **common)
         model = tf.Qwen2VLForConditionalGeneration(cfg)
         proc = tf.Qwen2VLProcessor(image_processor=tf.Qwen2VLImageProcessor(), tokenizer=tok,
                                    video_processor=tf.Qwen2VLVideoProcessor())
     else:
-        cfg = tf.Qwen3VLConfig(text_config=text, vision_config=sizes["vision"], **common)
         model = tf.Qwen3VLForConditionalGeneration(cfg)
         proc = tf.Qwen3VLProcessor(image_processor=tf.Qwen2VLImageProcessor(patch_size=16, merge_size=2),
                                    tokenizer=tok, video_processor=tf.Qwen3VLVideoProcessor(patch_size=16, merge_size=2))

@@ -38,13 +38,11 @@ def register_task(spec: TaskSpec) -> TaskSpec:
 
 def _load_entry_points() -> None:
     """Register the tasks installed packages declare (once; a broken plugin is named, not skipped)."""
-    global _entry_points_loaded
-    if _entry_points_loaded:
-        return
-    _entry_points_loaded = True
-    from importlib.metadata import entry_points
+    import sys
 
-    for ep in entry_points(group=ENTRY_POINT_GROUP):
+    from mmbench.plugins import new_entry_points
+
+    for ep in new_entry_points(sys.modules[__name__], ENTRY_POINT_GROUP):
         try:
             obj = ep.load()
             specs = obj() if callable(obj) and not isinstance(obj, TaskSpec) else obj

@@ -47,3 +47,43 @@ def test_a_stale_remembered_card_is_replaced_and_the_run_redone(vg_tiny, tmp_pat
     out, _, info = run_poolset(ps, lazy, RunOptions(cache_dir=tmp_path / "cache", progress=False))
     pd.testing.assert_frame_equal(out, fresh)
     assert lazy.card.dim == 32 and json.loads(memo.read_text())["dim"] == 32
+
+
+def test_model_name_given_on_the_command_line_survives_a_load(vg_tiny, tmp_path, caplog):
+    """`--model-name` on a remembered model: the weights load for a missing vector; the results keep
+    the given name, the load is not taken for a changed model, and the memo keeps the model's own card."""
+    import logging
+
+    from mmbench.cache import EmbeddingCache, model_key
+    from mmbench.cli.commands_core import rename_model
+    from mmbench.evaluate import evaluate_to_folder
+    from mmbench.results import load_results
+
+    loads = []
+
+    def loader(name, options):
+        loads.append(name)
+        return HashingModel(dim=32)
+
+    ps = load_poolset(vg_tiny)
+    load_model_lazily("hashing", {}, tmp_path, loader)  # remembered under its own name
+    memo = next((tmp_path / "model_cards").glob("*.json"))
+    lazy = load_model_lazily("hashing", {}, tmp_path, loader)
+    assert isinstance(lazy, LazyModel)
+    rename_model(lazy, "my-hashing")
+    options = RunOptions(cache_dir=tmp_path / "cache", progress=False)  # an empty cache: the weights must load
+    with caplog.at_level(logging.WARNING):
+        summary = evaluate_to_folder("visual_grounding", ps, lazy, options, tmp_path / "out", "hashing")
+    assert lazy.loaded and loads == ["hashing", "hashing"]
+    assert "stale" not in caplog.text  # a rename is not a changed model: no second pass
+    assert summary["mmbench"]["model"]["name"] == "my-hashing"
+    assert load_results(tmp_path / "out").model_name == "my-hashing"
+    assert lazy.card.name == "my-hashing" and lazy.real.card.name == "my-hashing"
+    assert json.loads(memo.read_text())["name"] == "hashing"  # what was remembered is the model's own card
+    # the vectors were stored under the identity the run reports, so a warm re-run finds them all
+    cache = EmbeddingCache(tmp_path / "cache", model_key(lazy.card.identity()))
+    assert all(cache.get("document", d.content_hash()) is not None for d in ps.candidates)
+    again = load_model_lazily("hashing", {}, tmp_path, loader)
+    rename_model(again, "my-hashing")
+    _, _, info = run_poolset(ps, again, options)
+    assert info["model_loaded"] is False and len(loads) == 2

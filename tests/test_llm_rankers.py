@@ -233,3 +233,34 @@ def test_key_required_for_vendor_urls_only(monkeypatch):
         load_ranker("gemini", "x")
     assert main(["rank", "--task", "flickr_hard_negatives", "--ranker", "openai-chat", "--model", "gpt-4.1",
                  "--quiet"]) == 2
+
+
+def test_limit_ranks_the_items_an_embedding_run_evaluates(small_ps, tmp_path, monkeypatch):
+    """`rank --limit` takes the cost-based selection of `run --limit`: the same items, and the candidate
+    images it sends grow with the limit (the old hash spread needed more of them for as many items)."""
+    import hashlib
+
+    from mmbench.selection import select_by_cost
+
+    ps = load_poolset(small_ps)
+    monkeypatch.setenv("FAKE_KEY", KEY)
+    images = lambda items: len({c for p in items for c in p.candidate_ids})  # noqa: E731
+    hash_spread = lambda k: sorted(ps.pools, key=lambda p: hashlib.sha256(p.id.encode()).hexdigest())[:k]  # noqa: E731
+
+    def respond(req):
+        return 200, openai_envelope(json.dumps(list(range(len(req.images), 0, -1))))
+
+    sent = []
+    with FakeLLMServer(respond) as server:
+        for limit in (2, 3, 5):
+            out = tmp_path / f"run{limit}"
+            assert main(["rank", "--task", "flickr_hard_negatives", "--ranker", "openai-chat", "--model", "fake-4",
+                         "--api-key-env", "FAKE_KEY", "--data", str(small_ps), "--output", str(out), "--no-cache",
+                         "--base-url", server.url + "/v1", "--limit", str(limit), "--quiet"]) == 0
+            chosen = select_by_cost(ps.pools, limit)
+            res = load_results(out)
+            assert sorted(res.per_query["item_id"]) == [p.id for p in chosen] and res.info["limit"] == limit
+            assert len(res.seen[res.seen["role"] == "document"]) == images(chosen)
+            assert images(chosen) < images(hash_spread(limit))  # this pool set tells the two selections apart
+            sent.append(images(chosen))
+    assert sent == sorted(sent) and sent[0] < sent[-1]

@@ -88,3 +88,48 @@ def test_registry_local_folder(clip_dir):
     m = load_model(str(clip_dir), device="cpu")
     assert isinstance(m, DualEncoderModel)
     assert m.card.revision.startswith("local-")
+
+
+def test_attn_implementation_is_honoured_or_refused(clip_dir):
+    docs = [Document("a", [Text("a cat sits on the mat")]), Document("b", [Text("the lazy dog")])]
+    default = DualEncoderModel(model_path=str(clip_dir), device="cpu")
+    eager = DualEncoderModel(model_path=str(clip_dir), device="cpu", attn_implementation="eager")
+    assert eager._model.config._attn_implementation == "eager"
+    assert eager._model.text_model.config._attn_implementation == "eager"  # the towers, not only the wrapper
+    assert "Attention: eager." in eager.card.notes
+    assert default._model.config._attn_implementation != "eager"  # so the request above changed something
+    np.testing.assert_allclose(eager.encode(docs, "query", None), default.encode(docs, "query", None), atol=1e-5)
+    with pytest.raises(ValueError, match=r"--attn-implementation 'bogus' is not available for this model") as caught:
+        DualEncoderModel(model_path=str(clip_dir), device="cpu", attn_implementation="bogus")
+    assert "\n" not in str(caught.value)
+    # the registry path (what `mmbench run --model PATH --attn-implementation X` takes) passes it on
+    loaded = load_model(str(clip_dir), device="cpu", attn_implementation="eager")
+    assert loaded._model.config._attn_implementation == "eager"
+
+
+@pytest.fixture(scope="module")
+def siglip_dir(tmp_path_factory):
+    from tiny_models import build_siglip
+
+    return build_siglip(tmp_path_factory.mktemp("siglip") / "tiny-siglip")
+
+
+def test_siglip_text_is_padded_to_its_window_and_matches_the_reference(siglip_dir, media):
+    """SigLIP's text tower was trained on text padded to the full window, without an attention mask."""
+    model = DualEncoderModel(model_path=str(siglip_dir), device="cpu")
+    assert model.card.family == "dual-encoder:siglip" and model.card.settings["pad_to_max_length"] is True
+    docs = [Document("a", [Text("a cat sits on the mat")]), Document("b", [Text("the lazy dog")])]
+    got = model.encode(docs, "query", None)
+    ids = model._tok([d.text for d in docs], padding="max_length", max_length=16, truncation=True,
+                     return_tensors="pt")["input_ids"]
+    assert ids.shape == (2, 16)
+    with torch.no_grad():
+        out = model._model.get_text_features(input_ids=ids)
+    ref = (out if hasattr(out, "norm") else out.pooler_output).numpy()
+    ref /= np.linalg.norm(ref, axis=1, keepdims=True)
+    np.testing.assert_allclose(got, ref, atol=1e-5)
+    image = media.put_image(random_image(40, 30, 1))
+    assert model.encode([Document("i", [image])], "document", media).shape == (1, model.card.dim)
+    eager = DualEncoderModel(model_path=str(siglip_dir), device="cpu", attn_implementation="eager")
+    assert eager._model.vision_model.config._attn_implementation == "eager"
+    np.testing.assert_allclose(eager.encode(docs, "query", None), got, atol=1e-5)

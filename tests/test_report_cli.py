@@ -389,3 +389,28 @@ def test_compare_says_when_differences_are_zero_by_construction(tmp_path):
     data = json.loads((out / "compare.json").read_text())
     assert data["pairs"][0]["tied_by_construction"] == 7 and data["settings"]["sidedness"] == "two-sided"
     assert "zero by construction" in (out / "compare.md").read_text()
+
+
+def test_local_model_paths_are_labelled_as_on_the_board(tmp_path):
+    """A run of `--model /some/folder` is labelled by the folder's name in compare and report, as the
+    leaderboard shows it (one helper: mmbench.names.display_name); the path never appears."""
+    from mmbench.evaluators.reports import run_labels
+    from mmbench.leaderboards.modelmeta import display_name as board_name
+
+    secret = "/home/someone/private/ckpts"
+    a = write_run(tmp_path / "a", grounding_per_query(0, skill=0.7), f"{secret}/gme-ft")
+    b = write_run(tmp_path / "b", grounding_per_query(1, skill=0.5), "Alibaba-NLP/gme-Qwen2-VL-2B-Instruct")
+    c = write_run(tmp_path / "c", grounding_per_query(2, skill=0.6), f"{secret}/other/gme-ft/")
+    runs = [load_results(p) for p in (a, b, c)]
+    assert run_labels(runs) == ["gme-ft (local)", "Alibaba-NLP/gme-Qwen2-VL-2B-Instruct", "gme-ft (local)#2"]
+    assert [board_name(r.model_name) for r in runs[:2]] == run_labels(runs)[:2]
+    assert run_cli(["compare", str(a), str(b), str(c), "--resamples", "200", "--out", str(tmp_path / "cmp")]) == 0
+    assert run_cli(["report", str(a), str(b), "--out", str(tmp_path / "rep")]) == 0
+    for folder, name in ((tmp_path / "cmp", "compare"), (tmp_path / "rep", "report")):
+        md = (folder / f"{name}.md").read_text()
+        assert secret not in md and "gme-ft (local)" in md, folder
+        data = json.loads((folder / f"{name}.json").read_text())
+        runs_json = data["runs"] if "runs" in data else [r for t in data["tasks"] for r in t["runs"]]
+        # labels are the short names; the run's model identity (provenance) is kept as recorded
+        assert [r["label"] for r in runs_json][:2] == ["gme-ft (local)", "Alibaba-NLP/gme-Qwen2-VL-2B-Instruct"]
+        assert runs_json[0]["model"]["name"] == f"{secret}/gme-ft"

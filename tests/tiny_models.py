@@ -139,6 +139,28 @@ def build_clip(out: Path, seed: int = 0) -> Path:
     return out
 
 
+def build_siglip(out: Path, seed: int = 0) -> Path:
+    """Save a tiny SigLIP (hidden 32, text window 16, image 32 px, patch 8) with its processor to `out`."""
+    import torch
+    from tokenizers import Tokenizer
+    from transformers import PreTrainedTokenizerFast, SiglipConfig, SiglipImageProcessor, SiglipModel, SiglipProcessor
+
+    torch.manual_seed(seed)
+    tok = Tokenizer.from_str(_bpe(400, ("</s>", "<pad>")))
+    hf_tok = PreTrainedTokenizerFast(tokenizer_object=tok, eos_token="</s>", pad_token="<pad>", model_max_length=16)
+    cfg = SiglipConfig(
+        text_config=dict(vocab_size=len(hf_tok), hidden_size=32, intermediate_size=64, num_hidden_layers=2,
+                         num_attention_heads=2, max_position_embeddings=16),
+        vision_config=dict(hidden_size=32, intermediate_size=64, num_hidden_layers=2, num_attention_heads=2,
+                           image_size=32, patch_size=8))
+    model = SiglipModel(cfg).eval()
+    proc = SiglipProcessor(image_processor=SiglipImageProcessor(size={"height": 32, "width": 32}), tokenizer=hf_tok)
+    out.mkdir(parents=True, exist_ok=True)
+    model.save_pretrained(out)
+    proc.save_pretrained(out)
+    return out
+
+
 def random_image(width: int, height: int, seed: int) -> PILImage.Image:
     """A deterministic noise image: distinct seeds give clearly different embeddings."""
     rng = np.random.default_rng(seed)

@@ -51,3 +51,10 @@ class BatchSensitiveModel(HashingModel):
         padded = max(len(d.text) for d in documents) * len(documents)
         out[:, 1] += np.float32(1e-6) * (padded % 97)  # batch composition shows in the scores' last digits
         return out
+
+
+class UnloadableModel(HashingModel):
+    """A model whose loading fails (as a missing weights folder does on a worker)."""
+
+    def __init__(self, **kw) -> None:
+        raise OSError("weights missing: /nowhere/model.safetensors")

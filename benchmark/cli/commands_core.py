@@ -361,11 +361,11 @@ def _run_tasks(tasks, poolsets, outs, skip, model, options, args) -> int:
 
 def rename_model(model, name: str) -> None:
     """--model-name: the name results, folders and leaderboards show (e.g. for a local folder)."""
-    import dataclasses
+    from mmbench.lazy_model import rename_model as rename
 
     if not name.strip():
         raise CLIError("--model-name must not be empty")
-    model.card = dataclasses.replace(model.card, name=name.strip())
+    rename(model, name.strip())
 
 
 def load_model_for_run(name: str, options: dict[str, Any], cached: bool):
@@ -407,6 +407,9 @@ def add_executor_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--ray-num-cpus", type=positive_int, default=None, help="CPUs of the Ray started here")
     p.add_argument("--cpus-per-worker", type=float, default=1.0)
     p.add_argument("--gpus-per-worker", type=float, default=0.0, help="GPUs each Ray actor reserves (e.g. 1)")
+    p.add_argument("--worker-timeout", type=positive_int, default=1800, metavar="SECONDS",
+                   help="a Ray actor slower than this to load the model or to encode one batch is dropped and "
+                        "its batches go to the others")
 
 
 def executor_or_error(args: argparse.Namespace, model: str, options: dict[str, Any]):
@@ -421,7 +424,7 @@ def executor_or_error(args: argparse.Namespace, model: str, options: dict[str, A
             raise CLIError("--executor ray needs Ray: pip install 'ray[default]'") from None
     return make_executor(args.executor, model, options, args.workers, address=args.ray_address,
                          cpus_per_worker=args.cpus_per_worker, gpus_per_worker=args.gpus_per_worker,
-                         num_cpus=args.ray_num_cpus)
+                         num_cpus=args.ray_num_cpus, timeout=args.worker_timeout)
 
 
 def run_options(args: argparse.Namespace, progress: bool):

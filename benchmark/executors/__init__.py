@@ -10,8 +10,10 @@ __all__ = ["LocalExecutor", "encode_batch"]
 
 
 def make_executor(kind: str, model: str, model_options: dict, workers: int = 1, *, address: str | None = None,
-                  cpus_per_worker: float = 1.0, gpus_per_worker: float = 0.0, num_cpus: int | None = None):
-    """The executor a run asked for: `local`, or `ray` with `workers` actors loading `model` themselves."""
+                  cpus_per_worker: float = 1.0, gpus_per_worker: float = 0.0, num_cpus: int | None = None,
+                  timeout: float | None = None):
+    """The executor a run asked for: `local`, or `ray` with `workers` actors loading `model` themselves
+    (`timeout`: seconds an actor may take to load it or to encode one batch; None: the default)."""
     if kind == "local":
         return LocalExecutor()
     if kind != "ray":
@@ -19,8 +21,8 @@ def make_executor(kind: str, model: str, model_options: dict, workers: int = 1, 
     import functools
 
     from ..evaluate import load_model_explained
-    from .ray_actors import RayExecutor
+    from .ray_actors import DEFAULT_TIMEOUT_S, RayExecutor
 
     factory = functools.partial(load_model_explained, model, dict(model_options))
     return RayExecutor(factory, workers, cpus=cpus_per_worker, gpus=gpus_per_worker, address=address,
-                       num_cpus=num_cpus)
+                       num_cpus=num_cpus, timeout=DEFAULT_TIMEOUT_S if timeout is None else timeout)

@@ -44,12 +44,31 @@ def _features(out: Any):
     return out if hasattr(out, "norm") else out.pooler_output
 
 
+def _load_towers(auto_model: Any, source: str, attn_implementation: str | None, **kw: Any):
+    """The model with the attention kernel asked for (transformers' default when None); a kernel this
+    architecture or this install does not offer is a one-line error rather than a silent fallback."""
+    if not attn_implementation:
+        return auto_model.from_pretrained(source, **kw)
+    try:
+        model = auto_model.from_pretrained(source, attn_implementation=attn_implementation, **kw)
+    except (ValueError, ImportError) as exc:
+        why = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise ValueError(f"{source}: --attn-implementation {attn_implementation!r} is not available for this "
+                         f"model: {why}") from None
+    got = getattr(model.config, "_attn_implementation", None)
+    if got != attn_implementation:
+        raise ValueError(f"{source}: --attn-implementation {attn_implementation!r} was asked for, but "
+                         f"transformers loaded {got!r}")
+    return model
+
+
 class DualEncoderModel(EmbeddingModel):
     """CLIP-style dual encoder (CLIP, SigLIP, SigLIP 2) loaded with AutoModel/AutoProcessor."""
 
     def __init__(self, model_id: str | None = None, name: str | None = None, device: str | None = None,
                  dtype: str | None = None, revision: str | None = None, model_path: str | None = None,
-                 trust_remote_code: bool = False, batch_images: int = 32, **_: Any) -> None:
+                 trust_remote_code: bool = False, batch_images: int = 32, attn_implementation: str | None = None,
+                 **_: Any) -> None:
         import torch
         from transformers import AutoModel, AutoProcessor
 
@@ -60,7 +79,8 @@ class DualEncoderModel(EmbeddingModel):
         self._device = resolve_device(device)
         self._dtype = resolve_dtype(dtype, self._device)
         kw = dict(revision=revision, local_files_only=local, trust_remote_code=trust_remote_code)
-        self._model = AutoModel.from_pretrained(source, dtype=self._dtype, **kw).to(self._device).eval()
+        self._model = _load_towers(AutoModel, source, attn_implementation, dtype=self._dtype, **kw)
+        self._model = self._model.to(self._device).eval()
         self._processor = AutoProcessor.from_pretrained(source, **kw)
         self._tok = self._processor.tokenizer
         self._torch = torch
@@ -80,7 +100,8 @@ class DualEncoderModel(EmbeddingModel):
                       "fusion": "mean of L2-normalised text and image embeddings, renormalised"},
             notes=("text and image towers are separate: a document with text and images is the renormalised mean "
                    "of its normalised text embedding and one normalised embedding per image; images are resized "
-                   "to the tower's fixed input, so they cost no text tokens (visual_tokens = 0); videos are not seen"),
+                   "to the tower's fixed input, so they cost no text tokens (visual_tokens = 0); videos are not seen. "
+                   f"Attention: {self._model.config._attn_implementation}."),
         )
 
     def budget_tokenizer(self) -> HFTextTokenizer:
@@ -116,8 +137,8 @@ class DualEncoderModel(EmbeddingModel):
     def _encode_texts(self, texts: list[str]) -> np.ndarray:
         if not texts:
             return np.zeros((0, self.card.dim or 0), dtype=np.float32)
-        pad = dict(padding="max_length", max_length=self._text_len) if self._pad_to_max else dict(padding=True)
-        enc = self._tok(texts, truncation=True, max_length=self._text_len, return_tensors="pt", **pad)
+        enc = self._tok(texts, truncation=True, max_length=self._text_len, return_tensors="pt",
+                        padding="max_length" if self._pad_to_max else True)
         enc = {k: v.to(self._device) for k, v in enc.items() if k in ("input_ids", "attention_mask")}
         if self._pad_to_max:
             enc.pop("attention_mask", None)  # SigLIP's text tower attends to padding by design

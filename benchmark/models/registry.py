@@ -87,13 +87,9 @@ def _describe(factory: str | Callable[..., Any]) -> str:
 
 def _load_entry_points() -> None:
     """Register the models installed packages declare under `mmbench.models` (once)."""
-    global _entry_points_loaded
-    if _entry_points_loaded:
-        return
-    _entry_points_loaded = True
-    from importlib.metadata import entry_points
+    from ..plugins import new_entry_points
 
-    for ep in entry_points(group=ENTRY_POINT_GROUP):
+    for ep in new_entry_points(sys.modules[__name__], ENTRY_POINT_GROUP):
         if ep.name not in _REGISTRY:
             dist = getattr(getattr(ep, "dist", None), "name", None) or "a plugin"
             register(ModelSpec(ep.name, ep.value, (), None, f"plugin model from {dist} ({ep.value})",

@@ -21,7 +21,7 @@ from mmbench.evaluators.metrics import first_relevant_rank, item_metrics, metric
 
 from ..documents import Image
 from ..poolset import PoolItem, PoolSet
-from ..runner import select_items
+from ..selection import select_by_cost
 from .base import ListwiseRanker, RankResult
 from .parse import REPAIRS
 
@@ -70,7 +70,7 @@ def rank_item(p: PoolItem, ps: PoolSet, ranker: ListwiseRanker, queries: dict, c
 
 def rank_poolset(ps: PoolSet, ranker: ListwiseRanker, options: RankOptions) -> tuple[pd.DataFrame, pd.DataFrame, dict[str, Any]]:
     """Rank every selected item (concurrently, bounded by the ranker's client); per-query rows, seen rows, info."""
-    items = select_items(ps.pools, options.limit)
+    items = select_by_cost(ps.pools, options.limit)  # the items `mmbench run --limit` evaluates
     queries, candidates = ps.query_by_id(), ps.candidate_by_id()
     bar = tqdm(total=len(items), desc=f"rank ({ranker.card.name})", unit="query", disable=not options.progress)
     lock = threading.Lock()

@@ -9,6 +9,7 @@ import pandas as pd
 
 from mmbench.evaluators.ordering import subset_key
 from mmbench.evaluators.stats import bootstrap_ci
+from mmbench.names import display_name
 from mmbench.results import RunResults, aggregate
 
 CI_METRICS = ("recall_at_1", "recall_at_3", "mrr")   # seed 003: bootstrap CIs for R@1, R@3 and MRR
@@ -19,10 +20,11 @@ class PoolSetMismatch(ValueError):
 
 
 def run_labels(runs: Sequence[RunResults]) -> list[str]:
-    """Model names, made unique with #2, #3 ... where two runs share one."""
+    """Model names as the leaderboard shows them (a local path by its last folder), made unique with
+    #2, #3 ... where two runs share one."""
     labels, seen = [], {}
     for run in runs:
-        name = run.model_name
+        name = display_name(run.model_name)
         seen[name] = seen.get(name, 0) + 1
         labels.append(name if seen[name] == 1 else f"{name}#{seen[name]}")
     return labels
