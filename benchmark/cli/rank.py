@@ -65,7 +65,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def cmd_rank(args: argparse.Namespace) -> int:
     from mmbench.rankers import Prices, load_prompt, load_ranker
-    from mmbench.rankers.run import RankOptions, rank_poolset
+    from mmbench.rankers.run import APIUnreachable, RankOptions, rank_poolset
     from mmbench.results import load_results, summary_json, write_results
     from mmbench.summary import format_summary
 
@@ -94,7 +94,10 @@ def cmd_rank(args: argparse.Namespace) -> int:
     ps = resolve_poolset(task, args.data, args.seed, quiet=args.quiet)
 
     start = time.perf_counter()
-    per_query, seen, info = rank_poolset(ps, ranker, RankOptions(limit=args.limit, progress=not args.quiet))
+    try:
+        per_query, seen, info = rank_poolset(ps, ranker, RankOptions(limit=args.limit, progress=not args.quiet))
+    except APIUnreachable as exc:
+        raise CLIError(f"{exc}; no results written") from None
     from mmbench.provenance import provenance
 
     info = {**info, "provenance": provenance(ranker)}
