@@ -112,6 +112,7 @@ def rank_poolset(ps: PoolSet, ranker: ListwiseRanker, options: RankOptions) -> t
     rows = ranker.client.map(one, items)
     wall = time.perf_counter() - start
     if server["unreachable"] and not server["answered"]:
+        bar.close()  # before the error, so that the error is the last line printed
         done = sum(row is not None for row in rows)
         raise APIUnreachable(f"no answer from the API server ({server['unreachable']}); stopped after "
                              f"{done} of {len(items)} queries (offline? check --base-url and the network)")
