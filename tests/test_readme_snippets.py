@@ -67,16 +67,18 @@ def parse_snippets(text: str) -> list[Snippet]:
     """The bash/sh/console/python blocks of a markdown text, with the marks directly above them."""
     out, lines, i = [], text.splitlines(), 0
     while i < len(lines):
-        fence = re.match(r"^```(\w*)\s*$", lines[i])
+        fence = re.match(r"^(\s*)```(\w*)\s*$", lines[i])   # indented fences too (blocks inside lists)
         if not fence:
             i += 1
             continue
-        end = next(j for j in range(i + 1, len(lines)) if lines[j].startswith("```"))
-        language = LANGUAGES.get(fence.group(1))
+        indent, lang = fence.group(1), fence.group(2)
+        end = next(j for j in range(i + 1, len(lines)) if lines[j].strip().startswith("```"))
+        language = LANGUAGES.get(lang)
         if language:
-            code = "\n".join(lines[i + 1:end]) + "\n"
-            if fence.group(1) == "console":   # `$ command` lines; the rest is shown output
-                code = "\n".join(x[2:] for x in lines[i + 1:end] if x.startswith("$ ")) + "\n"
+            body = [x[len(indent):] if x.startswith(indent) else x for x in lines[i + 1:end]]
+            code = "\n".join(body) + "\n"
+            if lang == "console":   # `$ command` lines; the rest is shown output
+                code = "\n".join(x[2:] for x in body if x.startswith("$ ")) + "\n"
             snippet = Snippet(i + 1, language, code)
             above = i - 1
             while above >= 0 and lines[above].lstrip().startswith("<!--"):
@@ -130,12 +132,15 @@ def workspace(tmp_path_factory):
     """A copy of the checkout after the install command: its tracked files, with this venv as `.venv`."""
     base = tmp_path_factory.mktemp("readme")
     work = base / "checkout"
-    listed = subprocess.run(["git", "-C", str(ROOT), "ls-files", "-z"], capture_output=True, check=True).stdout
-    for name in filter(None, listed.decode().split("\0")):
-        source = ROOT / name
-        if source.is_file():
-            (work / name).parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(source, work / name)
+    listed = subprocess.run(["git", "-C", str(ROOT), "ls-files", "-z"], capture_output=True)
+    if listed.returncode == 0:
+        for name in filter(None, listed.stdout.decode().split("\0")):
+            source = ROOT / name
+            if source.is_file():
+                (work / name).parent.mkdir(parents=True, exist_ok=True)
+                shutil.copy2(source, work / name)
+    else:  # not a git checkout (an unpacked archive): its files, less the venv and caches
+        shutil.copytree(ROOT, work, ignore=shutil.ignore_patterns(".venv", ".git", "__pycache__", "*.egg-info"))
     venv = Path(sys.executable).parent.parent
     (work / ".venv").symlink_to(venv, target_is_directory=True)
     env = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY") and k != "PYTHONPATH"}
@@ -161,7 +166,7 @@ def tail(text: str, n: int = 25) -> str:
 
 def check_install(snippet: Snippet) -> str:
     """Check the snippet's pip line against .ci/run; return what the chain runs after it."""
-    constraints, ci_extras, ci_command = ci_install()
+    constraints, ci_extras, _ = ci_install()
     parts = [p.strip() for p in snippet.code.strip().split("&&")]
     pip = [p for p in parts if "pip install" in p]
     assert pip, f"{snippet.id}: marked install but has no `pip install`"
@@ -192,11 +197,12 @@ def test_the_readme_test_command_is_ci_s_verbatim():
 def test_parser_reads_marks_continuations_and_console_blocks():
     text = ("<!-- snippet: needs-data, slow -- a release -->\n```bash\nmmbench build \\\n  --task x  # note\n"
             "# only a comment\n\nmmbench run\n```\n\n```console\n$ mmbench list tasks\nshown output\n```\n"
-            "```json\n{}\n```\n")
-    first, second = parse_snippets(text)
+            "```json\n{}\n```\n- a list item:\n  <!-- snippet: skip -- why -->\n  ```python\n  if x:\n      y()\n  ```\n")
+    first, second, third = parse_snippets(text)
     assert first.kinds == {"needs-data", "slow"} and first.reason == "a release" and first.line == 2
     assert shell_commands(first.code) == ["mmbench build    --task x  # note", "mmbench run"]
     assert second.language == "shell" and second.code == "mmbench list tasks\n" and not second.kinds
+    assert third.code == "if x:\n    y()\n" and third.kinds == {"skip"} and third.reason == "why"
 
 
 @pytest.mark.parametrize("snippet", SNIPPETS, ids=[s.id for s in SNIPPETS])

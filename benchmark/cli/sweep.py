@@ -18,7 +18,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="pool set folder of a task (default: the task's offline sample, built on first use)")
     p.add_argument("--out-root", type=Path, default=Path("runs"), help="results go to OUT_ROOT/<task>/<model>")
     p.add_argument("--executor", choices=("local", "ray"), default="local",
-                   help="local: jobs one after another here; ray: jobs as Ray tasks on --ray-address")
+                   help="local: the jobs one after another here; ray: each job a Ray task (on --ray-address, "
+                        "else on a Ray started here)")
     p.add_argument("--ray-address", default=None, help="an existing Ray cluster (default: start one here)")
     p.add_argument("--ray-num-cpus", type=positive_int, default=None, help="CPUs of the Ray started here")
     p.add_argument("--cpus-per-job", type=float, default=1.0, help="CPUs each Ray job reserves (--executor ray)")
