@@ -6,7 +6,11 @@ returns an ImageFolder of `media/`. The card's YAML front matter declares one co
 
     datasets.load_dataset("<folder>", "queries", split="test")
 
-gives the table itself; calling it without a config name is a clear error listing the three.
+gives the table itself. A fourth config, ``default``, is what the call without a config name loads:
+the documents, as a DatasetDict with the splits ``queries`` and ``candidates``. Those two tables share
+one schema by construction (poolset's document schema); ``pools`` has other columns, and `datasets`
+refuses splits of different columns within one config (a cast error when it generates the split), so
+the pools stay in their own config.
 The card also states the task, its version, the content hash and the licence of each source.
 It is written from the manifest alone, is byte-identical for identical builds, and is not part
 of the content hash (which covers the records only).
@@ -28,6 +32,8 @@ TABLE_HELP = {
     "candidates": "one row per candidate document",
     "pools": "one row per evaluation item: the candidates a query is ranked against and the relevant ones",
 }
+DEFAULT_CONFIG = "default"
+DOCUMENT_TABLES = ("queries", "candidates")  # one schema, so they can be the splits of one config
 
 # Licences of the public releases the builders read, by the source name a manifest uses; a source
 # not listed here is "unknown" on the card (check its release before redistributing a build).
@@ -70,8 +76,10 @@ def card_text(manifest: dict[str, Any]) -> str:
         "pretty_name": f"mmbench {task} {version}",
         "license": licence,
         "tags": ["mmbench", "retrieval", task],
-        "configs": [{"config_name": t, "data_files": [{"split": SPLIT, "path": f"{t}.parquet"}]}
-                    for t in TABLE_HELP],
+        "configs": [{"config_name": DEFAULT_CONFIG,
+                     "data_files": [{"split": t, "path": f"{t}.parquet"} for t in DOCUMENT_TABLES]},
+                    *({"config_name": t, "data_files": [{"split": SPLIT, "path": f"{t}.parquet"}]}
+                      for t in TABLE_HELP)],
         "mmbench": {"task": task, "task_version": version, "content_hash": digest,
                     "format": manifest.get("format", ""), "source_licences": licences},
     }
@@ -86,7 +94,12 @@ def card_text(manifest: dict[str, Any]) -> str:
         "```python",
         "import datasets",
         f'queries = datasets.load_dataset("<this folder>", "queries", split="{SPLIT}")',
+        f'pools = datasets.load_dataset("<this folder>", "pools", split="{SPLIT}")',
+        'documents = datasets.load_dataset("<this folder>")  # splits: queries, candidates',
         "```", "",
+        f"Without a config name, `load_dataset` loads the `{DEFAULT_CONFIG}` config: the query and candidate "
+        "documents as two splits of one DatasetDict (they share their columns). `pools` has other columns, so "
+        "it is only its own config.", "",
         "`segments` is a JSON list of a document's parts in order: `{\"kind\": \"text\", \"text\": ...}`, "
         "`{\"kind\": \"image\", \"ref\": ...}` or `{\"kind\": \"video\", \"frames\": [...], ...}`. Image and frame "
         "refs are paths relative to this folder's `media/`. `meta` is a JSON object. In `pools`, "

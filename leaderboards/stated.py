@@ -28,6 +28,9 @@ STATISTICS = frozenset({
     "mmbench.timing.wall_seconds", "mmbench.timing.api_seconds_sum", "mmbench.timing.mean_seconds_per_query",
     "mmbench.timing.max_concurrency", "mmbench.cache.requests_sent", "mmbench.encode.cache_set_aside",
 })
+# Run settings stated as numbers: not recomputable from the tables, but never a result; each must be a
+# non-negative integer (the tie-breaking seed `mmbench run --seed` records).
+SETTINGS = frozenset({"mmbench.seed"})
 # Parts of the block that are not run results: the model's identity and the prompt (checked as identity),
 # the digests, free-text failure reasons and warnings, the provenance (versions, date, command line), and the
 # facet groups (recomputed from the per-query table by schema._check_aggregates, like scores.test).
@@ -116,6 +119,10 @@ def stated_number_problems(summary: dict[str, Any], per_query: pd.DataFrame, see
         if path in STATISTICS:
             if not (math.isfinite(got) and got >= 0):
                 problems.append(Problem(where, f"{got!r} is not a finite non-negative number"))
+            continue
+        if path in SETTINGS:
+            if not (isinstance(got, int) and got >= 0):
+                problems.append(Problem(where, f"{got!r} is not a non-negative integer"))
             continue
         rule = rules.get(path)
         if rule is None:

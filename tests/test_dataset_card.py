@@ -26,15 +26,35 @@ def test_load_dataset_gives_the_three_tables(vg_tiny, tmp_path):
         ds = datasets.load_dataset(str(vg_tiny), table, split="test", cache_dir=str(tmp_path / "hf"))
         assert ds.to_list() == pq.read_table(vg_tiny / f"{table}.parquet").to_pylist()
         assert len(ds) == manifest["counts"][table]
-    with pytest.raises(ValueError, match="queries"):   # no silent ImageFolder: the configs are listed
-        datasets.load_dataset(str(vg_tiny), cache_dir=str(tmp_path / "hf"))
+
+
+def test_load_dataset_without_a_config_gives_the_documents(vg_tiny, tmp_path):
+    """The plain call loads the `default` config: queries and candidates as splits (never an ImageFolder)."""
+    docs = datasets.load_dataset(str(vg_tiny), cache_dir=str(tmp_path / "hf"))
+    assert sorted(docs) == ["candidates", "queries"]
+    for table in ("queries", "candidates"):
+        assert docs[table].to_list() == pq.read_table(vg_tiny / f"{table}.parquet").to_pylist()
+    assert list(docs["queries"].features) == ["id", "segments", "tokens", "meta"]
+    assert "documents = datasets.load_dataset(" in (vg_tiny / CARD).read_text()   # the card says so
+
+
+def test_one_config_cannot_hold_tables_of_different_columns(vg_tiny, tmp_path):
+    """Why pools is not a split of the default config: `datasets` refuses it (checked, not assumed)."""
+    folder = tmp_path / "mixed"
+    shutil.copytree(vg_tiny, folder)
+    front = _front_matter(folder / CARD)
+    front["configs"] = [{"config_name": "default", "data_files": [{"split": t, "path": f"{t}.parquet"}
+                                                                  for t in ("queries", "pools")]}]
+    (folder / CARD).write_text("---\n" + yaml.safe_dump(front) + "---\n")
+    with pytest.raises(Exception, match="generating the dataset|cast"):
+        datasets.load_dataset(str(folder), cache_dir=str(tmp_path / "hf"))
 
 
 def test_card_states_hash_and_licences_and_leaves_the_hash_alone(vg_tiny, tmp_path):
     manifest = json.loads((vg_tiny / "manifest.json").read_text())
     front = _front_matter(vg_tiny / CARD)
     assert front["mmbench"]["content_hash"] == manifest["content_hash"]
-    assert [c["config_name"] for c in front["configs"]] == ["queries", "candidates", "pools"]
+    assert [c["config_name"] for c in front["configs"]] == ["default", "queries", "candidates", "pools"]
     assert front["mmbench"]["source_licences"] == {"haystack": "psf-2.0", "needles": "apache-2.0"}
     assert front["license"] == "other"
     assert (vg_tiny / CARD).read_text() == card_text(manifest)   # a function of the manifest alone

@@ -9,6 +9,7 @@ from typing import Sequence
 
 from . import analysis, commands_core, export, leaderboard, prepare, rank, ravel, sweep
 from .errors import CLIError
+from .helpformat import Parser
 
 # Each module exposes `register(subparsers)`; its parsers set `func(args) -> int`.
 COMMAND_MODULES = [commands_core, prepare, export, sweep, analysis, ravel, rank, leaderboard]
@@ -31,7 +32,7 @@ class _Version(argparse.Action):
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="mmbench", description="Benchmarks for long-context multimodal embedding models.")
+    parser = Parser(prog="mmbench", description="Benchmarks for long-context multimodal embedding models.")
     parser.add_argument("-v", "--verbose", action="store_true", help="debug logging")
     parser.add_argument("--version", action=_Version, nargs=0,
                         help="print the mmbench version (and the git commit of a checkout) and exit")

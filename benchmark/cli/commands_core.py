@@ -405,7 +405,7 @@ def add_executor_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--workers", type=positive_int, default=2, help="Ray actors encoding in parallel (--executor ray)")
     p.add_argument("--ray-address", default=None, help="an existing Ray cluster (default: start one here)")
     p.add_argument("--ray-num-cpus", type=positive_int, default=None, help="CPUs of the Ray started here")
-    p.add_argument("--cpus-per-worker", type=float, default=1.0)
+    p.add_argument("--cpus-per-worker", type=float, default=1.0, help="CPUs each Ray actor reserves")
     p.add_argument("--gpus-per-worker", type=float, default=0.0, help="GPUs each Ray actor reserves (e.g. 1)")
     p.add_argument("--worker-timeout", type=positive_int, default=1800, metavar="SECONDS",
                    help="a Ray actor slower than this to load the model or to encode one batch is dropped and "

@@ -22,11 +22,11 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=cmd_submit)
 
     p = lsub.add_parser("list", help="list a board's submissions")
-    p.add_argument("--board", type=Path, required=True)
+    p.add_argument("--board", type=Path, required=True, help="board folder")
     p.set_defaults(func=cmd_list)
 
     p = lsub.add_parser("build", help="render a board as a static HTML site")
-    p.add_argument("--board", type=Path, required=True)
+    p.add_argument("--board", type=Path, required=True, help="board folder")
     p.add_argument("--out", type=Path, required=True, help="site folder (replaced)")
     p.set_defaults(func=cmd_build)
 
@@ -34,7 +34,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                         description="Writes the board's model_metadata.json; the main board shows these fields for every "
                                     "submission of MODEL (its name as submitted), ahead of the model registry.")
     p.add_argument("model", help="the model name as submitted")
-    p.add_argument("--board", type=Path, required=True)
+    p.add_argument("--board", type=Path, required=True, help="board folder (its submissions name MODEL)")
     p.add_argument("--parameters", type=int, help="total parameters")
     p.add_argument("--dim", type=int, help="embedding dimension")
     p.add_argument("--context", type=int, help="context window (tokens)")

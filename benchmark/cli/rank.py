@@ -34,8 +34,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                        description="One request per query: the query and all its candidate images, numbered in the "
                                    "pool set's seeded order; the reply is a JSON array of image numbers. Keys come "
                                    "from environment variables only.")
-    p.add_argument("--task", required=True)
-    p.add_argument("--ranker", required=True, choices=("openai-chat", "anthropic"))
+    p.add_argument("--task", required=True, help="the task to rank (see `mmbench list tasks`)")
+    p.add_argument("--ranker", required=True, choices=("openai-chat", "anthropic"),
+                   help="API protocol: openai-chat (OpenAI or any compatible server) or anthropic (Messages API)")
     p.add_argument("--model", required=True, help="model name the API expects, e.g. gpt-4.1 or claude-sonnet-4-6")
     p.add_argument("--base-url", default=None, help="API base URL (default: the vendor's; e.g. http://host:8000/v1 for vLLM)")
     p.add_argument("--api-key-env", default=None, help="environment variable holding the key "
@@ -44,18 +45,19 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--limit", type=positive_int, help="rank a deterministic spread of N items")
     p.add_argument("--prompt-file", type=Path, help="JSON with system, intro ({query}, {n}), outro, optional label ({id})")
     p.add_argument("--output", type=Path, help="results folder (default: runs/<task>/<ranker>_<model>)")
-    p.add_argument("--temperature", type=temperature, default=0.0)
-    p.add_argument("--max-output-tokens", type=positive_int, default=1024)
+    p.add_argument("--temperature", type=temperature, default=0.0, help="sampling temperature, 0 to 2")
+    p.add_argument("--max-output-tokens", type=positive_int, default=1024, help="reply length cap, in tokens")
     p.add_argument("--max-concurrency", type=positive_int, default=4, help="requests in flight at once")
     p.add_argument("--max-attempts", type=positive_int, default=5, help="attempts per request (retries with backoff)")
-    p.add_argument("--requests-per-second", type=rate, default=None)
+    p.add_argument("--requests-per-second", type=rate, default=None,
+                   help="cap on requests started per second (default: no cap)")
     p.add_argument("--timeout", type=seconds, default=120.0,
                    help="seconds one attempt may take as a whole (connect, wait and the whole reply)")
     p.add_argument("--price-input", type=price, default=None, help="USD per million input tokens (for the cost)")
     p.add_argument("--price-output", type=price, default=None, help="USD per million output tokens")
     p.add_argument("--image-detail", default=None, help="openai-chat: image_url detail (low, high, auto)")
     p.add_argument("--cache-dir", type=Path, help="response cache (default: MMBENCH_HOME/llm_responses)")
-    p.add_argument("--no-cache", action="store_true")
+    p.add_argument("--no-cache", action="store_true", help="neither read nor write the response cache")
     p.add_argument("--seed", type=nonnegative_int, default=0, help="seed of the default sample build")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.set_defaults(func=cmd_rank)
@@ -63,7 +65,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def cmd_rank(args: argparse.Namespace) -> int:
     from mmbench.rankers import Prices, load_prompt, load_ranker
-    from mmbench.rankers.run import RankOptions, rank_poolset
+    from mmbench.rankers.run import APIUnreachable, RankOptions, rank_poolset
     from mmbench.results import load_results, summary_json, write_results
     from mmbench.summary import format_summary
 
@@ -92,7 +94,10 @@ def cmd_rank(args: argparse.Namespace) -> int:
     ps = resolve_poolset(task, args.data, args.seed, quiet=args.quiet)
 
     start = time.perf_counter()
-    per_query, seen, info = rank_poolset(ps, ranker, RankOptions(limit=args.limit, progress=not args.quiet))
+    try:
+        per_query, seen, info = rank_poolset(ps, ranker, RankOptions(limit=args.limit, progress=not args.quiet))
+    except APIUnreachable as exc:
+        raise CLIError(f"{exc}; no results written") from None
     from mmbench.provenance import provenance
 
     info = {**info, "provenance": provenance(ranker)}

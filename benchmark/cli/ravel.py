@@ -42,8 +42,8 @@ def _add_calibration_args(p: argparse.ArgumentParser) -> None:
     g.add_argument("--image-root", help="image folder of the source")
     g.add_argument("--pairs", dest="pairs_file", help="CSV/JSONL with image,text columns (source 'pairs')")
     g.add_argument("--pool-size", type=int, default=5000, help="size of the generated 'sample' pool")
-    g.add_argument("--n", type=int, default=1000, help="number of pairs drawn (default 1000)")
-    g.add_argument("--seed", type=nonnegative_int, default=42, help="sampling seed (default 42)")
+    g.add_argument("--n", type=int, default=1000, help="number of pairs drawn (default: %(default)s)")
+    g.add_argument("--seed", type=nonnegative_int, default=42, help="sampling seed (default: %(default)s)")
 
 
 def _calibration(args):
@@ -66,12 +66,12 @@ def _add_model_args(p: argparse.ArgumentParser) -> None:
     g.add_argument("--text-features", action="append", default=[], metavar="NAME=FILE",
                    help="precomputed text features (.npy (n,d_t)); repeatable")
     g.add_argument("--layer", default="last", help="vision layer: 'last' (default) or a hidden_states index")
-    g.add_argument("--text-layer", type=int, default=-2, help="LLM hidden_states index (default −2: penultimate)")
+    g.add_argument("--text-layer", type=int, default=-2, help="LLM hidden_states index (default: %(default)s, the penultimate layer)")
     g.add_argument("--text-pool", choices=("mean", "last"), default="mean",
                    help="LLM text feature: mean over real tokens (RAVEL, default) or the last real token "
                         "(the paper's post-processing diagnostic)")
-    g.add_argument("--device", default="cpu")
-    g.add_argument("--batch-size", type=int, default=16)
+    g.add_argument("--device", default="cpu", help="torch device for feature extraction and scoring, e.g. cuda")
+    g.add_argument("--batch-size", type=int, default=16, help="images per vision-encoder forward pass")
     g.add_argument("--cache-dir", default="mmbench_cache/ravel", help="feature cache ('' disables)")
     g.add_argument("--online", action="store_true", help="allow hub downloads (default: local files only)")
 
@@ -323,11 +323,11 @@ def _add_scores_args(p):
     p.add_argument("--scores", required=True, help="CSV/JSON(L) with encoder, llm and score columns")
     p.add_argument("--score-column", help="score column (default: score / ravel / final_score)")
     p.add_argument("--ground-truth", help="measured table (default: shipped Table 7, 210 MLLMs)")
-    p.add_argument("--encoder-column")
-    p.add_argument("--llm-column")
+    p.add_argument("--encoder-column", help="encoder column (default: encoder / display_name / vision_encoder / name)")
+    p.add_argument("--llm-column", help="language model column (default: llm / language_model / lm)")
     p.add_argument("--negate", action="store_true", help="scores are losses (lower = better)")
     p.add_argument("--allow-missing", action="store_true", help="drop scored pairs absent from the ground truth")
-    p.add_argument("--out")
+    p.add_argument("--out", help="also write the table to this file (.json: JSON records, else CSV)")
 
 
 def register(subparsers) -> argparse.ArgumentParser:
@@ -337,7 +337,7 @@ def register(subparsers) -> argparse.ArgumentParser:
 
     p = sub.add_parser("calibrate", help="draw calibration pairs and write their manifest")
     _add_calibration_args(p)
-    p.add_argument("--out", required=True)
+    p.add_argument("--out", required=True, help="manifest file to write (JSONL, one pair a line)")
     p.set_defaults(func=cmd_calibrate)
 
     for name, default, hlp in (("score", "ravel", "score encoders × LLMs with RAVEL (and any --methods)"),
@@ -347,22 +347,23 @@ def register(subparsers) -> argparse.ArgumentParser:
         _add_model_args(p)
         p.add_argument("--methods", default=default, help="comma list: ravel, mutualnn[-centered|-standardized|"
                        "-pca|-abtt|-whiten], patch-raw, rsa[-whiten], cca[-whiten], cka, gw[-whiten], all, baselines")
-        p.add_argument("--k", type=int, default=100)
-        p.add_argument("--eps", type=float, default=1e-4)
-        p.add_argument("--abtt-q", type=int, default=4)
-        p.add_argument("--out")
+        p.add_argument("--k", type=int, default=100, help="neighbours per item (capped at n-1)")
+        p.add_argument("--eps", type=float, default=1e-4, help="whitening stabiliser ε added to the eigenvalues")
+        p.add_argument("--abtt-q", type=int, default=4, help="top principal components removed by the -abtt variants")
+        p.add_argument("--out", help="also write the scores to this file (.json: JSON records, else CSV); "
+                       "the pairs' manifest goes beside it")
         p.set_defaults(func=cmd_score)
 
     p = sub.add_parser("sweep", help="hyperparameter sweeps (k, eps, n) and the patch/pooled ablation")
     _add_calibration_args(p)
     _add_model_args(p)
-    p.add_argument("--k", type=int, default=100)
-    p.add_argument("--eps", type=float, default=1e-4)
-    p.add_argument("--ks", help="e.g. 50,100,150")
-    p.add_argument("--epss", help="e.g. 0.5e-4,1e-4,5e-4")
-    p.add_argument("--ns", help="e.g. 500,1000")
-    p.add_argument("--ablation", action="store_true")
-    p.add_argument("--out")
+    p.add_argument("--k", type=int, default=100, help="neighbours per item where k is not swept")
+    p.add_argument("--eps", type=float, default=1e-4, help="whitening stabiliser ε where ε is not swept")
+    p.add_argument("--ks", help="comma list of k to sweep, e.g. 50,100,150")
+    p.add_argument("--epss", help="comma list of ε to sweep, e.g. 0.5e-4,1e-4,5e-4")
+    p.add_argument("--ns", help="comma list of pair counts to sweep, e.g. 500,1000")
+    p.add_argument("--ablation", action="store_true", help="also score patch-level against pooled features")
+    p.add_argument("--out", help="also write the rows to this file (.json: JSON records, else CSV)")
     p.set_defaults(func=cmd_sweep)
 
     p = sub.add_parser("correlate", help="Spearman/Pearson of scores against measured MLLM performance")
@@ -379,25 +380,25 @@ def register(subparsers) -> argparse.ArgumentParser:
     _add_model_args(p)
     p.add_argument("--ground-truth", help="labels table (default: shipped Table 7); encoder names must match")
     p.add_argument("--budgets", help="labelled-budget sweep, e.g. 8,16,24,32,40,48,56,64")
-    p.add_argument("--repeats", type=int, default=100)
-    p.add_argument("--out")
-    p.add_argument("--budget-out")
+    p.add_argument("--repeats", type=int, default=100, help="random labelled subsets drawn per budget")
+    p.add_argument("--out", help="write the leave-one-out predictions to this file (.json: JSON records, else CSV)")
+    p.add_argument("--budget-out", help="write the --budgets rows to this file (.json: JSON records, else CSV)")
     p.set_defaults(func=cmd_ckax)
 
     p = sub.add_parser("flops", help="FLOPs accounting per method")
-    p.add_argument("--methods")
-    p.add_argument("--n", type=int, default=1000)
+    p.add_argument("--methods", help="comma list of methods (default: all of them)")
+    p.add_argument("--n", type=int, default=1000, help="image-text pairs scored")
     p.add_argument("--p", type=int, default=576, help="patch tokens per image")
-    p.add_argument("--d-v", type=int, default=1024)
-    p.add_argument("--d-t", type=int, default=2048)
-    p.add_argument("--k", type=int, default=100)
-    p.add_argument("--vision-params", type=float, default=3.0e8)
-    p.add_argument("--llm-params", type=float, default=1.7e9)
-    p.add_argument("--text-tokens", type=float, default=64)
-    p.add_argument("--out")
+    p.add_argument("--d-v", type=int, default=1024, help="vision feature dimension")
+    p.add_argument("--d-t", type=int, default=2048, help="text feature dimension")
+    p.add_argument("--k", type=int, default=100, help="neighbours per item")
+    p.add_argument("--vision-params", type=float, default=3.0e8, help="vision encoder parameters (default: %(default)g)")
+    p.add_argument("--llm-params", type=float, default=1.7e9, help="language model parameters (default: %(default)g)")
+    p.add_argument("--text-tokens", type=float, default=64, help="tokens per caption")
+    p.add_argument("--out", help="also write the table to this file (.json: JSON records, else CSV)")
     p.set_defaults(func=cmd_flops)
 
     p = sub.add_parser("tiny-models", help="write tiny random vision encoders + LLM (offline demo)")
-    p.add_argument("--out", required=True)
+    p.add_argument("--out", required=True, help="folder to write the models into")
     p.set_defaults(func=cmd_tiny)
     return ravel

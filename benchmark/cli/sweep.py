@@ -17,28 +17,32 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--data", action="append", default=[], metavar="TASK=DIR",
                    help="pool set folder of a task (default: the task's offline sample, built on first use)")
     p.add_argument("--out-root", type=Path, default=Path("runs"), help="results go to OUT_ROOT/<task>/<model>")
-    p.add_argument("--executor", choices=("local", "ray"), default="local")
+    p.add_argument("--executor", choices=("local", "ray"), default="local",
+                   help="local: the jobs one after another here; ray: each job a Ray task (on --ray-address, "
+                        "else on a Ray started here)")
     p.add_argument("--ray-address", default=None, help="an existing Ray cluster (default: start one here)")
     p.add_argument("--ray-num-cpus", type=positive_int, default=None, help="CPUs of the Ray started here")
-    p.add_argument("--cpus-per-job", type=float, default=1.0)
-    p.add_argument("--gpus-per-job", type=float, default=0.0)
+    p.add_argument("--cpus-per-job", type=float, default=1.0, help="CPUs each Ray job reserves (--executor ray)")
+    p.add_argument("--gpus-per-job", type=float, default=0.0, help="GPUs each Ray job reserves, e.g. 1 or 0.5")
     p.add_argument("--workers-per-job", type=positive_int, default=1,
                    help="with --executor ray: split each job's encoding over this many Ray actors")
-    p.add_argument("--cpus-per-worker", type=float, default=1.0)
+    p.add_argument("--cpus-per-worker", type=float, default=1.0, help="CPUs each encoding actor reserves")
     p.add_argument("--gpus-per-worker", type=float, default=0.0, help="GPUs each encoding actor reserves")
-    p.add_argument("--limit", type=positive_int)
-    p.add_argument("--device", default=None)
-    p.add_argument("--dtype", default=None)
-    p.add_argument("--model-path", default=None)
-    p.add_argument("--attn-implementation", default=None)
-    p.add_argument("--trust-remote-code", action="store_true")
+    p.add_argument("--limit", type=positive_int, help="evaluate a deterministic spread of N items per job "
+                   "(default: all)")
+    p.add_argument("--device", default=None, help="device of every model, e.g. cuda, cpu (default: each adapter's)")
+    p.add_argument("--dtype", default=None, help="weight dtype, e.g. bfloat16, float32 (default: each adapter's)")
+    p.add_argument("--model-path", default=None, help="local folder with the weights (one --model only)")
+    p.add_argument("--attn-implementation", default=None,
+                   help="transformers attention implementation, e.g. sdpa, flash_attention_2, eager")
+    p.add_argument("--trust-remote-code", action="store_true", help="let transformers run the model repositories' own code")
     p.add_argument("--model-option", action="append", default=[], metavar="KEY=VALUE",
                    help="an adapter option passed to every model (see `mmbench run --help`)")
-    p.add_argument("--batch-tokens", type=positive_int, default=32768)
+    p.add_argument("--batch-tokens", type=positive_int, default=32768, help="padded tokens per batch")
     p.add_argument("--cache-dir", type=Path, help="embedding cache shared by all jobs (default: MMBENCH_HOME/"
                    "embeddings; on a cluster, a folder every node can reach)")
-    p.add_argument("--no-cache", action="store_true")
-    p.add_argument("--seed", type=nonnegative_int, default=0)
+    p.add_argument("--no-cache", action="store_true", help="neither read nor write the embedding cache")
+    p.add_argument("--seed", type=nonnegative_int, default=0, help="seed of the default builds and of tie-breaking")
     p.add_argument("--quiet", action="store_true",
                    help="no progress bars or info logs (mmbench's, and those of Ray, transformers, datasets, mteb)")
     p.set_defaults(func=cmd_sweep)

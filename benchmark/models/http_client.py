@@ -63,12 +63,14 @@ class RetryPolicy:
 
 
 class APIError(RuntimeError):
-    """A request failed for good; `status` is the last HTTP status (None for network errors)."""
+    """A request failed for good; `status` is the last HTTP status (None for network errors).
+    `unreachable`: no attempt got any answer from the server (every one ended in a network error)."""
 
-    def __init__(self, message: str, status: int | None = None, attempts: int = 0) -> None:
+    def __init__(self, message: str, status: int | None = None, attempts: int = 0, unreachable: bool = False) -> None:
         super().__init__(message)
         self.status = status
         self.attempts = attempts
+        self.unreachable = unreachable
 
 
 REDACTED = "[REDACTED]"
@@ -294,12 +296,14 @@ class HttpClient:
         shown = redact.text(public_url(url))
         last = "no attempt made"
         status: int | None = None
+        answered = False   # whether any attempt got a reply (an HTTP status or a body) from the server
         for attempt in range(1, self.retry.max_attempts + 1):
             self.limiter.wait()
             with self._count_lock:
                 self.requests_sent += 1
             try:
                 status, raw, detail, retry_after = self._attempt(url, body, hdrs)
+                answered = answered or status is not None or raw is not None
             except ValueError as exc:   # an unusable URL or header: no retry helps, and the URL may hold a key
                 raise APIError(f"POST {shown}: invalid request ({redact.text(str(exc))})", None, attempt) from None
             if raw is not None:
@@ -319,7 +323,7 @@ class HttpClient:
                          self.retry.max_attempts - 1, wait)
                 self._sleep(wait)
         raise APIError(f"POST {shown} failed after {self.retry.max_attempts} attempts: {last}", status,
-                       self.retry.max_attempts)
+                       self.retry.max_attempts, unreachable=not answered)
 
     def _attempt(self, url: str, body: bytes, headers: dict[str, str]
                  ) -> tuple[int | None, bytes | None, str, float | None]:

@@ -77,6 +77,7 @@ class RankResult:
     seconds: float = 0.0          # the API call's latency (for a cache hit: the original call's)
     cached: bool = False
     finish_reason: str | None = None
+    unreachable: bool = False     # the request never reached the server (network errors on every attempt)
 
     @property
     def n_repairs(self) -> int:
@@ -177,7 +178,8 @@ class ListwiseRanker(ABC):
         try:
             response = self.client.post_json(url, body, self.headers())
         except APIError as exc:
-            return RankResult([], failed=True, error=f"API error: {exc}", seconds=time.perf_counter() - start)
+            return RankResult([], failed=True, error=f"API error: {exc}", seconds=time.perf_counter() - start,
+                              unreachable=exc.unreachable)
         record = {"response": response, "seconds": round(time.perf_counter() - start, 4), "model": self.model}
         result = self._result(record, candidate_ids, cached=False)
         if self.cache and not result.failed:

@@ -28,6 +28,11 @@ from .parse import REPAIRS
 RAW_TEXT_CHARS = 2000  # each reply is kept (cut to this length) for auditing repairs and failures
 
 
+class APIUnreachable(RuntimeError):
+    """No request of this run got an answer from the API server (offline, wrong host or port): the run
+    stops after the requests already in flight instead of failing every query after its retries."""
+
+
 @dataclass
 class RankOptions:
     limit: int | None = None
@@ -43,13 +48,23 @@ def _image_ref(doc: Any, item: str) -> str:
 
 
 def rank_item(p: PoolItem, ps: PoolSet, ranker: ListwiseRanker, queries: dict, candidates: dict) -> dict[str, Any]:
-    row: dict[str, Any] = {"item_id": p.id, "query_id": p.query_id, "subset": p.subset,
-                           "relevant_ids": list(p.relevant_ids), "presented_ids": list(p.candidate_ids)}
+    return item_row(p, _rank(p, ps, ranker, queries, candidates)[0])
+
+
+def _rank(p: PoolItem, ps: PoolSet, ranker: ListwiseRanker, queries: dict, candidates: dict
+          ) -> tuple[RankResult, bool]:
+    """The item's result, and whether it came from the ranker (False: the item failed before any request)."""
     try:
         refs = [_image_ref(candidates[c], p.id) for c in p.candidate_ids]
-        result = ranker.rank(queries[p.query_id].text, p.candidate_ids, refs, ps.media, item=p.id)
+        return ranker.rank(queries[p.query_id].text, p.candidate_ids, refs, ps.media, item=p.id), True
     except Exception as exc:  # a bad item (missing media, ...) fails alone; the message names it
-        result = RankResult([], failed=True, error=f"{type(exc).__name__}: {exc}")
+        return RankResult([], failed=True, error=f"{type(exc).__name__}: {exc}"), False
+
+
+def item_row(p: PoolItem, result: RankResult) -> dict[str, Any]:
+    """The per-query row of one item's result."""
+    row: dict[str, Any] = {"item_id": p.id, "query_id": p.query_id, "subset": p.subset,
+                           "relevant_ids": list(p.relevant_ids), "presented_ids": list(p.candidate_ids)}
     n = len(result.ranked_ids)
     if result.failed:
         row.update({"ranked_ids": [], "scores": [], "first_relevant_rank": None,
@@ -69,22 +84,43 @@ def rank_item(p: PoolItem, ps: PoolSet, ranker: ListwiseRanker, queries: dict, c
 
 
 def rank_poolset(ps: PoolSet, ranker: ListwiseRanker, options: RankOptions) -> tuple[pd.DataFrame, pd.DataFrame, dict[str, Any]]:
-    """Rank every selected item (concurrently, bounded by the ranker's client); per-query rows, seen rows, info."""
+    """Rank every selected item (concurrently, bounded by the ranker's client); per-query rows, seen rows, info.
+
+    Raises APIUnreachable when a request never reached the server and none before it got an answer: the items
+    not yet started are skipped (their requests would fail the same way, each after all its retries)."""
     items = select_by_cost(ps.pools, options.limit)  # the items `mmbench run --limit` evaluates
     queries, candidates = ps.query_by_id(), ps.candidate_by_id()
     bar = tqdm(total=len(items), desc=f"rank ({ranker.card.name})", unit="query", disable=not options.progress)
     lock = threading.Lock()
+    server = {"answered": False, "unreachable": None}  # what the requests so far learnt of the server
 
-    def one(p: PoolItem) -> dict[str, Any]:
-        row = rank_item(p, ps, ranker, queries, candidates)
+    def one(p: PoolItem) -> dict[str, Any] | None:
         with lock:
+            if server["unreachable"] and not server["answered"]:
+                return None
+        result, requested = _rank(p, ps, ranker, queries, candidates)
+        with lock:
+            if result.unreachable:
+                server["unreachable"] = server["unreachable"] or result.error
+            elif requested and not result.cached:
+                server["answered"] = True
             bar.update(1)
-        return row
+        return item_row(p, result)
 
     sent_before = ranker.client.requests_sent
     start = time.perf_counter()
     rows = ranker.client.map(one, items)
     wall = time.perf_counter() - start
+    if server["unreachable"] and not server["answered"]:
+        bar.close()  # before the error, so that the error is the last line printed
+        done = sum(row is not None for row in rows)
+        raise APIUnreachable(f"no answer from the API server ({server['unreachable']}); stopped after "
+                             f"{done} of {len(items)} queries (offline? check --base-url and the network)")
+    skipped = [i for i, row in enumerate(rows) if row is None]
+    if skipped:  # a request in flight got an answer after all: rank the items skipped meanwhile
+        for i, row in zip(skipped, ranker.client.map(one, [items[i] for i in skipped])):
+            rows[i] = row
+        wall = time.perf_counter() - start
     bar.close()
     per_query = pd.DataFrame(rows)
     seen_ids = sorted({p.query_id for p in items}) + sorted({c for p in items for c in p.candidate_ids})
