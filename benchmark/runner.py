@@ -21,7 +21,7 @@ import scipy.sparse as sp
 from mmbench.evaluators.metrics import first_relevant_rank, item_metrics, metric_names
 
 from .batching import token_budget_batches
-from .cache import EmbeddingCache, model_key
+from .cache import CacheRow, EmbeddingCache, model_key
 from .documents import Document
 from .executors import LocalExecutor
 from .lazy_model import ModelChanged
@@ -91,8 +91,9 @@ def encode_documents(docs: Sequence[Document], role: Role, model: EmbeddingModel
     stats.documents += len(docs)
     pending: dict[str, tuple[Document, dict[str, Any], list[str]]] = {}  # view hash -> (view, seen, doc hashes)
     cached_views: dict[str, tuple[int, Document]] = {}  # view hash -> (seen tokens, a document with that view)
+    hits = cache.get_many(role, by_hash) if cache else {}
     for h, group in by_hash.items():
-        hit = cache.get_entry(role, h) if cache else None
+        hit = hits.get(h)
         if hit is not None:
             stats.cache_hits += len(group)
             for d in group:
@@ -126,6 +127,7 @@ def encode_documents(docs: Sequence[Document], role: Role, model: EmbeddingModel
         for k, v in zip(batch_keys, views[done.index]):
             if k not in pending:  # a cached document never fails: its vector is already known
                 stats.failures.pop(v.id, None)
+        rows: list[CacheRow] = []
         for k, (vec, info) in zip(batch_keys, done.rows):
             if vec is None or k not in pending:
                 continue  # a cached view encoded again only to keep the batch whole: its cached vector stands
@@ -133,9 +135,12 @@ def encode_documents(docs: Sequence[Document], role: Role, model: EmbeddingModel
             if info:  # the adapter's own account of what it fed the model (exact token count, drops)
                 pending[k][1]["model_info"] = info
             if cache is not None and not sp.issparse(vec):
-                for h in pending[k][2]:  # stored batch by batch, so a killed run keeps what it finished
-                    cache.put(role, h, vec, pending[k][1], meta={"view_hash": k})
+                rows.extend(CacheRow(h, vec, pending[k][1], {"view_hash": k}) for h in pending[k][2])
+        if rows:  # one pack per batch, so a killed run keeps every batch it finished
+            cache.put_many(role, rows)
         stats.batches += 1
+    if cache is not None:
+        cache.save_index(role)
     doc_hash_to_view = {h: vh for vh, (_, _, hashes) in pending.items() for h in hashes}
     for h, group in by_hash.items():
         vh = doc_hash_to_view.get(h)
