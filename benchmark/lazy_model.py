@@ -52,12 +52,19 @@ def memo_key(request: str, options: dict[str, Any]) -> str:
     return hashlib.sha256(json.dumps(payload, sort_keys=True, default=str).encode()).hexdigest()[:32]
 
 
+WEIGHTS = "weights"  # memo field beside the card: the device and dtype the weights had when last loaded
+
+
 def _card_from(d: dict[str, Any]) -> ModelCard:
-    return ModelCard(**{**d, "modalities": frozenset(d["modalities"])})
+    card = {k: v for k, v in d.items() if k != WEIGHTS}
+    return ModelCard(**{**card, "modalities": frozenset(card["modalities"])})
 
 
-def _card_record(card: ModelCard) -> dict[str, Any]:
-    return {**card.identity(), "notes": card.notes}
+def _card_record(model: EmbeddingModel) -> dict[str, Any]:
+    from .provenance import model_device_dtype
+
+    device, dtype = model_device_dtype(model)
+    return {**model.card.identity(), "notes": model.card.notes, WEIGHTS: {"device": device, "dtype": dtype}}
 
 
 def rememberable(model: EmbeddingModel) -> bool:
@@ -69,10 +76,13 @@ class LazyModel(EmbeddingModel):
 
     cacheable = True  # only cacheable models are remembered
 
-    def __init__(self, card: ModelCard, loader: Callable[[], EmbeddingModel], on_load: Callable[[EmbeddingModel], None]):
+    def __init__(self, card: ModelCard, loader: Callable[[], EmbeddingModel], on_load: Callable[[EmbeddingModel], None],
+                 remembered_weights: dict[str, Any] | None = None):
         self.card = card
         self._loader, self._on_load = loader, on_load
         self._real: EmbeddingModel | None = None
+        # what provenance records while the weights are not loaded: their device and dtype at the last load
+        self.remembered_weights = dict(remembered_weights or {})
 
     @property
     def loaded(self) -> bool:
@@ -117,12 +127,14 @@ def load_model_lazily(request: str, options: dict[str, Any], home: Path,
     def remember(model: EmbeddingModel) -> None:
         if rememberable(model):
             try:
-                atomic_write_bytes(path, (json.dumps(_card_record(model.card), sort_keys=True) + "\n").encode())
+                atomic_write_bytes(path, (json.dumps(_card_record(model), sort_keys=True, default=str) + "\n").encode())
             except OSError as exc:  # a read-only home only costs the next run a model load
                 log.warning("could not remember the model card in %s: %s", path, exc)
 
+    weights: Any = None
     try:
-        card = _card_from(json.loads(path.read_text()))
+        record = json.loads(path.read_text())
+        card, weights = _card_from(record), record.get(WEIGHTS)
     except FileNotFoundError:
         card = None
     except (OSError, ValueError, TypeError, KeyError) as exc:
@@ -132,4 +144,5 @@ def load_model_lazily(request: str, options: dict[str, Any], home: Path,
         model = loader(request, options)
         remember(model)
         return model
-    return LazyModel(card, lambda: loader(request, options), remember)
+    return LazyModel(card, lambda: loader(request, options), remember,
+                     weights if isinstance(weights, dict) else None)
