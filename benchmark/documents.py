@@ -64,9 +64,23 @@ class Document:
         return "\n".join(s.text for s in self.segments if isinstance(s, Text))
 
     def content_hash(self) -> str:
-        """Hash of the segments only (not the id or metadata): keys the embedding cache."""
+        """Hash of the segments only (not the id or metadata): keys the embedding cache.
+
+        Remembered for the segments it was computed from (segments are immutable; the list is compared
+        element by element, by identity first), so an edited list is hashed again."""
+        segments = tuple(self.segments)
+        memo = self.__dict__.get("_hash_memo")
+        if memo is not None and memo[0] == segments:
+            return memo[1]
         payload = json.dumps(segments_to_json(self.segments), sort_keys=True, ensure_ascii=False)
-        return hashlib.sha256(payload.encode("utf-8")).hexdigest()
+        digest = hashlib.sha256(payload.encode("utf-8")).hexdigest()
+        self.__dict__["_hash_memo"] = (segments, digest)
+        return digest
+
+    def known_content_hash(self, digest: str) -> None:
+        """Take `digest` as the content hash of the current segments (one computed earlier from the very
+        same record, see mmbench.hash_memo); an edit of the segments afterwards is hashed again."""
+        self.__dict__["_hash_memo"] = (tuple(self.segments), digest)
 
     def to_record(self) -> dict[str, Any]:
         return {

@@ -16,7 +16,8 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-from importlib import metadata
+import os
+import sys
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
@@ -45,8 +46,20 @@ def _path_stamp(value: Any) -> Any:
         return None
 
 
+def installed_packages() -> list[str]:
+    """The installed distributions as their metadata folders' names (`numpy-2.4.6.dist-info`): name and
+    version without parsing every METADATA file (a third of a second on each run)."""
+    names: set[str] = set()
+    for entry in sys.path:
+        try:
+            names.update(n for n in os.listdir(entry or ".") if n.endswith((".dist-info", ".egg-info")))
+        except OSError:  # a zip file or a missing folder on the path
+            continue
+    return sorted(names)
+
+
 def memo_key(request: str, options: dict[str, Any]) -> str:
-    packages = sorted({(d.metadata["Name"] or "").lower(): d.version for d in metadata.distributions()}.items())
+    packages = installed_packages()
     stamps = {k: _path_stamp(v) for k, v in [("request", request), *sorted(options.items())]}
     payload = {"request": request, "options": options, "packages": packages, "paths": stamps}
     return hashlib.sha256(json.dumps(payload, sort_keys=True, default=str).encode()).hexdigest()[:32]

@@ -30,6 +30,7 @@ import pyarrow.parquet as pq
 
 from .dataset_card import write_card
 from .documents import Document
+from .hash_memo import remember_hashes
 from .media import MediaError, MediaStore, atomic_write_bytes, default_mode
 from .scratch import absolute, check_replaceable, clean_stale, locked_workdir, release_lock_file
 
@@ -319,6 +320,8 @@ def load_poolset(root: Path, verify: bool = False) -> PoolSet:
         builder=manifest.get("builder", {}), seed=manifest.get("seed", 0),
         sources=manifest.get("sources", {}), root=root, manifest=manifest, table_digests=digests,
     )
+    for table in ("queries", "candidates"):  # each document's content hash, remembered by its table's digest
+        remember_hashes(getattr(ps, table), digests[f"{table}.parquet"])
     try:
         ps.validate()  # cheap (id sets): a run never scores against dangling or duplicated references
     except PoolSetError as exc:

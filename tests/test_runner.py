@@ -195,3 +195,18 @@ def test_written_metrics_agree_with_pytrec_eval_under_ties_and_several_relevant(
         assert r.mrr_at_10 == pytest.approx(rr if rr >= 0.1 else 0.0)
         assert r.first_relevant_rank == round(1 / rr)
     assert ties > 100
+
+
+def test_pool_scorer_gives_score_pools_bits():
+    """The runner normalises the candidates once for all items; each item's scores must stay the same bits."""
+    from mmbench.runner import PoolScorer, score_pool
+
+    rng = np.random.default_rng(3)
+    vecs = {f"c{i}": rng.standard_normal(384).astype(np.float32) * rng.uniform(0.01, 100) for i in range(300)}
+    vecs["zero"] = np.zeros(384, dtype=np.float32)
+    for similarity in ("cosine", "dot"):
+        scorer = PoolScorer(vecs, similarity)
+        for k in (1, 2, 7, 20, 64, 301):
+            ids = list(rng.choice(sorted(vecs), size=min(k, len(vecs)), replace=False))
+            q = rng.standard_normal(384).astype(np.float32)
+            assert scorer(q, ids).tobytes() == score_pool(q, [vecs[c] for c in ids], similarity).tobytes()
