@@ -29,7 +29,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from .dataset_card import write_card
-from .documents import Document
+from .documents import Document, RecordDocument
 from .hash_memo import remember_hashes
 from .media import MediaError, MediaStore, atomic_write_bytes, default_mode
 from .scratch import absolute, check_replaceable, clean_stale, locked_workdir, release_lock_file
@@ -312,10 +312,15 @@ def load_poolset(root: Path, verify: bool = False) -> PoolSet:
             tables[table] = pq.read_table(pa.BufferReader(raw)).to_pylist()
         except Exception as exc:  # pyarrow raises several types for corrupt files
             raise PoolSetError(f"{path}: unreadable parquet ({exc})") from exc
+    # tables that are the bytes the build wrote (their digests sealed with the manifest's claim) hold records
+    # the build serialised itself: their segments are decoded when first used; any other table, now
+    recorded = manifest.get(TABLE_DIGESTS)
+    sealed = isinstance(recorded, dict) and recorded.get("seal") == _seal(manifest, digests)
+    parse_document = RecordDocument.from_sealed_record if sealed else Document.from_record
     ps = PoolSet(
         task=manifest["task"], task_version=manifest["task_version"],
-        queries=_parse_rows(root / "queries.parquet", tables["queries"], Document.from_record),
-        candidates=_parse_rows(root / "candidates.parquet", tables["candidates"], Document.from_record),
+        queries=_parse_rows(root / "queries.parquet", tables["queries"], parse_document),
+        candidates=_parse_rows(root / "candidates.parquet", tables["candidates"], parse_document),
         pools=_parse_rows(root / "pools.parquet", tables["pools"], PoolItem.from_record),
         builder=manifest.get("builder", {}), seed=manifest.get("seed", 0),
         sources=manifest.get("sources", {}), root=root, manifest=manifest, table_digests=digests,
