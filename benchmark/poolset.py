@@ -28,7 +28,6 @@ from typing import Any, Callable, Iterable, Iterator
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from .dataset_card import write_card
 from .documents import Document, RecordDocument
 from .hash_memo import remember_hashes
 from .media import MediaError, MediaStore, atomic_write_bytes, default_mode
@@ -253,6 +252,8 @@ def _write_contents(ps: PoolSet, tmp: Path, media_from: Path | None,
     }
     ps.manifest[TABLE_DIGESTS] = {"files": table_digests, "seal": _seal(ps.manifest, table_digests)}  # not hashed
     atomic_write_bytes(tmp / MANIFEST, (json.dumps(ps.manifest, indent=2, sort_keys=True) + "\n").encode())
+    from .dataset_card import write_card  # here: it imports yaml, which loading a pool set does not need
+
     write_card(tmp, ps.manifest)  # README.md: `datasets.load_dataset(out, "queries")` reads the tables
     return refs
 

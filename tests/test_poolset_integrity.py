@@ -118,3 +118,30 @@ def test_media_edited_same_size_same_mtime_is_caught_by_verify(copy, capsys):
     assert code == 2 and ref.name[:12] in capsys.readouterr().err
     assert not (copy.parent / "out").exists()
     assert ps.content_hash == load_poolset(copy).content_hash
+
+
+def test_sealed_tables_decode_segments_only_when_used(copy, tmp_path):
+    """A warm run needs ids and content hashes, not the segments (most of a table's bytes)."""
+    from mmbench.documents import Document, RecordDocument
+    from mmbench.lazy_model import LazyModel, load_model_lazily
+    from mmbench.runner import RunOptions, run_poolset
+    from toy_models import HashingModel
+
+    options = RunOptions(cache_dir=tmp_path / "cache", progress=False)
+    cold_ps = load_poolset(copy)
+    cold, _, _ = run_poolset(cold_ps, load_model_lazily("h", {}, tmp_path, lambda n, o: HashingModel()), options)
+    ps = load_poolset(copy)
+    docs = ps.queries + ps.candidates
+    assert all(isinstance(d, RecordDocument) and "_raw" in d.__dict__ for d in docs)
+    lazy = load_model_lazily("h", {}, tmp_path, lambda n, o: HashingModel())
+    warm, _, info = run_poolset(ps, lazy, options)
+    assert isinstance(lazy, LazyModel) and info["encode"]["encoded"] == 0
+    assert all("_raw" in d.__dict__ for d in docs)  # never decoded
+    assert warm.equals(cold)
+    plain = [Document.from_record(d.to_record()) for d in docs[:20]]  # decoded now: equal to plain documents
+    assert plain == docs[:20] and [d.content_hash() for d in plain] == [d.content_hash() for d in docs[:20]]
+    # without the seal (an older pool set), documents are decoded, and checked, at load
+    manifest = json.loads((copy / "manifest.json").read_text())
+    del manifest["table_digests"]
+    (copy / "manifest.json").write_text(json.dumps(manifest))
+    assert all(type(d) is Document for d in load_poolset(copy).candidates)
