@@ -1,6 +1,6 @@
 """A second identical `mmbench run` against the first: the embedding cache's speed-up.
 
-Usage: python perf/cache_rerun.py [--model minilm] [--lengths 256,2048,16384] [--warm-runs 3] [--no-breakdown]
+Usage: python perf/cache_rerun.py [--model minilm] [--lengths 256,2048,16384|default] [--warm-runs 3] [--no-breakdown]
 Builds a Visual Grounding sample (reduced by --lengths), runs the CLI with a fresh cache in a temporary
 MMBENCH_HOME, then the identical run again --warm-runs times (each into a new folder, so none is skipped
 as already done); checks the warm runs encoded nothing, loaded no model and wrote the same per-query and
@@ -55,15 +55,17 @@ def _breakdown(profile: Path, total: float) -> None:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--model", default="minilm")
-    ap.add_argument("--lengths", default="256,2048,16384")
+    ap.add_argument("--lengths", default="256,2048,16384", help="length bins of the sample, or 'default' for the "
+                                                                 "builder's own (the whole VG sample)")
     ap.add_argument("--warm-runs", type=int, default=3)
     ap.add_argument("--no-breakdown", action="store_true")
     args = ap.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         env = {**os.environ, "MMBENCH_HOME": tmp}
         data = Path(tmp) / "ps"
+        lengths = [] if args.lengths == "default" else ["--param", f"lengths=[{args.lengths}]"]
         subprocess.run([sys.executable, "-m", "mmbench", "build", "--task", "visual_grounding", "--out", str(data),
-                        "--param", f"lengths=[{args.lengths}]"], env=env, check=True, capture_output=True)
+                        *lengths], env=env, check=True, capture_output=True)
         base = ["run", "--task", "visual_grounding", "--model", args.model, "--data", str(data), "--quiet"]
         times, infos = [], []
         for k in range(1 + args.warm_runs):
