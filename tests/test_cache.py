@@ -9,6 +9,7 @@ import shutil
 import struct
 
 import numpy as np
+import pandas as pd
 import pytest
 
 from mmbench import digests
@@ -289,3 +290,21 @@ def test_a_local_folder_is_named_by_its_contents_even_with_a_revision_given(tmp_
 
     model = SentenceTransformerModel(str(packaged_minilm_path()), revision="v1")
     assert model.card.revision == folder_revision(str(packaged_minilm_path()))
+
+
+def test_a_cache_of_per_document_entries_serves_a_warm_run(vg_tiny, tmp_path):
+    """A cache written before packs (one .npz per document) is still read: nothing is encoded again."""
+    ps = load_poolset(vg_tiny)
+    opts = RunOptions(progress=False, cache_dir=tmp_path / "cache", batch_tokens=1024)
+    first, _, _ = run_poolset(ps, HashingModel(), opts)
+    [model_dir] = (tmp_path / "cache").iterdir()
+    cache = EmbeddingCache(tmp_path / "cache", model_dir.name)
+    for role in ("document", "query"):
+        for pack in cache.pack_paths(role):
+            for h, entry in cache_module.read_pack(pack, role).items():
+                cache_module.write_entry(cache._path(role, h), role, h, entry.vector, entry.seen, entry.meta)
+        shutil.rmtree(model_dir / role / "packs")
+        (model_dir / role / "index.json").unlink()
+    again, _, info = run_poolset(load_poolset(vg_tiny), HashingModel(), opts)
+    assert info["encode"]["encoded"] == 0 and info["encode"]["cache_hits"] == info["encode"]["documents"]
+    pd.testing.assert_frame_equal(again, first)
