@@ -127,6 +127,9 @@ class EmbeddingCache:
             rows = self._read_pack_or_set_aside(role, folder / f"{name}.npz")
             if rows is not None:
                 found.update((h, rows[h]) for h in by_pack[name] if h in rows)
+                self._correct(role, name, list(rows))
+        if role in self._dirty:
+            self.save_index(role)
         for h in wanted:  # not in any pack: a per-document entry of the earlier layout, if there is one
             if h not in found:
                 path = self._path(role, h)
@@ -191,6 +194,15 @@ class EmbeddingCache:
             self._dirty.add(role)
             self.save_index(role)
         return self._index[role]
+
+    def _correct(self, role: str, name: str, hashes: list[str]) -> None:
+        """The index's list for a pack just read, replaced by what the pack holds if they differ (an index
+        edited by hand, or a pack copied over another under its name): the next run finds those hashes."""
+        packs = self._packs.get(role)
+        if packs is not None and packs.get(name) != hashes:
+            packs[name] = hashes
+            self._index[role] = _invert(packs)
+            self._dirty.add(role)
 
     def _forget_pack(self, role: str, name: str) -> None:
         packs = self._packs.get(role)

@@ -106,6 +106,7 @@ def test_the_index_is_a_hint_rebuilt_from_the_packs(tmp_path, caplog):
     got = EmbeddingCache(tmp_path / "c", "m").get_many("document", hashes + ["ff" * 32])
     assert sorted(got) == packs[names[2]]  # the swapped hashes are misses (encoded again), never wrong vectors
     assert all(entry.vector[0] == int(h[:2]) for h, entry in got.items())
+    assert sorted(EmbeddingCache(tmp_path / "c", "m").get_many("document", hashes)) == hashes  # corrected by then
     index.unlink()  # rebuilt from the packs' own hash lists
     assert sorted(EmbeddingCache(tmp_path / "c", "m").get_many("document", hashes)) == hashes
 
