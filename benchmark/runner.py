@@ -235,11 +235,18 @@ class PoolScorer:
 
 
 def rank(item_id: str, candidate_ids: Sequence[str], scores: np.ndarray, seed: int) -> np.ndarray:
-    """Order by score, breaking ties by a permutation seeded from the item id (chance, not id order)."""
+    """Order by score, breaking ties by a permutation seeded from the item id (chance, not id order).
+
+    Without ties (and with finite scores) the order is the descending sort itself, whatever the permutation,
+    so the seeded generator is only built when some rounded scores are equal."""
+    keys = -np.round(scores, SCORE_DECIMALS)
+    order = np.argsort(keys, kind="stable")
+    if np.all(np.isfinite(keys)) and not np.any(np.diff(keys[order]) == 0):
+        return order
     digest = hashlib.sha256(f"{seed}:{item_id}".encode()).digest()
     rng = np.random.default_rng(int.from_bytes(digest[:8], "little"))
     tiebreak = rng.permutation(len(candidate_ids))
-    return np.lexsort((tiebreak, -np.round(scores, SCORE_DECIMALS)))
+    return np.lexsort((tiebreak, keys))
 
 
 def run_poolset(ps: PoolSet, model: EmbeddingModel, options: RunOptions) -> tuple[pd.DataFrame, pd.DataFrame, dict[str, Any]]:
