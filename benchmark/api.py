@@ -173,7 +173,7 @@ def _task_specs(tasks: Any) -> list[Any]:
 def _poolset(spec: Any, data: Any, seed: int, progress: bool):
     """The pool set of a task: a `PoolSet`, a folder, or the offline sample (built on first use)."""
     from .cli.commands_core import default_poolset_dir
-    from .poolset import PoolSet, check_content_hash, load_poolset
+    from .poolset import PoolSet, check_integrity, load_poolset
 
     if isinstance(data, PoolSet):
         ps = data
@@ -182,7 +182,7 @@ def _poolset(spec: Any, data: Any, seed: int, progress: bool):
         if data is None and not (folder / "manifest.json").is_file():
             spec.build("sample", folder, seed=seed, progress=progress)
         ps = load_poolset(folder)
-        check_content_hash(ps)
+        check_integrity(ps)
     if ps.task != spec.name:
         raise ValueError(f"pool set {ps.root or '(in memory)'} holds task {ps.task!r}, not {spec.name!r}")
     return ps

@@ -28,8 +28,8 @@ from typing import Any, Callable, Iterable, Iterator
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from .dataset_card import write_card
-from .documents import Document
+from .documents import Document, RecordDocument
+from .hash_memo import remember_hashes
 from .media import MediaError, MediaStore, atomic_write_bytes, default_mode
 from .scratch import absolute, check_replaceable, clean_stale, locked_workdir, release_lock_file
 
@@ -38,6 +38,7 @@ log = logging.getLogger(__name__)
 MANIFEST = "manifest.json"
 POOLSET_FORMAT = "mmbench-poolset/1"
 TABLES = ("queries", "candidates", "pools")
+TABLE_DIGESTS = "table_digests"  # manifest field: each table file's SHA-256 as built, and their seal
 
 
 class PoolSetError(RuntimeError):
@@ -87,6 +88,7 @@ class PoolSet:
     sources: dict[str, str] = field(default_factory=dict)
     root: Path | None = None
     manifest: dict[str, Any] = field(default_factory=dict)
+    table_digests: dict[str, str] = field(default_factory=dict)  # of the table files as loaded (load_poolset)
 
     @property
     def content_hash(self) -> str:
@@ -218,10 +220,12 @@ def _write_contents(ps: PoolSet, tmp: Path, media_from: Path | None,
                     extra_manifest: dict[str, Any] | None) -> list[str]:
     """Tables, referenced media and the manifest of `ps`, written into the folder `tmp`."""
     records = _records(ps)
+    table_digests = {}
     for table, rows in records.items():
         rows = sorted(rows, key=lambda r: r["id"])
         pq.write_table(pa.Table.from_pylist(rows, schema=_SCHEMAS[table]), tmp / f"{table}.parquet",
                        compression="zstd")
+        table_digests[f"{table}.parquet"] = "sha256:" + _file_sha256(tmp / f"{table}.parquet").hex()
     refs = sorted(_media_refs(ps.queries + ps.candidates))
     if refs:
         if media_from is None:
@@ -246,7 +250,10 @@ def _write_contents(ps: PoolSet, tmp: Path, media_from: Path | None,
         "format": POOLSET_FORMAT,
         **(extra_manifest or {}),
     }
+    ps.manifest[TABLE_DIGESTS] = {"files": table_digests, "seal": _seal(ps.manifest, table_digests)}  # not hashed
     atomic_write_bytes(tmp / MANIFEST, (json.dumps(ps.manifest, indent=2, sort_keys=True) + "\n").encode())
+    from .dataset_card import write_card  # here: it imports yaml, which loading a pool set does not need
+
     write_card(tmp, ps.manifest)  # README.md: `datasets.load_dataset(out, "queries")` reads the tables
     return refs
 
@@ -295,23 +302,32 @@ def load_poolset(root: Path, verify: bool = False) -> PoolSet:
     for key in ("task", "task_version", "content_hash"):
         if key not in manifest:
             raise PoolSetError(f"{manifest_path}: missing field {key!r}")
-    tables = {}
+    tables, digests = {}, {}
     for table in TABLES:
         path = root / f"{table}.parquet"
         if not path.is_file():
             raise PoolSetError(f"pool set {root}: {path.name} is missing")
+        raw = path.read_bytes()  # digested and parsed from the same bytes: what is checked is what is scored
+        digests[path.name] = "sha256:" + hashlib.sha256(raw).hexdigest()
         try:
-            tables[table] = pq.read_table(path).to_pylist()
+            tables[table] = pq.read_table(pa.BufferReader(raw)).to_pylist()
         except Exception as exc:  # pyarrow raises several types for corrupt files
             raise PoolSetError(f"{path}: unreadable parquet ({exc})") from exc
+    # tables that are the bytes the build wrote (their digests sealed with the manifest's claim) hold records
+    # the build serialised itself: their segments are decoded when first used; any other table, now
+    recorded = manifest.get(TABLE_DIGESTS)
+    sealed = isinstance(recorded, dict) and recorded.get("seal") == _seal(manifest, digests)
+    parse_document = RecordDocument.from_sealed_record if sealed else Document.from_record
     ps = PoolSet(
         task=manifest["task"], task_version=manifest["task_version"],
-        queries=_parse_rows(root / "queries.parquet", tables["queries"], Document.from_record),
-        candidates=_parse_rows(root / "candidates.parquet", tables["candidates"], Document.from_record),
+        queries=_parse_rows(root / "queries.parquet", tables["queries"], parse_document),
+        candidates=_parse_rows(root / "candidates.parquet", tables["candidates"], parse_document),
         pools=_parse_rows(root / "pools.parquet", tables["pools"], PoolItem.from_record),
         builder=manifest.get("builder", {}), seed=manifest.get("seed", 0),
-        sources=manifest.get("sources", {}), root=root, manifest=manifest,
+        sources=manifest.get("sources", {}), root=root, manifest=manifest, table_digests=digests,
     )
+    for table in ("queries", "candidates"):  # each document's content hash, remembered by its table's digest
+        remember_hashes(getattr(ps, table), digests[f"{table}.parquet"])
     try:
         ps.validate()  # cheap (id sets): a run never scores against dangling or duplicated references
     except PoolSetError as exc:
@@ -332,6 +348,36 @@ def check_media(ps: PoolSet) -> None:
             store.verify(ref, item="the pool set")
         except MediaError as exc:
             raise PoolSetError(f"pool set {ps.root}: {exc}") from None
+
+
+def check_integrity(ps: PoolSet, full: bool = False) -> str:
+    """Refuse a pool set edited after its build, as cheaply as the manifest allows; returns how it was checked.
+
+    A manifest that records its tables' digests (pool sets built since `table_digests`) is checked against the
+    digests of the bytes `load_poolset` parsed: equal digests mean the very bytes the content hash was computed
+    from, so the records need not be hashed again. Otherwise (an older pool set, a table rewritten, or `full`)
+    the content hash is recomputed from the records; `full` also checks every media file against its name.
+    """
+    recorded = ps.manifest.get(TABLE_DIGESTS)
+    if not full and isinstance(recorded, dict) and ps.table_digests:
+        if recorded.get("seal") == _seal(ps.manifest, ps.table_digests):
+            return "table digests"
+        files = recorded.get("files") if isinstance(recorded.get("files"), dict) else {}
+        changed = sorted(n for n in ps.table_digests if files.get(n) != ps.table_digests[n]) or ["manifest.json"]
+        log.info("pool set %s: %s changed since the build; checking the records' content hash",
+                 ps.root, ", ".join(changed))
+    check_content_hash(ps)
+    if full:
+        check_media(ps)
+        return "content hash and media"
+    return "content hash"
+
+
+def _seal(manifest: dict[str, Any], digests: dict[str, str]) -> str:
+    """Binds the tables' digests to the identity the manifest claims for them (task, version, content hash),
+    so an edited table, or an edited or copied manifest, is not taken for the pool set that was built."""
+    claim = {k: manifest.get(k) for k in ("task", "task_version", "content_hash")}
+    return hashlib.sha256(json.dumps({**claim, "files": digests}, sort_keys=True).encode()).hexdigest()
 
 
 def check_content_hash(ps: PoolSet) -> None:

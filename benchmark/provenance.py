@@ -48,6 +48,10 @@ def model_device_dtype(model: Any) -> tuple[str | None, str | None]:
     or an API model)."""
     settings = getattr(getattr(model, "card", None), "settings", {}) or {}
     device, dtype = settings.get("device"), settings.get("dtype")
+    if getattr(model, "loaded", True) is False:  # a warm run's LazyModel: asking the weights would load them
+        remembered = getattr(model, "remembered_weights", None) or {}
+        device, dtype = device or remembered.get("device"), dtype or remembered.get("dtype")
+        return (str(device) if device is not None else None, str(dtype) if dtype is not None else None)
     for obj in (model, *(getattr(model, a, None) for a in ("model", "encoder", "_model"))):
         if obj is None:
             continue

@@ -16,18 +16,18 @@ from typing import Any, Sequence
 
 import numpy as np
 import pandas as pd
-import scipy.sparse as sp
 
 from mmbench.evaluators.metrics import first_relevant_rank, item_metrics, metric_names
 
 from .batching import token_budget_batches
-from .cache import EmbeddingCache, model_key
+from .cache import CacheRow, EmbeddingCache, model_key
 from .documents import Document
 from .executors import LocalExecutor
 from .lazy_model import ModelChanged
 from .models.base import EmbeddingModel, Role
 from .poolset import PoolItem, PoolSet
 from .selection import select_by_cost
+from .sparse import issparse
 from .views import SeenRecord, model_view
 
 log = logging.getLogger(__name__)
@@ -80,8 +80,9 @@ def encode_documents(docs: Sequence[Document], role: Role, model: EmbeddingModel
     stats.documents += len(docs)
     pending: dict[str, tuple[Document, dict[str, Any], list[str]]] = {}  # view hash -> (view, seen, doc hashes)
     cached_views: dict[str, tuple[int, Document]] = {}  # view hash -> (seen tokens, a document with that view)
+    hits = cache.get_many(role, by_hash) if cache else {}
     for h, group in by_hash.items():
-        hit = cache.get_entry(role, h) if cache else None
+        hit = hits.get(h)
         if hit is not None:
             stats.cache_hits += len(group)
             for d in group:
@@ -115,16 +116,20 @@ def encode_documents(docs: Sequence[Document], role: Role, model: EmbeddingModel
         for k, v in zip(batch_keys, views[done.index]):
             if k not in pending:  # a cached document never fails: its vector is already known
                 stats.failures.pop(v.id, None)
+        rows: list[CacheRow] = []
         for k, (vec, info) in zip(batch_keys, done.rows):
             if vec is None or k not in pending:
                 continue  # a cached view encoded again only to keep the batch whole: its cached vector stands
             results[k] = vec
             if info:  # the adapter's own account of what it fed the model (exact token count, drops)
                 pending[k][1]["model_info"] = info
-            if cache is not None and not sp.issparse(vec):
-                for h in pending[k][2]:  # stored batch by batch, so a killed run keeps what it finished
-                    cache.put(role, h, vec, pending[k][1], meta={"view_hash": k})
+            if cache is not None and not issparse(vec):
+                rows.extend(CacheRow(h, vec, pending[k][1], {"view_hash": k}) for h in pending[k][2])
+        if rows:  # one pack per batch, so a killed run keeps every batch it finished
+            cache.put_many(role, rows)
         stats.batches += 1
+    if cache is not None:
+        cache.save_index(role)
     doc_hash_to_view = {h: vh for vh, (_, _, hashes) in pending.items() for h in hashes}
     for h, group in by_hash.items():
         vh = doc_hash_to_view.get(h)
@@ -157,7 +162,7 @@ def vector_warnings(vectors: dict[str, Any], role: Role, similarity: str = "cosi
     rows = list(vectors.values())
     effect = ("every score ties and the rankings are chance" if role == "document"
               else "every query is ranked the same way")
-    if any(sp.issparse(v) for v in rows):
+    if any(issparse(v) for v in rows):
         zero = all(not np.any(v.data) for v in rows)
         return [f"all {len(rows)} {role} vectors are zero: {effect}"] if zero else []
     mat = np.stack([np.asarray(v, dtype=np.float64).ravel() for v in rows])
@@ -180,7 +185,9 @@ def _cache_for(model: EmbeddingModel, options: RunOptions) -> EmbeddingCache | N
 
 def score_pool(query_vec: Any, cand_vecs: Sequence[Any], similarity: str) -> np.ndarray:
     """Similarity of one query to its candidates: cosine or dot, dense or sparse."""
-    if sp.issparse(query_vec):
+    if issparse(query_vec):
+        import scipy.sparse as sp
+
         return np.asarray((sp.vstack(cand_vecs) @ query_vec.T).todense()).ravel().astype(np.float64)
     q = np.asarray(query_vec, dtype=np.float64)
     c = np.stack([np.asarray(v, dtype=np.float64) for v in cand_vecs])
@@ -190,12 +197,45 @@ def score_pool(query_vec: Any, cand_vecs: Sequence[Any], similarity: str) -> np.
     return c @ q
 
 
+class PoolScorer:
+    """`score_pool` for many items over one set of candidate vectors: dense candidates are stacked and
+    normalised once, then each item takes its rows. Row by row the arithmetic is `score_pool`'s (the same
+    row norms, divisions and matrix-vector product shape), so the scores are the same bits."""
+
+    def __init__(self, cand_vecs: dict[str, Any], similarity: str):
+        self.similarity = similarity
+        rows = list(cand_vecs.values())
+        self.dense = bool(rows) and not any(issparse(v) for v in rows)
+        self.cand_vecs = cand_vecs
+        if self.dense:
+            self.row = {k: i for i, k in enumerate(cand_vecs)}
+            mat = np.stack([np.asarray(v, dtype=np.float64) for v in rows])
+            if similarity == "cosine":
+                mat = mat / np.maximum(np.linalg.norm(mat, axis=1, keepdims=True), 1e-12)
+            self.matrix = mat
+
+    def __call__(self, query_vec: Any, candidate_ids: Sequence[str]) -> np.ndarray:
+        if not self.dense or issparse(query_vec):
+            return score_pool(query_vec, [self.cand_vecs[c] for c in candidate_ids], self.similarity)
+        q = np.asarray(query_vec, dtype=np.float64)
+        if self.similarity == "cosine":
+            q = q / max(np.linalg.norm(q), 1e-12)
+        return self.matrix[[self.row[c] for c in candidate_ids]] @ q
+
+
 def rank(item_id: str, candidate_ids: Sequence[str], scores: np.ndarray, seed: int) -> np.ndarray:
-    """Order by score, breaking ties by a permutation seeded from the item id (chance, not id order)."""
+    """Order by score, breaking ties by a permutation seeded from the item id (chance, not id order).
+
+    Without ties (and with finite scores) the order is the descending sort itself, whatever the permutation,
+    so the seeded generator is only built when some rounded scores are equal."""
+    keys = -np.round(scores, SCORE_DECIMALS)
+    order = np.argsort(keys, kind="stable")
+    if np.all(np.isfinite(keys)) and not np.any(np.diff(keys[order]) == 0):
+        return order
     digest = hashlib.sha256(f"{seed}:{item_id}".encode()).digest()
     rng = np.random.default_rng(int.from_bytes(digest[:8], "little"))
     tiebreak = rng.permutation(len(candidate_ids))
-    return np.lexsort((tiebreak, -np.round(scores, SCORE_DECIMALS)))
+    return np.lexsort((tiebreak, keys))
 
 
 def run_poolset(ps: PoolSet, model: EmbeddingModel, options: RunOptions) -> tuple[pd.DataFrame, pd.DataFrame, dict[str, Any]]:
@@ -228,7 +268,8 @@ def _run_poolset(ps: PoolSet, model: EmbeddingModel, options: RunOptions) -> tup
     for w in warnings:
         log.warning("%s", w)
     start = time.perf_counter()
-    rows = [_score_item(p, q_vecs, c_vecs, model.card.similarity, options.seed, stats.failures) for p in items]
+    scorer = PoolScorer(c_vecs, model.card.similarity)
+    rows = [_score_item(p, q_vecs, c_vecs, scorer, options.seed, stats.failures) for p in items]
     scoring_seconds = time.perf_counter() - start
     per_query = pd.DataFrame(rows)
     seen = pd.DataFrame([{"doc_id": k, "role": role, **_flat(v)} for role, recs in (("query", q_seen), ("document", c_seen))
@@ -275,7 +316,7 @@ def _flat(record: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def _score_item(p: PoolItem, q_vecs: dict[str, Any], c_vecs: dict[str, Any], similarity: str, seed: int,
+def _score_item(p: PoolItem, q_vecs: dict[str, Any], c_vecs: dict[str, Any], scorer: PoolScorer, seed: int,
                 failures: dict[str, str]) -> dict[str, Any]:
     row: dict[str, Any] = {"item_id": p.id, "query_id": p.query_id, "subset": p.subset,
                            "relevant_ids": list(p.relevant_ids)}
@@ -287,7 +328,7 @@ def _score_item(p: PoolItem, q_vecs: dict[str, Any], c_vecs: dict[str, Any], sim
         row.update({"ranked_ids": [], "scores": [], "first_relevant_rank": None,
                     **{m: float("nan") for m in metric_names()}, "error": reasons})
     else:
-        scores = score_pool(q_vecs[p.query_id], [c_vecs[c] for c in p.candidate_ids], similarity)
+        scores = scorer(q_vecs[p.query_id], p.candidate_ids)
         order = rank(p.id, p.candidate_ids, scores, seed)
         ranked = [p.candidate_ids[i] for i in order]
         row.update({"ranked_ids": ranked, "scores": [float(scores[i]) for i in order],

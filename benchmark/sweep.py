@@ -64,13 +64,13 @@ def run_job(job: Job) -> JobOutcome:
 
 def _run(job: Job) -> JobOutcome:
     from .evaluate import ModelUnavailable, evaluate_to_folder
-    from .poolset import check_content_hash, load_poolset
+    from .poolset import check_integrity, load_poolset
     from .runner import RunOptions
     from .tasks import get_task
 
     task = get_task(job.task)
     ps = load_poolset(Path(job.data))
-    check_content_hash(ps)
+    check_integrity(ps)
     if ps.content_hash != job.content_hash:
         return JobOutcome(job, "failed", f"pool set {job.data} changed since the sweep was planned")
     try:

@@ -9,10 +9,12 @@ import shutil
 import struct
 
 import numpy as np
+import pandas as pd
 import pytest
 
 from mmbench import digests
-from mmbench.cache import EmbeddingCache
+from mmbench import cache as cache_module
+from mmbench.cache import CacheRow, EmbeddingCache
 from mmbench.models.sentence_transformer import folder_revision, packaged_minilm_path
 from mmbench.poolset import load_poolset
 from mmbench.runner import RunOptions, run_poolset
@@ -20,64 +22,153 @@ from mmbench.runner import RunOptions, run_poolset
 from toy_models import HashingModel
 
 
-# --- item 4: verified entries ----------------------------------------------------------------------------
+# --- item 4: verified entries (one pack file per stored batch) ---------------------------------------------
 
 def _entry(tmp_path):
     cache = EmbeddingCache(tmp_path / "c", "m")
     vec = np.arange(8, dtype=np.float32)
-    cache.put("document", "ab" * 32, vec, {"seen_tokens": 3}, meta={"view_hash": "v"})
-    cache.put("document", "cd" * 32, vec + 1, {"seen_tokens": 4})
-    return cache, cache._path("document", "ab" * 32), vec
+    [path] = cache.put_many("document", [CacheRow("ab" * 32, vec, {"seen_tokens": 3}, {"view_hash": "v"})])
+    [other] = cache.put_many("document", [CacheRow("cd" * 32, vec + 1, {"seen_tokens": 4})])
+    return cache, path, other, vec
 
 
-def _truncate(path):
+def _truncate(path, other=None):
     data = path.read_bytes()
     path.write_bytes(data[: len(data) // 2])
 
 
-def _flip_vector_byte(path):
+def _flip_vector_byte(path, other=None):
     data = bytearray(path.read_bytes())
     i = data.index(struct.pack("<f", 5.0))  # inside the stored vector
     data[i] ^= 0x01
     path.write_bytes(bytes(data))
 
 
-def _copy_other_over(path):
-    shutil.copyfile(path.parent.parent / "cd" / ("cd" * 32 + ".npz"), path)
+def _copy_other_over(path, other):
+    shutil.copyfile(other, path)
 
 
-@pytest.mark.parametrize("damage", [_truncate, _flip_vector_byte, _copy_other_over, lambda p: p.write_bytes(b"")],
-                         ids=["truncated", "flipped-byte", "other-entry", "empty"])
-def test_damaged_entry_is_named_set_aside_and_missed(tmp_path, caplog, damage):
-    cache, path, vec = _entry(tmp_path)
+@pytest.mark.parametrize("damage", [_truncate, _flip_vector_byte, _copy_other_over, lambda p, o: p.write_bytes(b"")],
+                         ids=["truncated", "flipped-byte", "other-pack", "empty"])
+def test_damaged_pack_is_named_set_aside_and_missed(tmp_path, caplog, damage):
+    cache, path, other, vec = _entry(tmp_path)
     got = cache.get_entry("document", "ab" * 32)
     assert np.array_equal(got.vector, vec) and got.seen == {"seen_tokens": 3} and got.meta == {"view_hash": "v"}
-    damage(path)
+    damage(path, other)
     with caplog.at_level(logging.WARNING, logger="mmbench.cache"):
         assert cache.get("document", "ab" * 32) is None
-    assert str(path) in caplog.text and "damaged embedding cache entry" in caplog.text
+    assert str(path) in caplog.text and "damaged embedding cache pack" in caplog.text
     assert not path.exists() and path.with_name(path.name + ".corrupt").is_file()  # renamed, not deleted
     assert cache.set_aside == [path]
     assert cache.get("document", "cd" * 32) is not None  # the others are untouched
-    cache.put("document", "ab" * 32, vec, {"seen_tokens": 3})
+    assert EmbeddingCache(tmp_path / "c", "m").get("document", "ab" * 32) is None  # a new reader: a miss
+    cache.put("document", "ab" * 32, vec, {"seen_tokens": 3}, {"view_hash": "v"})
     path.write_bytes(b"damaged again")
-    assert cache.get("document", "ab" * 32) is None
+    assert EmbeddingCache(tmp_path / "c", "m").get("document", "ab" * 32) is None
     assert path.with_name(path.name + ".corrupt").is_file() and path.with_name(path.name + ".corrupt2").is_file()
 
 
-def test_a_run_over_a_damaged_entry_reencodes_it_and_scores_the_same(vg_tiny, tmp_path, caplog):
+def test_a_damaged_row_is_named_by_row_and_hash(tmp_path, caplog):
+    """A pack whose bytes still match its name but whose row does not verify (written for another role)."""
+    cache = EmbeddingCache(tmp_path / "c", "m")
+    rows = [CacheRow(f"{i:02d}" * 32, np.full(4, i, dtype=np.float32), {"seen_tokens": i}) for i in range(3)]
+    [path] = cache.put_many("document", rows)
+    moved = tmp_path / "c" / "m" / "query" / "packs" / path.name
+    moved.parent.mkdir(parents=True)
+    shutil.copyfile(path, moved)  # a query reader must not take document vectors
+    with caplog.at_level(logging.WARNING, logger="mmbench.cache"):
+        assert EmbeddingCache(tmp_path / "c", "m").get_many("query", [r.content_hash for r in rows]) == {}
+    assert str(moved) in caplog.text and "row 0 (000000000000)" in caplog.text
+    assert moved.with_name(moved.name + ".corrupt").is_file()
+    got = EmbeddingCache(tmp_path / "c", "m").get_many("document", [r.content_hash for r in rows])
+    assert sorted(got) == [r.content_hash for r in rows] and got["02" * 32].seen == {"seen_tokens": 2}
+
+
+def test_the_index_is_a_hint_rebuilt_from_the_packs(tmp_path, caplog):
+    cache = EmbeddingCache(tmp_path / "c", "m")
+    for i in range(3):
+        cache.put("document", f"{i:02d}" * 32, np.full(4, i, dtype=np.float32), {"seen_tokens": i})
+    index = tmp_path / "c" / "m" / "document" / "index.json"
+    hashes = [f"{i:02d}" * 32 for i in range(3)]
+    assert sorted(EmbeddingCache(tmp_path / "c", "m").get_many("document", hashes)) == hashes  # packs not yet listed
+    assert index.is_file() and len(json.loads(index.read_text())["packs"]) == 3  # written by that reader
+    for damage in (lambda: index.write_text("{not json"), lambda: index.unlink(),
+                   lambda: index.write_text(json.dumps({"format": cache_module.INDEX_FORMAT, "packs": {}}))):
+        damage()
+        with caplog.at_level(logging.WARNING, logger="mmbench.cache"):
+            got = EmbeddingCache(tmp_path / "c", "m").get_many("document", hashes)
+        assert sorted(got) == hashes and got["01" * 32].seen == {"seen_tokens": 1}
+    # an index listing a pack that is gone, and pointing a hash to the wrong pack: still only verified hits
+    packs = json.loads(index.read_text())["packs"]
+    names = sorted(packs)
+    wrong = {names[0]: packs[names[1]], names[1]: packs[names[0]], "f" * 32: ["ff" * 32]}
+    index.write_text(json.dumps({"format": cache_module.INDEX_FORMAT, "packs": {**wrong, names[2]: packs[names[2]]}}))
+    got = EmbeddingCache(tmp_path / "c", "m").get_many("document", hashes + ["ff" * 32])
+    assert sorted(got) == packs[names[2]]  # the swapped hashes are misses (encoded again), never wrong vectors
+    assert all(entry.vector[0] == int(h[:2]) for h, entry in got.items())
+    assert sorted(EmbeddingCache(tmp_path / "c", "m").get_many("document", hashes)) == hashes  # corrected by then
+    index.unlink()  # rebuilt from the packs' own hash lists
+    assert sorted(EmbeddingCache(tmp_path / "c", "m").get_many("document", hashes)) == hashes
+
+
+def test_per_document_entries_of_the_earlier_layout_are_still_read(tmp_path, caplog):
+    cache = EmbeddingCache(tmp_path / "c", "m")
+    vec = np.arange(4, dtype=np.float32)
+    cache_module.write_entry(cache._path("document", "ab" * 32), "document", "ab" * 32, vec, {"seen_tokens": 2},
+                             {"view_hash": "v"})
+    got = cache.get_entry("document", "ab" * 32)
+    assert np.array_equal(got.vector, vec) and got.seen == {"seen_tokens": 2} and got.meta == {"view_hash": "v"}
+    cache._path("document", "ab" * 32).write_bytes(b"PK\x03\x04 not a zip")
+    with caplog.at_level(logging.WARNING, logger="mmbench.cache"):
+        assert EmbeddingCache(tmp_path / "c", "m").get_entry("document", "ab" * 32) is None
+    assert "damaged embedding cache entry" in caplog.text
+
+
+def _writer(root, start, queue):  # a separate process writing packs into the shared folder
+    cache = EmbeddingCache(root, "m")
+    for b in range(start, start + 20):
+        cache.put_many("document", [CacheRow(f"{b:03d}{i:061d}", np.full(8, b * 10 + i, dtype=np.float32),
+                                             {"seen_tokens": i}) for i in range(5)])
+        cache.save_index("document")
+    queue.put(start)
+
+
+def test_concurrent_writers_never_corrupt_each_other(tmp_path):
+    import multiprocessing as mp
+
+    ctx = mp.get_context("spawn")
+    queue = ctx.Queue()
+    # three processes, two of them writing the same batches (same pack names), all rewriting index.json
+    procs = [ctx.Process(target=_writer, args=(tmp_path / "c", start, queue)) for start in (0, 0, 20)]
+    for p in procs:
+        p.start()
+    for p in procs:
+        p.join(60)
+        assert p.exitcode == 0
+    hashes = [f"{b:03d}{i:061d}" for b in range(40) for i in range(5)]
+    cache = EmbeddingCache(tmp_path / "c", "m")
+    got = cache.get_many("document", hashes)
+    assert sorted(got) == hashes and cache.set_aside == []
+    assert all(got[h].vector[0] == int(h[:3]) * 10 + int(h[3:]) for h in hashes)
+    assert len(cache.pack_paths("document")) == 40
+    assert not [p for p in (tmp_path / "c").rglob("*") if p.name.endswith(".tmp")]
+
+
+def test_a_run_over_a_damaged_pack_reencodes_it_and_scores_the_same(vg_tiny, tmp_path, caplog):
     ps = load_poolset(vg_tiny)
-    opts = RunOptions(progress=False, cache_dir=tmp_path / "cache")
+    opts = RunOptions(progress=False, cache_dir=tmp_path / "cache", batch_tokens=1024)
     first, _, _ = run_poolset(ps, HashingModel(), opts)
-    entries = sorted((tmp_path / "cache").rglob("*.npz"))
+    entries = sorted((tmp_path / "cache").rglob("packs/*.npz"))
+    assert len(entries) >= 8
     _truncate(entries[3])
     entries[7].write_bytes(b"PK\x03\x04 not a zip")
     with caplog.at_level(logging.WARNING, logger="mmbench.cache"):
         again, _, info = run_poolset(ps, HashingModel(), opts)
     assert str(entries[3]) in caplog.text and str(entries[7]) in caplog.text
     assert info["encode"]["cache_set_aside"] == 2 and info["n_failed_items"] == 0
+    assert 0 < info["encode"]["encoded"] < info["encode"]["documents"]  # only the set-aside packs' batches
     assert list(again["ranked_ids"].map(list)) == list(first["ranked_ids"].map(list))
-    assert entries[3].is_file() and entries[7].is_file()  # written again
+    assert entries[3].is_file() and entries[7].is_file()  # written again (the same batch: the same bytes)
     third, _, info3 = run_poolset(ps, HashingModel(), opts)
     assert info3["encode"]["cache_set_aside"] == 0 and info3["encode"]["encoded"] == 0
 
@@ -200,3 +291,21 @@ def test_a_local_folder_is_named_by_its_contents_even_with_a_revision_given(tmp_
 
     model = SentenceTransformerModel(str(packaged_minilm_path()), revision="v1")
     assert model.card.revision == folder_revision(str(packaged_minilm_path()))
+
+
+def test_a_cache_of_per_document_entries_serves_a_warm_run(vg_tiny, tmp_path):
+    """A cache written before packs (one .npz per document) is still read: nothing is encoded again."""
+    ps = load_poolset(vg_tiny)
+    opts = RunOptions(progress=False, cache_dir=tmp_path / "cache", batch_tokens=1024)
+    first, _, _ = run_poolset(ps, HashingModel(), opts)
+    [model_dir] = (tmp_path / "cache").iterdir()
+    cache = EmbeddingCache(tmp_path / "cache", model_dir.name)
+    for role in ("document", "query"):
+        for pack in cache.pack_paths(role):
+            for h, entry in cache_module.read_pack(pack, role).items():
+                cache_module.write_entry(cache._path(role, h), role, h, entry.vector, entry.seen, entry.meta)
+        shutil.rmtree(model_dir / role / "packs")
+        (model_dir / role / "index.json").unlink()
+    again, _, info = run_poolset(load_poolset(vg_tiny), HashingModel(), opts)
+    assert info["encode"]["encoded"] == 0 and info["encode"]["cache_hits"] == info["encode"]["documents"]
+    pd.testing.assert_frame_equal(again, first)

@@ -87,3 +87,27 @@ def test_model_name_given_on_the_command_line_survives_a_load(vg_tiny, tmp_path,
     rename_model(again, "my-hashing")
     _, _, info = run_poolset(ps, again, options)
     assert info["model_loaded"] is False and len(loads) == 2
+
+
+def test_provenance_of_a_warm_run_does_not_load_the_model(vg_tiny, tmp_path):
+    """results.json's provenance names the weights' device and dtype; a warm run takes them from the memo
+    (asking the stand-in for `device` used to load the whole model just to write that field)."""
+    from mmbench.evaluate import evaluate_in_memory
+
+    class OnDevice(HashingModel):
+        device = "cpu:7"
+
+    loads = []
+
+    def loader(name, options):
+        loads.append(name)
+        return OnDevice()
+
+    ps = load_poolset(vg_tiny)
+    options = RunOptions(cache_dir=tmp_path / "cache", progress=False)
+    cold = evaluate_in_memory("visual_grounding", ps, load_model_lazily("dev", {}, tmp_path, loader), options, "dev")
+    lazy = load_model_lazily("dev", {}, tmp_path, loader)
+    warm = evaluate_in_memory("visual_grounding", ps, lazy, options, "dev")
+    assert isinstance(lazy, LazyModel) and not lazy.loaded and loads == ["dev"]
+    assert warm.summary["mmbench"]["provenance"]["device"] == "cpu:7" == cold.summary["mmbench"]["provenance"]["device"]
+    pd.testing.assert_frame_equal(warm.per_query, cold.per_query)

@@ -30,7 +30,7 @@ def _run(args, env):
 
 
 def _wait_for_entries(proc, cache: Path, n: int) -> None:
-    """Poll until the run has stored `n` vectors (or has ended)."""
+    """Poll until the run has stored `n` packs, i.e. batches (or has ended)."""
     deadline = time.time() + 120
     while time.time() < deadline and proc.poll() is None:
         if cache.exists() and len(list(cache.rglob("*.npz"))) >= n:
@@ -45,7 +45,7 @@ def _scores(folder: Path):
 def test_ten_random_sigkills_each_resume_byte_identical(vg_tiny, tmp_path):
     env = {**os.environ, "MMBENCH_HOME": str(tmp_path / "home")}
     base = ["--task", "visual_grounding", "--model", "batch-sensitive", "--model-option", "delay=0.05", "--data", str(vg_tiny), "--quiet",
-            "--batch-tokens", "3000"]
+            "--batch-tokens", "600"]  # small batches: the cache stores one pack file per batch, so many packs
     ref_cache = tmp_path / "ref-cache"
     ref = _run([*base, "--cache-dir", str(ref_cache), "--output", str(tmp_path / "ref")], env)
     out, _ = ref.communicate(timeout=120)
@@ -58,8 +58,7 @@ def test_ten_random_sigkills_each_resume_byte_identical(vg_tiny, tmp_path):
     for k in range(10):
         cache, results = tmp_path / f"cache{k}", tmp_path / f"run{k}"
         proc = _run([*base, "--cache-dir", str(cache), "--output", str(results)], env)
-        # a random moment: once a random number of vectors is stored, plus a random part of a batch's
-        # time, so kills also land between the writes of one batch's entries
+        # a random moment: once a random number of batches is stored, plus a random part of a batch's time
         after_all = k >= 8  # the last two kills: once every vector is stored, while results are written
         _wait_for_entries(proc, cache, n_entries if after_all else rng.randint(1, n_entries))
         time.sleep(rng.uniform(0.0, 0.4 if after_all else 0.08))
@@ -73,5 +72,5 @@ def test_ten_random_sigkills_each_resume_byte_identical(vg_tiny, tmp_path):
         assert (results / "per_query.parquet").read_bytes() == reference, f"kill {k} (after {stored} entries)"
         assert (results / "seen.parquet").read_bytes() == reference_seen, f"kill {k} (after {stored} entries)"
         assert _scores(results) == _scores(tmp_path / "ref")
-    print(f"{mid_encoding} of 10 kills landed while vectors were being stored ({n_entries} entries in all)")
+    print(f"{mid_encoding} of 10 kills landed while vectors were being stored ({n_entries} packs in all)")
     assert mid_encoding >= 6  # the kills did land in the middle of encoding, not only before or after it

@@ -195,3 +195,40 @@ def test_written_metrics_agree_with_pytrec_eval_under_ties_and_several_relevant(
         assert r.mrr_at_10 == pytest.approx(rr if rr >= 0.1 else 0.0)
         assert r.first_relevant_rank == round(1 / rr)
     assert ties > 100
+
+
+def test_pool_scorer_gives_score_pools_bits():
+    """The runner normalises the candidates once for all items; each item's scores must stay the same bits."""
+    from mmbench.runner import PoolScorer, score_pool
+
+    rng = np.random.default_rng(3)
+    vecs = {f"c{i}": rng.standard_normal(384).astype(np.float32) * rng.uniform(0.01, 100) for i in range(300)}
+    vecs["zero"] = np.zeros(384, dtype=np.float32)
+    for similarity in ("cosine", "dot"):
+        scorer = PoolScorer(vecs, similarity)
+        for k in (1, 2, 7, 20, 64, 301):
+            ids = list(rng.choice(sorted(vecs), size=min(k, len(vecs)), replace=False))
+            q = rng.standard_normal(384).astype(np.float32)
+            assert scorer(q, ids).tobytes() == score_pool(q, [vecs[c] for c in ids], similarity).tobytes()
+
+
+def test_rank_without_ties_skips_the_generator_and_orders_the_same():
+    """`rank` builds the seeded tie-break permutation only when rounded scores tie; the order must be the
+    full lexsort's in every case (distinct scores, ties, -0.0 against 0.0, NaN)."""
+    import hashlib
+
+    from mmbench.runner import SCORE_DECIMALS, rank
+
+    def reference(item_id, n, scores, seed):
+        digest = hashlib.sha256(f"{seed}:{item_id}".encode()).digest()
+        tiebreak = np.random.default_rng(int.from_bytes(digest[:8], "little")).permutation(n)
+        return np.lexsort((tiebreak, -np.round(scores, SCORE_DECIMALS)))
+
+    rng = np.random.default_rng(11)
+    cases = [rng.standard_normal(n) for n in (1, 2, 5, 25, 100)]
+    cases += [np.round(rng.standard_normal(30), 1), np.zeros(12), np.array([0.0, -0.0, 1.0, -0.0]),
+              np.array([np.nan, 0.5, np.nan, 0.2]), np.array([0.1234564, 0.1234561, 0.3]), np.array([np.inf, 1, np.inf])]
+    for k, scores in enumerate(cases):
+        ids = [f"c{i}" for i in range(len(scores))]
+        for seed in (0, 7):
+            assert rank(f"item{k}", ids, scores, seed).tolist() == reference(f"item{k}", len(ids), scores, seed).tolist()

@@ -74,6 +74,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--batch-tokens", type=positive_int, default=32768, help="padded tokens per batch")
     p.add_argument("--cache-dir", type=Path, help="embedding cache (default: MMBENCH_HOME/embeddings)")
     p.add_argument("--no-cache", action="store_true", help="neither read nor write the embedding cache")
+    p.add_argument("--verify", action="store_true",
+                   help="recompute the pool set's content hash and check every media file (default: check the "
+                        "tables against the digests in its manifest)")
     p.add_argument("--seed", type=nonnegative_int, default=0, help="seed of the default build and of tie-breaking")
     p.add_argument("--quiet", action="store_true",
                    help="no progress bars or info logs (mmbench's, and those of transformers, datasets and mteb)")
@@ -248,12 +251,13 @@ def cmd_validate(args: argparse.Namespace) -> int:
     return 0
 
 
-def resolve_poolset(task, data: Path | None, seed: int, quiet: bool = False):
+def resolve_poolset(task, data: Path | None, seed: int, quiet: bool = False, verify: bool = False):
     """The pool set a run uses: `data`, or the offline sample (built on first use).
 
-    Its records must still hash to the manifest's content hash, since results carry that hash.
+    Its records must still hash to the manifest's content hash, since results carry that hash: checked
+    from the tables' recorded digests where the manifest has them, in full (records and media) with `verify`.
     """
-    from mmbench.poolset import PoolSetError, check_content_hash, load_poolset
+    from mmbench.poolset import PoolSetError, check_integrity, load_poolset
 
     if data is None:
         data = default_poolset_dir(task.name, "sample", seed)
@@ -264,7 +268,7 @@ def resolve_poolset(task, data: Path | None, seed: int, quiet: bool = False):
         raise CLIError(f"pool set folder {data} does not exist (build one with `mmbench build --task {task.name}`)")
     try:
         ps = load_poolset(data)
-        check_content_hash(ps)
+        check_integrity(ps, full=verify)
     except PoolSetError as exc:
         raise CLIError(str(exc)) from None
     if ps.task != task.name:
@@ -301,7 +305,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     if args.output is not None:
         writable_folder_or_error(args.output)
     try:
-        poolsets = [resolve_poolset(task, args.data, args.seed, quiet=args.quiet) for task in tasks]
+        poolsets = [resolve_poolset(task, args.data, args.seed, quiet=args.quiet, verify=args.verify) for task in tasks]
         model = load_model_for_run(args.model, model_options(args, args.model), cached=not args.no_cache)
         if args.model_name:
             rename_model(model, args.model_name)

@@ -6,12 +6,11 @@ from dataclasses import dataclass, field
 from typing import Any, Iterator, Sequence
 
 import numpy as np
-import scipy.sparse as sp
-from tqdm.auto import tqdm
 
 from ..documents import Document
 from ..media import MediaStore
 from ..models.base import EmbeddingModel, Role
+from ..sparse import issparse
 
 log = logging.getLogger(__name__)
 
@@ -52,7 +51,7 @@ def _encode(model: EmbeddingModel, views: list[Document], role: Role, media: Med
 
 def as_rows(matrix: Any, n: int) -> list[Any]:
     """A model's output as one row per document, checked for shape and finiteness."""
-    if sp.issparse(matrix):
+    if issparse(matrix):
         matrix = matrix.tocsr()
         if matrix.shape[0] != n:
             raise ValueError(f"model returned {matrix.shape[0]} rows for {n} documents")
@@ -72,6 +71,8 @@ class LocalExecutor:
 
     def encode(self, model: EmbeddingModel, batches: Sequence[Sequence[Document]], role: Role,
                media: MediaStore | None, progress: bool = True) -> Iterator[BatchResult]:
+        from tqdm.auto import tqdm
+
         for i, views in enumerate(tqdm(batches, desc="encode queries" if role == "query" else "encode documents", unit="batch",
                                        disable=not progress or not batches)):
             yield encode_batch(model, views, role, media, i)

@@ -94,10 +94,12 @@ class APIEmbeddingModel(EmbeddingModel):
         cache = self._cache()
         out: list[np.ndarray | None] = [None] * len(documents)
         todo = []
-        for i, doc in enumerate(documents):
-            hit = cache.get(role, doc.content_hash()) if cache else None
+        hashes = [doc.content_hash() for doc in documents] if cache else []
+        hits = cache.get_many(role, hashes) if cache else {}
+        for i in range(len(documents)):
+            hit = hits.get(hashes[i]) if cache else None
             if hit is not None:
-                out[i] = hit[0]
+                out[i] = hit.vector
             else:
                 todo.append(i)
         if todo:
@@ -106,10 +108,12 @@ class APIEmbeddingModel(EmbeddingModel):
                 raise EncodeError(f"{self.card.name}: the API returned {len(vecs)} embeddings for {len(todo)} "
                                   f"documents (first: {documents[todo[0]].id!r})")
             for i, vec in zip(todo, vecs):
-                arr = self._check(vec, documents[i].id)
-                out[i] = arr
-                if cache:
-                    cache.put(role, documents[i].content_hash(), arr, {})
+                out[i] = self._check(vec, documents[i].id)
+            if cache:  # one pack for the call's new vectors
+                from ..cache import CacheRow
+
+                cache.put_many(role, [CacheRow(hashes[i], out[i], {}) for i in todo])
+                cache.save_index(role)
         mat = np.stack(out).astype(np.float32)
         return mat / np.maximum(np.linalg.norm(mat, axis=1, keepdims=True), 1e-12)
 

@@ -15,7 +15,6 @@ from collections import Counter
 from typing import Any, Sequence
 
 import numpy as np
-import scipy.sparse as sp
 
 from ..documents import Document
 from ..media import MediaStore
@@ -41,6 +40,8 @@ class BM25Model(EmbeddingModel):
     cacheable = False  # vectors depend on the corpus statistics of the run
 
     def __init__(self, k1: float = 1.5, b: float = 0.75, **_: Any) -> None:
+        import scipy.sparse as sp  # here, not at import: the task registry imports this module on every run
+
         self.k1, self.b = float(k1), float(b)
         self.vocab: dict[str, int] = {}
         self._weights = sp.csr_matrix((0, 0))
@@ -53,6 +54,8 @@ class BM25Model(EmbeddingModel):
                               notes="text only: images and videos are not seen")
 
     def fit(self, documents: Sequence[Document], media: MediaStore | None) -> None:
+        import scipy.sparse as sp
+
         tokens = [tokenize(d.text) for d in documents]
         self._rows = {}
         for i, d in enumerate(documents):
@@ -73,7 +76,9 @@ class BM25Model(EmbeddingModel):
             self._weights = weights[:, [index.vocab_dict[t] for t in terms]].tocsr() * (self.k1 + 1)
         self._fitted = True
 
-    def encode(self, documents: Sequence[Document], role: Role, media: MediaStore | None) -> sp.csr_matrix:
+    def encode(self, documents: Sequence[Document], role: Role, media: MediaStore | None) -> "sp.csr_matrix":
+        import scipy.sparse as sp
+
         if not self._fitted:
             raise RuntimeError("BM25 needs fit() on the candidate corpus before encoding")
         width = self._weights.shape[1]
