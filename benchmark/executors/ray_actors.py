@@ -62,7 +62,10 @@ class _EncodeWorker:
 
     def encode(self, index: int, views: list[Document], role: Role, media: MediaStore | None) -> BatchResult:
         if self._exit_after is not None and self._done >= self._exit_after:
-            os._exit(1)  # simulates a worker lost mid-run (the batch in hand is never returned)
+            # simulates a worker lost mid-run (the batch in hand is never returned); the pause lets the replies of
+            # the batches it finished leave the process first, as they would from a worker that dies while encoding
+            time.sleep(0.5)
+            os._exit(1)
         if self._hang_after is not None and self._done >= self._hang_after:
             time.sleep(3600)  # simulates a stuck worker (a wedged GPU, a dead mount): alive, never answers
         self._done += 1
