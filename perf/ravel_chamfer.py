@@ -1,7 +1,8 @@
 """RAVEL Chamfer throughput: the blocked kernel against this machine's GEMM and a per-pair loop.
 
-Prints, in one run (workloads interleaved in rounds, best time of each, so a busy machine slows
-them alike rather than skewing the ratios):
+Prints, in one run (workloads interleaved in rounds, best sample of each; every sample repeats its
+workload for at least the duration of one blocked-kernel run, so a busy machine slows them alike
+rather than letting the short GEMMs catch its quiet moments):
   * the machine's GEMM throughput for the dtype at the current thread count: the better of a square
     sq×sq×sq GEMM and a GEMM with the problem's inner dimension d, (sq×d)·(d×sq) — the better of
     the two is the goal's denominator (the stricter choice);
@@ -50,17 +51,16 @@ def _sync(dev):
         torch.cuda.synchronize(dev)
 
 
-def timeit(fn, dev, reps=3, warmup=1):
-    for _ in range(warmup):
+def time_per_call(fn, dev, window: float) -> float:
+    """Seconds per call of ``fn``, calling it back to back until ``window`` seconds have passed."""
+    calls, start = 0, time.perf_counter()
+    while True:
         fn()
-    _sync(dev)
-    best = float("inf")
-    for _ in range(reps):
-        t = time.perf_counter()
-        fn()
+        calls += 1
         _sync(dev)
-        best = min(best, time.perf_counter() - t)
-    return best
+        elapsed = time.perf_counter() - start
+        if elapsed >= window:
+            return elapsed / calls
 
 
 GOAL_FRACTION, GOAL_SPEEDUP = 0.70, 5.0
@@ -76,7 +76,9 @@ def main():
     ap.add_argument("--budget-mb", type=float, help="tile memory budget per worker (default: the kernel's)")
     ap.add_argument("--threads", type=int, help="torch.set_num_threads for every workload (default: torch's)")
     ap.add_argument("--tf32", action="store_true", help="allow TF32 GEMMs (both sides of the comparison)")
-    ap.add_argument("--reps", type=int, default=5)
+    ap.add_argument("--reps", type=int, default=5, help="interleaved rounds; each workload keeps its best")
+    ap.add_argument("--min-window", type=float, default=0.5,
+                    help="shortest timed sample in seconds (samples also last one blocked run)")
     ap.add_argument("--json", help="also write results here")
     a = ap.parse_args()
     if a.threads:
@@ -117,13 +119,19 @@ def main():
             "blocked": lambda: ch.chamfer_similarity_matrix(feats, device=dev, memory_budget_bytes=budget,
                                                             out_device=dev, stats=stats),
             "naive": naive}
+    # Every timed sample lasts at least as long as one blocked run: a 0.1 s GEMM timed alone catches
+    # the quiet moments of a shared machine that a 3 s kernel run cannot, which biases the ratios.
     best = dict.fromkeys(work, float("inf"))
-    for fn in work.values():
-        fn()  # warm-up
-    _sync(dev)
+    window = 0.0
+    for name, fn in work.items():  # warm-up
+        start = time.perf_counter()
+        fn()
+        _sync(dev)
+        if name == "blocked":
+            window = max(a.min_window, time.perf_counter() - start)
     for _ in range(a.reps):
         for name, fn in work.items():
-            best[name] = min(best[name], timeit(fn, dev, reps=1, warmup=0))
+            best[name] = min(best[name], time_per_call(fn, dev, window))
     del x, y, xd, yd
     sq_gflops = 2 * sq ** 3 / best["square"] / 1e9
     inner_gflops = 2 * sq * sq * d / best["inner_d"] / 1e9
