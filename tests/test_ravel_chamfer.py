@@ -63,16 +63,17 @@ def test_bad_lengths_are_refused():
 
 
 def test_same_result_for_every_thread_count_and_threads_restored():
-    """Each task runs single-threaded whichever worker takes it: bit-identical across counts."""
+    """Each task runs single-threaded whichever worker takes it: bit-identical across thread and
+    worker counts (the tolerance is zero), and the caller's thread count is left as it was."""
     x = _unit(np.random.default_rng(9), 17, 12, 16).float()
     before = torch.get_num_threads()
     try:
         results = []
         for threads in (1, 2, 3):
             torch.set_num_threads(threads)
-            results.append(chamfer.chamfer_similarity_matrix(x, tile=3))
-            assert torch.get_num_threads() == threads
-        results.append(chamfer.chamfer_similarity_matrix(x, tile=3, workers=4))
+            for workers in (None, 1, 4):
+                results.append(chamfer.chamfer_similarity_matrix(x, tile=3, workers=workers))
+                assert torch.get_num_threads() == threads
     finally:
         torch.set_num_threads(before)
     for r in results[1:]:
