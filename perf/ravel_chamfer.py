@@ -97,8 +97,9 @@ def main():
     ch = _chamfer_module()
     budget = int(a.budget_mb * 2**20) if a.budget_mb else None
 
-    # Inputs of the four timed workloads: a square GEMM and a GEMM with the problem's inner
-    # dimension (the machine's GEMM throughput), the blocked Chamfer, the per-pair loop on m images.
+    # Inputs of the timed workloads: a square GEMM, a GEMM with the problem's inner dimension and
+    # (CPU, w > 1 threads) w of those concurrently — the machine's GEMM throughput —, the blocked
+    # Chamfer, and the per-pair loop on m images.
     sq = 8192 if gpu else 2048
     x = torch.randn(sq, sq, device=dev, dtype=dtype)
     y = torch.randn(sq, sq, device=dev, dtype=dtype)

@@ -25,8 +25,10 @@ neighbour process takes one, where a fork-join GEMM waits for its slowest thread
 computed the same way, single-threaded, by whichever worker runs it (one worker included), so the
 result is bit-identical for every thread count and worker count (same machine and torch build).
 Fork-join GEMMs on cache-sized tiles were the slow alternative: on this loaded 2-core machine one
-worker with 2 intra-op threads spent 6.4 s of CPU on work that takes 0.6 s single-threaded. float32 GEMMs by default; TF32 is not enabled here
-(the caller's global torch setting applies on CUDA).
+worker with 2 intra-op threads spent 6.4 s of CPU on work that takes 0.6 s single-threaded.
+
+float32 GEMMs by default; TF32 is not enabled here (the caller's global torch setting applies on
+CUDA, where one worker runs the tasks in order on the current stream).
 """
 from __future__ import annotations
 
