@@ -4,24 +4,43 @@ For images i, j with (whitened, L2-normalised) patch sets A (Pᵢ×d) and B (P�
 
     chamfer(i, j) = ½ ( mean_a max_b S_ab + mean_b max_a S_ab )
 
-which is symmetric, so only the upper triangle of the n×n matrix is computed and mirrored.
+which is symmetric, so each unordered pair is computed once and mirrored.
 
-The blocked kernel groups images into tiles of ``t`` images. One tile pair is a single GEMM
-(t·P × d)·(d × t·P) followed by two max-reductions; only tile pairs (I, J) with J ≥ I are
-computed. ``t`` is chosen from a memory budget so that the similarity block (t·P)² floats (and,
-with ragged patch counts, one masked copy) fits in it: peak extra memory is bounded by the
-budget regardless of n. Works on any torch device; float32 GEMMs by default (TF32 is not
-enabled here — the caller's global torch setting applies).
+Work plan. Images are grouped into tiles of ``t`` images. Every tile pair (I, J) with J > I is
+one task: a GEMM (t·P × d)·(d × t·P) into a reused buffer, then both max-reductions of that one
+similarity block (rows: best match of each of I's patches in each image of J; columns: the
+reverse), summed per image pair. A diagonal tile is split into strips (image i against images
+i…end of the tile), so no pair is computed twice and only the n self-pairs (the diagonal of the
+result) are computed beyond the n(n−1)/2 useful pairs.
+
+``t`` is the largest tile whose block (t·P)² (plus the two reduction outputs) fits the memory
+budget. On CPU the default budget is 1 MiB, a typical per-core L2, so the block is still in cache
+when the two reductions read it; on CUDA it is a share of the free memory. Peak extra memory is
+the budget per worker plus two n×n accumulators, whatever n.
+
+Threads (CPU): with ``torch.get_num_threads()`` = w > 1, w Python worker threads take tasks from
+a shared queue and run each task single-threaded (torch releases the GIL inside its ops); the
+intra-op thread count is restored afterwards. Dynamic scheduling keeps both cores busy when a
+neighbour process takes one, where a fork-join GEMM waits for its slowest thread. Each task is
+computed the same way, single-threaded, by whichever worker runs it (one worker included), so the
+result is bit-identical for every thread count and worker count (same machine and torch build).
+Fork-join GEMMs on cache-sized tiles were the slow alternative: on this loaded 2-core machine one
+worker with 2 intra-op threads spent 6.4 s of CPU on work that takes 0.6 s single-threaded.
+
+float32 GEMMs by default; TF32 is not enabled here (the caller's global torch setting applies on
+CUDA, where one worker runs the tasks in order on the current stream).
 """
 from __future__ import annotations
 
 import math
+import threading
+from concurrent.futures import ThreadPoolExecutor
 from typing import Sequence
 
 import numpy as np
 import torch
 
-DEFAULT_CPU_BUDGET = 32 * 2**20  # cache-friendly tiles measured faster on CPU than large ones
+DEFAULT_CPU_BUDGET = 2**20  # per worker: the similarity block stays in a 1 MiB L2 for the reductions
 DEFAULT_GPU_BUDGET = 2 * 2**30
 
 
@@ -59,14 +78,11 @@ def chamfer_similarity_naive(patches, lengths=None, dtype=torch.float64) -> torc
     return out
 
 
-def choose_tile(n: int, p: int, budget_bytes: int, elem_bytes: int = 4, ragged: bool = False) -> int:
-    """Largest tile t (images) with the tile-pair similarity block within ``budget_bytes``.
-
-    Block memory ≈ (t·P)² · elem · (1 GEMM output [+1 masked copy if ragged]) + the two
-    reduction outputs (2·t²·P·elem); t ≥ 1 always (a single pair's P² block is the floor).
-    """
-    copies = 2 if ragged else 1
-    per_t2 = p * p * elem_bytes * copies + 2 * p * elem_bytes
+def choose_tile(n: int, p: int, budget_bytes: int, elem_bytes: int = 4) -> int:
+    """Largest tile t (images) whose task memory fits ``budget_bytes``: the similarity block
+    (t·P)² plus the two reduction outputs 2·t²·P, times ``elem_bytes``; t ≥ 1 always (a single
+    pair's P² block is the floor), t ≤ n."""
+    per_t2 = (p * p + 2 * p) * elem_bytes
     t = int(math.floor(math.sqrt(max(budget_bytes, 1) / per_t2)))
     return max(1, min(n, t))
 
@@ -78,13 +94,89 @@ def default_budget(device: torch.device) -> int:
     return DEFAULT_CPU_BUDGET
 
 
+def plan_tasks(n: int, t: int) -> list[tuple[int, int, int, int]]:
+    """Blocks (row start, row end, column start, column end) in images covering each pair i ≤ j
+    exactly once: off-diagonal tile pairs whole, diagonal tiles as strips i × [i, tile end)."""
+    tasks = []
+    for bi in range(0, n, t):
+        ei = min(n, bi + t)
+        tasks.extend((i, i + 1, i, ei) for i in range(bi, ei))
+        tasks.extend((bi, ei, bj, min(n, bj + t)) for bj in range(ei, n, t))
+    return tasks
+
+
+class _BlockReducer:
+    """One worker's buffers; ``run`` computes one task's row/column max sums into the shared
+    accumulators (tasks write disjoint blocks, so workers need no lock for them)."""
+
+    def __init__(self, flat, p, t, fsum, bsum, mask):
+        self.flat, self.p, self.fsum, self.bsum, self.mask = flat, p, fsum, bsum, mask
+        kw = {"dtype": flat.dtype, "device": flat.device}
+        self.sbuf = torch.empty(t * p * t * p, **kw)
+        self.rbuf = torch.empty(t * p * t, **kw)
+        self.cbuf = torch.empty(t * t * p, **kw)
+
+    def run(self, bi, ei, bj, ej):
+        p, flat = self.p, self.flat
+        ti, tj = ei - bi, ej - bj
+        s = torch.mm(flat[bi * p: ei * p], flat[bj * p: ej * p].T,
+                     out=self.sbuf[: ti * p * tj * p].view(ti * p, tj * p))
+        s4 = s.view(ti, p, tj, p)
+        rows = self.rbuf[: ti * p * tj].view(ti, p, tj)
+        cols = self.cbuf[: ti * tj * p].view(ti, tj, p)
+        if self.mask is None:
+            torch.amax(s4, 3, out=rows)
+            torch.amax(s4, 1, out=cols)
+        else:  # padded patches: -inf never wins a max; padded rows/columns add 0 to the sums
+            valid, bias = self.mask
+            s.add_(bias[bj * p: ej * p][None, :])
+            torch.amax(s4, 3, out=rows).masked_fill_(~valid[bi:ei, :, None], 0)
+            s.add_(bias[bi * p: ei * p][:, None])
+            torch.amax(s4, 1, out=cols).masked_fill_(~valid[None, bj:ej, :], 0)
+        torch.sum(rows, 1, out=self.fsum[bi:ei, bj:ej])
+        torch.sum(cols, 2, out=self.bsum[bi:ei, bj:ej])
+
+
+def _run_tasks(make_reducer, tasks, workers: int, cpu: bool) -> None:
+    """Run ``tasks`` on ``workers`` threads taking them from one queue. On CPU every task runs
+    single-threaded (also with one worker), so the bits do not depend on the thread count; the
+    intra-op thread count is restored afterwards."""
+    queue, lock = iter(tasks), threading.Lock()
+    nthreads = torch.get_num_threads()
+
+    def work():
+        if cpu:
+            torch.set_num_threads(1)
+        red = make_reducer()
+        while True:
+            with lock:
+                task = next(queue, None)
+            if task is None:
+                return
+            red.run(*task)
+
+    try:
+        if workers <= 1:
+            work()
+        else:
+            with ThreadPoolExecutor(workers, thread_name_prefix="chamfer") as pool:
+                for fut in [pool.submit(work) for _ in range(workers)]:
+                    fut.result()
+    finally:
+        if cpu:
+            torch.set_num_threads(nthreads)
+
+
 def chamfer_similarity_matrix(patches, lengths=None, *, device=None, dtype=torch.float32,
                               tile: int | None = None, memory_budget_bytes: int | None = None,
-                              out_device="cpu", stats: dict | None = None) -> torch.Tensor:
+                              workers: int | None = None, out_device="cpu",
+                              stats: dict | None = None) -> torch.Tensor:
     """n×n symmetric Chamfer similarity of (n, P, d) patch sets (zero-padded if ``lengths``).
 
-    Upper-triangle tiles only, mirrored. Returns float32 (or ``dtype`` if float64) on ``out_device``.
-    ``stats`` (if a dict) receives tile size, number of tile pairs and GEMM multiply-adds.
+    Each pair i ≤ j computed once (see the module docstring), mirrored. Returns ``dtype`` on
+    ``out_device``. ``workers`` defaults to ``torch.get_num_threads()`` on CPU and 1 on CUDA.
+    ``stats`` (if a dict) receives the tile size, tile pairs (I ≤ J), tasks (GEMMs), workers and
+    the GEMM multiply-adds issued against the useful ones.
     """
     if isinstance(patches, (list, tuple)):
         patches, lengths = pad_patch_sets(patches, dtype=dtype)
@@ -92,51 +184,35 @@ def chamfer_similarity_matrix(patches, lengths=None, *, device=None, dtype=torch
     dev = torch.device(device) if device is not None else x.device
     x = x.to(device=dev, dtype=dtype).contiguous()
     n, p, d = x.shape
-    ragged = lengths is not None and bool((torch.as_tensor(lengths) != p).any())
-    elem = torch.finfo(dtype).bits // 8
-    budget = memory_budget_bytes or default_budget(dev)
-    t = tile or choose_tile(n, p, budget, elem, ragged)
-    flat = x.reshape(n * p, d)
-    out = torch.empty(n, n, dtype=dtype, device=dev)
-    if ragged:
+    lens = torch.full((n,), p, dtype=torch.long, device=dev)
+    mask = None
+    if lengths is not None and bool((torch.as_tensor(lengths) != p).any()):
         lens = torch.as_tensor(lengths, device=dev).long()
-        valid = torch.arange(p, device=dev)[None, :] < lens[:, None]  # (n, P)
         if int(lens.min()) < 1:
             raise ValueError("every image needs at least one patch")
+        if int(lens.max()) > p:
+            raise ValueError(f"a length exceeds the {p} patches per image")
+        valid = torch.arange(p, device=dev)[None, :] < lens[:, None]  # (n, P)
         bias = torch.zeros(n, p, dtype=dtype, device=dev).masked_fill(~valid, float("-inf")).reshape(n * p)
-        validf = valid.to(dtype)
-    pairs = 0
-    # One similarity buffer for every tile pair: a fresh (t·P)² allocation per pair costs page faults
-    # comparable to a fifth of the GEMM on CPU; `torch.mm(out=)` writes into a contiguous prefix of it.
-    buf = torch.empty(min(n, t) * p * min(n, t) * p, dtype=dtype, device=dev)
-    for bi in range(0, n, t):
-        ei = min(n, bi + t)
-        a = flat[bi * p: ei * p]
-        for bj in range(bi, n, t):
-            ej = min(n, bj + t)
-            ti, tj = ei - bi, ej - bj
-            s = torch.mm(a, flat[bj * p: ej * p].T, out=buf[: ti * p * tj * p].view(ti * p, tj * p))
-            pairs += 1
-            if not ragged:
-                s4 = s.view(ti, p, tj, p)
-                fwd = s4.amax(3).mean(1)  # (ti, tj): mean over i's patches of best match in j
-                bwd = s4.amax(1).mean(2)  # (ti, tj): mean over j's patches of best match in i
-            else:
-                s4 = (s + bias[bj * p: ej * p][None, :]).view(ti, p, tj, p)
-                fwd = (s4.amax(3) * validf[bi:ei, :, None]).sum(1) / lens[bi:ei, None]
-                del s4
-                s4 = (s + bias[bi * p: ei * p][:, None]).view(ti, p, tj, p)
-                bwd = (s4.amax(1) * validf[None, bj:ej, :]).sum(2) / lens[None, bj:ej]
-            sim = 0.5 * (fwd + bwd)
-            out[bi:ei, bj:ej] = sim
-            if bj != bi:
-                out[bj:ej, bi:ei] = sim.T
-            del s, s4
+        mask = (valid, bias)
+    elem = torch.finfo(dtype).bits // 8
+    budget = memory_budget_bytes or default_budget(dev)
+    t = tile or choose_tile(n, p, budget, elem)
+    tasks = plan_tasks(n, t)
+    if workers is None:
+        workers = 1 if dev.type != "cpu" else torch.get_num_threads()
+    workers = max(1, min(int(workers), len(tasks)))
+    flat = x.reshape(n * p, d)
+    fsum = torch.zeros(n, n, dtype=dtype, device=dev)  # Σ over i's patches of the best match in j
+    bsum = torch.zeros(n, n, dtype=dtype, device=dev)  # Σ over j's patches of the best match in i
+    _run_tasks(lambda: _BlockReducer(flat, p, t, fsum, bsum, mask), tasks, workers, dev.type == "cpu")
+    lf = lens.to(dtype)
+    upper = (0.5 * (fsum / lf[:, None] + bsum / lf[None, :])).triu()
+    out = upper + upper.triu(1).T
     if stats is not None:
-        stats.update({"tile": t, "tile_pairs": pairs, "n": n, "P": p, "d": d,
-                      "gemm_macs": sum(min(t, n - bi) * min(t, n - bj) * p * p * d
-                                       for bi in range(0, n, t) for bj in range(bi, n, t)),
+        nb = -(-n // t)
+        stats.update({"tile": t, "tile_pairs": nb * (nb + 1) // 2, "tasks": len(tasks), "workers": workers,
+                      "n": n, "P": p, "d": d,
+                      "gemm_macs": sum((ei - bi) * (ej - bj) for bi, ei, bj, ej in tasks) * p * p * d,
                       "useful_macs": n * (n - 1) // 2 * p * p * d, "budget_bytes": budget})
-    # Enforce exact symmetry inside diagonal tiles too (fwd/bwd sums commute only up to rounding).
-    out = 0.5 * (out + out.T)
     return out.to(out_device)
