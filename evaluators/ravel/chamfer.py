@@ -33,6 +33,7 @@ CUDA, where one worker runs the tasks in order on the current stream).
 from __future__ import annotations
 
 import math
+import numbers
 import threading
 from concurrent.futures import ThreadPoolExecutor
 from typing import Sequence
@@ -197,7 +198,12 @@ def chamfer_similarity_matrix(patches, lengths=None, *, device=None, dtype=torch
         mask = (valid, bias)
     elem = torch.finfo(dtype).bits // 8
     budget = memory_budget_bytes or default_budget(dev)
-    t = tile or choose_tile(n, p, budget, elem)
+    if tile is None:
+        t = choose_tile(n, p, budget, elem)
+    elif isinstance(tile, bool) or not isinstance(tile, numbers.Integral) or tile < 1:
+        raise ValueError(f"tile must be a positive number of images, not {tile!r}")
+    else:
+        t = min(n, int(tile))  # buffers are sized from the tile: never larger than the images there are
     tasks = plan_tasks(n, t)
     if workers is None:
         workers = 1 if dev.type != "cpu" else torch.get_num_threads()
