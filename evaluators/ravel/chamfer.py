@@ -175,7 +175,8 @@ def chamfer_similarity_matrix(patches, lengths=None, *, device=None, dtype=torch
     """n×n symmetric Chamfer similarity of (n, P, d) patch sets (zero-padded if ``lengths``).
 
     Each pair i ≤ j computed once (see the module docstring), mirrored. Returns ``dtype`` on
-    ``out_device``. ``workers`` defaults to ``torch.get_num_threads()`` on CPU and 1 on CUDA.
+    ``out_device``. ``workers`` defaults to ``torch.get_num_threads()`` on CPU and 1 on CUDA. ``tile``
+    (images per tile, a positive integer, capped at n) overrides the one chosen from the budget.
     ``stats`` (if a dict) receives the tile size, tile pairs (I ≤ J), tasks (GEMMs), workers and
     the GEMM multiply-adds issued against the useful ones.
     """
