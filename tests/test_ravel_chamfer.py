@@ -112,3 +112,11 @@ def test_a_tile_that_is_not_a_positive_integer_is_refused(tile):
     """tile=-1 planned no task at all and returned a matrix of zeros without a word."""
     with pytest.raises(ValueError, match="tile"):
         chamfer.chamfer_similarity_matrix(torch.ones(4, 2, 3), tile=tile)
+
+
+@pytest.mark.parametrize("lengths", [[4, 2], [4, 2, 3, 1], [4, 4]])
+def test_lengths_must_give_one_count_per_image(lengths):
+    """Two counts for three images were a broadcasting error from inside torch, or (all counts full)
+    taken without a word; now one line says what is wrong."""
+    with pytest.raises(ValueError, match=rf"{len(lengths)} lengths for 3 images"):
+        chamfer.chamfer_similarity_matrix(torch.ones(3, 4, 2), torch.tensor(lengths))

@@ -187,6 +187,8 @@ def chamfer_similarity_matrix(patches, lengths=None, *, device=None, dtype=torch
     x = x.to(device=dev, dtype=dtype).contiguous()
     n, p, d = x.shape
     lens = torch.full((n,), p, dtype=torch.long, device=dev)
+    if lengths is not None and torch.as_tensor(lengths).shape != (n,):
+        raise ValueError(f"{torch.as_tensor(lengths).numel()} lengths for {n} images: give one patch count per image")
     mask = None
     if lengths is not None and bool((torch.as_tensor(lengths) != p).any()):
         lens = torch.as_tensor(lengths, device=dev).long()
