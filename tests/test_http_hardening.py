@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import logging
 import shutil
-import socket
 import ssl
 import subprocess
 import threading
@@ -15,6 +14,7 @@ import numpy as np
 import pytest
 
 from loopback_server import LoopbackServer
+from raw_socket_server import RawSocketServer
 from mmbench.documents import Document, Text
 from mmbench.models.api_gemini import GeminiEmbeddingModel
 from mmbench.models.api_openai import OpenAIEmbeddingModel
@@ -99,26 +99,15 @@ def test_embedding_run_keeps_an_echoed_key_out_of_results(vg_tiny, tmp_path, mon
             assert KEY.encode() not in (out / name).read_bytes(), (cls.__name__, name)
 
 
-class TrickleServer:
+class TrickleServer(RawSocketServer):
     """Sends valid HTTP headers, then the body one byte every `gap` seconds (each read succeeds quickly)."""
 
     def __init__(self, body: bytes, gap: float, tls: ssl.SSLContext | None = None):
         self.body, self.gap, self.sent, self.hung_up, self.tls = body, gap, 0, threading.Event(), tls
-        self.sock = socket.socket()
-        self.sock.bind(("127.0.0.1", 0))
-        self.sock.listen(4)
-        self.url = f"http{'s' if tls else ''}://127.0.0.1:{self.sock.getsockname()[1]}"
-        threading.Thread(target=self._serve, daemon=True).start()
+        self.scheme = "https" if tls else "http"
+        super().__init__(backlog=4)
 
-    def _serve(self):
-        while True:
-            try:
-                conn, _ = self.sock.accept()
-            except OSError:
-                return
-            threading.Thread(target=self._one, args=(conn,), daemon=True).start()
-
-    def _one(self, conn):
+    def handle(self, conn):
         if self.tls:
             conn = self.tls.wrap_socket(conn, server_side=True)
         with conn:
@@ -133,9 +122,6 @@ class TrickleServer:
                 time.sleep(0.2)   # closing with unread bytes (TLS) would reset the connection before it is read
             except OSError:
                 self.hung_up.set()
-
-    def close(self):
-        self.sock.close()
 
 
 def test_the_timeout_bounds_the_whole_request_not_each_read():

@@ -2,52 +2,32 @@
 the reply stalls or trickles, and a redirect is refused rather than followed (with the key) elsewhere."""
 from __future__ import annotations
 
-import socket
 import threading
 import time
 
 import pytest
 
+from raw_socket_server import RawSocketServer
 from mmbench.models.http_client import APIError, HttpClient, RetryPolicy
 
 KEY = "sk-live-TRANSPORT-0123456789abcdef"
 
 
-class RawServer:
-    """A loopback TCP server that answers every connection with `reply(conn)` in its own thread; it counts
-    connections and notes when the client hung up on it."""
+class RawServer(RawSocketServer):
+    """Answers every connection with `reply(conn)`; notes what it received and when the client hung up on it."""
 
     def __init__(self, reply):
-        self.reply, self.connections, self.hung_up = reply, 0, threading.Event()
+        self.reply, self.hung_up = reply, threading.Event()
         self.received: list[bytes] = []
-        self.sock = socket.socket()
-        self.sock.bind(("127.0.0.1", 0))
-        self.sock.listen(8)
-        self.url = f"http://127.0.0.1:{self.sock.getsockname()[1]}"
-        threading.Thread(target=self._serve, daemon=True).start()
+        super().__init__(backlog=8)
 
-    def _serve(self):
-        while True:
-            try:
-                conn, _ = self.sock.accept()
-            except OSError:
-                return
-            self.connections += 1
-            threading.Thread(target=self._one, args=(conn,), daemon=True).start()
-
-    def _one(self, conn):
+    def handle(self, conn):
         with conn:
             try:
                 self.received.append(conn.recv(65536))
                 self.reply(conn)
             except OSError:
                 self.hung_up.set()
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.sock.close()
 
 
 def _client(timeout=1.0, attempts=1) -> HttpClient:

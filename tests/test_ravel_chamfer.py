@@ -95,3 +95,28 @@ def test_default_cpu_tile_fits_the_cache_budget():
     t = chamfer.choose_tile(1000, 196, chamfer.DEFAULT_CPU_BUDGET)
     assert t == 2 and ((t * 196) ** 2 + 2 * t * t * 196) * 4 <= chamfer.DEFAULT_CPU_BUDGET
     assert chamfer.choose_tile(1000, 576, chamfer.DEFAULT_CPU_BUDGET) == 1  # a pair's block is the floor
+
+
+def test_a_tile_larger_than_the_images_allocates_for_the_images_only():
+    """An explicit tile above n is capped at n (as the chosen tile is): the per-worker buffers are sized
+    from the tile, so tile=10**6 on 5 images asked for a (10**6·P)² block (tens of TB) and failed."""
+    x = _unit(np.random.default_rng(3), 5, 4, 8)
+    stats: dict = {}
+    got = chamfer.chamfer_similarity_matrix(x, dtype=torch.float64, tile=10**6, workers=1, stats=stats)
+    assert stats["tile"] == 5
+    torch.testing.assert_close(got, chamfer.chamfer_similarity_naive(x), rtol=0, atol=1e-12)
+
+
+@pytest.mark.parametrize("tile", [-1, 2.5, True])
+def test_a_tile_that_is_not_a_positive_integer_is_refused(tile):
+    """tile=-1 planned no task at all and returned a matrix of zeros without a word."""
+    with pytest.raises(ValueError, match="tile"):
+        chamfer.chamfer_similarity_matrix(torch.ones(4, 2, 3), tile=tile)
+
+
+@pytest.mark.parametrize("lengths", [[4, 2], [4, 2, 3, 1], [4, 4]])
+def test_lengths_must_give_one_count_per_image(lengths):
+    """Two counts for three images were a broadcasting error from inside torch, or (all counts full)
+    taken without a word; now one line says what is wrong."""
+    with pytest.raises(ValueError, match=rf"{len(lengths)} lengths for 3 images"):
+        chamfer.chamfer_similarity_matrix(torch.ones(3, 4, 2), torch.tensor(lengths))

@@ -219,19 +219,29 @@ class RayExecutor:
                 (ref,) = done
                 a, b = running.pop(ref)
                 load[a] -= 1
+                line = list(order.get(a, ()))  # the actor's batches in the order it runs them: the first is under way
                 if a in order:
                     order[a].remove(ref)
                     since[a] = time.monotonic()
                 try:
                     yield ray.get(ref)
                 except RayActorError as exc:
+                    lost = [(ref, b)]
                     if a in alive:
                         cause = f"worker {a} died: {_first_line(exc)}"
                         alive.discard(a)
                         self._lose(a, cause)
-                    failed = give_back(b, "worker died while encoding")
-                    if failed is not None:
-                        yield failed
+                        # every batch in its line comes back now; only the first was being encoded, the ones
+                        # queued behind it never started there, so they are not attempts
+                        lost += [(r, running.pop(r)[1]) for r in order.pop(a, ()) if r in running]
+                        load[a] = 0
+                        for r, lb in lost:
+                            if line and r != line[0]:
+                                attempts[lb] -= 1
+                    for _, lb in lost:
+                        failed = give_back(lb, "worker died while encoding")
+                        if failed is not None:
+                            yield failed
             if not alive:
                 raise self._no_workers(len(queue) + len(running), cause) from None
             fill()

@@ -33,6 +33,7 @@ CUDA, where one worker runs the tasks in order on the current stream).
 from __future__ import annotations
 
 import math
+import numbers
 import threading
 from concurrent.futures import ThreadPoolExecutor
 from typing import Sequence
@@ -174,7 +175,8 @@ def chamfer_similarity_matrix(patches, lengths=None, *, device=None, dtype=torch
     """n×n symmetric Chamfer similarity of (n, P, d) patch sets (zero-padded if ``lengths``).
 
     Each pair i ≤ j computed once (see the module docstring), mirrored. Returns ``dtype`` on
-    ``out_device``. ``workers`` defaults to ``torch.get_num_threads()`` on CPU and 1 on CUDA.
+    ``out_device``. ``workers`` defaults to ``torch.get_num_threads()`` on CPU and 1 on CUDA. ``tile``
+    (images per tile, a positive integer, capped at n) overrides the one chosen from the budget.
     ``stats`` (if a dict) receives the tile size, tile pairs (I ≤ J), tasks (GEMMs), workers and
     the GEMM multiply-adds issued against the useful ones.
     """
@@ -185,6 +187,8 @@ def chamfer_similarity_matrix(patches, lengths=None, *, device=None, dtype=torch
     x = x.to(device=dev, dtype=dtype).contiguous()
     n, p, d = x.shape
     lens = torch.full((n,), p, dtype=torch.long, device=dev)
+    if lengths is not None and torch.as_tensor(lengths).shape != (n,):
+        raise ValueError(f"{torch.as_tensor(lengths).numel()} lengths for {n} images: give one patch count per image")
     mask = None
     if lengths is not None and bool((torch.as_tensor(lengths) != p).any()):
         lens = torch.as_tensor(lengths, device=dev).long()
@@ -197,7 +201,12 @@ def chamfer_similarity_matrix(patches, lengths=None, *, device=None, dtype=torch
         mask = (valid, bias)
     elem = torch.finfo(dtype).bits // 8
     budget = memory_budget_bytes or default_budget(dev)
-    t = tile or choose_tile(n, p, budget, elem)
+    if tile is None:
+        t = choose_tile(n, p, budget, elem)
+    elif isinstance(tile, bool) or not isinstance(tile, numbers.Integral) or tile < 1:
+        raise ValueError(f"tile must be a positive number of images, not {tile!r}")
+    else:
+        t = min(n, int(tile))  # buffers are sized from the tile: never larger than the images there are
     tasks = plan_tasks(n, t)
     if workers is None:
         workers = 1 if dev.type != "cpu" else torch.get_num_threads()
