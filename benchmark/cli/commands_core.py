@@ -55,7 +55,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="Python file to import first; it may register tasks and models (mmbench.register_task, "
                         "mmbench.register_model)")
     p.add_argument("--data", type=Path, help="pool set folder of the one task (default: build the sample source)")
-    p.add_argument("--limit", type=positive_int, help="evaluate a deterministic spread of N items")
+    p.add_argument("--limit", type=positive_int, help="evaluate N items, chosen deterministically by the candidate documents "
+                   "they add (whole cells first), so the cost grows with N")
     p.add_argument("--output", type=Path, help="results folder (default: runs/<task>/<model>; with several "
                                                "tasks, one subfolder per task)")
     p.add_argument("--device", default=None, help="device of the model, e.g. cuda, cuda:1, cpu (default: the adapter's)")

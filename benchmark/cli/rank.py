@@ -42,7 +42,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--api-key-env", default=None, help="environment variable holding the key "
                                                         "(default OPENAI_API_KEY / ANTHROPIC_API_KEY)")
     p.add_argument("--data", type=Path, help="pool set folder (default: build the sample source)")
-    p.add_argument("--limit", type=positive_int, help="rank a deterministic spread of N items")
+    p.add_argument("--limit", type=positive_int, help="rank N items, the ones `mmbench run --limit N` "
+                   "evaluates (chosen by the candidates they add)")
     p.add_argument("--prompt-file", type=Path, help="JSON with system, intro ({query}, {n}), outro, optional label ({id})")
     p.add_argument("--output", type=Path, help="results folder (default: runs/<task>/<ranker>_<model>)")
     p.add_argument("--temperature", type=temperature, default=0.0, help="sampling temperature, 0 to 2")

@@ -28,7 +28,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="with --executor ray: split each job's encoding over this many Ray actors")
     p.add_argument("--cpus-per-worker", type=float, default=1.0, help="CPUs each encoding actor reserves")
     p.add_argument("--gpus-per-worker", type=float, default=0.0, help="GPUs each encoding actor reserves")
-    p.add_argument("--limit", type=positive_int, help="evaluate a deterministic spread of N items per job "
+    p.add_argument("--limit", type=positive_int, help="evaluate N items per job (the selection of `mmbench run --limit`) "
                    "(default: all)")
     p.add_argument("--device", default=None, help="device of every model, e.g. cuda, cpu (default: each adapter's)")
     p.add_argument("--dtype", default=None, help="weight dtype, e.g. bfloat16, float32 (default: each adapter's)")
