@@ -70,3 +70,23 @@ def test_a_redirect_is_refused_and_the_key_goes_nowhere_else(status):
         time.sleep(0.2)
         assert err.value.status == status and err.value.attempts == 1   # not retried
         assert elsewhere.connections == 0 and KEY not in str(err.value)
+
+
+def _never_answer(conn):
+    time.sleep(10)   # accepts the connection, reads the request, says nothing
+
+
+def test_a_slow_server_is_reachable_and_a_closed_port_is_not():
+    """`unreachable` (which stops `mmbench rank` as offline) means no attempt connected: a server that accepts
+    and then times out every attempt is slow, not offline, and must not be reported as unreachable."""
+    with RawServer(_never_answer) as server:
+        with pytest.raises(APIError, match="TimeoutError") as slow:
+            _client(timeout=0.5, attempts=2).post_json(server.url + "/v1/chat/completions", {"m": 1})
+    assert server.connections == 2 and slow.value.unreachable is False
+    import socket
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]   # closed when the block ends: connecting is refused
+    with pytest.raises(APIError, match="network error") as closed:
+        _client(timeout=0.5, attempts=2).post_json(f"http://127.0.0.1:{port}/v1/chat/completions", {"m": 1})
+    assert closed.value.unreachable is True

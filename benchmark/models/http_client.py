@@ -64,7 +64,8 @@ class RetryPolicy:
 
 class APIError(RuntimeError):
     """A request failed for good; `status` is the last HTTP status (None for network errors).
-    `unreachable`: no attempt got any answer from the server (every one ended in a network error)."""
+    `unreachable`: no attempt connected to the server (refused, no route, no such host); a server that accepted
+    the connection and then timed out is slow, not unreachable."""
 
     def __init__(self, message: str, status: int | None = None, attempts: int = 0, unreachable: bool = False) -> None:
         super().__init__(message)
@@ -131,6 +132,11 @@ class _Deadline:
         self._lock = threading.Lock()
         self._timer = threading.Timer(seconds, self._expire)
         self._timer.daemon = True
+
+    @property
+    def connected(self) -> bool:
+        """Whether this attempt opened a connection (a socket is watched only once it is connected)."""
+        return bool(self._sockets)
 
     def watch(self, sock: socket.socket) -> socket.socket:
         with self._lock:
@@ -296,14 +302,14 @@ class HttpClient:
         shown = redact.text(public_url(url))
         last = "no attempt made"
         status: int | None = None
-        answered = False   # whether any attempt got a reply (an HTTP status or a body) from the server
+        reached = False   # whether any attempt connected to the server (a slow server is reachable, only slow)
         for attempt in range(1, self.retry.max_attempts + 1):
             self.limiter.wait()
             with self._count_lock:
                 self.requests_sent += 1
             try:
-                status, raw, detail, retry_after = self._attempt(url, body, hdrs)
-                answered = answered or status is not None or raw is not None
+                status, raw, detail, retry_after, connected = self._attempt(url, body, hdrs)
+                reached = reached or connected
             except ValueError as exc:   # an unusable URL or header: no retry helps, and the URL may hold a key
                 raise APIError(f"POST {shown}: invalid request ({redact.text(str(exc))})", None, attempt) from None
             if raw is not None:
@@ -323,33 +329,38 @@ class HttpClient:
                          self.retry.max_attempts - 1, wait)
                 self._sleep(wait)
         raise APIError(f"POST {shown} failed after {self.retry.max_attempts} attempts: {last}", status,
-                       self.retry.max_attempts, unreachable=not answered)
+                       self.retry.max_attempts, unreachable=not reached)
 
     def _attempt(self, url: str, body: bytes, headers: dict[str, str]
-                 ) -> tuple[int | None, bytes | None, str, float | None]:
-        """One request within the deadline: (status, body on success, error detail, Retry-After seconds)."""
+                 ) -> tuple[int | None, bytes | None, str, float | None, bool]:
+        """One request within the deadline: (status, body on success, error detail, Retry-After seconds,
+        whether a connection to the server was made)."""
         deadline = _Deadline(self.timeout)
         with deadline:
-            try:
-                req = urllib.request.Request(url, data=body, headers=headers, method="POST")
-                with _opener(deadline).open(req, timeout=self.timeout) as resp:
-                    raw = resp.read()
-                    status = resp.status
-                if deadline.expired:   # a body cut short by the watchdog can still look complete
-                    return None, None, self._late(), None
-                return status, raw, "", None
-            except urllib.error.HTTPError as exc:
-                detail = _snippet(exc)
-                if 300 <= exc.code < 400:
-                    detail = f"redirect to {public_url(exc.headers.get('Location') or '(no Location)')} not followed"
-                if deadline.expired:
-                    return None, None, self._late(), None
-                return exc.code, None, detail, _retry_after(exc.headers)
-            except (urllib.error.URLError, http.client.HTTPException, OSError) as exc:
-                if deadline.expired:
-                    return None, None, self._late(), None
-                reason = getattr(exc, "reason", exc)
-                return None, None, f"{type(reason).__name__}: {reason}", None
+            return *self._request(url, body, headers, deadline), deadline.connected
+
+    def _request(self, url: str, body: bytes, headers: dict[str, str], deadline: _Deadline
+                 ) -> tuple[int | None, bytes | None, str, float | None]:
+        try:
+            req = urllib.request.Request(url, data=body, headers=headers, method="POST")
+            with _opener(deadline).open(req, timeout=self.timeout) as resp:
+                raw = resp.read()
+                status = resp.status
+            if deadline.expired:   # a body cut short by the watchdog can still look complete
+                return None, None, self._late(), None
+            return status, raw, "", None
+        except urllib.error.HTTPError as exc:
+            detail = _snippet(exc)
+            if 300 <= exc.code < 400:
+                detail = f"redirect to {public_url(exc.headers.get('Location') or '(no Location)')} not followed"
+            if deadline.expired:
+                return None, None, self._late(), None
+            return exc.code, None, detail, _retry_after(exc.headers)
+        except (urllib.error.URLError, http.client.HTTPException, OSError) as exc:
+            if deadline.expired:
+                return None, None, self._late(), None
+            reason = getattr(exc, "reason", exc)
+            return None, None, f"{type(reason).__name__}: {reason}", None
 
     def _late(self) -> str:
         return f"TimeoutError: no complete response within {self.timeout:g}s (the limit covers the whole request)"

@@ -77,7 +77,7 @@ class RankResult:
     seconds: float = 0.0          # the API call's latency (for a cache hit: the original call's)
     cached: bool = False
     finish_reason: str | None = None
-    unreachable: bool = False     # the request never reached the server (network errors on every attempt)
+    unreachable: bool = False     # no attempt connected to the server (refused, no route, no such host)
 
     @property
     def n_repairs(self) -> int:
