@@ -189,18 +189,29 @@ def score_pool(query_vec: Any, cand_vecs: Sequence[Any], similarity: str) -> np.
         import scipy.sparse as sp
 
         return np.asarray((sp.vstack(cand_vecs) @ query_vec.T).todense()).ravel().astype(np.float64)
-    q = np.asarray(query_vec, dtype=np.float64)
+    return _candidate_matrix(cand_vecs, similarity) @ _query_vector(query_vec, similarity)
+
+
+def _candidate_matrix(cand_vecs: Sequence[Any], similarity: str) -> np.ndarray:
+    """Dense candidate vectors as float64 rows, each scaled to unit length for cosine."""
     c = np.stack([np.asarray(v, dtype=np.float64) for v in cand_vecs])
     if similarity == "cosine":
-        q = q / max(np.linalg.norm(q), 1e-12)
         c = c / np.maximum(np.linalg.norm(c, axis=1, keepdims=True), 1e-12)
-    return c @ q
+    return c
+
+
+def _query_vector(query_vec: Any, similarity: str) -> np.ndarray:
+    """A dense query vector as float64, scaled to unit length for cosine."""
+    q = np.asarray(query_vec, dtype=np.float64)
+    if similarity == "cosine":
+        q = q / max(np.linalg.norm(q), 1e-12)
+    return q
 
 
 class PoolScorer:
     """`score_pool` for many items over one set of candidate vectors: dense candidates are stacked and
-    normalised once, then each item takes its rows. Row by row the arithmetic is `score_pool`'s (the same
-    row norms, divisions and matrix-vector product shape), so the scores are the same bits."""
+    normalised once, then each item takes its rows. Both use the same helpers for the row norms and
+    divisions, and the same matrix-vector product shape, so the scores are the same bits."""
 
     def __init__(self, cand_vecs: dict[str, Any], similarity: str):
         self.similarity = similarity
@@ -209,18 +220,12 @@ class PoolScorer:
         self.cand_vecs = cand_vecs
         if self.dense:
             self.row = {k: i for i, k in enumerate(cand_vecs)}
-            mat = np.stack([np.asarray(v, dtype=np.float64) for v in rows])
-            if similarity == "cosine":
-                mat = mat / np.maximum(np.linalg.norm(mat, axis=1, keepdims=True), 1e-12)
-            self.matrix = mat
+            self.matrix = _candidate_matrix(rows, similarity)
 
     def __call__(self, query_vec: Any, candidate_ids: Sequence[str]) -> np.ndarray:
         if not self.dense or issparse(query_vec):
             return score_pool(query_vec, [self.cand_vecs[c] for c in candidate_ids], self.similarity)
-        q = np.asarray(query_vec, dtype=np.float64)
-        if self.similarity == "cosine":
-            q = q / max(np.linalg.norm(q), 1e-12)
-        return self.matrix[[self.row[c] for c in candidate_ids]] @ q
+        return self.matrix[[self.row[c] for c in candidate_ids]] @ _query_vector(query_vec, self.similarity)
 
 
 def rank(item_id: str, candidate_ids: Sequence[str], scores: np.ndarray, seed: int) -> np.ndarray:
