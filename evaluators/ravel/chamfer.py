@@ -187,11 +187,12 @@ def chamfer_similarity_matrix(patches, lengths=None, *, device=None, dtype=torch
     x = x.to(device=dev, dtype=dtype).contiguous()
     n, p, d = x.shape
     lens = torch.full((n,), p, dtype=torch.long, device=dev)
-    if lengths is not None and torch.as_tensor(lengths).shape != (n,):
-        raise ValueError(f"{torch.as_tensor(lengths).numel()} lengths for {n} images: give one patch count per image")
+    given = None if lengths is None else torch.as_tensor(lengths)
+    if given is not None and given.shape != (n,):
+        raise ValueError(f"{given.numel()} lengths for {n} images: give one patch count per image")
     mask = None
-    if lengths is not None and bool((torch.as_tensor(lengths) != p).any()):
-        lens = torch.as_tensor(lengths, device=dev).long()
+    if given is not None and bool((given != p).any()):
+        lens = given.to(dev).long()
         if int(lens.min()) < 1:
             raise ValueError("every image needs at least one patch")
         if int(lens.max()) > p:
