@@ -193,6 +193,21 @@ class RayExecutor:
             queue.appendleft(b)
             return None
 
+        def take_back(a: int, why: str) -> list[BatchResult]:
+            """Actor `a` is gone: every batch in its line goes back (or fails, see `give_back`). Only the first
+            was being encoded; the ones queued behind it never started there, so they are not attempts."""
+            alive.discard(a)
+            load[a] = 0
+            failed = []
+            for k, ref in enumerate(order.pop(a, ())):
+                _, b = running.pop(ref)
+                if k > 0:
+                    attempts[b] -= 1
+                result = give_back(b, why)
+                if result is not None:
+                    failed.append(result)
+            return failed
+
         fill()
         cause = ""
         while running:
@@ -205,43 +220,22 @@ class RayExecutor:
                     cause = f"worker {a} took more than {self.timeout:g} s on one batch"
                     self.timed_out_workers += 1
                     self._lose(a, cause, kill=True)
-                    alive.discard(a)
-                    refs = list(order.pop(a))
-                    for k, ref in enumerate(refs):
-                        _, b = running.pop(ref)
-                        if k > 0:
-                            attempts[b] -= 1  # queued behind the stuck one, never started: not an attempt
-                        failed = give_back(b, "worker timed out while encoding")
-                        if failed is not None:
-                            yield failed
-                    load[a] = 0
+                    yield from take_back(a, "worker timed out while encoding")
             else:
                 (ref,) = done
-                a, b = running.pop(ref)
-                load[a] -= 1
-                line = list(order.get(a, ()))  # the actor's batches in the order it runs them: the first is under way
-                if a in order:
+                a = running[ref][0]  # an actor taken back has no refs left in `running`: `a` is alive
+                try:
+                    result = ray.get(ref)
+                except RayActorError as exc:
+                    cause = f"worker {a} died: {_first_line(exc)}"
+                    self._lose(a, cause)
+                    yield from take_back(a, "worker died while encoding")
+                else:
+                    running.pop(ref)
+                    load[a] -= 1
                     order[a].remove(ref)
                     since[a] = time.monotonic()
-                try:
-                    yield ray.get(ref)
-                except RayActorError as exc:
-                    lost = [(ref, b)]
-                    if a in alive:
-                        cause = f"worker {a} died: {_first_line(exc)}"
-                        alive.discard(a)
-                        self._lose(a, cause)
-                        # every batch in its line comes back now; only the first was being encoded, the ones
-                        # queued behind it never started there, so they are not attempts
-                        lost += [(r, running.pop(r)[1]) for r in order.pop(a, ()) if r in running]
-                        load[a] = 0
-                        for r, lb in lost:
-                            if line and r != line[0]:
-                                attempts[lb] -= 1
-                    for _, lb in lost:
-                        failed = give_back(lb, "worker died while encoding")
-                        if failed is not None:
-                            yield failed
+                    yield result
             if not alive:
                 raise self._no_workers(len(queue) + len(running), cause) from None
             fill()
