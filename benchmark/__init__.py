@@ -18,11 +18,11 @@ _EXPORTS = {
     "register_model": "mmbench.models.registry", "register_task": "mmbench.tasks", "resolve_tasks": "mmbench.tasks",
     "TaskSpec": "mmbench.tasks.spec",
     "EmbeddingModel": "mmbench.models.base", "ModelCard": "mmbench.models.base",
-    "Document": "mmbench.documents", "Text": "mmbench.documents", "Image": "mmbench.documents",
-    "Video": "mmbench.documents",
-    "ModelUnavailable": "mmbench.evaluate",
+    "Document": "mmbench.data.documents", "Text": "mmbench.data.documents", "Image": "mmbench.data.documents",
+    "Video": "mmbench.data.documents",
+    "ModelUnavailable": "mmbench.running.model_loading",
 }
-__all__ = ["__version__", *_EXPORTS]
+__all__ = ["__version__", *_EXPORTS]  # noqa: PLE0604 - the names of _EXPORTS are strings
 
 
 def __getattr__(name: str):
@@ -31,7 +31,6 @@ def __getattr__(name: str):
         raise AttributeError(f"module 'mmbench' has no attribute {name!r}")
     import importlib
 
-    importlib.import_module("mmbench.evaluate")  # loaded first, so loading it later cannot rebind `evaluate`
     value = getattr(importlib.import_module(module), name)
     globals()[name] = value
     return value

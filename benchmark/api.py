@@ -16,8 +16,8 @@ from typing import Any, Iterator, Mapping, Sequence
 
 import pandas as pd
 
-from .models.base import EmbeddingModel
-from .results import RunResults
+from mmbench.models.base import EmbeddingModel
+from mmbench.results.store import RunResults
 
 
 def get_task(name: str):
@@ -36,7 +36,7 @@ def list_tasks() -> list[str]:
 def load_model(name: str, **options: Any) -> EmbeddingModel:
     """A model by registry name, plugin name, `module:Factory`, `mteb:<name>`, local folder or hub id.
     An unknown name or unreachable weights raise `ModelUnavailable` with a one-line explanation."""
-    from .evaluate import load_model_explained
+    from mmbench.running.model_loading import load_model_explained
 
     return load_model_explained(name, options)
 
@@ -68,7 +68,7 @@ class Result:
     @property
     def aggregates(self) -> pd.DataFrame:
         """One row per group ("all", "macro_over_subsets", "subset=...", "length_bin=...", ...)."""
-        from .mteb_results import group_entries
+        from mmbench.results.mteb_layout import group_entries
 
         rows = [{"group": g, **{k: v for k, v in e.items() if k not in ("hf_subset", "languages", "main_score")}}
                 for g, e in group_entries(self.summary).items()]
@@ -77,7 +77,7 @@ class Result:
     def write(self, folder: Path | str) -> Path:
         """Write the results folder (per_query.parquet, seen.parquet, results.json) that `mmbench show`,
         `report` and the leaderboard read."""
-        from .results import write_results
+        from mmbench.results.store import write_results
 
         return write_results(Path(folder), self.run.per_query, self.run.seen, self.run.summary)
 
@@ -85,9 +85,9 @@ class Result:
         """mteb's `TaskResult` of this evaluation."""
         from mteb import TaskResult
 
-        from .results import _finite
+        from mmbench.results.aggregate import finite_json
 
-        return TaskResult.from_dict(_finite({k: v for k, v in self.summary.items() if k != "mmbench"}))
+        return TaskResult.from_dict(finite_json({k: v for k, v in self.summary.items() if k != "mmbench"}))
 
 
 @dataclass
@@ -137,8 +137,10 @@ def evaluate(model: EmbeddingModel | str, tasks: str | Sequence[Any], *, data: A
     `cache_dir` is given (a model whose code changes under the same card would otherwise read stale
     vectors). `limit` and `seed` mean what they mean to `mmbench run`.
     """
-    from .evaluate import evaluate_in_memory
-    from .runner import RunOptions
+    from mmbench.running.evaluation import evaluate_in_memory
+    from mmbench.running.poolsets import resolve_poolset
+    from mmbench.running.runner import RunOptions
+    from mmbench.tasks import resolve_tasks
 
     if isinstance(model, str):
         requested, model = model, load_model(model, **model_options)
@@ -146,7 +148,7 @@ def evaluate(model: EmbeddingModel | str, tasks: str | Sequence[Any], *, data: A
         raise TypeError(f"model options {sorted(model_options)} apply only when the model is given by name")
     else:
         requested = model.card.name
-    specs = _task_specs(tasks)
+    specs = resolve_tasks(tasks)
     if data is not None and not isinstance(data, Mapping) and len(specs) > 1:
         raise ValueError("one pool-set folder for several tasks: give data as a mapping task -> folder")
     options = RunOptions(batch_tokens=batch_tokens, cache_dir=Path(cache_dir) if cache_dir else None,
@@ -154,35 +156,6 @@ def evaluate(model: EmbeddingModel | str, tasks: str | Sequence[Any], *, data: A
     out = Evaluation(model=model.card.name)
     for spec in specs:
         where = data.get(spec.name) if isinstance(data, Mapping) else data
-        ps = _poolset(spec, where, seed, progress)
+        ps = resolve_poolset(spec, where, seed, progress=progress)
         out.results[spec.name] = Result(spec.name, evaluate_in_memory(spec.name, ps, model, options, requested))
     return out
-
-
-def _task_specs(tasks: Any) -> list[Any]:
-    from mmbench.tasks import TaskSpec, resolve_tasks
-
-    items = [tasks] if isinstance(tasks, (str, TaskSpec)) else list(tasks)
-    specs: dict[str, Any] = {}
-    for item in items:
-        for spec in [item] if isinstance(item, TaskSpec) else resolve_tasks(item):
-            specs.setdefault(spec.name, spec)
-    return list(specs.values())
-
-
-def _poolset(spec: Any, data: Any, seed: int, progress: bool):
-    """The pool set of a task: a `PoolSet`, a folder, or the offline sample (built on first use)."""
-    from .cli.commands_core import default_poolset_dir
-    from .poolset import PoolSet, check_integrity, load_poolset
-
-    if isinstance(data, PoolSet):
-        ps = data
-    else:
-        folder = Path(data) if data is not None else default_poolset_dir(spec.name, "sample", seed)
-        if data is None and not (folder / "manifest.json").is_file():
-            spec.build("sample", folder, seed=seed, progress=progress)
-        ps = load_poolset(folder)
-        check_integrity(ps)
-    if ps.task != spec.name:
-        raise ValueError(f"pool set {ps.root or '(in memory)'} holds task {ps.task!r}, not {spec.name!r}")
-    return ps

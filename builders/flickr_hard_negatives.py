@@ -22,26 +22,27 @@ order does not depend on the similarity order.
 """
 from __future__ import annotations
 
-import functools
 import hashlib
 from collections import defaultdict
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 import numpy as np
 from tqdm.auto import tqdm
 
-from mmbench.documents import Document, Text
-from mmbench.documents import Image as ImageSegment
-from mmbench.media import MediaStore
-from mmbench.builders.validity import DropLog, normalise_question, write_valid_poolset
-from mmbench.poolset import build_scratch, PoolItem, PoolSet, source_fingerprint
-from mmbench.tokens import UnifiedTokenCounter, image_tokens
+from mmbench.builders.checks import flickr_hard_negatives as checks
+from mmbench.data.documents import Document, Text
+from mmbench.data.documents import Image as ImageSegment
+from mmbench.data.media import MediaStore
+from mmbench.data.drops import DropLog
+from mmbench.builders.parts.validity import normalise_question, write_valid_poolset
+from mmbench.data.poolset import build_scratch, PoolItem, PoolSet, source_fingerprint
+from mmbench.data.tokens import UnifiedTokenCounter, image_tokens
 
-from .sources import hub
-from .sources.flickr30k import (N_CAPTIONS, CaptionedImage, FlickrSourceError, read_annotations_csv, read_hf,
+from mmbench.builders.sources import hub
+from mmbench.builders.sources.flickr30k import (N_CAPTIONS, CaptionedImage, FlickrSourceError, read_annotations_csv, read_hf,
                                 read_karpathy, read_token)
-from .sources.sample_flickr import sample_flickr
+from mmbench.builders.sources.sample_flickr import sample_flickr
 
 TASK_NAME = "flickr_hard_negatives"
 TASK_VERSION = "1.1"   # 1.1: machine-independent records (candidate order no longer follows similarity order), crescents drawn right, articles
@@ -53,10 +54,6 @@ SAME_CAPTION = "shares the query's caption text"
 SAME_BYTES = "same image bytes as the query's image"
 FEW_CAPTIONS = f"fewer than {N_CAPTIONS} non-empty captions"
 DEFAULTS = {"real": {"pool_size": 5000, "n_queries": 1000}, "sample": {"pool_size": 100, "n_queries": 40}}
-
-
-class CaptionModelError(ValueError):
-    """The caption model cannot be loaded (offline and not cached, or a bad path): one line, exit 2."""
 
 
 def _rng(seed: int, *parts: Any) -> np.random.Generator:
@@ -137,34 +134,14 @@ def hard_negatives(embeddings: np.ndarray, image_ids: Sequence[str], k: int, blo
     return idx, sims, skipped
 
 
-@functools.lru_cache(maxsize=2)
-def _load_caption_model(model_name: str | None):
-    from mmbench.models.sentence_transformer import MINILM_HUB_ID, SentenceTransformerModel, packaged_minilm_path
-
-    if model_name in (None, "minilm"):
-        local = packaged_minilm_path()
-        model_id, name = (str(local) if local else MINILM_HUB_ID), "all-MiniLM-L6-v2 (packaged)"
-    else:
-        model_id, name = str(model_name), str(model_name)
-    try:
-        return SentenceTransformerModel(model_id, name=name)
-    except (OSError, ValueError) as exc:
-        first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
-        where = "folder" if Path(model_id).exists() else "hub id"
-        raise CaptionModelError(
-            f"caption model {model_id!r} ({where}) cannot be loaded ({first[:160]}); offline, pass a local "
-            f"sentence-transformers folder with --param caption_model=/path/to/all-mpnet-base-v2, or "
-            f"--param caption_model=minilm for the packaged all-MiniLM-L6-v2") from None
-
-
-def embed_captions(texts: Sequence[str], model_name: str | None, batch_size: int = 256,
+def embed_captions(texts: Sequence[str], model: Any, batch_size: int = 256,
                    progress: bool = False) -> tuple[np.ndarray, dict[str, Any]]:
-    """Caption vectors from a sentence-transformers model; `None`/"minilm" is the packaged MiniLM.
+    """Caption vectors from a loaded text model (the task passes
+    `mmbench.models.sentence_transformer.load_caption_model`; `None`/"minilm" there is the packaged MiniLM).
 
     Each distinct text is embedded once, in sorted order, so equal captions get equal vectors and a
     vector does not depend on which other captions shared its batch.
     """
-    model = _load_caption_model(model_name)
     unique = sorted(set(texts))
     chunks = []
     for start in tqdm(range(0, len(unique), batch_size), desc="embed captions", disable=not progress):
@@ -241,7 +218,7 @@ def build(source: str, out: Path, seed: int = 0, pool_size: int | None = None, n
           n_negatives: int = 24, caption_model: str | None = None, dataset: str | None = None,
           annotations: str | None = None, image_root: str | None = None, split: str | None = None,
           hf_split: str = "test", sample_images: int = 100, allow_missing: bool = False,
-          progress: bool = True) -> PoolSet:
+          progress: bool = True, load_caption_model: Callable[[str | None], Any] | None = None) -> PoolSet:
     """Build the task from `source` into `out` (see the module doc for the steps)."""
     kind = "sample" if source == "sample" else "real"
     pool_size = int(pool_size or DEFAULTS[kind]["pool_size"])
@@ -265,7 +242,10 @@ def build(source: str, out: Path, seed: int = 0, pool_size: int | None = None, n
     pool_ids = [r.image_id for r in pool]
     strata = stratify(pool_ids, seed)
     texts = [r.captions[strata[r.image_id]] for r in pool]
-    vectors, model_info = embed_captions(texts, caption_model, progress=progress)
+    if load_caption_model is None:
+        raise ValueError("the Flickr builder needs a caption model loader: build through the task (`mmbench build`, "
+                         "TaskSpec.build), which passes mmbench.models.sentence_transformer.load_caption_model")
+    vectors, model_info = embed_captions(texts, load_caption_model(caption_model), progress=progress)
     query_rows = sorted(int(i) for i in _rng(seed, "queries").choice(pool_size, size=n_queries, replace=False))
 
     out = Path(out)
@@ -319,7 +299,7 @@ def build(source: str, out: Path, seed: int = 0, pool_size: int | None = None, n
                                              "caption embedded once)",
                                "tie_break": f"similarities rounded to {SIM_DECIMALS} decimals; ties go to the smaller "
                                             "image id; the image itself is excluded",
-                               "excluded": f"images with the query caption among their captions; images with the "
+                               "excluded": "images with the query caption among their captions; images with the "
                                            "query image's bytes",
                                # not hashed: model floats differ in their last bits between machines
                                "similarity_max_min": similarity},
@@ -329,5 +309,5 @@ def build(source: str, out: Path, seed: int = 0, pool_size: int | None = None, n
             "pool": [[pid, strata[pid]] for pid in pool_ids],
             "queries": [pool_ids[r] for r in query_rows],
         }
-        write_valid_poolset(ps, out, media_from=scratch, drops={"images": image_log, "negatives": negative_log})
+        write_valid_poolset(ps, out, checks, media_from=scratch, drops={"images": image_log, "negatives": negative_log})
     return ps

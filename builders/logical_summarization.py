@@ -23,21 +23,24 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Iterable, Sequence
 
-from mmbench.builders.validity import DropLog, write_valid_poolset
-from mmbench.documents import Text
-from mmbench.media import MediaStore
-from mmbench.poolset import build_scratch, PoolSet, source_fingerprint
-from mmbench.tokens import UnifiedTokenCounter
+from mmbench.builders.checks import logical_summarization as checks
+from mmbench.data.drops import DropLog
+from mmbench.builders.parts.validity import write_valid_poolset
+from mmbench.data.documents import Text
+from mmbench.data.media import MediaStore
+from mmbench.data.poolset import build_scratch, PoolSet, source_fingerprint
+from mmbench.data.tokens import UnifiedTokenCounter
 
-from .expansion import Filler, Unit, length_matched_text, pad, text_unit
-from .length_bins import MAX_FILLER_SHARE, Placement, make_bins
-from .lookalikes import LookalikeIndex
-from .multi_source_reasoning import LENGTHS, check_pool_params, default_filler, seeded_rng
-from .query_filter import SUMMARY_RULES_VERSION, Decision, decision_summary, summary_rule
-from .sources.govreport import Report, govreport_fingerprint, read_govreport
-from .sources.mmlongbench import PagedDocument, read_mmlongbench
-from .summary_pages import page_pools, page_span  # noqa: F401  (page_span: part of this module's interface)
-from .summary_pools import (LENGTH_MEANING, PARTS, Placed, PoolOptions, assemble, bin_members, duplicate_of,
+from mmbench.builders.parts.expansion import Filler, Unit, length_matched_text, pad, text_unit
+from mmbench.builders.parts.length_bins import MAX_FILLER_SHARE, Placement, make_bins
+from mmbench.builders.parts.lookalikes import LookalikeIndex
+from mmbench.builders.parts.pools import LENGTHS, check_pool_params, default_filler
+from mmbench.builders.parts.seeding import seeded_rng
+from mmbench.builders.parts.query_filter import SUMMARY_RULES_VERSION, Decision, decision_summary, summary_rule
+from mmbench.builders.sources.govreport import Report, govreport_fingerprint, read_govreport
+from mmbench.builders.sources.mmlongbench import PagedDocument, read_mmlongbench
+from mmbench.builders.parts.summary_pages import page_pools, page_span  # noqa: F401  (page_span: part of this module's interface)
+from mmbench.builders.parts.summary_pools import (LENGTH_MEANING, PARTS, Placed, PoolOptions, assemble, bin_members, duplicate_of,
                             query_doc, rule_reason, vet)
 
 TASK_NAME = "logical_summarization"
@@ -73,7 +76,7 @@ def build(source: str, out: Path, seed: int = 0, lengths: Sequence[int] = LENGTH
         media = MediaStore(scratch)
         sources: dict[str, str] = {}
         if source == "sample":
-            from .sources.sample_reasoning import encyclopedia_text
+            from mmbench.builders.sources.sample_reasoning import encyclopedia_text
 
             fill = Filler.from_text(encyclopedia_text(seed), counter.tokenizer, "sample-encyclopedia")
             sources["filler"] = "mmbench sample: templated encyclopedic prose (fictional entities)"
@@ -108,19 +111,19 @@ def build(source: str, out: Path, seed: int = 0, lengths: Sequence[int] = LENGTH
                       "token_counter": getattr(counter.tokenizer, "name", "qwen3"), "datasets": record,
                       "query_filter": {"rules_version": SUMMARY_RULES_VERSION, "summary": decision_summary(decisions),
                                        "decisions": [d.to_dict() for d in decisions]}}
-        write_valid_poolset(ps, out, media_from=scratch, drops=drops)
+        write_valid_poolset(ps, out, checks, media_from=scratch, drops=drops)
     return ps
 
 # ---- sources ------------------------------------------------------------------------------
 
 def _reports(source, path, max_reports, o: PoolOptions, counter, sources) -> list[Report]:
     if source == "sample" and o.mode == "padding":     # version 1's sample: short reports, padded to every bin
-        from .sources.sample_reports import pydoc_reports
+        from mmbench.builders.sources.sample_reports import pydoc_reports
 
         sources["govreport"] = "mmbench sample: Python Language Reference topics as reports, templated summaries"
         return list(pydoc_reports())
     if source == "sample":
-        from .sources.sample_reports import natural_reports
+        from mmbench.builders.sources.sample_reports import natural_reports
 
         sources["govreport"] = ("mmbench sample: consecutive runs of Python's own documentation (Language Reference "
                                 "topics, then standard-library docstrings) of natural lengths for each bin, "
@@ -134,12 +137,12 @@ def _reports(source, path, max_reports, o: PoolOptions, counter, sources) -> lis
 
 def _paged(source, path, image_root, max_reports, o: PoolOptions, sources) -> Iterable[PagedDocument]:
     if source == "sample" and o.mode == "padding":
-        from .sources.sample_reports import paged_documents
+        from mmbench.builders.sources.sample_reports import paged_documents
 
         sources["mmlongbench"] = "mmbench sample: Language Reference reports rendered as page images"
         return paged_documents(o.per_bin + -(-o.per_bin // 4) + 2)
     if source == "sample":
-        from .sources.sample_reports import natural_paged_documents
+        from mmbench.builders.sources.sample_reports import natural_paged_documents
 
         sources["mmlongbench"] = ("mmbench sample: runs of Python's own documentation rendered as page images, "
                                   "page counts of natural lengths for each bin, each with its own unseen extension")

@@ -22,41 +22,33 @@ from typing import Any, Sequence
 
 from tqdm.auto import tqdm
 
-from mmbench.documents import Document, Text
-from mmbench.media import MediaStore
-from mmbench.builders.validity import DropLog, normalise_question, write_valid_poolset
-from mmbench.poolset import build_scratch, PoolItem, PoolSet, source_fingerprint
-from mmbench.tokens import UnifiedTokenCounter
+from mmbench.builders.checks import multi_source_reasoning as checks
+from mmbench.data.documents import Document, Text
+from mmbench.data.media import MediaStore
+from mmbench.data.drops import DropLog
+from mmbench.builders.parts.validity import normalise_question, write_valid_poolset
+from mmbench.data.poolset import build_scratch, PoolItem, PoolSet, source_fingerprint
+from mmbench.data.tokens import UnifiedTokenCounter
 
-from .evidence_chain import chain_leaks
-from .expansion import Filler, Unit, expand, replace_units, start_positions
-from .hard_auditor import HardAuditor
-from .hard_variants import audit_hard, chain_units, plan_variants, reason_kind, replacements_for
-from .query_filter import RULES_VERSION, LLMAuditor, RuleFilter, decision_summary, filter_records
-from .sources.hotpotqa import ReasoningRecord, hotpot_record, hotpotqa_fingerprint, read_hotpotqa
-from .sources.mmdocrag import mmdocrag_record, read_mmdocrag
-from .seeding import seeded_rng
-from .visual_grounding import length_label
+from mmbench.builders.parts.evidence_chain import chain_leaks
+from mmbench.builders.parts.expansion import Filler, Unit, expand, replace_units, start_positions
+from mmbench.builders.parts.hard_auditor import HardAuditor
+from mmbench.builders.parts.hard_variants import audit_hard, chain_units, plan_variants, reason_kind, replacements_for
+from mmbench.builders.parts.query_filter import RULES_VERSION, LLMAuditor, RuleFilter, decision_summary, filter_records
+from mmbench.builders.sources.hotpotqa import ReasoningRecord, hotpot_record, hotpotqa_fingerprint, read_hotpotqa
+from mmbench.builders.sources.mmdocrag import mmdocrag_record, read_mmdocrag
+from mmbench.builders.parts.seeding import seeded_rng
+from mmbench.data.tokens import length_label
+from mmbench.builders.parts.pools import (LENGTHS, candidate_doc, candidate_meta, check_pool_params, default_filler,
+                                         easy_hard_pools, unit_log)
 
 TASK_NAME = "multi_source_reasoning"
 TASK_VERSION = "1.1"   # 1.1: Hard variants are checked to break the chain; replacements end at word boundaries
-LENGTHS = (8192, 16384, 32768)
 DATASETS = ("hotpotqa", "mmdocrag")
 VARIANTS = ("first", "last", "middle")
 LENGTH_TOLERANCE = 0.01      # every candidate is within ±1 % of its pool's nominal length
 HARD_EASY_TOLERANCE = 0      # a Hard variant has exactly its undamaged counterpart's unified length
 POSITION_TOLERANCE_TOKENS = 32  # each unit starts within this many tokens of its proportional position
-
-
-def check_pool_params(lengths: Sequence[int], datasets: Sequence[str], known: Sequence[str],
-                      queries_per_dataset: int, candidates_per_query: int) -> tuple[tuple[int, ...], tuple[str, ...]]:
-    """Validate the parameters both real-data tasks share; lengths come back sorted."""
-    datasets = tuple(datasets)
-    if set(datasets) - set(known) or not datasets:
-        raise ValueError(f"datasets must be among {tuple(known)}")
-    if candidates_per_query < 2 or queries_per_dataset < candidates_per_query:
-        raise ValueError("need 2 <= candidates_per_query <= queries_per_dataset")
-    return tuple(sorted(int(x) for x in lengths)), datasets
 
 
 def build(source: str, out: Path, seed: int = 0, lengths: Sequence[int] = LENGTHS,
@@ -119,7 +111,7 @@ def build(source: str, out: Path, seed: int = 0, lengths: Sequence[int] = LENGTH
                                        "hard_auditor": hard_auditor.describe() if hard_auditor else None,
                                        "summary": decision_summary(decisions), "selected": selected,
                                        "decisions": [d.to_dict() for d in decisions]}}
-        write_valid_poolset(ps, out, media_from=scratch, drops=drops)
+        write_valid_poolset(ps, out, checks, media_from=scratch, drops=drops)
     return ps
 
 
@@ -184,7 +176,7 @@ def _count_records(log: DropLog, decisions, n_read: int, kept: list[ReasoningRec
 def _load(source, datasets, counter, media, seed, n, hotpotqa, mmdocrag, mmdocrag_images, max_records):
     records: dict[str, list[ReasoningRecord]] = {}
     if source == "sample":
-        from .sources import sample_reasoning as sr
+        from mmbench.builders.sources import sample_reasoning as sr
 
         n_sample = n + math.ceil(n / 4) + 2   # the weak records the filter drops, plus a margin
         if "hotpotqa" in datasets:
@@ -212,17 +204,6 @@ def _load(source, datasets, counter, media, seed, n, hotpotqa, mmdocrag, mmdocra
         records["mmdocrag"] = read_mmdocrag(Path(mmdocrag), Path(mmdocrag_images), counter, media, max_records)
         sources["mmdocrag"] = source_fingerprint(mmdocrag)
     return records, sources
-
-
-def default_filler(path: str | None, counter: UnifiedTokenCounter, sources: dict[str, str]) -> Filler:
-    """Unrelated filler text: a given plain-text file, else Python's Language Reference."""
-    if path:
-        sources["filler"] = source_fingerprint(path)
-        return Filler.from_text(Path(path).read_text(encoding="utf-8"), counter.tokenizer, Path(path).name)
-    from .sources.needles import sample_background_text
-
-    sources["filler"] = "pydoc_data.topics (Python Language Reference)"
-    return Filler.from_text(sample_background_text(), counter.tokenizer, "pydoc")
 
 
 def _dataset_pools(ds: str, kept: list[ReasoningRecord], lengths, fill: Filler,
@@ -291,20 +272,6 @@ def _dataset_pools(ds: str, kept: list[ReasoningRecord], lengths, fill: Filler,
     return queries, candidates, pools
 
 
-def candidate_meta(ds: str, length: int, difficulty: str, rid: str) -> dict[str, Any]:
-    return {"dataset": ds, "length_bin": length_label(length), "length_tokens": length, "difficulty": difficulty,
-            "record_id": rid}
-
-
-def candidate_doc(cid: str, units: list[Unit], meta: dict) -> Document:
-    return Document(id=cid, segments=[u.segment for u in units], tokens=sum(u.tokens for u in units), meta=meta)
-
-
-def unit_log(units: list[Unit]) -> list[list]:
-    """[role, source, tokens] per segment: how the candidate was assembled."""
-    return [[u.role, u.source, u.tokens] for u in units]
-
-
 def _describe(u: Unit) -> str:
     return u.segment.text if isinstance(u.segment, Text) else f"image {u.segment.ref}"
 
@@ -320,29 +287,3 @@ def _expand(r: ReasoningRecord, length: int, fill: Filler, seed: int) -> tuple[l
     return expanded, where
 
 
-def easy_hard_pools(ds: str, length: int, order: list[str], relevant: dict[str, str], hard: dict[str, list[str]],
-                    C: int, seed: int) -> list[PoolItem]:
-    """Easy and Hard items with exactly C candidates each (the same other queries at every length)."""
-    label = length_label(length)
-    items = []
-    for q in order:
-        others = [o for o in order if o != q]
-        if len(others) < C - 1:
-            raise ValueError(f"{ds}/{label}: {len(order)} queries cannot fill {C} candidates per query")
-        rng = seeded_rng(seed, "pool", ds, q)
-        picked = [others[i] for i in sorted(rng.choice(len(others), C - 1, replace=False))]
-        meta = {"dataset": ds, "length_bin": label, "length_tokens": length}
-        easy = [relevant[q]] + [relevant[o] for o in picked]
-        items.append(PoolItem(id=f"{ds}/easy/{label}/{q}", query_id=f"q-{ds}-{q}", subset=f"{ds}/easy/{label}",
-                              candidate_ids=easy, relevant_ids=[relevant[q]], meta={**meta, "difficulty": "easy"}))
-        own = hard[q][:C - 1]
-        fill = [c for o in picked for c in hard[o]]
-        if len(own) + len(fill) < C - 1:
-            fill = [c for o in others for c in hard[o]]
-        if len(own) + len(fill) < C - 1:
-            raise ValueError(f"{ds}/{label}: not enough Hard variants to fill {C} candidates for {q}")
-        extra = [fill[i] for i in sorted(rng.choice(len(fill), C - 1 - len(own), replace=False))]
-        items.append(PoolItem(id=f"{ds}/hard/{label}/{q}", query_id=f"q-{ds}-{q}", subset=f"{ds}/hard/{label}",
-                              candidate_ids=[relevant[q]] + own + extra, relevant_ids=[relevant[q]],
-                              meta={**meta, "difficulty": "hard", "own_variants": len(own)}))
-    return items

@@ -31,22 +31,24 @@ from typing import Any, Sequence
 import numpy as np
 from tqdm.auto import tqdm
 
-from mmbench.documents import Document, Text, Video
-from mmbench.media import MediaStore
-from mmbench.models.http_client import APIError
-from mmbench.builders.validity import DropLog, write_valid_poolset
-from mmbench.poolset import build_scratch, PoolItem, PoolSet, source_fingerprint
-from mmbench.tokens import UnifiedTokenCounter, image_tokens
+from mmbench.builders.checks import temporal_summarization as checks
+from mmbench.data.documents import Document, Text, Video
+from mmbench.data.media import MediaStore
+from mmbench.common.http_client import APIError
+from mmbench.data.drops import DropLog
+from mmbench.builders.parts.validity import write_valid_poolset
+from mmbench.data.poolset import build_scratch, PoolItem, PoolSet, source_fingerprint
+from mmbench.data.tokens import UnifiedTokenCounter, image_tokens
 
-from .captions import PROMPT_VERSION, RULE_VERSION, SYSTEM_PROMPT, ChatRewriter, Rewrite, rule_rewrite, \
+from mmbench.builders.parts.captions import PROMPT_VERSION, RULE_VERSION, SYSTEM_PROMPT, ChatRewriter, Rewrite, rule_rewrite, \
     story_key
-from .events import ANTI_OVERLAP_S, SHOT_THRESHOLD, Dropped, Event, apply_order, detect_shots, \
+from mmbench.builders.parts.events import ANTI_OVERLAP_S, SHOT_THRESHOLD, Dropped, Event, apply_order, detect_shots, \
     distractor_permutations, segment_events
-from .sources.activitynet import VideoRecord, read_activitynet
-from .sources.sample_videos import MIN_SCENE_S, make_sample_videos, spread_durations
-from .sources.youku import read_youku
-from .video_bins import bin_of, bin_ranges, frame_range
-from .video import MAX_FRAME_PIXELS, MIN_FRAME_PIXELS, VideoReadError, colour_histogram, fit_frame_size, \
+from mmbench.builders.sources.activitynet import VideoRecord, read_activitynet
+from mmbench.builders.sources.sample_videos import MIN_SCENE_S, make_sample_videos, spread_durations
+from mmbench.builders.sources.youku import read_youku
+from mmbench.builders.parts.video_bins import bin_of, bin_ranges, frame_range
+from mmbench.builders.parts.video import MAX_FRAME_PIXELS, MIN_FRAME_PIXELS, VideoReadError, colour_histogram, fit_frame_size, \
     letterbox_frame, open_video, resize_frame
 
 TASK_NAME = "temporal_summarization"
@@ -187,7 +189,7 @@ def build(source: str, out: Path, seed: int = 0, lengths: Sequence[int] = LENGTH
                          for L, r in sorted(ranges.items())}})
         else:
             ps.builder["length_tolerance"] = LENGTH_TOLERANCE
-        write_valid_poolset(ps, out, media_from=scratch / "media", drops=drops)
+        write_valid_poolset(ps, out, checks, media_from=scratch / "media", drops=drops)
     return ps
 
 

@@ -19,21 +19,25 @@ from __future__ import annotations
 import hashlib
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 import numpy as np
 from tqdm.auto import tqdm
 
-from mmbench.documents import Document, Segment, Text
-from mmbench.media import MediaStore
-from mmbench.builders.checks.visual_grounding import DEPTH_TOLERANCE, LENGTH_TOLERANCE, occurs, tolerance_violations
-from mmbench.builders.validity import DropLog, write_valid_poolset
-from mmbench.poolset import build_scratch, PoolItem, PoolSet, source_fingerprint
-from mmbench.tokens import UnifiedTokenCounter, image_tokens
+from mmbench.builders.checks import visual_grounding as checks
+from mmbench.data.documents import Document, Segment, Text
+from mmbench.data.media import MediaStore
+from mmbench.builders.checks.visual_grounding import DEPTH_TOLERANCE, LENGTH_TOLERANCE, tolerance_violations
+from mmbench.builders.parts.text_match import occurs
+from mmbench.data.tokens import length_label
+from mmbench.data.drops import DropLog
+from mmbench.builders.parts.validity import write_valid_poolset
+from mmbench.data.poolset import build_scratch, PoolItem, PoolSet, source_fingerprint
+from mmbench.data.tokens import UnifiedTokenCounter, image_tokens
 
-from .needle_families import IMAGE_DESCRIPTOR, image_families, text_families
-from .sources.backgrounds import Background, obelics_background, sample_background
-from .sources.needles import (Needle, needlebench_fingerprint, read_mmniah_image_needles, read_needlebench,
+from mmbench.builders.parts.needle_families import IMAGE_DESCRIPTOR, image_families, text_families
+from mmbench.builders.sources.backgrounds import Background, obelics_background, sample_background
+from mmbench.builders.sources.needles import (Needle, needlebench_fingerprint, read_mmniah_image_needles, read_needlebench,
                               sample_needles)
 
 TASK_NAME = "visual_grounding"
@@ -46,10 +50,6 @@ IMAGE_SIDES = (128, 192, 256, 320, 448)  # background image sizes: 16, 36, 64, 1
 SNAP_WINDOW = 8           # tokens searched around a text cut for a word boundary
 MAX_DROP_SHARE = 0.10     # a real build fails when more of a source's records are unusable, unless allow_missing
 HAYSTACK_DRAWS = 50       # background windows tried per family before giving up on one free of cell entities
-
-
-def length_label(n: int) -> str:
-    return f"{n // 1024}k" if n >= 1024 else str(n)
 
 
 @dataclass(frozen=True)
@@ -69,8 +69,12 @@ def build(source: str, out: Path, seed: int = 0, lengths: Sequence[int] = LENGTH
           image_pool: int = 48, text_needles: str | None = None, image_needles: str | None = None,
           image_root: str | None = None, haystack: str | None = None, tokenizer_json: str | None = None,
           family_size: int = 5, image_descriptor: str = IMAGE_DESCRIPTOR, allow_missing: bool = False,
-          progress: bool = True) -> PoolSet:
-    """Build the task from `source` ("sample", or "real" with the needle and haystack paths) into `out`."""
+          progress: bool = True, load_model: Callable[[str], Any] | None = None) -> PoolSet:
+    """Build the task from `source` ("sample", or "real" with the needle and haystack paths) into `out`.
+
+    `load_model` (name -> EmbeddingModel) is what `image_descriptor=model:NAME` embeds needle images with;
+    the task passes the model registry's (`TaskSpec.services`), so this builder imports no model code.
+    """
     params = VGParams(tuple(int(x) for x in lengths), tuple(float(d) for d in depths), tuple(backgrounds),
                       tuple(kinds), int(needles_per_kind), int(image_pool), int(family_size),
                       str(image_descriptor))
@@ -82,7 +86,7 @@ def build(source: str, out: Path, seed: int = 0, lengths: Sequence[int] = LENGTH
         media = MediaStore(scratch)
         drops: dict[str, DropLog] = {}
         needles, background, sources = _load_sources(source, counter, media, seed, params, text_needles,
-                                                     image_needles, image_root, haystack, drops)
+                                                     image_needles, image_root, haystack, drops, load_model)
         paths = {"text_needle_records": text_needles, "image_needle_records": image_needles,
                  "haystack_images": haystack}
         for name, log in drops.items():
@@ -95,7 +99,7 @@ def build(source: str, out: Path, seed: int = 0, lengths: Sequence[int] = LENGTH
                       "source": source, "length_tolerance": LENGTH_TOLERANCE, "depth_tolerance": DEPTH_TOLERANCE,
                       "token_counter": getattr(counter.tokenizer, "name", "qwen3"),
                       "max_drop_share": MAX_DROP_SHARE, "allow_missing": allow_missing}
-        write_valid_poolset(ps, out, media_from=scratch, drops=drops)
+        write_valid_poolset(ps, out, checks, media_from=scratch, drops=drops)
     return ps
 
 
@@ -138,7 +142,8 @@ def check_tolerances(candidates: Sequence[Document]) -> None:
         raise ValueError(f"candidate {v.line()}; {hint}")
 
 
-def _load_sources(source, counter, media, seed, params, text_needles, image_needles, image_root, haystack, drops):
+def _load_sources(source, counter, media, seed, params, text_needles, image_needles, image_root, haystack, drops,
+                  load_model=None):
     if source == "sample":
         needles = sample_needles()
         background = sample_background(counter.tokenizer, media, seed, params.image_pool)
@@ -165,7 +170,7 @@ def _load_sources(source, counter, media, seed, params, text_needles, image_need
         drops["image_needle_repeats"] = DropLog("MM-NIAH distinct needle images")
         records = read_mmniah_image_needles(Path(image_needles), Path(image_root), drops=drops["image_needle_records"],
                                             repeats=drops["image_needle_repeats"])
-        needles += image_families(records, params.family_size, params.image_descriptor)
+        needles += image_families(records, params.family_size, params.image_descriptor, load_model)
     drops["haystack_images"] = DropLog("OBELICS images")
     drops["haystack_paragraphs"] = DropLog("OBELICS text paragraphs")
     background = obelics_background(Path(haystack), counter.tokenizer, media, pool_size=params.image_pool,

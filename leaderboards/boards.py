@@ -22,10 +22,10 @@ import pandas as pd
 
 from mmbench.evaluators.ordering import label_key
 from mmbench.evaluators.stats import bootstrap_ci, sort_length_bins
-from mmbench.results import RunResults, load_results
+from mmbench.results.store import RunResults, load_results
 
-from .modelmeta import display_name
-from .store import Entry
+from mmbench.leaderboards.modelmeta import display_name
+from mmbench.leaderboards.store import Entry
 
 MAIN = "precision_at_1"
 FLICKR_METRICS = (("recall_at_1", "R@1"), ("recall_at_3", "R@3"), ("mrr", "MRR"))

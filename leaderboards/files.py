@@ -24,7 +24,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from .problems import Problem, SubmissionRejected
+from mmbench.leaderboards.problems import Problem, SubmissionRejected
 
 PARQUET_MAGIC = b"PAR1"
 PICKLE_OPCODES = (b"\x80",)  # protocol 2+ pickles start with PROTO

@@ -14,11 +14,11 @@ import numpy as np
 import pandas as pd
 
 from mmbench.evaluators.stats import bootstrap_ci
-from mmbench.results import RunResults
+from mmbench.results.store import RunResults
 
-from .boards import CI_RESAMPLES, Column, Table, chance_of
-from .modelmeta import ModelMeta, display_name
-from .store import Entry
+from mmbench.leaderboards.boards import CI_RESAMPLES, Column, Table, chance_of
+from mmbench.leaderboards.modelmeta import ModelMeta, display_name
+from mmbench.leaderboards.store import Entry
 
 METRIC_LABELS = {"precision_at_1": "P@1", "precision_at_5": "P@5", "recall_at_1": "R@1", "recall_at_3": "R@3",
                  "mrr": "MRR", "ndcg_at_10": "nDCG@10"}

@@ -20,8 +20,8 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Iterable, Mapping
 
-from mmbench.media import atomic_write_bytes
-from mmbench.names import display_name, looks_like_path  # noqa: F401 - the board's names, shared with compare/report
+from mmbench.data.media import atomic_write_bytes
+from mmbench.common.names import display_name, looks_like_path  # noqa: F401 - the board's names, shared with compare/report
 
 METADATA_FILE = "model_metadata.json"
 FIELDS = ("parameters", "dim", "context", "modalities", "license", "weights")

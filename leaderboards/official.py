@@ -21,9 +21,9 @@ from importlib import resources
 from pathlib import Path
 from typing import Any, Iterable, Mapping
 
-from mmbench.media import atomic_write_bytes
-from mmbench.poolset import PoolSet
-from mmbench.results import GROUP_AXES
+from mmbench.data.media import atomic_write_bytes
+from mmbench.data.poolset import PoolSet
+from mmbench.results.aggregate import GROUP_AXES
 
 ENV_VAR = "MMBENCH_OFFICIAL_HASHES"
 FORMAT = "mmbench-official/1"

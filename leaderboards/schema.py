@@ -25,14 +25,15 @@ import numpy as np
 import pandas as pd
 
 from mmbench.evaluators.metrics import MAIN_METRIC, item_metrics, metric_names
-from mmbench.mteb_results import MTEB_SUBSET, SIDECAR
-from mmbench.results import FIXED_COLUMNS, PER_QUERY, SEEN, SUMMARY, aggregate, file_digest_problems
-from mmbench.runner import SCORE_DECIMALS
+from mmbench.results.mteb_layout import MTEB_SUBSET, SIDECAR
+from mmbench.results.aggregate import aggregate
+from mmbench.results.store import FIXED_COLUMNS, PER_QUERY, SEEN, SUMMARY, file_digest_problems
+from mmbench.running.runner import SCORE_DECIMALS
 
-from .files import Limits, parse_json, read_folder, read_parquet
-from .official import OfficialRegistry, UnknownOfficialError, fingerprint, item_line
-from .problems import Problem, SubmissionRejected
-from .stated import stated_number_problems
+from mmbench.leaderboards.files import Limits, parse_json, read_folder, read_parquet
+from mmbench.leaderboards.official import OfficialRegistry, UnknownOfficialError, fingerprint, item_line
+from mmbench.leaderboards.problems import Problem, SubmissionRejected
+from mmbench.leaderboards.stated import stated_number_problems
 
 RESULTS_FILES = {SUMMARY: "json", SIDECAR: "json", PER_QUERY: "parquet", SEEN: "parquet"}
 RAVEL_FILE = "ravel_scores.json"
@@ -69,7 +70,7 @@ class Submission:
 
 
 def validate_submission(folder: Path | str, registry: OfficialRegistry | None = None,
-                        limits: Limits = Limits()) -> Submission:
+                        limits: Limits = Limits()) -> Submission:  # noqa: B008 - Limits is frozen
     """Validate a submission folder; raises `SubmissionRejected` naming every problem found."""
     folder = Path(folder)
     if (folder / RAVEL_FILE).exists() and not (folder / SUMMARY).exists():

@@ -25,13 +25,13 @@ from typing import Any, Sequence
 
 from mmbench.evaluators.reports import figures
 from mmbench.evaluators.reports.report import HEATMAP_METRIC, heatmap_numbers, length_curve_numbers
-from mmbench.media import atomic_write_bytes
-from mmbench.results import load_results
+from mmbench.data.media import atomic_write_bytes
+from mmbench.results.store import load_results
 
-from .boards import MAIN, Column, Table, aggregates_table, all_tables, is_mmlongembed, ravel_predictions_table
-from .matrix import overview_table, seen_shares, size_class
-from .modelmeta import ModelMeta, all_metadata, display_name, redact_paths
-from .store import Board, Entry
+from mmbench.leaderboards.boards import MAIN, Column, Table, aggregates_table, all_tables, is_mmlongembed, ravel_predictions_table
+from mmbench.leaderboards.matrix import overview_table, seen_shares
+from mmbench.leaderboards.modelmeta import ModelMeta, all_metadata, display_name, redact_paths
+from mmbench.leaderboards.store import Board, Entry
 
 ASSETS = ("sort.js", "filter.js", "style.css", "favicon.svg")
 SCRIPTS = ("sort.js", "filter.js")

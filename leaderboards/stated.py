@@ -15,9 +15,9 @@ from typing import Any, Callable
 import numpy as np
 import pandas as pd
 
-from mmbench.results import SUMMARY
+from mmbench.results.store import SUMMARY
 
-from .problems import Problem
+from mmbench.leaderboards.problems import Problem
 
 # Stated by the run, not recomputable from its tables; accepted as finite non-negative numbers only.
 STATISTICS = frozenset({

@@ -37,10 +37,10 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Iterator
 
-from mmbench import flocks
+from mmbench.common import flocks
 
-from .problems import DuplicateSubmission, Problem
-from .schema import Submission
+from mmbench.leaderboards.problems import DuplicateSubmission, Problem
+from mmbench.leaderboards.schema import Submission
 
 
 DB_NAME = "board.sqlite"

@@ -24,8 +24,8 @@ def main() -> None:
 
     import pydoc_data.topics as topics
 
-    from mmbench.batching import fixed_size_batches, padding_ratio, token_budget_batches
-    from mmbench.documents import Document, Text
+    from mmbench.running.batching import fixed_size_batches, padding_ratio, token_budget_batches
+    from mmbench.data.documents import Document, Text
     from mmbench.models.registry import load_model
 
     model = load_model("minilm")

@@ -6,9 +6,9 @@ names a `TaskSpec` (or a callable returning one or several). A script can also c
 """
 from __future__ import annotations
 
-from .spec import TaskSpec
-from . import flickr_hard_negatives, visual_grounding, temporal_summarization
-from . import logical_summarization, multi_source_reasoning
+from mmbench.tasks.spec import TaskSpec
+from mmbench.tasks import flickr_hard_negatives, visual_grounding, temporal_summarization
+from mmbench.tasks import logical_summarization, multi_source_reasoning
 
 ENTRY_POINT_GROUP = "mmbench.tasks"
 _TASKS: dict[str, TaskSpec] = {m.TASK.name: m.TASK for m in (visual_grounding, flickr_hard_negatives, temporal_summarization,
@@ -40,7 +40,7 @@ def _load_entry_points() -> None:
     """Register the tasks installed packages declare (once; a broken plugin is named, not skipped)."""
     import sys
 
-    from mmbench.plugins import new_entry_points
+    from mmbench.common.plugins import new_entry_points
 
     for ep in new_entry_points(sys.modules[__name__], ENTRY_POINT_GROUP):
         try:
@@ -69,17 +69,20 @@ def task_specs() -> list[TaskSpec]:
     return [_TASKS[k] for k in sorted(_TASKS)]
 
 
-def resolve_tasks(names: str | list[str] | tuple[str, ...]) -> list[TaskSpec]:
-    """Task names, benchmark names and comma-separated lists of either, as task specs in the order given
-    (a task named twice runs once)."""
-    parts = [names] if isinstance(names, str) else list(names)
-    flat = [p.strip() for part in parts for p in str(part).split(",") if p.strip()]
-    if not flat:
-        raise UnknownTaskError("no task given")
+def resolve_tasks(names: str | TaskSpec | list[str | TaskSpec] | tuple[str | TaskSpec, ...]) -> list[TaskSpec]:
+    """Task specs, task names, benchmark names and comma-separated lists of names, as task specs in the order
+    given (a task named twice runs once)."""
+    parts = [names] if isinstance(names, (str, TaskSpec)) else list(names)
     out: dict[str, TaskSpec] = {}
-    for name in flat:
-        for task in BENCHMARKS.get(name, (name,)):
-            out.setdefault(task, get_task(task))
+    for part in parts:
+        if isinstance(part, TaskSpec):
+            out.setdefault(part.name, part)
+            continue
+        for name in (p.strip() for p in str(part).split(",") if p.strip()):
+            for task in BENCHMARKS.get(name, (name,)):
+                out.setdefault(task, get_task(task))
+    if not out:
+        raise UnknownTaskError("no task given")
     return list(out.values())
 
 

@@ -6,7 +6,7 @@ rank by similarity (`mmbench run`), LLM listwise rankers by one prompt per query
 """
 from mmbench.builders.flickr_hard_negatives import SOURCES, TASK_NAME, TASK_VERSION
 
-from .spec import TaskSpec
+from mmbench.tasks.spec import TaskSpec
 
 TASK = TaskSpec(
     name=TASK_NAME,
@@ -35,4 +35,5 @@ TASK = TaskSpec(
                          "fewer than 5 captions); they are counted in the manifest either way",
     },
     validator="mmbench.builders.checks.flickr_hard_negatives",
+    services={"load_caption_model": "mmbench.models.sentence_transformer:load_caption_model"},
 )

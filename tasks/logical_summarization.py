@@ -7,10 +7,10 @@ first 25 %, last 25 % or middle 50 % with BM25 look-alike paragraphs (text) or u
 pages of the same document's extended version (pages).
 """
 from mmbench.builders.logical_summarization import TASK_NAME, TASK_VERSION
-from mmbench.builders.multi_source_reasoning import LENGTHS
-from mmbench.builders.visual_grounding import length_label
+from mmbench.builders.parts.pools import LENGTHS
+from mmbench.data.tokens import length_label
 
-from .spec import TaskSpec
+from mmbench.tasks.spec import TaskSpec
 
 TASK = TaskSpec(
     name=TASK_NAME,

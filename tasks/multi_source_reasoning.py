@@ -5,9 +5,9 @@ same contexts with one key evidence span (and any unit restating its fact) repla
 length-matched coherent text; builds are checked by mmbench.builders.checks.multi_source_reasoning.
 """
 from mmbench.builders.multi_source_reasoning import LENGTHS, TASK_NAME, TASK_VERSION
-from mmbench.builders.visual_grounding import length_label
+from mmbench.data.tokens import length_label
 
-from .spec import TaskSpec
+from mmbench.tasks.spec import TaskSpec
 
 TASK = TaskSpec(
     name=TASK_NAME,

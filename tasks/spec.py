@@ -23,9 +23,17 @@ class TaskSpec:
     summary_axes: tuple[str, ...] = ("length_bin",)  # the run summary prints the main score by these
     default_params: dict[str, Any] = field(default_factory=dict)
     source_params: dict[str, str] = field(default_factory=dict)  # real-source parameter -> help text
-    validator: str = ""                 # module with INVARIANTS and check(ps, checked) (mmbench.builders.validity)
+    validator: str = ""                 # module with INVARIANTS and check(ps, checked) (mmbench.builders.parts.validity)
+    # builder keyword -> "module:function" the task hands its builder (e.g. a model loader), so that
+    # builders import no model code; never part of the build's parameters or its content hash
+    services: dict[str, str] = field(default_factory=dict)
 
     def build(self, source: str, out: Path, seed: int = 0, **params: Any):
-        module, func = self.builder.split(":")
-        fn: Callable[..., Any] = getattr(importlib.import_module(module), func)
-        return fn(source=source, out=Path(out), seed=seed, **{**self.default_params, **params})
+        fn: Callable[..., Any] = _resolve(self.builder)
+        services = {key: _resolve(ref) for key, ref in self.services.items() if key not in params}
+        return fn(source=source, out=Path(out), seed=seed, **services, **{**self.default_params, **params})
+
+
+def _resolve(ref: str) -> Callable[..., Any]:
+    module, func = ref.split(":")
+    return getattr(importlib.import_module(module), func)

@@ -8,7 +8,7 @@ target video itself, with the same frames and length.
 from mmbench.builders.temporal_summarization import DIFFICULTIES, LENGTHS, SOURCES, TASK_NAME, TASK_VERSION, \
     length_label
 
-from .spec import TaskSpec
+from mmbench.tasks.spec import TaskSpec
 
 TASK = TaskSpec(
     name=TASK_NAME,

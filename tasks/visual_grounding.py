@@ -4,9 +4,10 @@
 3 background modalities; each (length, depth) cell is its own 25-candidate corpus. Invariants:
 mmbench.builders.checks.visual_grounding.
 """
-from mmbench.builders.visual_grounding import DEPTHS, LENGTHS, TASK_NAME, TASK_VERSION, length_label
+from mmbench.data.tokens import length_label
+from mmbench.builders.visual_grounding import DEPTHS, LENGTHS, TASK_NAME, TASK_VERSION
 
-from .spec import TaskSpec
+from mmbench.tasks.spec import TaskSpec
 
 TASK = TaskSpec(
     name=TASK_NAME,
@@ -31,4 +32,5 @@ TASK = TaskSpec(
         "allow_missing": "build even when more than 10 % of a source's records are unusable (counted in the manifest)",
     },
     validator="mmbench.builders.checks.visual_grounding",
+    services={"load_model": "mmbench.models.registry:load_model"},
 )

@@ -6,9 +6,10 @@ import json
 from pathlib import Path
 
 from mmbench.leaderboards.official import OfficialRegistry, entry_from_poolset
-from mmbench.poolset import load_poolset
-from mmbench.results import summary_json, write_results
-from mmbench.runner import RunOptions, run_poolset
+from mmbench.data.poolset import load_poolset
+from mmbench.results.mteb_layout import summary_json
+from mmbench.results.store import write_results
+from mmbench.running.runner import RunOptions, run_poolset
 
 from toy_models import HashingModel
 

@@ -7,7 +7,8 @@ import numpy as np
 import pandas as pd
 
 from mmbench.evaluators.metrics import first_relevant_rank, item_metrics
-from mmbench.results import summary_json, write_results
+from mmbench.results.mteb_layout import summary_json
+from mmbench.results.store import write_results
 
 DEPTHS = [0.0, 0.2, 0.4, 0.6, 0.8, 1.0]
 LENGTHS = ["256", "1k", "4k", "32k"]

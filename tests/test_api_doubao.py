@@ -9,13 +9,13 @@ import numpy as np
 import pytest
 
 from mmbench.cli import main
-from mmbench.documents import Document, Text
-from mmbench.media import MediaStore
+from mmbench.data.documents import Document, Text
+from mmbench.data.media import MediaStore
 from mmbench.models.api_doubao import DoubaoEmbeddingModel
 from mmbench.models.base import EncodeError
-from mmbench.models.http_client import HttpClient, RetryPolicy
-from mmbench.results import load_results
-from mmbench.tokens import UnifiedTokenCounter
+from mmbench.common.http_client import HttpClient, RetryPolicy
+from mmbench.results.store import load_results
+from mmbench.data.tokens import UnifiedTokenCounter
 from loopback_server import LoopbackServer
 from tiny_models import random_image
 

@@ -7,12 +7,12 @@ import time
 import numpy as np
 import pytest
 
-from mmbench.documents import Document, Text
-from mmbench.media import MediaStore
+from mmbench.data.documents import Document, Text
+from mmbench.data.media import MediaStore
 from mmbench.models.api_gemini import GeminiEmbeddingModel
 from mmbench.models.api_openai import OpenAIEmbeddingModel
 from mmbench.models.base import EncodeError
-from mmbench.models.http_client import APIError, HttpClient, RateLimiter, RetryPolicy
+from mmbench.common.http_client import APIError, HttpClient, RateLimiter, RetryPolicy
 from loopback_server import LoopbackServer
 from tiny_models import random_image
 
@@ -179,7 +179,7 @@ def test_rate_limiter_spacing():
 def test_retry_after_http_date_is_honoured(server):
     from email.utils import formatdate
 
-    from mmbench.models.http_client import _retry_after
+    from mmbench.common.http_client import _retry_after
 
     now = 1_700_000_000.0
     assert _retry_after({"Retry-After": formatdate(now + 45, usegmt=True)}, now=lambda: now) == pytest.approx(45)
@@ -205,7 +205,7 @@ def _word_tokenizer(path, words):
 
 
 def test_cache_identity_covers_budget_tokenizer_and_endpoint(tmp_path, monkeypatch):
-    from mmbench.cache import model_key
+    from mmbench.data.embedding_cache import model_key
 
     monkeypatch.setenv("OPENAI_API_KEY", KEY)
     monkeypatch.setenv("GEMINI_API_KEY", KEY)
@@ -231,7 +231,7 @@ def test_openai_budget_leaves_room_for_the_prefix(tmp_path, monkeypatch):
 
 def test_gemini_text_only_model_records_images_as_unseen(tmp_path, monkeypatch):
     from mmbench.models.registry import model_specs
-    from mmbench.views import model_view
+    from mmbench.running.views import model_view
 
     s = Server()
     s.default = lambda body: {"embeddings": [{"values": _vec(json.dumps(r["content"]))} for r in body["requests"]]}
@@ -255,8 +255,8 @@ def test_gemini_text_only_model_records_images_as_unseen(tmp_path, monkeypatch):
 
 
 def test_api_cache_never_answers_the_runners_cache(server, tmp_path):
-    from mmbench.poolset import PoolItem, PoolSet
-    from mmbench.runner import RunOptions, run_poolset
+    from mmbench.data.poolset import PoolItem, PoolSet
+    from mmbench.running.runner import RunOptions, run_poolset
 
     cache = tmp_path / "embeddings"
     model = _fast(OpenAIEmbeddingModel(model="m", base_url=server.url, images=False, cache_dir=str(cache)))

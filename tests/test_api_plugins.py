@@ -13,9 +13,9 @@ import pytest
 
 import mmbench
 from mmbench.cli import main
-from mmbench.cli.commands_core import default_poolset_dir
+from mmbench.running.poolsets import default_poolset_dir
 from mmbench.models import registry
-from mmbench.results import load_results
+from mmbench.results.store import load_results
 from mmbench import tasks as task_registry
 
 README = Path(__file__).resolve().parents[1] / "README.md"
@@ -27,11 +27,12 @@ def test_import_mmbench_is_light():
     assert out.strip() == "[]"
 
 
-def test_evaluate_attribute_survives_loading_the_evaluate_module():
-    import mmbench.evaluate  # noqa: F401 - the submodule of the same name
+def test_evaluate_is_the_api_function_even_after_the_runner_modules_load():
+    import mmbench.running.evaluation  # noqa: F401 - the module behind `mmbench run`
+    from mmbench.api import evaluate
 
-    assert callable(mmbench.evaluate)
-    assert sys.modules["mmbench.evaluate"].evaluate_to_folder is not None
+    assert mmbench.evaluate is evaluate
+    assert not isinstance(mmbench.evaluate, type(sys))  # a function, not a module made callable
 
 
 def _seed_sample(task: str, built: Path) -> None:
@@ -96,8 +97,8 @@ def test_cli_task_benchmark_with_one_data_folder_is_refused(vg_tiny, capsys):
 PLUGIN = '''
 import numpy as np
 import mmbench
-from mmbench.documents import Document, Text
-from mmbench.poolset import PoolItem, PoolSet, write_poolset
+from mmbench.data.documents import Document, Text
+from mmbench.data.poolset import PoolItem, PoolSet, write_poolset
 
 TOPICS = ["apple orchard harvest", "ocean wave surfing", "mountain snow climbing", "desert camel caravan"]
 

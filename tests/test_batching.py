@@ -1,7 +1,7 @@
 """Token-budget batching keeps padding under 10 % in every batch, within budget, covering every item once."""
 import numpy as np
 
-from mmbench.batching import padding_ratio, token_budget_batches
+from mmbench.running.batching import padding_ratio, token_budget_batches
 
 
 def test_every_batch_is_at_least_ninety_percent_real_tokens():

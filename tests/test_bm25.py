@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 from rank_bm25 import BM25Okapi
 
-from mmbench.documents import Document, Text, Video
+from mmbench.data.documents import Document, Text, Video
 from mmbench.models.bm25 import BM25Model, tokenize
 
 
@@ -68,7 +68,7 @@ def test_scores_do_not_depend_on_the_process_string_hash(tmp_path):
 
     script = (
         "import numpy as np\n"
-        "from mmbench.documents import Document, Text\n"
+        "from mmbench.data.documents import Document, Text\n"
         "from mmbench.models.bm25 import BM25Model\n"
         "rng = np.random.default_rng(0)\n"
         "words = [f'term{k}x' for k in range(300)]\n"

@@ -12,12 +12,13 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from mmbench import digests
-from mmbench import cache as cache_module
-from mmbench.cache import CacheRow, EmbeddingCache
-from mmbench.models.sentence_transformer import folder_revision, packaged_minilm_path
-from mmbench.poolset import load_poolset
-from mmbench.runner import RunOptions, run_poolset
+from mmbench.data import digests
+from mmbench.data import embedding_cache as cache_module
+from mmbench.data.embedding_cache import CacheRow, EmbeddingCache
+from mmbench.models.hf_common import folder_revision
+from mmbench.models.sentence_transformer import packaged_minilm_path
+from mmbench.data.poolset import load_poolset
+from mmbench.running.runner import RunOptions, run_poolset
 
 from toy_models import HashingModel
 
@@ -55,7 +56,7 @@ def test_damaged_pack_is_named_set_aside_and_missed(tmp_path, caplog, damage):
     got = cache.get_entry("document", "ab" * 32)
     assert np.array_equal(got.vector, vec) and got.seen == {"seen_tokens": 3} and got.meta == {"view_hash": "v"}
     damage(path, other)
-    with caplog.at_level(logging.WARNING, logger="mmbench.cache"):
+    with caplog.at_level(logging.WARNING, logger="mmbench.data.embedding_cache"):
         assert cache.get("document", "ab" * 32) is None
     assert str(path) in caplog.text and "damaged embedding cache pack" in caplog.text
     assert not path.exists() and path.with_name(path.name + ".corrupt").is_file()  # renamed, not deleted
@@ -76,7 +77,7 @@ def test_a_damaged_row_is_named_by_row_and_hash(tmp_path, caplog):
     moved = tmp_path / "c" / "m" / "query" / "packs" / path.name
     moved.parent.mkdir(parents=True)
     shutil.copyfile(path, moved)  # a query reader must not take document vectors
-    with caplog.at_level(logging.WARNING, logger="mmbench.cache"):
+    with caplog.at_level(logging.WARNING, logger="mmbench.data.embedding_cache"):
         assert EmbeddingCache(tmp_path / "c", "m").get_many("query", [r.content_hash for r in rows]) == {}
     assert str(moved) in caplog.text and "row 0 (000000000000)" in caplog.text
     assert moved.with_name(moved.name + ".corrupt").is_file()
@@ -95,7 +96,7 @@ def test_the_index_is_a_hint_rebuilt_from_the_packs(tmp_path, caplog):
     for damage in (lambda: index.write_text("{not json"), lambda: index.unlink(),
                    lambda: index.write_text(json.dumps({"format": cache_module.INDEX_FORMAT, "packs": {}}))):
         damage()
-        with caplog.at_level(logging.WARNING, logger="mmbench.cache"):
+        with caplog.at_level(logging.WARNING, logger="mmbench.data.embedding_cache"):
             got = EmbeddingCache(tmp_path / "c", "m").get_many("document", hashes)
         assert sorted(got) == hashes and got["01" * 32].seen == {"seen_tokens": 1}
     # an index listing a pack that is gone, and pointing a hash to the wrong pack: still only verified hits
@@ -119,7 +120,7 @@ def test_per_document_entries_of_the_earlier_layout_are_still_read(tmp_path, cap
     got = cache.get_entry("document", "ab" * 32)
     assert np.array_equal(got.vector, vec) and got.seen == {"seen_tokens": 2} and got.meta == {"view_hash": "v"}
     cache._path("document", "ab" * 32).write_bytes(b"PK\x03\x04 not a zip")
-    with caplog.at_level(logging.WARNING, logger="mmbench.cache"):
+    with caplog.at_level(logging.WARNING, logger="mmbench.data.embedding_cache"):
         assert EmbeddingCache(tmp_path / "c", "m").get_entry("document", "ab" * 32) is None
     assert "damaged embedding cache entry" in caplog.text
 
@@ -162,7 +163,7 @@ def test_a_run_over_a_damaged_pack_reencodes_it_and_scores_the_same(vg_tiny, tmp
     assert len(entries) >= 8
     _truncate(entries[3])
     entries[7].write_bytes(b"PK\x03\x04 not a zip")
-    with caplog.at_level(logging.WARNING, logger="mmbench.cache"):
+    with caplog.at_level(logging.WARNING, logger="mmbench.data.embedding_cache"):
         again, _, info = run_poolset(ps, HashingModel(), opts)
     assert str(entries[3]) in caplog.text and str(entries[7]) in caplog.text
     assert info["encode"]["cache_set_aside"] == 2 and info["n_failed_items"] == 0
@@ -254,14 +255,14 @@ def test_retrained_local_model_is_not_scored_from_old_vectors(vg_tiny, tmp_path)
 def test_sentence_transformer_options_are_applied_or_refused():
     import torch
 
-    from mmbench.evaluate import ModelUnavailable, load_model_explained
+    from mmbench.running.model_loading import ModelUnavailable, load_model_explained
 
     plain = load_model_explained("minilm", {})
     half = load_model_explained("minilm", {"dtype": "bfloat16", "attn_implementation": "eager"})
     assert next(half._model.parameters()).dtype == torch.bfloat16
     assert half._model[0].auto_model.config._attn_implementation == "eager"
     assert half.card.settings["dtype"] == "bfloat16" and plain.card.settings["dtype"] == "float32"
-    from mmbench.cache import model_key
+    from mmbench.data.embedding_cache import model_key
 
     assert model_key(half.card.identity()) != model_key(plain.card.identity())  # other vectors, other cache
     with pytest.raises(ValueError, match="unknown dtype 'float64'"):

@@ -125,7 +125,7 @@ def test_results_load_as_mteb_task_result(vg_tiny, tmp_path):
 
 def test_run_builds_the_default_sample_when_no_data_is_given(monkeypatch, tmp_path, capsys):
     """Without --data the sample pool set is built under MMBENCH_HOME (reduced here for speed)."""
-    from mmbench.cli.commands_core import default_poolset_dir
+    from mmbench.running.poolsets import default_poolset_dir
     from mmbench.tasks.spec import TaskSpec
 
     original = TaskSpec.build

@@ -8,8 +8,8 @@ import pyarrow.parquet as pq
 import pytest
 import yaml
 
-from mmbench.dataset_card import CARD, card_text, source_licences
-from mmbench.poolset import load_poolset
+from mmbench.data.dataset_card import CARD, card_text, source_licences
+from mmbench.data.poolset import load_poolset
 
 datasets = pytest.importorskip("datasets")
 

@@ -95,6 +95,6 @@ def test_import_mmbench_is_light():
     """`import mmbench` loads none of the heavy libraries; the hub, export, card and model modules load
     no framework until used (torch, datasets, mteb, bm25s and qwen_vl_utils are imported inside functions)."""
     assert _loaded("import mmbench", HEAVY) == []
-    modules = ("mmbench.dataset_card", "mmbench.mteb_export", "mmbench.builders.sources.hub", "mmbench.models.bm25",
+    modules = ("mmbench.data.dataset_card", "mmbench.interop.mteb_folder", "mmbench.builders.sources.hub", "mmbench.models.bm25",
                "mmbench.models.qwen_vl", "mmbench.cli")
     assert _loaded("import " + ", ".join(modules), FRAMEWORKS) == []

@@ -13,7 +13,7 @@ from flickr_layouts import export_layouts, one_line
 from mmbench.builders.sources.flickr30k import (FlickrSourceError, read_annotations_csv, read_hf, read_karpathy,
                                                 read_token)
 from mmbench.cli import main
-from mmbench.poolset import load_poolset
+from mmbench.data.poolset import load_poolset
 
 
 def test_readers_agree_with_the_sample(tmp_path):
@@ -87,7 +87,7 @@ def test_token_reader_malformed_lines(tmp_path, bad, message):
 
 def test_empty_captions_are_read_and_the_build_drops_and_counts_their_image(tmp_path):
     from mmbench.builders.flickr_hard_negatives import FEW_CAPTIONS, usable_images
-    from mmbench.builders.validity import DropLog
+    from mmbench.data.drops import DropLog
 
     recs, root = export_layouts(tmp_path, n=3)
     path = tmp_path / "results_20130124.token"
@@ -148,7 +148,7 @@ def test_results_csv_with_an_extra_bar_is_an_error(tmp_path):
 
 def test_missing_image_is_a_one_line_error_or_a_counted_drop(tmp_path):
     from mmbench.builders.sources.flickr30k import MISSING_IMAGE
-    from mmbench.builders.validity import DropLog
+    from mmbench.data.drops import DropLog
 
     recs, root = export_layouts(tmp_path, n=6)
     gone = recs[2].image_id
@@ -229,7 +229,7 @@ def test_image_root_may_be_the_release_archive(tmp_path):
             read_annotations_csv(str(tmp_path / "flickr_annotations_30k.csv"), str(archive))
         assert re.search(rf"line 2: field 'filename': image file .*{archive.name}!{recs[0].image_id}\.jpg does not "
                          "exist", one_line(exc))
-        from mmbench.builders.validity import DropLog
+        from mmbench.data.drops import DropLog
 
         log = DropLog("images")
         got = read_annotations_csv(str(tmp_path / "flickr_annotations_30k.csv"), str(archive), drops=log)

@@ -14,10 +14,11 @@ import pytest
 from fake_llm_server import FakeLLMServer
 from flickr_layouts import export_layouts
 from mmbench.builders.flickr_hard_negatives import _rng, embed_captions, hard_negatives, sample_pool, stratify
+from mmbench.models.sentence_transformer import load_caption_model
 from mmbench.builders.sources.sample_flickr import captions, sample_flickr, sample_scenes
 from mmbench.cli import main
-from mmbench.poolset import load_poolset
-from mmbench.results import load_results
+from mmbench.data.poolset import load_poolset
+from mmbench.results.store import load_results
 from mmbench.tasks import get_task
 from tiny_models import build_clip
 
@@ -96,7 +97,7 @@ def test_build_sample_structure_and_hard_negatives(built):
     rep = {c.meta["image_id"]: c.meta["captions"][strata[c.meta["image_id"]]] for c in ps.candidates}
     all_caps = {r.image_id: r.captions for r in sample_flickr(POOL, seed=0)}
     texts = [all_caps[i][strata[i]] for i in pool_ids]
-    vecs, _ = embed_captions(texts, None)
+    vecs, _ = embed_captions(texts, load_caption_model(None))
     expected = _brute_force(vecs.astype(float).tolist(), pool_ids, 24)
     for item in ps.pools:
         row = pool_ids.index(item.id)
@@ -211,13 +212,14 @@ def test_seed_003_defaults(tmp_path, monkeypatch):
         fhn.build("karpathy", tmp_path / "out", **args)
     used = []
 
-    def fake_embed(texts, model_name, **_):
+    def fake_loader(model_name):
         used.append(model_name)
         raise RuntimeError("stop after choosing the caption model")
 
-    monkeypatch.setattr(fhn, "embed_captions", fake_embed)
-    with pytest.raises(RuntimeError, match="stop after"):
+    with pytest.raises(ValueError, match="needs a caption model loader"):   # builders import no model code
         fhn.build("karpathy", tmp_path / "out", pool_size=30, n_queries=10, **args)
+    with pytest.raises(RuntimeError, match="stop after"):
+        fhn.build("karpathy", tmp_path / "out", pool_size=30, n_queries=10, load_caption_model=fake_loader, **args)
     assert used == ["sentence-transformers/all-mpnet-base-v2"]
 
 
@@ -281,7 +283,7 @@ def test_an_image_with_the_query_image_bytes_is_never_its_negative(tmp_path):
 
 
 def test_validator_names_item_and_invariant(built, tmp_path):
-    from mmbench.builders.validity import validate
+    from mmbench.tasks.validation import validate
 
     ps = load_poolset(built)
     assert validate(ps).ok
@@ -370,7 +372,7 @@ def test_image_encoding_is_fixed_and_drops_metadata():
     from PIL import Image as PILImage
     from PIL import PngImagePlugin
 
-    from mmbench.media import encode_image
+    from mmbench.data.media import encode_image
 
     img = PILImage.new("RGB", (8, 8), (10, 200, 30))
     tagged = img.copy()

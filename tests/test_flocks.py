@@ -1,4 +1,4 @@
-"""One "is this flock free?" probe (mmbench.flocks) for build folders and board staging folders, and one
+"""One "is this flock free?" probe (mmbench.common.flocks) for build folders and board staging folders, and one
 entry-point reader for the model and task registries."""
 import os
 import sys
@@ -6,7 +6,7 @@ import time
 
 import pytest
 
-from mmbench import flocks, plugins, scratch
+from mmbench.common import flocks, plugins, scratch
 from mmbench.leaderboards import store
 
 pytestmark = pytest.mark.skipif(not flocks.SUPPORTED, reason="needs flock (POSIX)")

@@ -15,11 +15,11 @@ import pytest
 
 from loopback_server import LoopbackServer
 from raw_socket_server import RawSocketServer
-from mmbench.documents import Document, Text
+from mmbench.data.documents import Document, Text
 from mmbench.models.api_gemini import GeminiEmbeddingModel
 from mmbench.models.api_openai import OpenAIEmbeddingModel
-from mmbench.models.http_client import REDACTED, APIError, HttpClient, Redactor, RetryPolicy
-from mmbench.runner import RunOptions, run_poolset
+from mmbench.common.http_client import REDACTED, APIError, HttpClient, Redactor, RetryPolicy
+from mmbench.running.runner import RunOptions, run_poolset
 
 KEY = "sk-live-ECHOED-0123456789abcdef"
 
@@ -82,8 +82,9 @@ def test_redactor_covers_escaped_spellings_and_ignores_short_values():
 
 
 def test_embedding_run_keeps_an_echoed_key_out_of_results(vg_tiny, tmp_path, monkeypatch):
-    from mmbench.poolset import load_poolset
-    from mmbench.results import summary_json, write_results
+    from mmbench.data.poolset import load_poolset
+    from mmbench.results.mteb_layout import summary_json
+    from mmbench.results.store import write_results
 
     monkeypatch.setenv("ECHO_KEY", KEY)
     ps = load_poolset(vg_tiny)
@@ -200,7 +201,7 @@ def test_unusable_requests_with_a_key_in_them_are_reported_redacted():
 
 
 def test_a_password_in_the_url_reaches_neither_cards_nor_errors(monkeypatch):
-    from mmbench.models.http_client import public_url
+    from mmbench.common.http_client import public_url
     from mmbench.rankers import load_ranker
 
     password = "hunter2-VERY-secret"

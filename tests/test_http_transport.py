@@ -8,7 +8,7 @@ import time
 import pytest
 
 from raw_socket_server import RawSocketServer
-from mmbench.models.http_client import APIError, HttpClient, RetryPolicy
+from mmbench.common.http_client import APIError, HttpClient, RetryPolicy
 
 KEY = "sk-live-TRANSPORT-0123456789abcdef"
 

@@ -3,9 +3,9 @@ import json
 
 import pandas as pd
 
-from mmbench.lazy_model import LazyModel, load_model_lazily
-from mmbench.poolset import load_poolset
-from mmbench.runner import RunOptions, run_poolset
+from mmbench.running.lazy_model import LazyModel, load_model_lazily
+from mmbench.data.poolset import load_poolset
+from mmbench.running.runner import RunOptions, run_poolset
 from toy_models import HashingModel
 
 
@@ -54,10 +54,10 @@ def test_model_name_given_on_the_command_line_survives_a_load(vg_tiny, tmp_path,
     the given name, the load is not taken for a changed model, and the memo keeps the model's own card."""
     import logging
 
-    from mmbench.cache import EmbeddingCache, model_key
+    from mmbench.data.embedding_cache import EmbeddingCache, model_key
     from mmbench.cli.commands_core import rename_model
-    from mmbench.evaluate import evaluate_to_folder
-    from mmbench.results import load_results
+    from mmbench.running.evaluation import evaluate_to_folder
+    from mmbench.results.store import load_results
 
     loads = []
 
@@ -92,7 +92,7 @@ def test_model_name_given_on_the_command_line_survives_a_load(vg_tiny, tmp_path,
 def test_provenance_of_a_warm_run_does_not_load_the_model(vg_tiny, tmp_path):
     """results.json's provenance names the weights' device and dtype; a warm run takes them from the memo
     (asking the stand-in for `device` used to load the whole model just to write that field)."""
-    from mmbench.evaluate import evaluate_in_memory
+    from mmbench.running.evaluation import evaluate_in_memory
 
     class OnDevice(HashingModel):
         device = "cpu:7"

@@ -13,7 +13,7 @@ from scipy import stats
 from mmbench.leaderboards.boards import flickr_table, mmlongembed_table, ravel_table, visual_grounding_table
 from mmbench.leaderboards.modelmeta import MetadataError, check_fields, display_name, redact_paths, resolve
 from mmbench.leaderboards.store import Entry
-from mmbench.results import RunResults
+from mmbench.results.store import RunResults
 
 
 def entry(name: str, task: str, scores: dict, kind: str = "retrieval") -> Entry:

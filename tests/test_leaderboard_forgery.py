@@ -13,7 +13,7 @@ from leaderboard_helpers import edit_summary, make_results, official_registry
 from mmbench.cli import main
 from mmbench.leaderboards.problems import SubmissionRejected
 from mmbench.leaderboards.schema import validate_submission
-from mmbench.results import ResultsError, load_results
+from mmbench.results.store import ResultsError, load_results
 from mmbench.tasks import get_task
 
 

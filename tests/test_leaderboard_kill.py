@@ -15,7 +15,7 @@ import pytest
 from leaderboard_helpers import make_results, official_registry
 from mmbench.cli import main
 from mmbench.leaderboards.store import Board
-from mmbench.results import load_results
+from mmbench.results.store import load_results
 
 pytestmark = pytest.mark.skipif(not hasattr(signal, "SIGKILL"), reason="needs SIGKILL")
 

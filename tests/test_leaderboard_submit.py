@@ -22,7 +22,7 @@ from mmbench.leaderboards.problems import DuplicateSubmission, SubmissionRejecte
 from mmbench.leaderboards.schema import validate_submission
 from mmbench.leaderboards.site import build_site
 from mmbench.leaderboards.store import Board
-from mmbench.results import load_results
+from mmbench.results.store import load_results
 
 
 @pytest.fixture(scope="module")
@@ -100,9 +100,10 @@ def test_missing_queries_are_rejected(results, registry):
 
 
 def test_limited_run_is_rejected(vg_tiny, registry, tmp_path):
-    from mmbench.poolset import load_poolset
-    from mmbench.results import summary_json, write_results
-    from mmbench.runner import RunOptions, run_poolset
+    from mmbench.data.poolset import load_poolset
+    from mmbench.results.mteb_layout import summary_json
+    from mmbench.results.store import write_results
+    from mmbench.running.runner import RunOptions, run_poolset
     from toy_models import HashingModel
 
     ps, model = load_poolset(vg_tiny), HashingModel(dim=16)

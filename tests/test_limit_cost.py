@@ -2,9 +2,9 @@
 still spanning the subsets."""
 from collections import Counter
 
-from mmbench.poolset import PoolItem, load_poolset
-from mmbench.runner import RunOptions, run_poolset
-from mmbench.selection import select_by_cost
+from mmbench.data.poolset import PoolItem, load_poolset
+from mmbench.running.runner import RunOptions, run_poolset
+from mmbench.data.selection import select_by_cost
 from toy_models import HashingModel
 
 

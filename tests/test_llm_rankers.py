@@ -9,11 +9,11 @@ import pytest
 
 from fake_llm_server import FakeLLMServer, anthropic_envelope, openai_envelope
 from mmbench.cli import main
-from mmbench.media import MediaStore
-from mmbench.models.http_client import HttpClient, RetryPolicy
-from mmbench.poolset import load_poolset
+from mmbench.data.media import MediaStore
+from mmbench.common.http_client import HttpClient, RetryPolicy
+from mmbench.data.poolset import load_poolset
 from mmbench.rankers import DEFAULT_PROMPT, Prices, ResponseCache, load_prompt, load_ranker, parse_ranking
-from mmbench.results import load_results
+from mmbench.results.store import load_results
 from mmbench.tasks import get_task
 from tiny_models import random_image
 
@@ -240,7 +240,7 @@ def test_limit_ranks_the_items_an_embedding_run_evaluates(small_ps, tmp_path, mo
     images it sends grow with the limit (the old hash spread needed more of them for as many items)."""
     import hashlib
 
-    from mmbench.selection import select_by_cost
+    from mmbench.data.selection import select_by_cost
 
     ps = load_poolset(small_ps)
     monkeypatch.setenv("FAKE_KEY", KEY)

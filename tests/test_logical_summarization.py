@@ -10,18 +10,18 @@ import numpy as np
 import pytest
 from rank_bm25 import BM25Okapi
 
-from mmbench.builders.expansion import Filler, pad, text_unit
-from mmbench.builders.length_bins import make_bins, place
+from mmbench.builders.parts.expansion import Filler, pad, text_unit
+from mmbench.builders.parts.length_bins import make_bins, place
 from mmbench.builders.logical_summarization import (HARD_EASY_TOLERANCE, LENGTH_TOLERANCE, PARTS, _text_variant, build,
                                                     page_span, part_span)
-from mmbench.builders.lookalikes import LookalikeIndex
+from mmbench.builders.parts.lookalikes import LookalikeIndex
 from mmbench.builders.sources.govreport import Report
 from mmbench.builders.sources.sample_reports import natural_reports, pydoc_reports
-from mmbench.builders.validity import validate
-from mmbench.documents import Image, Text
+from mmbench.tasks.validation import validate
+from mmbench.data.documents import Image, Text
 from mmbench.models.bm25 import tokenize
-from mmbench.poolset import load_poolset
-from mmbench.tokens import UnifiedTokenCounter
+from mmbench.data.poolset import load_poolset
+from mmbench.data.tokens import UnifiedTokenCounter
 
 C = 4
 K = 3
@@ -202,7 +202,7 @@ def test_same_seed_same_hash(tmp_path):
 
 def test_bm25_run_hard_is_harder_than_easy(ps):
     from mmbench.models.registry import load_model
-    from mmbench.runner import RunOptions, run_poolset
+    from mmbench.running.runner import RunOptions, run_poolset
 
     per_query, _, info = run_poolset(ps, load_model("bm25"), RunOptions(use_cache=False, progress=False))
     assert info["n_failed_items"] == 0
@@ -350,7 +350,7 @@ def test_validity_holds_on_the_sample_and_each_check_can_fail(ps):
         b.segments[0] = a.segments[0]
 
     def spares_the_summarised_part(x):
-        from mmbench.builders.query_filter import summary_rule
+        from mmbench.builders.parts.query_filter import summary_rule
 
         hard = next(c for c in x.candidates if c.meta["dataset"] == "govreport" and c.meta["difficulty"] == "hard")
         easy = next(c for c in x.candidates if c.id == hard.meta["provenance"]["counterpart"])

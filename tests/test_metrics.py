@@ -50,7 +50,7 @@ def test_aggregate_rows_follow_natural_subset_order():
     """results.json lists subsets as every report does: 8k before 16k before 32k, dataset by dataset."""
     import pandas as pd
 
-    from mmbench.results import aggregate
+    from mmbench.results.aggregate import aggregate
 
     subsets = ["hotpotqa/hard/32k", "hotpotqa/easy/8k", "mmdocrag/easy/16k", "hotpotqa/easy/16k", "hotpotqa/hard/8k"]
     frame = pd.DataFrame({"subset": subsets, "precision_at_1": [1.0, 0.0, 1.0, 0.0, 1.0]})

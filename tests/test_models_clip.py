@@ -6,12 +6,12 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from mmbench.documents import Document, Text  # noqa: E402
-from mmbench.media import MediaStore  # noqa: E402
+from mmbench.data.documents import Document, Text  # noqa: E402
+from mmbench.data.media import MediaStore  # noqa: E402
 from mmbench.models.base import EncodeError  # noqa: E402
 from mmbench.models.clip import DualEncoderModel  # noqa: E402
 from mmbench.models.registry import load_model  # noqa: E402
-from mmbench.truncation import middle_truncate  # noqa: E402
+from mmbench.data.truncation import middle_truncate  # noqa: E402
 from tiny_models import build_clip, random_image  # noqa: E402
 
 

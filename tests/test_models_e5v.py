@@ -4,8 +4,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from mmbench.documents import Document, Text
-from mmbench.media import MediaStore
+from mmbench.data.documents import Document, Text
+from mmbench.data.media import MediaStore
 from mmbench.models.e5v import E5VEmbedder, prompt_for
 from tiny_e5v import build_e5v
 from tiny_models import random_image

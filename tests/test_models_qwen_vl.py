@@ -6,14 +6,14 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from mmbench.documents import Document, Image, Text, Video  # noqa: E402
-from mmbench.media import MediaStore  # noqa: E402
+from mmbench.data.documents import Document, Image, Text, Video  # noqa: E402
+from mmbench.data.media import MediaStore  # noqa: E402
 from mmbench.models.base import EncodeError  # noqa: E402
 from mmbench.models.qwen_vl import QwenVLEmbedder, resample_frames, smart_resize  # noqa: E402
 from mmbench.models.qwen_vl_presets import PRESETS  # noqa: E402
 from mmbench.models.registry import load_model  # noqa: E402
 from mmbench.models.templates import GME, QWEN3_VL_EMBEDDING, VLM2VEC, render  # noqa: E402
-from mmbench.truncation import middle_truncate  # noqa: E402
+from mmbench.data.truncation import middle_truncate  # noqa: E402
 from tiny_models import build_qwen2vl, build_qwen3vl, random_image  # noqa: E402
 
 IMG = Image("a.png", 100, 70)

@@ -10,8 +10,8 @@ from mmbench.builders.multi_source_reasoning import build
 from mmbench.builders.sources import sample_reasoning as sr
 from mmbench.builders.sources.hotpotqa import read_hotpotqa
 from mmbench.builders.sources.mmdocrag import read_mmdocrag
-from mmbench.media import MediaStore
-from mmbench.tokens import UnifiedTokenCounter
+from mmbench.data.media import MediaStore
+from mmbench.data.tokens import UnifiedTokenCounter
 
 WIKI = {  # one record as the official distractor file has it (int-free ids, leading-space sentences)
     "_id": "5a8c7595554299585d9e36b6", "question": "Which river flows through the home town of the author of Blue Shore?",

@@ -7,14 +7,14 @@ from collections import Counter
 
 import pytest
 
-from mmbench.builders.evidence_chain import ChainUnit, chain_survives
-from mmbench.builders.expansion import boundary_matched_text
+from mmbench.builders.parts.evidence_chain import ChainUnit, chain_survives
+from mmbench.builders.parts.expansion import boundary_matched_text
 from mmbench.builders.multi_source_reasoning import TASK_VERSION, build
 from mmbench.builders.sources import sample_reasoning as sr
-from mmbench.builders.validity import validate
-from mmbench.documents import Image, Text
-from mmbench.poolset import load_poolset
-from mmbench.tokens import UnifiedTokenCounter
+from mmbench.tasks.validation import validate
+from mmbench.data.documents import Image, Text
+from mmbench.data.poolset import load_poolset
+from mmbench.data.tokens import UnifiedTokenCounter
 
 
 @pytest.fixture(scope="module")
@@ -101,7 +101,7 @@ def test_rule_catches_the_answer_in_the_replacement_and_ignores_answers_in_the_q
 
 
 def test_values_and_a_yes_no_comparison_in_hotpotqa_style():
-    from mmbench.builders.evidence_chain import values
+    from mmbench.builders.parts.evidence_chain import values
 
     assert values("During 1931 Ada Lockhart met Blue Shore's editor.", set()) == {"1931", "ada", "lockhart", "blue",
                                                                                    "shore"}
@@ -358,7 +358,7 @@ def test_audit_hard_without_an_auditor_is_a_clear_error(tmp_path):
 
 
 def test_a_record_whose_answer_is_everywhere_gets_no_hard_variant_and_is_dropped(tmp_path):
-    from mmbench.builders.hard_variants import plan_variants
+    from mmbench.builders.parts.hard_variants import plan_variants
     from mmbench.builders.sources.hotpotqa import hotpot_record
 
     rec = {"_id": "everywhere", "question": "Which river flows through Pellingford?", "answer": "Mirrow",

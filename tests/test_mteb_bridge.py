@@ -10,11 +10,11 @@ mteb = pytest.importorskip("mteb")
 
 from mteb.types import PromptType  # noqa: E402
 
-from mmbench.documents import Document, Text  # noqa: E402
-from mmbench.media import MediaStore  # noqa: E402
-from mmbench.models.base import EncodeError  # noqa: E402
-from mmbench.models.mteb_bridge import MtebEncoderModel, export_mteb_task, load_mteb_model  # noqa: E402
-from mmbench.poolset import PoolItem, PoolSet, write_poolset  # noqa: E402
+from mmbench.data.documents import Document, Text  # noqa: E402
+from mmbench.data.media import MediaStore  # noqa: E402
+from mmbench.interop.mteb_task import export_mteb_task  # noqa: E402
+from mmbench.models.mteb_bridge import MtebEncoderModel, load_mteb_model  # noqa: E402
+from mmbench.data.poolset import PoolItem, PoolSet, write_poolset  # noqa: E402
 from mteb_helpers import BagOfWords, bow as _bow  # noqa: E402
 from tiny_models import random_image  # noqa: E402
 

@@ -31,7 +31,7 @@ def _plain(split_data):
 
 
 def test_export_loads_through_mtebs_loader_with_the_same_data(vg_tiny, tmp_path, capsys):
-    from mmbench.models.mteb_bridge import export_mteb_task
+    from mmbench.interop.mteb_task import export_mteb_task
 
     out = tmp_path / "exported"
     assert main(["export", "--format", "mteb", str(vg_tiny), "--out", str(out)]) == 0
@@ -92,11 +92,11 @@ def test_subsets_other_than_default_get_prefixed_configs(vg_tiny, tmp_path, monk
     """mteb reads subset X from configs X-corpus, X-queries, X-qrels and X-top_ranked."""
     from mteb.abstasks.retrieval_dataset_loaders import RetrievalDatasetLoader
 
-    from mmbench.models import mteb_bridge
-    from mmbench.mteb_export import ExportError, write_mteb_layout
-    from mmbench.poolset import load_poolset
+    from mmbench.interop import mteb_task
+    from mmbench.interop.mteb_folder import ExportError, write_mteb_layout
+    from mmbench.data.poolset import load_poolset
 
-    real = mteb_bridge.export_mteb_task
+    real = mteb_task.export_mteb_task
 
     def two_subsets(names):
         def export(ps, *a, **k):
@@ -109,7 +109,7 @@ def test_subsets_other_than_default_get_prefixed_configs(vg_tiny, tmp_path, monk
         return export
 
     ps = load_poolset(vg_tiny)
-    monkeypatch.setattr(mteb_bridge, "export_mteb_task", two_subsets(["en", "text_bg"]))
+    monkeypatch.setattr(mteb_task, "export_mteb_task", two_subsets(["en", "text_bg"]))
     write_mteb_layout(ps, tmp_path / "out")
     reference = real(vg_tiny)
     reference.load_data()
@@ -117,7 +117,7 @@ def test_subsets_other_than_default_get_prefixed_configs(vg_tiny, tmp_path, monk
         for split, data in next(iter(reference.dataset.values())).items():
             got = RetrievalDatasetLoader(str(tmp_path / "out"), revision="local", split=split, config=subset).load()
             assert _plain(got) == _plain(data)
-    monkeypatch.setattr(mteb_bridge, "export_mteb_task", two_subsets(["hotpotqa/easy"]))
+    monkeypatch.setattr(mteb_task, "export_mteb_task", two_subsets(["hotpotqa/easy"]))
     with pytest.raises(ExportError, match="'hotpotqa/easy' holds a character"):
         write_mteb_layout(ps, tmp_path / "bad")
     assert not (tmp_path / "bad").exists()
@@ -126,12 +126,12 @@ def test_subsets_other_than_default_get_prefixed_configs(vg_tiny, tmp_path, monk
 def test_split_names_datasets_refuses_are_renamed_and_recorded(vg_tiny, tmp_path, monkeypatch):
     from mteb.abstasks.retrieval_dataset_loaders import RetrievalDatasetLoader
 
-    from mmbench.models import mteb_bridge
-    from mmbench.mteb_export import write_mteb_layout, written_split_name
-    from mmbench.poolset import load_poolset
+    from mmbench.interop import mteb_task
+    from mmbench.interop.mteb_folder import write_mteb_layout, written_split_name
+    from mmbench.data.poolset import load_poolset
 
     assert written_split_name("2k") == "2k" and written_split_name("0-1k") == "0_1k"
-    real = mteb_bridge.export_mteb_task
+    real = mteb_task.export_mteb_task
 
     def dashed(ps, *a, **k):
         task = real(ps, *a, **k)
@@ -141,7 +141,7 @@ def test_split_names_datasets_refuses_are_renamed_and_recorded(vg_tiny, tmp_path
         task.load_data = lambda *a, **k: None
         return task
 
-    monkeypatch.setattr(mteb_bridge, "export_mteb_task", dashed)
+    monkeypatch.setattr(mteb_task, "export_mteb_task", dashed)
     summary = write_mteb_layout(load_poolset(vg_tiny), tmp_path / "out")
     assert summary["renamed_splits"] == {"0-256": "0_256"}
     got = RetrievalDatasetLoader(str(tmp_path / "out"), revision="local", split="0_256").load()
@@ -158,7 +158,7 @@ def test_mteb_evaluate_scores_the_folder_as_the_in_memory_task(vg_tiny, tmp_path
     from mteb.models.abs_encoder import AbsEncoder
     from mteb.models.model_meta import ModelMeta
 
-    from mmbench.models.mteb_bridge import export_mteb_task
+    from mmbench.interop.mteb_task import export_mteb_task
 
     class HashedWords(AbsEncoder):
         def __init__(self):

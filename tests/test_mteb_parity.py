@@ -10,12 +10,12 @@ mteb = pytest.importorskip("mteb")
 
 from mmbench.cli import main  # noqa: E402
 from mmbench.evaluators.metrics import metric_names  # noqa: E402
-from mmbench.models import mteb_export  # noqa: E402
+from mmbench.interop import mteb_task as mteb_export  # noqa: E402
 from mmbench.models.mteb_bridge import MtebEncoderModel  # noqa: E402
-from mmbench.models.mteb_export import export_mteb_task, mmbench_encoder  # noqa: E402
-from mmbench.mteb_results import write_mteb_cache  # noqa: E402
-from mmbench.poolset import load_poolset  # noqa: E402
-from mmbench.runner import RunOptions, run_poolset  # noqa: E402
+from mmbench.interop.mteb_task import export_mteb_task, mmbench_encoder  # noqa: E402
+from mmbench.interop.mteb_cache import write_mteb_cache  # noqa: E402
+from mmbench.data.poolset import load_poolset  # noqa: E402
+from mmbench.running.runner import RunOptions, run_poolset  # noqa: E402
 from mteb_helpers import BagOfWords  # noqa: E402
 
 
@@ -130,7 +130,7 @@ class _Broken(MtebEncoderModel):
 
 
 def test_results_whose_items_all_failed_load_in_mteb(vg_tiny, tmp_path):
-    from mmbench.evaluate import evaluate_to_folder
+    from mmbench.running.evaluation import evaluate_to_folder
 
     ps = load_poolset(vg_tiny)
     summary = evaluate_to_folder("visual_grounding", ps, _Broken(BagOfWords()), RunOptions(use_cache=False, progress=False),
@@ -157,7 +157,7 @@ def test_readme_mteb_example_runs(vg_tiny, bm25_results, tmp_path, monkeypatch, 
     import textwrap
     from pathlib import Path
 
-    from mmbench.cli.commands_core import default_poolset_dir
+    from mmbench.running.poolsets import default_poolset_dir
 
     monkeypatch.setenv("MMBENCH_HOME", str(tmp_path / "home"))  # the stand-in sample must not leak to other tests
     target = default_poolset_dir("visual_grounding", "sample", 0)  # the tiny build stands in for the sample
@@ -173,7 +173,7 @@ def test_readme_mteb_example_runs(vg_tiny, bm25_results, tmp_path, monkeypatch, 
 
 def test_results_written_before_the_layout_change_still_read():
     """Older results kept every group under scores.test; show, sweep and the leaderboard read both layouts."""
-    from mmbench.mteb_results import group_entries
+    from mmbench.results.mteb_layout import group_entries
 
     old = {"scores": {"test": [{"hf_subset": "all", "precision_at_1": 0.5}, {"hf_subset": "subset=a", "precision_at_1": 0.2}]},
            "mmbench": {"task": "t"}}

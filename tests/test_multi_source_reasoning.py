@@ -8,13 +8,13 @@ import pytest
 
 from mmbench.builders.multi_source_reasoning import (HARD_EASY_TOLERANCE, LENGTH_TOLERANCE, POSITION_TOLERANCE_TOKENS,
                                                      build)
-from mmbench.builders.query_filter import AUDITOR_PROMPT_VERSION, LLMAuditor, RuleFilter, filter_records
+from mmbench.builders.parts.query_filter import AUDITOR_PROMPT_VERSION, LLMAuditor, RuleFilter, filter_records
 from mmbench.builders.sources import sample_reasoning as sr
 from mmbench.builders.sources.hotpotqa import hotpot_record
-from mmbench.documents import Image, Text
-from mmbench.models.http_client import HttpClient, RetryPolicy
-from mmbench.poolset import load_poolset
-from mmbench.tokens import UnifiedTokenCounter
+from mmbench.data.documents import Image, Text
+from mmbench.common.http_client import HttpClient, RetryPolicy
+from mmbench.data.poolset import load_poolset
+from mmbench.data.tokens import UnifiedTokenCounter
 from loopback_server import LoopbackServer
 
 C = 4
@@ -230,8 +230,8 @@ def test_runner_shows_easy_and_hard_per_length(ps):
     sys.path.insert(0, str(Path(__file__).parent))
     from toy_models import HashingModel
 
-    from mmbench.runner import RunOptions, run_poolset
-    from mmbench.summary import pivot
+    from mmbench.running.runner import RunOptions, run_poolset
+    from mmbench.results.summary import pivot
 
     per_query, _, info = run_poolset(ps, HashingModel(dim=512), RunOptions(use_cache=False, progress=False))
     assert info["n_failed_items"] == 0 and len(per_query) == len(ps.pools)

@@ -2,9 +2,9 @@ import json
 
 import pytest
 
-from mmbench.documents import Document, Text, Video
-from mmbench.media import MediaStore
-from mmbench.poolset import PoolItem, PoolSet, PoolSetError, load_poolset, write_poolset
+from mmbench.data.documents import Document, Text, Video
+from mmbench.data.media import MediaStore
+from mmbench.data.poolset import PoolItem, PoolSet, PoolSetError, load_poolset, write_poolset
 
 
 def _poolset(tmp_path):
@@ -85,7 +85,7 @@ def test_verify_detects_tampering_and_missing_media(tmp_path):
 
 
 def test_media_refs_cannot_escape(tmp_path):
-    from mmbench.media import MediaError
+    from mmbench.data.media import MediaError
 
     with pytest.raises(MediaError, match="escapes"):
         MediaStore(tmp_path).path("../etc/passwd")
@@ -98,7 +98,7 @@ def test_written_files_get_the_usual_permissions_not_owner_only(tmp_path):
 
     import pandas as pd
 
-    from mmbench.results import write_results
+    from mmbench.results.store import write_results
 
     old = os.umask(0o022)
     try:
@@ -147,7 +147,7 @@ def test_a_table_without_its_id_column_is_named(tmp_path):
 
 
 def test_source_fingerprint_of_files_and_folders(tmp_path):
-    from mmbench.poolset import source_fingerprint
+    from mmbench.data.poolset import source_fingerprint
 
     (tmp_path / "src" / "sub").mkdir(parents=True)
     (tmp_path / "src" / "a.json").write_text("{}")

@@ -12,9 +12,9 @@ import shutil
 import pyarrow.parquet as pq
 import pytest
 
-from mmbench import poolset as poolset_module
+from mmbench.data import poolset as poolset_module
 from mmbench.cli import main
-from mmbench.poolset import PoolSetError, check_integrity, compute_content_hash, load_poolset
+from mmbench.data.poolset import PoolSetError, check_integrity, compute_content_hash, load_poolset
 
 
 @pytest.fixture
@@ -122,9 +122,9 @@ def test_media_edited_same_size_same_mtime_is_caught_by_verify(copy, capsys):
 
 def test_sealed_tables_decode_segments_only_when_used(copy, tmp_path):
     """A warm run needs ids and content hashes, not the segments (most of a table's bytes)."""
-    from mmbench.documents import Document, RecordDocument
-    from mmbench.lazy_model import LazyModel, load_model_lazily
-    from mmbench.runner import RunOptions, run_poolset
+    from mmbench.data.documents import Document, RecordDocument
+    from mmbench.running.lazy_model import LazyModel, load_model_lazily
+    from mmbench.running.runner import RunOptions, run_poolset
     from toy_models import HashingModel
 
     options = RunOptions(cache_dir=tmp_path / "cache", progress=False)

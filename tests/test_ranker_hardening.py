@@ -9,8 +9,8 @@ import pytest
 
 from fake_llm_server import FakeLLMServer, anthropic_envelope, openai_envelope
 from mmbench.cli import main
-from mmbench.media import MediaStore
-from mmbench.models.http_client import HttpClient, RetryPolicy
+from mmbench.data.media import MediaStore
+from mmbench.common.http_client import HttpClient, RetryPolicy
 from mmbench.rankers import ResponseCache, load_ranker
 from mmbench.rankers.base import request_key
 from mmbench.tasks import get_task

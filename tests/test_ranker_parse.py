@@ -7,7 +7,7 @@ import json
 import pytest
 
 from fake_llm_server import FakeLLMServer, openai_envelope
-from mmbench.media import MediaStore
+from mmbench.data.media import MediaStore
 from mmbench.rankers import Prices, load_ranker, parse_ranking
 from tiny_models import random_image
 
@@ -90,7 +90,7 @@ def test_each_repair_is_counted_once(text, repairs):
 @pytest.mark.parametrize("break_parser", [False, True])
 def test_a_parser_failure_keeps_tokens_and_cost(tmp_path, monkeypatch, break_parser):
     if break_parser:   # whatever goes wrong while parsing, the call was made and paid for
-        monkeypatch.setattr("mmbench.rankers.base.parse_ranking", lambda text, n: [][1])
+        monkeypatch.setattr("mmbench.rankers.base.parse_ranking", lambda text, n: [][1])  # noqa: PLE0643 - the parser is meant to raise
     media = MediaStore(tmp_path / "media")
     refs = [media.put_image(random_image(16, 16, i)).ref for i in range(3)]
     with FakeLLMServer(lambda req: (200, openai_envelope("[" * 5000))) as server:

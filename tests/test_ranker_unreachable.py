@@ -35,7 +35,7 @@ def test_unreachable_server_stops_the_run_with_a_clear_error(fhn, tmp_path, caps
     url = f"http://127.0.0.1:{closed_port()}/v1"
     assert main(_args(fhn, tmp_path, url)) == 2
     err = capsys.readouterr().err
-    assert "no answer from the API server" in err and f"127.0.0.1" in err and "network error" in err
+    assert "no answer from the API server" in err and "127.0.0.1" in err and "network error" in err
     assert "stopped after 2 of 10 queries" in err and "no results written" in err
     assert not (tmp_path / "out").exists()
 

@@ -31,10 +31,10 @@ def test_a_worker_killed_mid_run_loses_only_its_batch(vg_tiny, tmp_path, local_r
     import toy_models
     from ray import cloudpickle
 
-    from mmbench.cache import EmbeddingCache, model_key
-    from mmbench.executors.ray_actors import RayExecutor
-    from mmbench.poolset import load_poolset
-    from mmbench.runner import RunOptions, run_poolset
+    from mmbench.data.embedding_cache import EmbeddingCache, model_key
+    from mmbench.running.executors.ray_actors import RayExecutor
+    from mmbench.data.poolset import load_poolset
+    from mmbench.running.runner import RunOptions, run_poolset
 
     cloudpickle.register_pickle_by_value(toy_models)  # the actors cannot import tests/ by name
     ps = load_poolset(vg_tiny)
@@ -71,9 +71,9 @@ def _sharded_run(vg, tmp_path, **executor_kw):
     import toy_models
     from ray import cloudpickle
 
-    from mmbench.executors.ray_actors import RayExecutor
-    from mmbench.poolset import load_poolset
-    from mmbench.runner import RunOptions, run_poolset
+    from mmbench.running.executors.ray_actors import RayExecutor
+    from mmbench.data.poolset import load_poolset
+    from mmbench.running.runner import RunOptions, run_poolset
 
     cloudpickle.register_pickle_by_value(toy_models)
     ps = load_poolset(vg)
@@ -87,7 +87,7 @@ def _sharded_run(vg, tmp_path, **executor_kw):
 def _cached(ps, tmp_path):
     import toy_models
 
-    from mmbench.cache import EmbeddingCache, model_key
+    from mmbench.data.embedding_cache import EmbeddingCache, model_key
 
     cache = EmbeddingCache(tmp_path / "cache", model_key(toy_models.HashingModel().card.identity()))
     queries = sum(cache.get("query", q.content_hash()) is not None for q in ps.queries)
@@ -98,8 +98,8 @@ def _cached(ps, tmp_path):
 def test_a_stuck_worker_times_out_and_its_batches_go_to_the_other(vg_tiny, tmp_path, local_ray):
     import toy_models
 
-    from mmbench.poolset import load_poolset
-    from mmbench.runner import RunOptions, run_poolset
+    from mmbench.data.poolset import load_poolset
+    from mmbench.running.runner import RunOptions, run_poolset
 
     local, _, _ = run_poolset(load_poolset(vg_tiny), toy_models.HashingModel(),
                               RunOptions(batch_tokens=512, use_cache=False, progress=False))
@@ -111,7 +111,7 @@ def test_a_stuck_worker_times_out_and_its_batches_go_to_the_other(vg_tiny, tmp_p
 
 
 def test_when_every_worker_is_gone_the_run_stops_with_one_line_and_keeps_the_cache(vg_tiny, tmp_path, local_ray):
-    from mmbench.poolset import load_poolset
+    from mmbench.data.poolset import load_poolset
 
     ps = load_poolset(vg_tiny)
     with pytest.raises(RuntimeError) as caught:  # each worker returns one batch, then its process exits
@@ -152,9 +152,9 @@ def test_a_renamed_driver_model_still_matches_its_workers(vg_tiny, tmp_path, loc
     import toy_models
     from ray import cloudpickle
 
-    from mmbench.executors.ray_actors import RayExecutor
-    from mmbench.poolset import load_poolset
-    from mmbench.runner import RunOptions, run_poolset
+    from mmbench.running.executors.ray_actors import RayExecutor
+    from mmbench.data.poolset import load_poolset
+    from mmbench.running.runner import RunOptions, run_poolset
 
     cloudpickle.register_pickle_by_value(toy_models)
     ps = load_poolset(vg_tiny)
@@ -173,7 +173,7 @@ def test_a_renamed_driver_model_still_matches_its_workers(vg_tiny, tmp_path, loc
 def test_cli_exits_1_with_one_line_when_every_worker_is_gone(vg_tiny, tmp_path, local_ray, monkeypatch, capsys):
     """Through `mmbench run`: the same exit code as other run failures, one line on stderr, and the batches
     the workers returned are in the cache for the next run."""
-    import mmbench.executors as executors
+    import mmbench.running.executors as executors
 
     real = executors.make_executor
 

@@ -8,9 +8,9 @@ import types
 
 import numpy as np
 
-from mmbench.documents import Document, Text
-from mmbench.executors.local import BatchResult
-from mmbench.executors.ray_actors import RayExecutor
+from mmbench.data.documents import Document, Text
+from mmbench.running.executors.local import BatchResult
+from mmbench.running.executors.ray_actors import RayExecutor
 
 
 class FakeActorError(Exception):

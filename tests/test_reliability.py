@@ -14,9 +14,9 @@ import numpy as np
 import pytest
 
 from mmbench.cli import main
-from mmbench.documents import Text
-from mmbench.poolset import PoolSetError, load_poolset, write_poolset
-from mmbench.scratch import LOCK_NAME, OutputRefused, STALE_SECONDS, clean_stale
+from mmbench.data.documents import Text
+from mmbench.data.poolset import PoolSetError, load_poolset, write_poolset
+from mmbench.common.scratch import LOCK_NAME, OutputRefused, STALE_SECONDS, clean_stale
 
 from test_poolset import _poolset
 from toy_models import HashingModel
@@ -153,9 +153,9 @@ def _image_poolset(tmp_path):
     """Three candidates, each a distinct solid colour; the query asks for the first."""
     from PIL import Image as PILImage
 
-    from mmbench.documents import Document
-    from mmbench.media import MediaStore
-    from mmbench.poolset import PoolItem, PoolSet
+    from mmbench.data.documents import Document
+    from mmbench.data.media import MediaStore
+    from mmbench.data.poolset import PoolItem, PoolSet
 
     media = MediaStore(tmp_path / "scratch")
     imgs = [media.put_image(PILImage.new("RGB", (16, 16), c)) for c in ((250, 0, 0), (0, 250, 0), (0, 0, 250))]
@@ -167,7 +167,7 @@ def _image_poolset(tmp_path):
 
 
 def test_a_media_file_copied_over_another_is_caught(tmp_path, capsys):
-    from mmbench.runner import RunOptions, run_poolset
+    from mmbench.running.runner import RunOptions, run_poolset
 
     out, refs = _image_poolset(tmp_path)
     load_poolset(out, verify=True)
@@ -191,7 +191,7 @@ def test_media_links_outside_the_pool_set_are_refused(tmp_path):
     with pytest.raises(PoolSetError, match="outside the pool set"):
         load_poolset(out, verify=True)
     ps = load_poolset(out)
-    from mmbench.media import MediaError
+    from mmbench.data.media import MediaError
 
     with pytest.raises(MediaError, match="outside the pool set"):
         ps.media.load_image(refs[0])
@@ -260,10 +260,10 @@ class _ConstantModel(HashingModel):
 
 @pytest.mark.parametrize("zero", [True, False], ids=["all-zero", "all-parallel"])
 def test_degenerate_vectors_are_warned_in_results_and_summary(vg_tiny, tmp_path, zero, capsys):
-    from mmbench.evaluate import evaluate_to_folder
-    from mmbench.results import load_results
-    from mmbench.runner import RunOptions, run_poolset
-    from mmbench.summary import format_summary
+    from mmbench.running.evaluation import evaluate_to_folder
+    from mmbench.results.store import load_results
+    from mmbench.running.runner import RunOptions, run_poolset
+    from mmbench.results.summary import format_summary
 
     ps = load_poolset(vg_tiny)
     summary = evaluate_to_folder("visual_grounding", ps, _ConstantModel(zero), RunOptions(progress=False, use_cache=False),

@@ -8,7 +8,7 @@ from scipy import stats
 from statsmodels.stats.contingency_tables import mcnemar as sm_mcnemar
 
 from mmbench.cli import analysis
-from mmbench.results import load_results
+from mmbench.results.store import load_results
 
 from report_helpers import DEPTHS, LENGTHS, grounding_per_query, real_per_query, write_run
 
@@ -294,7 +294,8 @@ def test_subset_tables_use_natural_length_order(tmp_path):
 
 
 def _summary_run(tmp_path, task, run_info):
-    from mmbench.results import summary_json, write_results
+    from mmbench.results.mteb_layout import summary_json
+    from mmbench.results.store import write_results
     import pandas as pd
 
     pq = grounding_per_query(0).head(12)
@@ -305,7 +306,7 @@ def _summary_run(tmp_path, task, run_info):
 
 def test_rank_summary_words_failures_and_shows_the_tasks_metrics(tmp_path):
     """`mmbench rank` output: failed ranking items, not documents; the micro line shows R@1, R@3, MRR for Flickr."""
-    from mmbench.summary import format_summary
+    from mmbench.results.summary import format_summary
 
     res = _summary_run(tmp_path, "flickr_hard_negatives",
                        {"kind": "llm_ranker", "n_items": 12, "failures": {"q0@0.0@256@text": "no parsable ranking"}})
@@ -317,7 +318,7 @@ def test_rank_summary_words_failures_and_shows_the_tasks_metrics(tmp_path):
 
 
 def test_embedding_summary_keeps_document_wording(tmp_path):
-    from mmbench.summary import format_summary
+    from mmbench.results.summary import format_summary
 
     res = _summary_run(tmp_path, "visual_grounding", {"n_items": 12, "failures": {"doc1": "OOM"}})
     text = format_summary(res, ())
@@ -393,7 +394,7 @@ def test_compare_says_when_differences_are_zero_by_construction(tmp_path):
 
 def test_local_model_paths_are_labelled_as_on_the_board(tmp_path):
     """A run of `--model /some/folder` is labelled by the folder's name in compare and report, as the
-    leaderboard shows it (one helper: mmbench.names.display_name); the path never appears."""
+    leaderboard shows it (one helper: mmbench.common.names.display_name); the path never appears."""
     from mmbench.evaluators.reports import run_labels
     from mmbench.leaderboards.modelmeta import display_name as board_name
 

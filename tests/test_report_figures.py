@@ -19,7 +19,7 @@ from mmbench.evaluators.metrics import chance_metrics
 from mmbench.evaluators.reports import figures, write_comparison, write_report
 from mmbench.evaluators.reports.report import easy_hard_numbers, length_curve_numbers, robustness_numbers
 from mmbench.evaluators.stats.correlation import fisher_interval, spearman_ci, spearman_null_interval
-from mmbench.results import load_results
+from mmbench.results.store import load_results
 
 from report_helpers import grounding_per_query, real_per_query, write_run
 

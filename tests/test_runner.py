@@ -10,9 +10,9 @@ import numpy as np
 import pytest
 import pandas as pd
 
-from mmbench.batching import fixed_size_batches, padding_ratio, token_budget_batches
-from mmbench.poolset import load_poolset
-from mmbench.runner import RunOptions, rank, run_poolset
+from mmbench.running.batching import fixed_size_batches, padding_ratio, token_budget_batches
+from mmbench.data.poolset import load_poolset
+from mmbench.running.runner import RunOptions, rank, run_poolset
 from toy_models import HashingModel
 
 
@@ -163,8 +163,8 @@ def test_written_metrics_agree_with_pytrec_eval_under_ties_and_several_relevant(
     """The runner's per-query metrics equal pytrec_eval's on the ranking it wrote (ties included)."""
     import pytrec_eval
 
-    from mmbench.documents import Document, Text
-    from mmbench.poolset import PoolItem, PoolSet
+    from mmbench.data.documents import Document, Text
+    from mmbench.data.poolset import PoolItem, PoolSet
 
     rng = np.random.default_rng(3)
     queries, cands, pools = [], [], []
@@ -199,7 +199,7 @@ def test_written_metrics_agree_with_pytrec_eval_under_ties_and_several_relevant(
 
 def test_pool_scorer_gives_score_pools_bits():
     """The runner normalises the candidates once for all items; each item's scores must stay the same bits."""
-    from mmbench.runner import PoolScorer, score_pool
+    from mmbench.running.runner import PoolScorer, score_pool
 
     rng = np.random.default_rng(3)
     vecs = {f"c{i}": rng.standard_normal(384).astype(np.float32) * rng.uniform(0.01, 100) for i in range(300)}
@@ -217,7 +217,7 @@ def test_rank_without_ties_skips_the_generator_and_orders_the_same():
     full lexsort's in every case (distinct scores, ties, -0.0 against 0.0, NaN)."""
     import hashlib
 
-    from mmbench.runner import SCORE_DECIMALS, rank
+    from mmbench.running.runner import SCORE_DECIMALS, rank
 
     def reference(item_id, n, scores, seed):
         digest = hashlib.sha256(f"{seed}:{item_id}".encode()).digest()

@@ -11,9 +11,9 @@ from mmbench.builders.sources.hotpotqa import read_hotpotqa
 from mmbench.builders.sources.mmdocrag import read_mmdocrag
 from mmbench.builders.sources.mmlongbench import read_mmlongbench
 from mmbench.builders.sources.sample_reports import paged_documents, pydoc_reports
-from mmbench.documents import Image, Text
-from mmbench.media import MediaStore
-from mmbench.tokens import UnifiedTokenCounter
+from mmbench.data.documents import Image, Text
+from mmbench.data.media import MediaStore
+from mmbench.data.tokens import UnifiedTokenCounter
 
 ORIGINAL = {
     "_id": "5a8b57f25542995d1e6f1371", "question": "Were Scott Derrickson and Ed Wood of the same nationality?",

@@ -5,7 +5,7 @@ import json
 import pandas as pd
 
 from mmbench.cli import main
-from mmbench.sweep import Job, run_job
+from mmbench.running.sweep import Job, run_job
 
 
 def _per_query(folder):

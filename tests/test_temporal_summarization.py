@@ -8,15 +8,15 @@ from collections import Counter
 import numpy as np
 import pytest
 
-from mmbench.builders.captions import PROMPT_VERSION, SYSTEM_PROMPT, ChatRewriter, language_of, rule_rewrite
-from mmbench.builders.events import (Event, anti_overlap, apply_order, assign_frames, block_permutation,
+from mmbench.builders.parts.captions import PROMPT_VERSION, SYSTEM_PROMPT, ChatRewriter, language_of, rule_rewrite
+from mmbench.builders.parts.events import (Event, anti_overlap, apply_order, assign_frames, block_permutation,
                                      detect_shots, distractor_permutations, overlap, reversal, segment_events)
 from mmbench.builders.sources.sample_videos import make_sample_videos
 from mmbench.builders.temporal_summarization import bin_ranges, build
-from mmbench.builders.video import colour_histogram
-from mmbench.documents import Video
-from mmbench.models.http_client import APIError, HttpClient, RetryPolicy
-from mmbench.poolset import load_poolset
+from mmbench.builders.parts.video import colour_histogram
+from mmbench.data.documents import Video
+from mmbench.common.http_client import APIError, HttpClient, RetryPolicy
+from mmbench.data.poolset import load_poolset
 from mmbench.tasks import get_task
 
 from test_api_embedders import Server
@@ -396,9 +396,9 @@ def test_qwen_adapter_receives_the_counted_frames(built, tmp_path):
 
 
 def test_decode_failure_in_decord_falls_back_to_pyav(tmp_path, monkeypatch):
-    from mmbench.builders import video as video_mod
+    from mmbench.builders.parts import video as video_mod
     from mmbench.builders.temporal_summarization import TSParams, process_video
-    from mmbench.media import MediaStore
+    from mmbench.data.media import MediaStore
 
     (rec,) = make_sample_videos(tmp_path / "v", [30], seed=2)
     real = video_mod._OPENERS["decord"]
@@ -424,7 +424,7 @@ def test_decode_failure_in_decord_falls_back_to_pyav(tmp_path, monkeypatch):
 def test_bm25_runs_on_video_only_candidates(built, tmp_path):
     """A text-only lexical model fits an empty vocabulary and ranks every pool at chance, without failures."""
     from mmbench.models.bm25 import BM25Model
-    from mmbench.runner import RunOptions, run_poolset
+    from mmbench.running.runner import RunOptions, run_poolset
 
     _, out = built
     per_query, _, info = run_poolset(load_poolset(out), BM25Model(), RunOptions(cache_dir=tmp_path, progress=False))
@@ -436,7 +436,7 @@ def test_permutation_reproducing_the_original_frames_is_rejected():
     """Two events with identical frames (a static shot): swapping them leaves the video unchanged."""
     from mmbench.builders.sources.activitynet import VideoRecord
     from mmbench.builders.temporal_summarization import ProcessedVideo, TSParams, assemble
-    from mmbench.tokens import UnifiedTokenCounter
+    from mmbench.data.tokens import UnifiedTokenCounter
 
     def video(vid, frames):
         rec = VideoRecord(vid, None, 4.0, ("a man walks in", "he sits down"), None)
@@ -457,7 +457,7 @@ def test_permutation_reproducing_the_original_frames_is_rejected():
 
 
 def test_clip_events_says_why_an_event_was_dropped():
-    from mmbench.builders.events import clip_events
+    from mmbench.builders.parts.events import clip_events
 
     kept, dropped = clip_events([Event(2.0, 5.0, "ok"), Event(9.0, 4.0, "backwards"), Event(12.0, 15.0, "late"),
                                  Event(-3.0, 1.0, "early")], duration=10.0)
@@ -481,7 +481,7 @@ def test_event_cut_goes_to_the_scene_change_not_one_frame_past_it():
 def test_sample_event_segments_start_at_the_scene_changes(tmp_path):
     """Issue 13.7: with the old "t_k < cut" rule, 13 of 30 sample boundaries slipped one frame past the change."""
     from mmbench.builders.sources.sample_videos import scene_starts
-    from mmbench.builders.video import sample_times
+    from mmbench.builders.parts.video import sample_times
 
     durations = [27, 34, 41, 53, 61, 68]
     records = make_sample_videos(tmp_path, durations, seed=0)
@@ -497,7 +497,7 @@ def test_sample_event_segments_start_at_the_scene_changes(tmp_path):
 
 def test_story_key_keeps_chinese_text():
     """Sameness of event sequences must not fold every Chinese caption to the empty string."""
-    from mmbench.builders.captions import story_key
+    from mmbench.builders.parts.captions import story_key
 
     assert story_key("一个红球滚过灰色地面。") == "一个红球滚过灰色地面"
     assert story_key("一个红球滚过灰色地面") != story_key("蓝色方块慢慢变大")
@@ -564,7 +564,7 @@ def test_validator_catches_broken_pool_sets(built):
     import copy
     from dataclasses import replace as dc_replace
 
-    from mmbench.builders.validity import validate
+    from mmbench.tasks.validation import validate
 
     ps, _ = built
     assert validate(ps).ok
@@ -639,7 +639,7 @@ def test_hard_permutation_must_tell_another_caption_sequence(built):
     """Events A, B, A reversed still read "A, then B, then A": such an order answers the query and is no distractor."""
     import copy
 
-    from mmbench.builders.validity import validate
+    from mmbench.tasks.validation import validate
 
     segments = _segments([2, 3, 2])
     perms = distractor_permutations(segments, 5, np.random.default_rng(0), captions=["a dog runs", "it sits", "a dog runs"])

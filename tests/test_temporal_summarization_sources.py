@@ -6,8 +6,8 @@ import json
 
 import pytest
 
-from mmbench.builders.captions import rule_rewrite
-from mmbench.builders.events import Event
+from mmbench.builders.parts.captions import rule_rewrite
+from mmbench.builders.parts.events import Event
 from mmbench.builders.sources.activitynet import read_activitynet
 from mmbench.builders.sources.sample_videos import make_sample_videos
 from mmbench.builders.sources.youku import read_youku

@@ -2,8 +2,8 @@ import math
 
 import pytest
 
-from mmbench.documents import Document, Image, Text, Video
-from mmbench.tokens import QWEN3_SPECIAL_TOKENS, UnifiedTokenCounter, image_tokens
+from mmbench.data.documents import Document, Image, Text, Video
+from mmbench.data.tokens import QWEN3_SPECIAL_TOKENS, UnifiedTokenCounter, image_tokens
 
 
 @pytest.fixture(scope="module")
@@ -47,7 +47,7 @@ def test_decode_roundtrip(counter):
 
 
 def test_missing_tokenizer_json_is_a_clear_error(tmp_path):
-    from mmbench.tokens import Qwen3Tokenizer
+    from mmbench.data.tokens import Qwen3Tokenizer
 
     with pytest.raises(FileNotFoundError, match="tokenizer.json"):
         Qwen3Tokenizer(tmp_path / "nope" / "tokenizer.json")
@@ -57,7 +57,7 @@ def test_local_tokenizer_json_alternative(tmp_path):
     """A Qwen3-style tokenizer.json (here trained in-process) is accepted as the text tokenizer."""
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
 
-    from mmbench.tokens import Qwen3Tokenizer
+    from mmbench.data.tokens import Qwen3Tokenizer
 
     tok = Tokenizer(models.BPE())
     tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)

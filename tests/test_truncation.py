@@ -2,9 +2,9 @@ import random
 
 import pytest
 
-from mmbench.documents import Image, Text, Video
-from mmbench.tokens import UnifiedTokenCounter, image_tokens
-from mmbench.truncation import middle_truncate
+from mmbench.data.documents import Image, Text, Video
+from mmbench.data.tokens import UnifiedTokenCounter, image_tokens
+from mmbench.data.truncation import middle_truncate
 
 
 @pytest.fixture(scope="module")
@@ -82,7 +82,7 @@ def test_long_text_windows_keep_exactly_what_full_tokenisation_keeps(tok):
     """A text far over budget is tokenised only at its ends; the kept pieces must not change."""
     import pydoc_data.topics as topics
 
-    from mmbench.truncation import _Tokens
+    from mmbench.data.truncation import _Tokens
 
     text = "\n".join(topics.topics[k] for k in sorted(topics.topics))[:200_000]
     kept, rep = middle_truncate([Text("intro"), Text(text), Image("x", 64, 64), Text("outro")], 300, tok, image_tokens)

@@ -3,7 +3,9 @@ from __future__ import annotations
 
 import pytest
 
-from mmbench.builders.validity import DropLog, normalise_question, summary_lines
+from mmbench.data.drops import DropLog, summary_lines
+
+from mmbench.builders.parts.validity import normalise_question
 from mmbench.cli.commands_core import parse_params
 
 

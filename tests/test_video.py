@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from mmbench.builders.sources.sample_videos import write_video
-from mmbench.builders.video import (MAX_ASPECT_DISTORTION, VideoReadError, colour_histogram, fit_frame_size,
+from mmbench.builders.parts.video import (MAX_ASPECT_DISTORTION, VideoReadError, colour_histogram, fit_frame_size,
                                     open_video, pick_indices, resize_frame, sample_times)
 
 BANDS = 8  # frame index written in binary as 8 vertical black/white bands of 16 px
@@ -114,7 +114,7 @@ def test_unreadable_files_name_the_file(tmp_path):
 
 
 def test_letterbox_keeps_the_aspect_inside_the_standard_frame():
-    from mmbench.builders.video import letterbox_frame
+    from mmbench.builders.parts.video import letterbox_frame
 
     frame = np.full((90, 160, 3), 200, np.uint8)            # 16:9 into a square frame: bars above and below
     img = np.asarray(letterbox_frame(frame, (64, 64)))

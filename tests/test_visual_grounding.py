@@ -4,9 +4,9 @@ from collections import defaultdict
 import pytest
 
 from mmbench.builders.visual_grounding import DEPTH_TOLERANCE, LENGTH_TOLERANCE
-from mmbench.documents import Image, Text
-from mmbench.poolset import load_poolset
-from mmbench.tokens import UnifiedTokenCounter
+from mmbench.data.documents import Image, Text
+from mmbench.data.poolset import load_poolset
+from mmbench.data.tokens import UnifiedTokenCounter
 
 
 @pytest.fixture(scope="module")

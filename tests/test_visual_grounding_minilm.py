@@ -1,8 +1,8 @@
 """The honest MiniLM pattern on Visual Grounding: a 256-token window under middle truncation."""
 import pytest
 
-from mmbench.poolset import load_poolset
-from mmbench.runner import RunOptions, run_poolset
+from mmbench.data.poolset import load_poolset
+from mmbench.running.runner import RunOptions, run_poolset
 
 
 @pytest.fixture(scope="module")

@@ -9,16 +9,16 @@ OBELICS: HuggingFaceM4/OBELICS card (`images`/`texts` aligned lists, images as U
 import io
 import json
 
-import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 from PIL import Image
 
-from mmbench.builders.needle_families import image_families, occurs, query_entity, text_families
+from mmbench.builders.parts.needle_families import image_families, occurs, query_entity, text_families
 from mmbench.builders.sources.needles import read_mmniah_image_needles, read_needlebench, strip_format_instruction
-from mmbench.builders.validity import DropLog, validate
-from mmbench.poolset import load_poolset
+from mmbench.data.drops import DropLog
+from mmbench.tasks.validation import validate
+from mmbench.data.poolset import load_poolset
 from mmbench.tasks import get_task
 
 FORMAT = " Please answer in the format '{}'."
@@ -233,13 +233,15 @@ def test_image_families_under_a_registered_image_embedder(real_files, monkeypatc
     monkeypatch.setitem(registry._REGISTRY, "toy-colour", registry.ModelSpec(
         "toy-colour", "toy_models:HashingModel", ("text", "image"), None, "mean colour of the pixels"))
     recs = read_mmniah_image_needles(real_files["image_needles"], real_files["image_root"])
-    needles = image_families(recs, family_size=2, descriptor="model:toy-colour")
+    with pytest.raises(ValueError, match="needs a model loader"):   # builders import no model code
+        image_families(recs, family_size=2, descriptor="model:toy-colour")
+    needles = image_families(recs, family_size=2, descriptor="model:toy-colour", load_model=registry.load_model)
     pairs = {}
     for n in needles:
         pairs.setdefault(n.family, []).append(n.entity)
     assert sorted(pairs.values()) == [[str(i), str(i + 1)] for i in range(0, 10, 2)]
     with pytest.raises(ValueError, match="does not embed images"):
-        image_families(recs, 2, descriptor="model:bm25")
+        image_families(recs, 2, descriptor="model:bm25", load_model=registry.load_model)
     with pytest.raises(ValueError, match="unknown image_descriptor 'sift'"):
         image_families(recs, 2, descriptor="sift")
 
@@ -248,7 +250,7 @@ def test_image_families_under_a_registered_image_embedder(real_files, monkeypatc
 
 def test_real_build_from_stock_files_is_valid_and_bm25_finds_every_anchor(real_files, tmp_path):
     from mmbench.models.registry import load_model
-    from mmbench.runner import RunOptions, run_poolset
+    from mmbench.running.runner import RunOptions, run_poolset
 
     out = tmp_path / "ps"
     get_task("visual_grounding").build("real", out, seed=0, lengths=(256, 1024), backgrounds=("text", "image"),
@@ -296,8 +298,8 @@ def test_build_fails_when_too_many_records_are_unusable_unless_allowed(real_file
 
 def test_obelics_errors_name_the_row(tmp_path):
     from mmbench.builders.sources.backgrounds import obelics_background
-    from mmbench.media import MediaStore
-    from mmbench.tokens import UnifiedTokenCounter
+    from mmbench.data.media import MediaStore
+    from mmbench.data.tokens import UnifiedTokenCounter
 
     tok = UnifiedTokenCounter.default().tokenizer
     url = tmp_path / "url.parquet"

@@ -11,9 +11,10 @@ import pyarrow.parquet as pq
 import pytest
 
 from mmbench.builders.checks import visual_grounding as checks
-from mmbench.builders.validity import validate, write_valid_poolset
-from mmbench.documents import Text
-from mmbench.poolset import PoolSetError, load_poolset
+from mmbench.builders.parts.validity import write_valid_poolset
+from mmbench.tasks.validation import task_checks, validate
+from mmbench.data.documents import Text
+from mmbench.data.poolset import PoolSetError, load_poolset
 
 
 @pytest.fixture(scope="module")
@@ -60,12 +61,12 @@ def test_a_second_candidate_naming_the_entity_is_caught(small, tmp_path):
     violations = _broken(ps, "entity_unique")
     assert any(v.item == item.id and other.id in v.detail for v in violations)
     with pytest.raises(PoolSetError, match="entity_unique"):
-        write_valid_poolset(ps, tmp_path / "never")
+        write_valid_poolset(ps, tmp_path / "never", task_checks(ps.task))
 
 
 def test_cli_validate_names_item_and_invariant_of_a_pool_set_written_around_the_checks(small, tmp_path, capsys):
     from mmbench.cli import main
-    from mmbench.poolset import write_poolset
+    from mmbench.data.poolset import write_poolset
 
     ps = copy.deepcopy(small)
     item = _text_item(ps, "image")
@@ -128,7 +129,7 @@ def test_a_lookalike_that_differs_beyond_its_entity_is_caught(small):
 
 def test_bm25_finds_text_anchors_on_image_backgrounds_at_every_depth(small):
     from mmbench.models.registry import load_model
-    from mmbench.runner import RunOptions, run_poolset
+    from mmbench.running.runner import RunOptions, run_poolset
 
     per_query, _, _ = run_poolset(small, load_model("bm25"), RunOptions(progress=False, use_cache=False))
     sel = per_query[(per_query["anchor_kind"] == "text") & (per_query["background_modality"] == "image")]
@@ -197,7 +198,7 @@ def test_crescent_bite_shows_the_background_and_checkers_stay_inside_the_sphere(
 
 
 def test_one_article_helper_and_no_slips_in_sample_texts():
-    from mmbench.builders.articles import article_for, with_article
+    from mmbench.builders.sources.articles import article_for, with_article
     from mmbench.builders.sources.needles import sample_needles
     from mmbench.builders.sources.sample_flickr import captions, sample_scenes
 
@@ -240,8 +241,8 @@ def _img2dataset_folder(tmp_path):
 def test_prepare_obelics_from_an_img2dataset_folder_and_build_reads_it(tmp_path, capsys):
     from mmbench.builders.sources.backgrounds import obelics_background
     from mmbench.cli import main
-    from mmbench.media import MediaStore
-    from mmbench.tokens import UnifiedTokenCounter
+    from mmbench.data.media import MediaStore
+    from mmbench.data.tokens import UnifiedTokenCounter
 
     src, folder, out = _obelics_with_urls(tmp_path), _img2dataset_folder(tmp_path), tmp_path / "prep" / "obelics.parquet"
     assert main(["prepare", "obelics", str(src), "--images", str(folder), "--out", str(out)]) == 0

@@ -6,7 +6,7 @@ from typing import Sequence
 
 import numpy as np
 
-from mmbench.documents import Document, Image, Text
+from mmbench.data.documents import Document, Image, Text
 from mmbench.models.base import EmbeddingModel, ModelCard
 
 

@@ -7,9 +7,9 @@ import os
 import sys
 from typing import Sequence
 
-from . import analysis, commands_core, export, leaderboard, prepare, rank, ravel, sweep
-from .errors import CLIError
-from .helpformat import Parser
+from mmbench.cli import analysis, commands_core, export, leaderboard, prepare, rank, ravel, sweep
+from mmbench.common.errors import CLIError
+from mmbench.cli.helpformat import Parser
 
 # Each module exposes `register(subparsers)`; its parsers set `func(args) -> int`.
 COMMAND_MODULES = [commands_core, prepare, export, sweep, analysis, ravel, rank, leaderboard]
@@ -17,7 +17,7 @@ COMMAND_MODULES = [commands_core, prepare, export, sweep, analysis, ravel, rank,
 
 def mmbench_version() -> str:
     from mmbench import __version__
-    from mmbench.provenance import git_commit
+    from mmbench.running.provenance import git_commit
 
     git = git_commit()
     return __version__ + (f" (git {git['commit'][:12]}{', modified' if git['dirty'] else ''})" if git else "")
@@ -46,7 +46,7 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
-    from mmbench import provenance
+    from mmbench.running import provenance
 
     provenance.COMMAND_LINE = ["mmbench", *(sys.argv[1:] if argv is None else argv)]  # recorded in results
     logging.basicConfig(level=logging.DEBUG if args.verbose else logging.WARNING, format="%(levelname)s %(name)s: %(message)s")

@@ -9,8 +9,8 @@ import sys
 from pathlib import Path
 from typing import Sequence
 
-from .commands_core import nonnegative_int
-from .errors import CLIError
+from mmbench.cli.commands_core import nonnegative_int
+from mmbench.common.errors import CLIError
 
 DEFAULT_METRIC = "precision_at_1"
 
@@ -64,7 +64,7 @@ def _check_distinct(paths: Sequence[Path]) -> None:
 
 
 def _load(paths: Sequence[Path]):
-    from mmbench.results import ResultsError, load_results
+    from mmbench.results.store import ResultsError, load_results
 
     _check_distinct(paths)
     runs = []

@@ -9,16 +9,9 @@ import time
 from pathlib import Path
 from typing import Any
 
-from mmbench.home import mmbench_home  # re-exported: other command modules import it from here
+from mmbench.common.home import mmbench_home  # re-exported: other command modules import it from here
 
-from .errors import CLIError
-
-
-def default_poolset_dir(task: str, source: str, seed: int) -> Path:
-    """Default build location; the task version is part of it so a new version is rebuilt."""
-    from mmbench.tasks import get_task
-
-    return mmbench_home() / "poolsets" / f"{task}-v{get_task(task).version}-{source}-seed{seed}"
+from mmbench.common.errors import CLIError
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -112,7 +105,7 @@ nonnegative_int = _int_at_least(0, "non-negative")  # seeds: the builders' gener
 
 def load_includes(args: argparse.Namespace) -> None:
     """Import the --include files, so the names they register resolve."""
-    from mmbench.plugins import IncludeError, include_file
+    from mmbench.common.plugins import IncludeError, include_file
 
     for path in getattr(args, "include", None) or []:
         try:
@@ -201,9 +194,11 @@ def cmd_build(args: argparse.Namespace) -> int:
     task = task_or_error(args.task)
     if args.source not in task.sources:
         raise CLIError(f"task {task.name} has no source {args.source!r}; sources: {', '.join(task.sources)}")
+    from mmbench.running.poolsets import default_poolset_dir
+
     out = args.out or default_poolset_dir(task.name, args.source, args.seed)
     params = parse_params(args.param)
-    from mmbench.scratch import OutputRefused, check_replaceable
+    from mmbench.common.scratch import OutputRefused, check_replaceable
 
     start = time.perf_counter()
     try:
@@ -219,7 +214,7 @@ def cmd_build(args: argparse.Namespace) -> int:
     print(f"built {task.name} ({args.source}) in {time.perf_counter() - start:.1f}s -> {out}")
     print(f"  {counts.get('queries')} queries, {counts.get('candidates')} candidates, {counts.get('pools')} items, "
           f"{counts.get('media_files')} media files; content hash {ps.manifest['content_hash'][:16]}")
-    from mmbench.builders.validity import summary_lines
+    from mmbench.data.drops import summary_lines
 
     for line in summary_lines(ps.manifest.get("dropped", {})):
         print(line)
@@ -230,8 +225,8 @@ def cmd_build(args: argparse.Namespace) -> int:
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
-    from mmbench.builders.validity import validate
-    from mmbench.poolset import PoolSetError, load_poolset
+    from mmbench.tasks.validation import validate
+    from mmbench.data.poolset import PoolSetError, load_poolset
 
     try:
         ps = load_poolset(args.poolset, verify=True)
@@ -253,28 +248,14 @@ def cmd_validate(args: argparse.Namespace) -> int:
 
 
 def resolve_poolset(task, data: Path | None, seed: int, quiet: bool = False, verify: bool = False):
-    """The pool set a run uses: `data`, or the offline sample (built on first use).
+    """`mmbench.running.poolsets.resolve_poolset`, announcing a sample build and exiting 2 on an unusable pool set."""
+    from mmbench.running.poolsets import PoolSetUnusable
+    from mmbench.running.poolsets import resolve_poolset as resolve_poolset_for
 
-    Its records must still hash to the manifest's content hash, since results carry that hash: checked
-    from the tables' recorded digests where the manifest has them, in full (records and media) with `verify`.
-    """
-    from mmbench.poolset import PoolSetError, check_integrity, load_poolset
-
-    if data is None:
-        data = default_poolset_dir(task.name, "sample", seed)
-        if not (data / "manifest.json").is_file():
-            print(f"no pool set given: building the offline sample of {task.name} into {data}")
-            task.build("sample", data, seed=seed, progress=not quiet)
-    elif not Path(data).exists():
-        raise CLIError(f"pool set folder {data} does not exist (build one with `mmbench build --task {task.name}`)")
     try:
-        ps = load_poolset(data)
-        check_integrity(ps, full=verify)
-    except PoolSetError as exc:
+        return resolve_poolset_for(task, data, seed, progress=not quiet, verify=verify, announce=print)
+    except PoolSetUnusable as exc:
         raise CLIError(str(exc)) from None
-    if ps.task != task.name:
-        raise CLIError(f"{data} holds task {ps.task!r}, not {task.name!r}")
-    return ps
 
 
 def tasks_or_error(names: list[str]):
@@ -288,19 +269,19 @@ def tasks_or_error(names: list[str]):
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    from mmbench.evaluate import ModelUnavailable
+    from mmbench.running.model_loading import ModelUnavailable
 
     if args.quiet:
-        from .quiet import quiet_libraries
+        from mmbench.cli.quiet import quiet_libraries
 
         quiet_libraries()
     load_includes(args)
     tasks = tasks_or_error(args.task)
     if args.data is not None and len(tasks) > 1:
         raise CLIError(f"--data names one pool set, but --task names {len(tasks)} tasks; run them one by one")
-    from mmbench.reruns import differences, previous_summary
+    from mmbench.results.reruns import differences, previous_summary
 
-    from .previous_run import missing_ancestor, remove_if_empty
+    from mmbench.cli.previous_run import missing_ancestor, remove_if_empty
 
     created = missing_ancestor(args.output) if args.output is not None else None
     if args.output is not None:
@@ -340,9 +321,9 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 def _run_tasks(tasks, poolsets, outs, skip, model, options, args) -> int:
     """Evaluate (or skip) each task into its folder and print its summary; the number of failed items."""
-    from mmbench.evaluate import evaluate_to_folder
-    from mmbench.results import load_results
-    from mmbench.summary import format_summary
+    from mmbench.running.evaluation import evaluate_to_folder
+    from mmbench.results.store import load_results
+    from mmbench.results.summary import format_summary
 
     failed = 0
     for task, ps, out in zip(tasks, poolsets, outs):
@@ -357,7 +338,7 @@ def _run_tasks(tasks, poolsets, outs, skip, model, options, args) -> int:
         print(format_summary(res, task.summary_axes, task.main_score))
         print(f"\nresults {'in' if task.name in skip else 'written to'} {out}")
         if args.mteb_cache is not None:
-            from mmbench.mteb_results import write_mteb_cache
+            from mmbench.interop.mteb_cache import write_mteb_cache
 
             print(f"mteb results cache: {write_mteb_cache(out, args.mteb_cache)}")
         failed += int(res.info.get("n_failed_items") or 0)
@@ -366,7 +347,7 @@ def _run_tasks(tasks, poolsets, outs, skip, model, options, args) -> int:
 
 def rename_model(model, name: str) -> None:
     """--model-name: the name results, folders and leaderboards show (e.g. for a local folder)."""
-    from mmbench.lazy_model import rename_model as rename
+    from mmbench.running.lazy_model import rename_model as rename
 
     if not name.strip():
         raise CLIError("--model-name must not be empty")
@@ -376,8 +357,8 @@ def rename_model(model, name: str) -> None:
 def load_model_for_run(name: str, options: dict[str, Any], cached: bool):
     """The model, or with the cache on a stand-in holding its remembered card that loads the weights
     only if some vector is missing (see mmbench/lazy_model.py)."""
-    from mmbench.evaluate import load_model_explained
-    from mmbench.lazy_model import load_model_lazily
+    from mmbench.running.model_loading import load_model_explained
+    from mmbench.running.lazy_model import load_model_lazily
 
     if not cached:
         return load_model_explained(name, options)
@@ -418,7 +399,7 @@ def add_executor_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def executor_or_error(args: argparse.Namespace, model: str, options: dict[str, Any]):
-    from mmbench.executors import make_executor
+    from mmbench.running.executors import make_executor
 
     if args.cpus_per_worker <= 0 or args.gpus_per_worker < 0:
         raise CLIError("--cpus-per-worker must be positive and --gpus-per-worker not negative")
@@ -433,7 +414,7 @@ def executor_or_error(args: argparse.Namespace, model: str, options: dict[str, A
 
 
 def run_options(args: argparse.Namespace, progress: bool):
-    from mmbench.runner import RunOptions
+    from mmbench.running.runner import RunOptions
 
     return RunOptions(batch_tokens=args.batch_tokens, cache_dir=args.cache_dir or mmbench_home() / "embeddings",
                       use_cache=not args.no_cache, limit=args.limit, progress=progress, seed=args.seed)
@@ -458,8 +439,8 @@ def safe_name(name: str) -> str:
 
 
 def cmd_show(args: argparse.Namespace) -> int:
-    from mmbench.results import ResultsError, load_results
-    from mmbench.summary import format_summary
+    from mmbench.results.store import ResultsError, load_results
+    from mmbench.results.summary import format_summary
 
     try:
         res = load_results(args.results)

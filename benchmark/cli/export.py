@@ -8,7 +8,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from .errors import CLIError
+from mmbench.common.errors import CLIError
 
 FORMATS = ("mteb", "card")
 
@@ -25,9 +25,9 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def cmd_export(args: argparse.Namespace) -> int:
-    from mmbench.dataset_card import add_card
-    from mmbench.mteb_export import ExportError, write_mteb_layout
-    from mmbench.poolset import PoolSetError, load_poolset
+    from mmbench.data.dataset_card import add_card
+    from mmbench.interop.mteb_folder import ExportError, write_mteb_layout
+    from mmbench.data.poolset import PoolSetError, load_poolset
 
     if args.format == "mteb" and args.out is None:
         raise CLIError("--format mteb needs --out FOLDER")

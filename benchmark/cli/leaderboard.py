@@ -4,7 +4,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from .errors import CLIError
+from mmbench.common.errors import CLIError
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -128,7 +128,7 @@ def cmd_official(args: argparse.Namespace) -> int:
     import json
 
     from mmbench.leaderboards.official import OfficialRegistry, entry_from_poolset
-    from mmbench.poolset import PoolSetError, load_poolset
+    from mmbench.data.poolset import PoolSetError, load_poolset
 
     registry = OfficialRegistry.load(args.write) if args.write and args.write.is_file() else OfficialRegistry()
     for folder in args.poolsets:

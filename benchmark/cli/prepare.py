@@ -9,7 +9,7 @@ from __future__ import annotations
 import argparse
 import importlib
 
-from .errors import CLIError
+from mmbench.common.errors import CLIError
 
 PREPARERS: dict[str, tuple[str, str]] = {
     # name -> ("module:function", one-line help); each function parses its own arguments

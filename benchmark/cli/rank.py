@@ -6,8 +6,8 @@ import math
 import time
 from pathlib import Path
 
-from .commands_core import mmbench_home, nonnegative_int, positive_int, resolve_poolset, safe_name, task_or_error
-from .errors import CLIError
+from mmbench.cli.commands_core import mmbench_home, nonnegative_int, positive_int, resolve_poolset, safe_name, task_or_error
+from mmbench.common.errors import CLIError
 
 
 def _float_in(low: float, high: float = math.inf, low_open: bool = False, what: str = "number"):
@@ -67,8 +67,9 @@ def register(sub: argparse._SubParsersAction) -> None:
 def cmd_rank(args: argparse.Namespace) -> int:
     from mmbench.rankers import Prices, load_prompt, load_ranker
     from mmbench.rankers.run import APIUnreachable, RankOptions, rank_poolset
-    from mmbench.results import load_results, summary_json, write_results
-    from mmbench.summary import format_summary
+    from mmbench.results.mteb_layout import summary_json
+    from mmbench.results.store import load_results, write_results
+    from mmbench.results.summary import format_summary
 
     task = task_or_error(args.task)
     try:
@@ -99,7 +100,7 @@ def cmd_rank(args: argparse.Namespace) -> int:
         per_query, seen, info = rank_poolset(ps, ranker, RankOptions(limit=args.limit, progress=not args.quiet))
     except APIUnreachable as exc:
         raise CLIError(f"{exc}; no results written") from None
-    from mmbench.provenance import provenance
+    from mmbench.running.provenance import provenance
 
     info = {**info, "provenance": provenance(ranker)}
     summary = summary_json(task.name, ps.task_version, ps.content_hash, ranker.card.identity(), per_query, info,

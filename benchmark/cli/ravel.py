@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from .commands_core import nonnegative_int
+from mmbench.cli.commands_core import nonnegative_int
 
 
 # ----------------------------------------------------------------------------- helpers
@@ -126,7 +126,7 @@ def _load_all(args):
 
 def _write(df: pd.DataFrame, out: str | None) -> None:
     if out:
-        from mmbench.media import atomic_write_bytes
+        from mmbench.data.media import atomic_write_bytes
 
         text = df.to_json(orient="records", indent=1) if out.endswith(".json") else df.to_csv(index=False)
         atomic_write_bytes(Path(out), text.encode("utf-8"))

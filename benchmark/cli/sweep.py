@@ -5,9 +5,9 @@ import argparse
 import json
 from pathlib import Path
 
-from .commands_core import (mmbench_home, model_options, nonnegative_int, positive_int, resolve_poolset,
+from mmbench.cli.commands_core import (mmbench_home, model_options, nonnegative_int, positive_int, resolve_poolset,
                             safe_name, tasks_or_error, writable_folder_or_error)
-from .errors import CLIError
+from mmbench.common.errors import CLIError
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -61,11 +61,11 @@ def _data_folders(pairs: list[str], tasks: list[str]) -> dict[str, Path]:
 
 
 def cmd_sweep(args: argparse.Namespace) -> int:
-    from mmbench.media import atomic_write_bytes
-    from mmbench.sweep import Job, outcome_record, run_local, run_ray
+    from mmbench.data.media import atomic_write_bytes
+    from mmbench.running.sweep import Job, outcome_record, run_local, run_ray
 
     if args.quiet:
-        from .quiet import quiet_libraries
+        from mmbench.cli.quiet import quiet_libraries
 
         quiet_libraries()
     tasks = tasks_or_error(args.task)

@@ -7,28 +7,18 @@ results and logs.
 from __future__ import annotations
 
 import base64
-import os
 from pathlib import Path
 from typing import Any, Sequence
 
 import numpy as np
 
-from ..documents import Document
-from ..media import MediaError, MediaStore
-from ..tokens import TextTokenizer
-from .base import EmbeddingModel, EncodeError, Role
-from .http_client import HttpClient, RetryPolicy
+from mmbench.data.documents import Document
+from mmbench.data.media import MediaError, MediaStore
+from mmbench.data.tokens import TextTokenizer
+from mmbench.models.base import EmbeddingModel, EncodeError, Role
+from mmbench.common.http_client import HttpClient, RetryPolicy
 
 MIME = {".png": "image/png", ".jpg": "image/jpeg", ".jpeg": "image/jpeg", ".webp": "image/webp", ".gif": "image/gif"}
-
-
-def api_key(env_var: str, required: bool) -> str | None:
-    """The key stored in `env_var`; a clear error when a hosted service needs one and it is unset."""
-    value = os.environ.get(env_var, "").strip()
-    if not value and required:
-        raise ValueError(f"set the environment variable {env_var} to the API key (keys are never passed on the "
-                         "command line or written to results)")
-    return value or None
 
 
 def image_bytes(media: MediaStore | None, ref: str, item: str) -> tuple[bytes, str]:
@@ -57,7 +47,7 @@ def load_text_tokenizer(spec: str | None) -> TextTokenizer | None:
     path = Path(spec)
     if not path.is_file():
         raise ValueError(f"tokenizer file {path} does not exist (give the served model's tokenizer.json)")
-    from ..tokens import Qwen3Tokenizer
+    from mmbench.data.tokens import Qwen3Tokenizer
 
     return Qwen3Tokenizer(path)  # a generic tokenizer.json reader: encode/decode without special tokens
 
@@ -110,7 +100,7 @@ class APIEmbeddingModel(EmbeddingModel):
             for i, vec in zip(todo, vecs):
                 out[i] = self._check(vec, documents[i].id)
             if cache:  # one pack for the call's new vectors
-                from ..cache import CacheRow
+                from mmbench.data.embedding_cache import CacheRow
 
                 cache.put_many(role, [CacheRow(hashes[i], out[i], {}) for i in todo])
                 cache.save_index(role)
@@ -133,7 +123,7 @@ class APIEmbeddingModel(EmbeddingModel):
     def _cache(self):
         if not self._cache_dir:
             return None
-        from ..cache import EmbeddingCache, model_key
+        from mmbench.data.embedding_cache import EmbeddingCache, model_key
 
         # A folder of its own: entries here are keyed by the view's hash and carry no seen-record, so they must
         # never be read by the runner's cache (keyed by whole documents) when both are given the same folder.

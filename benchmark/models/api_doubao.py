@@ -22,10 +22,11 @@ from __future__ import annotations
 import os
 from typing import Any, Sequence
 
-from ..documents import Document, Image, Text, Video
-from ..media import MediaStore
-from .api_common import APIEmbeddingModel, api_key, client_from_options, data_url
-from .base import EncodeError, ModelCard, Role
+from mmbench.data.documents import Document, Image, Text, Video
+from mmbench.data.media import MediaStore
+from mmbench.common.http_client import api_key
+from mmbench.models.api_common import APIEmbeddingModel, client_from_options, data_url
+from mmbench.models.base import EncodeError, ModelCard, Role
 
 ARK_URL = "https://ark.cn-beijing.volces.com/api/v3"
 DEFAULT_MODEL = "doubao-embedding-vision-250615"
@@ -49,7 +50,7 @@ class DoubaoEmbeddingModel(APIEmbeddingModel):
         self.model, self.dimensions = model, dimensions
         self.prefixes = {"query": query_prefix, "document": document_prefix}
         self.client = client_from_options(timeout, max_attempts, max_concurrency, requests_per_second)
-        from ..tokens import UnifiedTokenCounter
+        from mmbench.data.tokens import UnifiedTokenCounter
 
         self._tokenizer = UnifiedTokenCounter.default().tokenizer
         self._cache_dir = cache_dir

@@ -9,12 +9,13 @@ from __future__ import annotations
 import base64
 from typing import Any, Sequence
 
-from ..documents import Document, Image, Text
-from ..media import MediaStore
-from .api_common import (APIEmbeddingModel, api_key, client_from_options, image_bytes, load_text_tokenizer,
+from mmbench.data.documents import Document, Image, Text
+from mmbench.data.media import MediaStore
+from mmbench.common.http_client import api_key
+from mmbench.models.api_common import (APIEmbeddingModel, client_from_options, image_bytes, load_text_tokenizer,
                          tokenizer_fingerprint)
-from .base import EncodeError, ModelCard, Role
-from .http_client import public_url
+from mmbench.models.base import EncodeError, ModelCard, Role
+from mmbench.common.http_client import public_url
 
 GEMINI_URL = "https://generativelanguage.googleapis.com/v1beta"
 TASK_TYPES = {"query": "RETRIEVAL_QUERY", "document": "RETRIEVAL_DOCUMENT"}

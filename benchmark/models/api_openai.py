@@ -8,12 +8,13 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
-from ..documents import Document, Image, Text
-from ..media import MediaStore
-from .api_common import (APIEmbeddingModel, api_key, batches, client_from_options, data_url, load_text_tokenizer,
+from mmbench.data.documents import Document, Image, Text
+from mmbench.data.media import MediaStore
+from mmbench.common.http_client import api_key
+from mmbench.models.api_common import (APIEmbeddingModel, batches, client_from_options, data_url, load_text_tokenizer,
                          tokenizer_fingerprint)
-from .base import EncodeError, ModelCard, Role
-from .http_client import public_url
+from mmbench.models.base import EncodeError, ModelCard, Role
+from mmbench.common.http_client import public_url
 
 OPENAI_URL = "https://api.openai.com/v1"
 

@@ -13,9 +13,9 @@ from typing import Any, Literal, Sequence
 
 import numpy as np
 
-from ..documents import Document
-from ..media import MediaStore
-from ..tokens import TextTokenizer, image_tokens
+from mmbench.data.documents import Document
+from mmbench.data.media import MediaStore
+from mmbench.data.tokens import TextTokenizer, image_tokens
 
 Role = Literal["query", "document"]
 

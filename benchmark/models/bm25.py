@@ -9,31 +9,19 @@ Okapi form with that IDF, which tests/test_bm25.py checks).
 """
 from __future__ import annotations
 
-import logging
-import re
 from collections import Counter
-from typing import Any, Sequence
+from typing import TYPE_CHECKING, Any, Sequence
 
 import numpy as np
 
-from ..documents import Document
-from ..media import MediaStore
-from .base import EmbeddingModel, ModelCard, Role
+from mmbench.data.documents import Document
+from mmbench.data.lexical import bm25s_module, tokenize
+from mmbench.data.media import MediaStore
+from mmbench.models.base import EmbeddingModel, ModelCard, Role
 
-TOKEN = re.compile(r"\w+", re.UNICODE)
+if TYPE_CHECKING:
+    import scipy.sparse as sp
 
-
-def tokenize(text: str) -> list[str]:
-    return TOKEN.findall(text.lower())
-
-
-def bm25s_module():
-    """`bm25s`, imported with its logger quietened (it sets DEBUG on import)."""
-    import bm25s
-
-    if logging.getLogger("bm25s").level == logging.DEBUG:
-        logging.getLogger("bm25s").setLevel(logging.WARNING)
-    return bm25s
 
 
 class BM25Model(EmbeddingModel):

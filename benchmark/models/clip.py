@@ -11,32 +11,10 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from ..documents import Document, Image, Text
-from ..media import MediaStore
-from .base import EmbeddingModel, EncodeError, ModelCard, Role
-from .sentence_transformer import folder_revision, HFTextTokenizer
-
-
-def resolve_device(device: str | None) -> str:
-    """`None`/"auto" picks CUDA when available, else CPU."""
-    import torch
-
-    if device in (None, "", "auto"):
-        return "cuda" if torch.cuda.is_available() else "cpu"
-    return device
-
-
-def resolve_dtype(dtype: str | None, device: str):
-    """Map a dtype name to torch; default float32 on CPU and bfloat16 on accelerators."""
-    import torch
-
-    if dtype in (None, "", "auto"):
-        return torch.float32 if device == "cpu" else torch.bfloat16
-    table = {"float32": torch.float32, "fp32": torch.float32, "float16": torch.float16, "fp16": torch.float16,
-             "bfloat16": torch.bfloat16, "bf16": torch.bfloat16}
-    if dtype not in table:
-        raise ValueError(f"unknown dtype {dtype!r}; choose one of {sorted(table)}")
-    return table[dtype]
+from mmbench.data.documents import Document, Image, Text
+from mmbench.data.media import MediaStore
+from mmbench.models.base import EmbeddingModel, EncodeError, ModelCard, Role
+from mmbench.models.hf_common import folder_revision, HFTextTokenizer, resolve_device, resolve_dtype
 
 
 def _features(out: Any):

@@ -23,11 +23,10 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from ..documents import Document, Image, Text, Video
-from ..media import MediaStore
-from .base import EmbeddingModel, EncodeError, ModelCard, Role
-from .clip import resolve_device, resolve_dtype
-from .sentence_transformer import HFTextTokenizer, folder_revision
+from mmbench.data.documents import Document, Image, Text, Video
+from mmbench.data.media import MediaStore
+from mmbench.models.base import EmbeddingModel, EncodeError, ModelCard, Role
+from mmbench.models.hf_common import HFTextTokenizer, folder_revision, resolve_device, resolve_dtype
 
 HUB_ID = "royokong/e5-v"
 WINDOW = 8192

@@ -1,4 +1,5 @@
-"""The mteb bridge, both ways: mteb models on mmbench tasks, and mmbench pool sets as mteb tasks.
+"""The mteb bridge: mteb models on mmbench tasks, and the mapping of mmbench documents to mteb rows and
+task metadata that `mmbench.interop.mteb_task` uses to export pool sets as mteb tasks.
 
 mteb's encoder protocol gives a model one text and at most one image per input, so a document's
 text segments are joined in reading order and only its first image is passed; what was dropped
@@ -10,10 +11,9 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from ..documents import Document, Image, Video
-from ..media import MediaStore
-from .base import EmbeddingModel, EncodeError, ModelCard, Role
-from .mteb_export import _task_metadata
+from mmbench.data.documents import Document, Image, Video
+from mmbench.data.media import MediaStore
+from mmbench.models.base import EmbeddingModel, EncodeError, ModelCard, Role
 
 
 def to_mteb_row(doc: Document, media: MediaStore | None, with_images: bool) -> tuple[dict[str, Any], dict[str, int]]:
@@ -28,6 +28,19 @@ def to_mteb_row(doc: Document, media: MediaStore | None, with_images: bool) -> t
         row["image"] = media.load_image(images[0].ref, item=doc.id) if images else None
     return row, dropped
 
+
+def task_metadata(name: str, with_images: bool, revision: str, main_score: str, description: str = ""):
+    """The mteb `TaskMetadata` of a retrieval task over mmbench documents (an exported pool set, or the
+    stand-in task an mteb encoder is called with)."""
+    from mteb import TaskMetadata
+
+    return TaskMetadata(
+        name=name, description=description or name, reference=None,
+        dataset={"path": f"mmbench/{name}", "revision": revision},
+        type="Any2AnyRetrieval" if with_images else "Retrieval", category="it2it" if with_images else "t2t",
+        modalities=["text", "image"] if with_images else ["text"], eval_splits=["test"], eval_langs=["eng-Latn"],
+        main_score=main_score, date=None, domains=None, task_subtypes=None, license=None,
+        annotations_creators=None, dialect=None, sample_creation=None, bibtex_citation=None)
 
 class MtebEncoderModel(EmbeddingModel):
     """Any mteb encoder (an object with mteb's `encode(DataLoader, ...)`) as an mmbench model."""
@@ -73,7 +86,7 @@ class MtebEncoderModel(EmbeddingModel):
             keep = [{k: v for k, v in rows[i].items() if k != "id" and (has_image or k != "image")} for i in idx]
             loader = DataLoader(Dataset.from_list(keep) if not has_image else _ListDataset(keep),
                                 batch_size=self.batch_size, collate_fn=_collate)
-            meta = _task_metadata("mmbench_bridge", has_image, "1", "precision_at_1")
+            meta = task_metadata("mmbench_bridge", has_image, "1", "precision_at_1")
             vecs = np.asarray(self.encoder.encode(loader, task_metadata=meta, hf_split="test", hf_subset="default",
                                                   prompt_type=prompt), dtype=np.float32)
             if vecs.shape[0] != len(idx):
@@ -127,7 +140,7 @@ def load_mteb_model(name: str, device: str | None = None, revision: str | None =
 
     folder = Path(name).expanduser()
     if folder.is_dir():
-        from .sentence_transformer import folder_revision
+        from mmbench.models.hf_common import folder_revision
 
         tag = folder_revision(str(folder)).removeprefix("local-")[:8]  # a path is not a public model name
         return MtebEncoderModel(_local_encoder(folder, device), name=f"mteb:{folder.resolve().name}@{tag}",
@@ -187,12 +200,3 @@ class _offline_if_unreachable:
         from huggingface_hub import constants
 
         constants.HF_HUB_OFFLINE = self._saved
-
-
-# --- mmbench pool set -> mteb task: see mteb_export.py ---------------------------------------
-
-def export_mteb_task(*args: Any, **kwargs: Any):
-    """`mmbench.models.mteb_export.export_mteb_task` (kept here for existing imports)."""
-    from .mteb_export import export_mteb_task as export
-
-    return export(*args, **kwargs)

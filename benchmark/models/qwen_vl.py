@@ -14,12 +14,11 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from ..documents import Document, Image, Video
-from ..media import MediaStore
-from .base import EmbeddingModel, EncodeError, ModelCard, Role
-from .clip import resolve_device, resolve_dtype
-from .sentence_transformer import folder_revision, HFTextTokenizer
-from .templates import QwenVLTemplate, render
+from mmbench.data.documents import Document, Image, Video
+from mmbench.data.media import MediaStore
+from mmbench.models.base import EmbeddingModel, EncodeError, ModelCard, Role
+from mmbench.models.hf_common import folder_revision, HFTextTokenizer, resolve_device, resolve_dtype
+from mmbench.models.templates import QwenVLTemplate, render
 
 
 @dataclass(frozen=True)
@@ -292,12 +291,3 @@ class QwenVLEmbedder(EmbeddingModel):
         img = media.load_image(ref, item=item)
         h, w = size
         return img if img.size == (w, h) else img.resize((w, h), PILImage.Resampling.BICUBIC)
-
-
-def load_preset(preset: str, **options: Any) -> QwenVLEmbedder:
-    """Registry factory: build the embedder for a named preset (see `qwen_vl_presets.PRESETS`)."""
-    from .qwen_vl_presets import PRESETS
-
-    if preset not in PRESETS:
-        raise ValueError(f"unknown Qwen-VL preset {preset!r}; known: {', '.join(sorted(PRESETS))}")
-    return QwenVLEmbedder(PRESETS[preset], **options)

@@ -7,9 +7,10 @@ Qwen3-VL-Embedding: max_length 8192 and 64 frames); mmbench uses the backbone's 
 from __future__ import annotations
 
 from dataclasses import replace
+from typing import Any
 
-from .qwen_vl import QwenVLPreset, VisionBounds
-from .templates import GME, QWEN3_VL_EMBEDDING, RZEN, VLM2VEC
+from mmbench.models.qwen_vl import QwenVLEmbedder, QwenVLPreset, VisionBounds
+from mmbench.models.templates import GME, QWEN3_VL_EMBEDDING, RZEN, VLM2VEC
 
 # Qwen2-VL backbone: 14-px patches merged 2x2 -> factor 28; qwen-vl-utils video bounds 128..768 tokens/frame.
 QWEN2_VL_VIDEO = dict(video_min_pixels=128 * 28 * 28, video_max_pixels=768 * 28 * 28)
@@ -96,3 +97,10 @@ PRESETS: dict[str, QwenVLPreset] = {p.name: p for p in (
                    "helps; no public weights or inference code were found, so its reasoning step is not run and "
                    "no hub id is recorded: pass --model-path (a Qwen3-VL-based checkpoint is assumed)."),
 )}
+
+
+def load_preset(preset: str, **options: Any) -> QwenVLEmbedder:
+    """Registry factory: build the embedder for a named preset (see `PRESETS`)."""
+    if preset not in PRESETS:
+        raise ValueError(f"unknown Qwen-VL preset {preset!r}; known: {', '.join(sorted(PRESETS))}")
+    return QwenVLEmbedder(PRESETS[preset], **options)

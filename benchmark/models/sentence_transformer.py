@@ -5,15 +5,17 @@ videos are dropped by the runner and reported as unseen modalities in the result
 """
 from __future__ import annotations
 
+import functools
 import importlib.util
 from pathlib import Path
 from typing import Any, Sequence
 
 import numpy as np
 
-from ..documents import Document
-from ..media import MediaStore
-from .base import EmbeddingModel, ModelCard, Role
+from mmbench.data.documents import Document
+from mmbench.data.media import MediaStore
+from mmbench.models.base import EmbeddingModel, ModelCard, Role
+from mmbench.models.hf_common import folder_revision, HFTextTokenizer, resolve_dtype
 
 MINILM_HUB_ID = "sentence-transformers/all-MiniLM-L6-v2"
 
@@ -30,19 +32,6 @@ def packaged_minilm_path() -> Path | None:
 def load_minilm(**options: Any) -> "SentenceTransformerModel":
     local = packaged_minilm_path()
     return SentenceTransformerModel(str(local) if local else MINILM_HUB_ID, name="minilm", **options)
-
-
-class HFTextTokenizer:
-    """Adapts a transformers tokenizer to the counting protocol (no special tokens)."""
-
-    def __init__(self, tok: Any) -> None:
-        self._tok = tok
-
-    def encode(self, text: str) -> list[int]:
-        return self._tok(text, add_special_tokens=False, truncation=False, verbose=False)["input_ids"]
-
-    def decode(self, ids: Sequence[int]) -> str:
-        return self._tok.decode(list(ids), skip_special_tokens=True, clean_up_tokenization_spaces=False)
 
 
 class SentenceTransformerModel(EmbeddingModel):
@@ -100,34 +89,31 @@ def _model_kwargs(dtype: str | None, attn_implementation: str | None, device: st
     """transformers loading options for --dtype and --attn-implementation (none given: the model's defaults)."""
     kwargs: dict[str, Any] = {}
     if dtype not in (None, "", "auto"):
-        from .clip import resolve_dtype  # one table of dtype names for every adapter
-
         kwargs["dtype"] = resolve_dtype(dtype, device)
     if attn_implementation:
         kwargs["attn_implementation"] = attn_implementation
     return kwargs
 
 
-def folder_revision(model_id: str, hub_cache: str | Path | None = None) -> str:
-    """A model's revision when none was given.
+class CaptionModelError(ValueError):
+    """The caption model cannot be loaded (offline and not cached, or a bad path): one line, exit 2."""
 
-    A local folder: the digest of its files' contents (memoised by stat, digests.py), so weights saved
-    over old ones give a new revision and new cache entries. A hub id: the commit of the snapshot the
-    local hub cache resolves it to (what from_pretrained loads), so an updated snapshot is not served
-    vectors of the old one; "main" when the cache does not hold it.
-    """
-    path = Path(model_id)
-    if path.exists():
-        from ..digests import folder_digest
 
-        return "local-" + folder_digest(path)[:16]
+@functools.lru_cache(maxsize=2)
+def load_caption_model(model_name: str | None) -> "SentenceTransformerModel":
+    """The Flickr task's caption model: a hub id or local sentence-transformers folder; None or "minilm" is
+    the packaged all-MiniLM-L6-v2. One line naming the model when it cannot be loaded."""
+    if model_name in (None, "minilm"):
+        local = packaged_minilm_path()
+        model_id, name = (str(local) if local else MINILM_HUB_ID), "all-MiniLM-L6-v2 (packaged)"
+    else:
+        model_id, name = str(model_name), str(model_name)
     try:
-        from huggingface_hub import try_to_load_from_cache
-
-        for filename in ("config.json", "modules.json"):
-            hit = try_to_load_from_cache(model_id, filename, cache_dir=hub_cache)
-            if isinstance(hit, str):
-                return Path(hit).parent.name  # .../snapshots/<commit>/<filename>
-    except Exception:  # noqa: BLE001 - not a valid repo id (an mteb name, a path typo): no snapshot to name
-        pass
-    return "main"
+        return SentenceTransformerModel(model_id, name=name)
+    except (OSError, ValueError) as exc:
+        first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+        where = "folder" if Path(model_id).exists() else "hub id"
+        raise CaptionModelError(
+            f"caption model {model_id!r} ({where}) cannot be loaded ({first[:160]}); offline, pass a local "
+            f"sentence-transformers folder with --param caption_model=/path/to/all-mpnet-base-v2, or "
+            f"--param caption_model=minilm for the packaged all-MiniLM-L6-v2") from None

@@ -11,7 +11,7 @@ import unicodedata
 from dataclasses import dataclass, field
 from typing import Literal, Mapping, Sequence
 
-from ..documents import Image, Segment, Text, Video
+from mmbench.data.documents import Image, Segment, Text, Video
 
 IMAGE_IN_VISION = "<|vision_start|><|image_pad|><|vision_end|>"
 VIDEO_IN_VISION = "<|vision_start|><|video_pad|><|vision_end|>"

@@ -9,9 +9,9 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
-from .base import Completion, ListwiseRanker, Prices, RankerCard, RankResult, ResponseCache
-from .parse import REPAIRS, ParsedRanking, parse_ranking
-from .prompt import DEFAULT_PROMPT, PROMPT_VERSION, PromptTemplate, load_prompt
+from mmbench.rankers.base import Completion, ListwiseRanker, Prices, RankerCard, RankResult, ResponseCache
+from mmbench.rankers.parse import REPAIRS, ParsedRanking, parse_ranking
+from mmbench.rankers.prompt import DEFAULT_PROMPT, PROMPT_VERSION, PromptTemplate, load_prompt
 
 RANKERS = {"openai-chat": "mmbench.rankers.openai_chat:OpenAIChatRanker",
            "anthropic": "mmbench.rankers.anthropic:AnthropicRanker"}

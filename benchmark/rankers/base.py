@@ -1,7 +1,7 @@
 """The listwise ranker protocol: one query and its numbered images in, a complete order out.
 
 `ListwiseRanker.rank` renders the prompt, sends one request (retries, backoff and the rate
-limit live in `mmbench.models.http_client`), reads the reply through an on-disk response
+limit live in `mmbench.common.http_client`), reads the reply through an on-disk response
 cache, parses it with `parse_ranking`, and returns a `RankResult` with the repairs, tokens,
 cost and time. API keys are read from the environment when a request is sent and never
 stored on the ranker's card, in the cache, or in results.
@@ -17,11 +17,11 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Sequence
 
-from ..media import MediaStore, atomic_write_bytes
-from ..models.api_common import image_bytes
-from ..models.http_client import APIError, HttpClient, RetryPolicy, public_url
-from .parse import parse_ranking
-from .prompt import DEFAULT_PROMPT, PromptTemplate, RenderedPrompt
+from mmbench.data.media import MediaStore, atomic_write_bytes
+from mmbench.models.api_common import image_bytes
+from mmbench.common.http_client import APIError, HttpClient, RetryPolicy, public_url
+from mmbench.rankers.parse import parse_ranking
+from mmbench.rankers.prompt import DEFAULT_PROMPT, PromptTemplate, RenderedPrompt
 
 
 @dataclass(frozen=True)

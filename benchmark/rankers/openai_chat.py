@@ -9,8 +9,8 @@ from __future__ import annotations
 import base64
 from typing import Any, Sequence
 
-from .base import Completion, ListwiseRanker
-from .prompt import RenderedPrompt
+from mmbench.rankers.base import Completion, ListwiseRanker
+from mmbench.rankers.prompt import RenderedPrompt
 
 OPENAI_URL = "https://api.openai.com/v1"
 

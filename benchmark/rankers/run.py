@@ -19,11 +19,11 @@ from tqdm.auto import tqdm
 
 from mmbench.evaluators.metrics import first_relevant_rank, item_metrics, metric_names
 
-from ..documents import Image
-from ..poolset import PoolItem, PoolSet
-from ..selection import select_by_cost
-from .base import ListwiseRanker, RankResult
-from .parse import REPAIRS
+from mmbench.data.documents import Image
+from mmbench.data.poolset import PoolItem, PoolSet
+from mmbench.data.selection import select_by_cost
+from mmbench.rankers.base import ListwiseRanker, RankResult
+from mmbench.rankers.parse import REPAIRS
 
 RAW_TEXT_CHARS = 2000  # each reply is kept (cut to this length) for auditing repairs and failures
 

@@ -1,4 +1,4 @@
-"""Invariants of the flickr_hard_negatives pool sets, checked on the built records (see mmbench.builders.validity).
+"""Invariants of the flickr_hard_negatives pool sets, checked on the built records (see mmbench.builders.parts.validity).
 
 What the records let us check: a query is one of its image's five captions (candidate meta
 ``captions``), that image is the only relevant candidate, no negative carries the query's caption
@@ -10,8 +10,8 @@ from __future__ import annotations
 from collections import Counter
 from typing import Iterable
 
-from mmbench.builders.validity import Violation, normalise_question, query_text
-from mmbench.poolset import PoolSet
+from mmbench.builders.parts.validity import Violation, normalise_question, query_text
+from mmbench.data.poolset import PoolSet
 
 INVARIANTS: dict[str, str] = {
     "one_relevant_image": "each query has exactly one relevant candidate, the image whose caption (at the stated "

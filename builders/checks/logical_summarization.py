@@ -1,4 +1,4 @@
-"""Invariants of the logical_summarization pool sets, checked on the built records (see mmbench.builders.validity).
+"""Invariants of the logical_summarization pool sets, checked on the built records (see mmbench.builders.parts.validity).
 
 The checks read the candidates' segments and their `[role, source, tokens]` unit logs, not the
 builder's own bookkeeping: a candidate's own document is its `context` segments, filler is its
@@ -9,9 +9,9 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import Any, Iterable
 
-from mmbench.builders.validity import Violation, normalise_question, query_text
-from mmbench.documents import Document
-from mmbench.poolset import PoolSet
+from mmbench.builders.parts.validity import Violation, normalise_question, query_text
+from mmbench.data.documents import Document
+from mmbench.data.poolset import PoolSet
 
 INVARIANTS: dict[str, str] = {
     "single_answer": "each item labels exactly one candidate, the query's own undamaged document, and no other "
@@ -53,7 +53,7 @@ def _unit_tokens(c: Document) -> list[int]:
 
 
 def check(ps: PoolSet, checked: dict[str, int]) -> Iterable[Violation]:
-    from mmbench.builders.query_filter import summary_rule
+    from mmbench.builders.parts.query_filter import summary_rule
 
     params = ps.builder.get("length_control", {})
     mode = params.get("mode", "padding")          # pool sets before version 2.0 were padded
@@ -209,7 +209,7 @@ def _check_hard(c: Document, cands: dict[str, Document], checked: dict[str, int]
     if not (idx and idx[0] <= a < b <= idx[-1] + 1):
         yield Violation("hard_part_removed", c.id, f"replaced segments [{a}, {b}) are not inside the document")
         return
-    from mmbench.builders.logical_summarization import PARTS
+    from mmbench.builders.parts.summary_pools import PARTS
 
     lo, hi = PARTS[prov["part"]]
     doc = sum(own_tokens[i] for i in idx)

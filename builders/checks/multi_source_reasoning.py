@@ -1,9 +1,9 @@
-"""Invariants of the multi_source_reasoning pool sets, checked on the built records (see mmbench.builders.validity).
+"""Invariants of the multi_source_reasoning pool sets, checked on the built records (see mmbench.builders.parts.validity).
 
 Everything is read back from the pool set itself: the Easy candidate's segments and its
 provenance (the role and source of every segment, the evidence positions), each Hard variant's
 provenance (which segments were replaced, by what) and the query's answer. The chain test is
-`mmbench.builders.evidence_chain.chain_survives`, the same function the builder uses to rebuild
+`mmbench.builders.parts.evidence_chain.chain_survives`, the same function the builder uses to rebuild
 or drop a failing variant.
 """
 from __future__ import annotations
@@ -11,10 +11,10 @@ from __future__ import annotations
 import re
 from typing import Iterable
 
-from mmbench.builders.evidence_chain import ChainUnit, chain_survives
-from mmbench.builders.validity import Violation, normalise_question, query_text
-from mmbench.documents import Document, Image, Text
-from mmbench.poolset import PoolSet
+from mmbench.builders.parts.evidence_chain import ChainUnit, chain_survives
+from mmbench.builders.parts.validity import Violation, normalise_question, query_text
+from mmbench.data.documents import Document, Image, Text
+from mmbench.data.poolset import PoolSet
 
 INVARIANTS: dict[str, str] = {
     "hard_chain_broken": "no Hard variant still answers its query: the answer, the replaced fact (restated "

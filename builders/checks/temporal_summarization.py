@@ -1,4 +1,4 @@
-"""Invariants of the temporal_summarization pool sets, checked on the built records (see mmbench.builders.validity).
+"""Invariants of the temporal_summarization pool sets, checked on the built records (see mmbench.builders.parts.validity).
 
 Everything is read from the records themselves: the frame refs of each candidate's one `Video`
 segment, the candidate meta (`video_id`, `perturbation`, `event_order`, `event_frames`, `duration_s`,
@@ -9,10 +9,10 @@ from __future__ import annotations
 from collections import Counter, defaultdict
 from typing import Iterable
 
-from mmbench.builders.captions import story_key
-from mmbench.builders.validity import Violation
-from mmbench.documents import Document, Video
-from mmbench.poolset import PoolSet
+from mmbench.builders.parts.captions import story_key
+from mmbench.builders.parts.validity import Violation
+from mmbench.data.documents import Document, Video
+from mmbench.data.poolset import PoolSet
 
 INVARIANTS: dict[str, str] = {
     "one_answer": "each pool labels exactly one candidate, the unperturbed video of its query, and no other "
@@ -41,7 +41,7 @@ def _story(doc: Document) -> str:
 
 def expected_frames(duration: float, fps: float = 1.0) -> int:
     """1-FPS sample count of a video of `duration` s (as `video.sample_times` counts them)."""
-    from mmbench.builders.video import sample_times
+    from mmbench.builders.parts.video import sample_times
 
     return len(sample_times(duration, fps))
 

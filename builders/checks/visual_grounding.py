@@ -1,4 +1,4 @@
-"""Invariants of the visual_grounding pool sets, checked on the built records (see mmbench.builders.validity).
+"""Invariants of the visual_grounding pool sets, checked on the built records (see mmbench.builders.parts.validity).
 
 The checks read only the pool set: candidate segments and the metadata the builder writes
 (`needle_id`, `family`, `entity`, `anchor_segment`, `length_tokens`, `depth`, `depth_measured`,
@@ -10,9 +10,10 @@ import re
 from collections import Counter, defaultdict
 from typing import Iterable, Sequence
 
-from mmbench.builders.validity import Violation
-from mmbench.documents import Document, Image, Text
-from mmbench.poolset import PoolSet
+from mmbench.builders.parts.text_match import occurs
+from mmbench.builders.parts.validity import Violation
+from mmbench.data.documents import Document, Image, Text
+from mmbench.data.poolset import PoolSet
 
 LENGTH_TOLERANCE = 0.10   # a candidate's unified length lies within ±10 % of its bin's nominal length
 DEPTH_TOLERANCE = 0.05    # measured anchor depth lies within ±0.05 of the requested depth
@@ -33,19 +34,6 @@ INVARIANTS: dict[str, str] = {
     "depth": f"each anchor's measured depth (tokens before it / tokens other than it) lies within ±{DEPTH_TOLERANCE} "
              "of the requested depth and agrees with the stored offsets",
 }
-
-
-def occurs(needle: str, text: str) -> bool:
-    """`needle` in `text` as whole words, ignoring case; both already lower-cased."""
-    start = text.find(needle)
-    while start != -1:
-        end = start + len(needle)
-        before = text[start - 1] if start else " "
-        after = text[end] if end < len(text) else " "
-        if not (before.isalnum() or before == "_") and not (after.isalnum() or after == "_"):
-            return True
-        start = text.find(needle, start + 1)
-    return False
 
 
 def tolerance_violations(candidates: Sequence[Document]) -> Iterable[Violation]:

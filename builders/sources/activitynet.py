@@ -19,8 +19,8 @@ from typing import Any
 
 import numpy as np
 
-from ..events import Event
-from .jsonl import read_json
+from mmbench.builders.sources.records import Event
+from mmbench.builders.sources.jsonl import read_json
 
 VIDEO_EXTENSIONS = ("mp4", "mkv", "webm", "avi", "mov", "m4v")
 

@@ -13,12 +13,12 @@ from typing import Callable
 import numpy as np
 from PIL import Image as PILImage, UnidentifiedImageError
 
-from mmbench.builders.validity import DropLog
-from mmbench.documents import Image
-from mmbench.media import MediaStore
-from mmbench.tokens import TextTokenizer
+from mmbench.data.drops import DropLog
+from mmbench.data.documents import Image
+from mmbench.data.media import MediaStore
+from mmbench.data.tokens import TextTokenizer
 
-from . import procedural
+from mmbench.builders.sources import procedural
 
 
 @dataclass
@@ -69,7 +69,7 @@ class Background:
 
 def sample_background(tokenizer: TextTokenizer, media: MediaStore, seed: int, pool_size: int = 48) -> Background:
     """Python's Language Reference as text; procedural scenes and textures as images."""
-    from .needles import sample_background_text
+    from mmbench.builders.sources.needles import sample_background_text
 
     def make(index: int, side: int) -> PILImage.Image:
         return procedural.scene(side, side, seed * 1_000_003 + index)

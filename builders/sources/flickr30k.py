@@ -40,9 +40,9 @@ from typing import TYPE_CHECKING, Any, Callable
 from PIL import Image as PILImage, UnidentifiedImageError
 
 if TYPE_CHECKING:
-    from mmbench.builders.validity import DropLog
-from .jsonl import read_json, read_text
-from . import hub
+    from mmbench.data.drops import DropLog
+from mmbench.builders.sources.jsonl import read_json, read_text
+from mmbench.builders.sources import hub
 
 N_CAPTIONS = 5
 _FUSED = re.compile(r"^(\d+)\s+(\S.*)$")  # "4 A dog runs ..." : comment_number and comment run together

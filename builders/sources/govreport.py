@@ -22,8 +22,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterator
 
-from . import hub
-from .jsonl import read_jsonl, read_text
+from mmbench.builders.sources import hub
+from mmbench.builders.sources.jsonl import read_jsonl, read_text
 
 REPORT_COLUMNS = ("report", "document", "reports")
 

@@ -19,11 +19,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterator
 
-from mmbench.tokens import UnifiedTokenCounter
+from mmbench.data.tokens import UnifiedTokenCounter
 
-from ..expansion import Unit, text_unit
-from . import hub
-from .jsonl import read_json, read_jsonl
+from mmbench.builders.sources.records import Unit, text_unit
+from mmbench.builders.sources import hub
+from mmbench.builders.sources.jsonl import read_json, read_jsonl
 
 # Types of the fields a record may have (checked when read, so a wrong one is named with its line).
 RECORD_FIELDS = {"question": str, "context": (dict, list), "supporting_facts": (dict, list), "answer": (str, int, float)}

@@ -158,9 +158,9 @@ def _digest(spec: HubSpec) -> tuple[int, str]:
 def fingerprint(value: str, what: str = "source", config: str | None = None, split: str | None = None,
                 pattern: str = "*") -> str:
     """The manifest's name for a source: hub id, revision, config, split, rows, digest, licence;
-    a local path gets `mmbench.poolset.source_fingerprint(path, pattern)`."""
+    a local path gets `mmbench.data.poolset.source_fingerprint(path, pattern)`."""
     if not is_hub(value):
-        from mmbench.poolset import source_fingerprint
+        from mmbench.data.poolset import source_fingerprint
 
         return source_fingerprint(value, pattern)
     spec = parse(value, what, config, split)

@@ -13,12 +13,12 @@ from pathlib import Path
 
 from PIL import Image as PILImage, UnidentifiedImageError
 
-from mmbench.media import MediaStore
-from mmbench.tokens import UnifiedTokenCounter
+from mmbench.data.media import MediaStore
+from mmbench.data.tokens import UnifiedTokenCounter
 
-from ..expansion import Unit, image_unit, text_unit
-from .hotpotqa import ReasoningRecord
-from .jsonl import read_jsonl
+from mmbench.builders.sources.records import Unit, image_unit, text_unit
+from mmbench.builders.sources.hotpotqa import ReasoningRecord
+from mmbench.builders.sources.jsonl import read_jsonl
 
 MAX_IMAGE_SIDE = 1024  # larger quote images are downscaled (aspect kept) before storing
 

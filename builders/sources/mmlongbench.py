@@ -28,7 +28,7 @@ from pathlib import Path
 
 from PIL import Image as PILImage, UnidentifiedImageError
 
-from .jsonl import read_jsonl
+from mmbench.builders.sources.jsonl import read_jsonl
 
 
 @dataclass

@@ -14,11 +14,11 @@ from typing import Any, Callable
 
 from PIL import Image as PILImage
 
-from mmbench.builders.articles import with_article
-from mmbench.builders.validity import DropLog
+from mmbench.builders.sources.articles import with_article
+from mmbench.data.drops import DropLog
 
-from . import hub, procedural
-from .jsonl import read_jsonl
+from mmbench.builders.sources import hub, procedural
+from mmbench.builders.sources.jsonl import read_jsonl
 
 
 @dataclass(frozen=True)

@@ -22,7 +22,7 @@ import os
 import tempfile
 from pathlib import Path
 
-from mmbench.builders.validity import DropLog, summary_lines
+from mmbench.data.drops import DropLog, summary_lines
 
 IMAGE_SUFFIXES = (".jpg", ".jpeg", ".png", ".webp", ".gif", ".bmp")
 
@@ -139,7 +139,7 @@ def prepare(argv: list[str]) -> int:
     p.add_argument("--max-docs", type=int, default=None, help="keep only the first N documents")
     p.add_argument("--overwrite", action="store_true", help="replace an existing --out file")
     args = p.parse_args(argv)
-    from mmbench.cli.errors import CLIError
+    from mmbench.common.errors import CLIError
 
     try:
         url_map = url_map_from_img2dataset(args.images) if args.images else url_map_from_file(args.url_map)

@@ -13,11 +13,11 @@ from dataclasses import dataclass
 import numpy as np
 from PIL import Image as PILImage
 
-from mmbench.builders.articles import article_for
-from mmbench.media import encode_image
+from mmbench.builders.sources.articles import article_for
+from mmbench.data.media import encode_image
 
-from .flickr30k import CaptionedImage
-from .procedural import COLOURS, draw_object, fractal_noise
+from mmbench.builders.sources.flickr30k import CaptionedImage
+from mmbench.builders.sources.procedural import COLOURS, draw_object, fractal_noise
 
 SHAPES: dict[str, tuple[tuple[str, str], ...]] = {  # (singular, plural) wordings
     "hexagon": (("hexagon", "hexagons"), ("six-sided shape", "six-sided shapes"), ("hexagonal tile", "hexagonal tiles")),

@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 from PIL import Image as PILImage, ImageDraw, ImageFont
 
-from mmbench.builders.articles import with_article
+from mmbench.builders.sources.articles import with_article
 
 FIRST = ("Ada", "Bruno", "Celia", "Dorian", "Elena", "Felix", "Greta", "Hugo", "Ines", "Jonas", "Kira", "Lionel",
          "Mara", "Nils", "Olga", "Pavel", "Quinn", "Rosa", "Stellan", "Tilde", "Ugo", "Vera", "Wendel", "Xenia",

@@ -25,8 +25,8 @@ from typing import Iterator, Sequence
 
 from PIL import Image as PILImage, ImageDraw, ImageFont
 
-from .govreport import Report
-from .mmlongbench import PagedDocument
+from mmbench.builders.sources.govreport import Report
+from mmbench.builders.sources.mmlongbench import PagedDocument
 
 PAGE_SIZE = (512, 640)       # 16 × 20 = 320 unified tokens per page
 CHAR_WIDTH = 6
@@ -237,7 +237,7 @@ def _with_excerpt(b: int, n_bins: int, per_bin: int) -> tuple[int, bool]:
 def natural_reports(bins: Sequence[tuple[int, int]], per_bin: int, token_count) -> list[Report]:
     """`per_bin` reports for each (lo, hi] range, plus an excerpt summary the filter should drop (see
     `_with_excerpt`), cut from consecutive, disjoint corpus text; ids say the bin and the number."""
-    from mmbench.builders.visual_grounding import length_label
+    from mmbench.data.tokens import length_label
 
     stream = corpus_paragraphs()
     reports = []
@@ -328,8 +328,8 @@ def natural_paged_documents(bins: Sequence[tuple[int, int]], per_bin: int, size:
     range, each followed by its own unseen extension (the corpus text right after it, half as many
     pages plus one). Documents and extensions are disjoint corpus text. Made one at a time (a 32K
     document is about 100 page images), so a caller can store each before the next is drawn."""
-    from mmbench.builders.visual_grounding import length_label
-    from mmbench.tokens import image_tokens
+    from mmbench.data.tokens import length_label
+    from mmbench.data.tokens import image_tokens
 
     per_page = image_tokens(*size)
     stream = corpus_paragraphs()

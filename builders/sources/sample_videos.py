@@ -22,8 +22,8 @@ from typing import Callable, Sequence
 import numpy as np
 from PIL import Image, ImageDraw
 
-from ..events import Event
-from .activitynet import VideoRecord
+from mmbench.builders.sources.records import Event
+from mmbench.builders.sources.activitynet import VideoRecord
 
 SIZE = 128
 FPS = 4

@@ -20,8 +20,8 @@ from __future__ import annotations
 from dataclasses import replace
 from pathlib import Path
 
-from .activitynet import VideoRecord, attach_videos, limit_records, parse_record, read_caption_json
-from .jsonl import read_jsonl
+from mmbench.builders.sources.activitynet import VideoRecord, attach_videos, limit_records, parse_record, read_caption_json
+from mmbench.builders.sources.jsonl import read_jsonl
 
 
 def read_youku(annotations: Path, video_root: Path, max_videos: int | None = None, seed: int = 0) -> list[VideoRecord]:

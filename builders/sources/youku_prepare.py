@@ -36,7 +36,7 @@ import sys
 from pathlib import Path, PurePosixPath
 from typing import Any, Iterable, Sequence
 
-from mmbench.media import atomic_write_bytes
+from mmbench.data.media import atomic_write_bytes
 
 PATH_COLUMNS = ("video_path", "path", "video", "file_path", "filepath", "file", "video_file", "video_name")
 CAPTION_COLUMNS = ("captions", "caption", "dense_caption", "dense_captions", "sentences", "annotations",
@@ -261,7 +261,7 @@ def prepare_main(argv: list[str]) -> int:
     try:
         counts = prepare(args.root, args.out, args)
     except (ReleaseError, OSError) as exc:
-        from mmbench.cli.errors import CLIError
+        from mmbench.common.errors import CLIError
 
         raise CLIError(str(exc)) from None
     for name, cols in sorted(counts["columns"].items()):

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .whitening import postprocess
+from mmbench.evaluators.ravel.whitening import postprocess
 
 ALPHAS = (1e-4, 1e-3, 1e-2, 1e-1, 1.0, 10.0)
 

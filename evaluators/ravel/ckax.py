@@ -16,7 +16,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import stats
 
-from .cka import centered_gram, cka_from_grams
+from mmbench.evaluators.ravel.cka import centered_gram, cka_from_grams
 
 GBDT_PARAMS = dict(max_depth=2, n_estimators=50, learning_rate=0.05, subsample=0.8, random_state=0)
 RIDGE_ALPHAS = tuple(np.logspace(-4, 4, 17))

@@ -30,7 +30,7 @@ from typing import Callable, Sequence
 import numpy as np
 import torch
 
-from .calibration import Calibration, load_image
+from mmbench.evaluators.ravel.calibration import Calibration, load_image
 
 EXTRACTOR_VERSION = 1
 CLIP_MEAN, CLIP_STD = (0.48145466, 0.4578275, 0.40821073), (0.26862954, 0.26130258, 0.27577711)

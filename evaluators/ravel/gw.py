@@ -22,7 +22,7 @@ import warnings
 
 import numpy as np
 
-from .whitening import postprocess
+from mmbench.evaluators.ravel.whitening import postprocess
 
 LOSSES = ("square", "l1")
 

@@ -5,13 +5,13 @@ return one float, higher = better. Pooled baselines use the mean over valid patc
 """
 from __future__ import annotations
 
-from .cca import cca_score
-from .cka import linear_cka
-from .features import pooled
-from .gw import gw_score
-from .mutualnn import mutualnn_score
-from .rsa import rsa_score
-from .score import ravel_score, score_from_similarities, text_similarity, visual_similarity
+from mmbench.evaluators.ravel.cca import cca_score
+from mmbench.evaluators.ravel.cka import linear_cka
+from mmbench.evaluators.ravel.features import pooled
+from mmbench.evaluators.ravel.gw import gw_score
+from mmbench.evaluators.ravel.mutualnn import mutualnn_score
+from mmbench.evaluators.ravel.rsa import rsa_score
+from mmbench.evaluators.ravel.score import ravel_score, score_from_similarities, text_similarity, visual_similarity
 
 POST = ("centered", "standardized", "pca", "abtt", "whiten")
 OPT_IN = ("gw-l1",)  # exact L1 GW is O(n^4) per iteration: named explicitly, never part of all/baselines

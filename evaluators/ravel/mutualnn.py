@@ -7,8 +7,8 @@ index, self excluded) — no patch matching, rank weighting, hub correction or c
 """
 from __future__ import annotations
 
-from .neighbours import mutual_knn_score
-from .whitening import EPS_DEFAULT, postprocess
+from mmbench.evaluators.ravel.neighbours import mutual_knn_score
+from mmbench.evaluators.ravel.whitening import EPS_DEFAULT, postprocess
 
 
 def mutualnn_score(visual, text, *, k: int = 100, variant: str = "raw", text_variant: str | None = None,

@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 from scipy import stats
 
-from .whitening import postprocess
+from mmbench.evaluators.ravel.whitening import postprocess
 
 
 def rsa_score(visual, text, *, variant: str = "raw", method: str = "pearson", eps: float = 1e-4) -> float:

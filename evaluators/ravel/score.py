@@ -7,9 +7,9 @@ from dataclasses import asdict, dataclass, field
 import numpy as np
 import torch
 
-from .chamfer import chamfer_similarity_matrix, pad_patch_sets
-from .neighbours import chance_level, overlap_counts, topk_neighbours
-from .whitening import EPS_DEFAULT, StabilizedWhitening, l2_normalize, postprocess
+from mmbench.evaluators.ravel.chamfer import chamfer_similarity_matrix, pad_patch_sets
+from mmbench.evaluators.ravel.neighbours import chance_level, overlap_counts, topk_neighbours
+from mmbench.evaluators.ravel.whitening import EPS_DEFAULT, StabilizedWhitening, l2_normalize, postprocess
 
 K_DEFAULT = 100
 

@@ -4,10 +4,10 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from .features import pooled
-from .neighbours import chance_level
-from .score import score_from_similarities, text_similarity, visual_similarity
-from .whitening import EPS_DEFAULT
+from mmbench.evaluators.ravel.features import pooled
+from mmbench.evaluators.ravel.neighbours import chance_level
+from mmbench.evaluators.ravel.score import score_from_similarities, text_similarity, visual_similarity
+from mmbench.evaluators.ravel.whitening import EPS_DEFAULT
 
 
 def sweep_k(patches, text, ks, *, eps: float = EPS_DEFAULT, lengths=None, device=None) -> list[dict]:

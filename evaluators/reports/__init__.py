@@ -11,13 +11,13 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from mmbench.evaluators.stats._base import jsonable
-from mmbench.media import atomic_write_bytes
-from mmbench.results import RunResults
+from mmbench.data.media import atomic_write_bytes
+from mmbench.results.store import RunResults
 
-from .common import PoolSetMismatch, check_same_pool_set, run_labels
-from .compare import compare_runs, comparison_markdown, draw_comparison_figures
-from .figures import FigureInfo
-from .report import draw_figures, report_markdown, report_numbers
+from mmbench.evaluators.reports.common import PoolSetMismatch, check_same_pool_set, run_labels
+from mmbench.evaluators.reports.compare import compare_runs, comparison_markdown, draw_comparison_figures
+from mmbench.evaluators.reports.figures import FigureInfo
+from mmbench.evaluators.reports.report import draw_figures, report_markdown, report_numbers
 
 COMPARE_MD, COMPARE_JSON = "compare.md", "compare.json"
 REPORT_MD, REPORT_JSON = "report.md", "report.json"

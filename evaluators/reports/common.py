@@ -9,8 +9,9 @@ import pandas as pd
 
 from mmbench.evaluators.ordering import subset_key
 from mmbench.evaluators.stats import bootstrap_ci
-from mmbench.names import display_name
-from mmbench.results import RunResults, aggregate
+from mmbench.common.names import display_name
+from mmbench.results.aggregate import aggregate
+from mmbench.results.store import RunResults
 
 CI_METRICS = ("recall_at_1", "recall_at_3", "mrr")   # seed 003: bootstrap CIs for R@1, R@3 and MRR
 
@@ -87,7 +88,7 @@ def hit_at_1(frame: pd.DataFrame) -> np.ndarray:
 
 
 def averages(per_query: pd.DataFrame) -> dict[str, Any]:
-    """Micro (over items) and macro (over subsets) averages from `mmbench.results.aggregate`."""
+    """Micro (over items) and macro (over subsets) averages from `mmbench.results.aggregate.aggregate`."""
     rows = {row.group: row for row in aggregate(per_query.reset_index())}
     micro = rows["all"]
     subsets = {g[len("subset="):]: {"n": r.n, **r.metrics} for g, r in rows.items() if g.startswith("subset=")}

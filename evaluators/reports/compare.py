@@ -24,11 +24,11 @@ from mmbench.evaluators.metrics import chance_metrics
 from mmbench.evaluators.stats import correct_pvalues, mcnemar, paired_ttest, wilcoxon_signed_rank
 from mmbench.evaluators.stats.bootstrap import DEFAULT_DIFF_RESAMPLES, DEFAULT_RESAMPLES
 from mmbench.evaluators.stats.paired import EFFECT_SIZE_KIND
-from mmbench.results import RunResults
+from mmbench.results.store import RunResults
 
-from .common import (CI_METRICS, aligned_frames, averages, check_same_pool_set, fmt, fmt_ci, fmt_p, hit_at_1, md_table,
+from mmbench.evaluators.reports.common import (CI_METRICS, aligned_frames, averages, check_same_pool_set, fmt, fmt_ci, fmt_p, hit_at_1, md_table,
                      metric_ci, run_labels, subset_order)
-from .timing import timing_markdown, timing_rows
+from mmbench.evaluators.reports.timing import timing_markdown, timing_rows
 
 TEST_FAMILIES = ("ttest", "mcnemar", "wilcoxon")
 CORRECTIONS = ("bonferroni", "holm")
@@ -85,7 +85,7 @@ def compare_runs(runs: Sequence[RunResults], *, metric: str = "precision_at_1", 
 def draw_comparison_figures(data: dict[str, Any], out: Path) -> None:
     """The forest plot of paired differences (mean A − B and its bootstrap CI per pair) into out/figures;
     recorded in `data["figures"]` with a path relative to `out`."""
-    from . import figures
+    from mmbench.evaluators.reports import figures
 
     metric = data["settings"]["metric"]
     rows = [{"a": p["a"], "b": p["b"], "mean_diff": p["ttest"]["mean_diff"], "ci_low": p["ttest"]["ci_low"],

@@ -23,7 +23,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
 from mmbench.evaluators.stats._base import StatResult  # noqa: E402
-from mmbench.media import atomic_write_bytes  # noqa: E402
+from mmbench.data.media import atomic_write_bytes  # noqa: E402
 
 DPI = 110
 

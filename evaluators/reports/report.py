@@ -12,10 +12,10 @@ import pandas as pd
 from mmbench.evaluators.stats import modality_robustness, positional_bias_lmm, sort_length_bins
 from mmbench.evaluators.stats.bootstrap import DEFAULT_RESAMPLES
 from mmbench.evaluators.stats.robustness import MODALITIES, THRESHOLDS
-from mmbench.results import RunResults
+from mmbench.results.store import RunResults
 
-from . import figures
-from .common import CI_METRICS, averages, fmt, fmt_ci, fmt_p, md_table, metric_ci, run_labels, scored, subset_order
+from mmbench.evaluators.reports import figures
+from mmbench.evaluators.reports.common import CI_METRICS, averages, fmt, fmt_ci, fmt_p, md_table, metric_ci, run_labels, scored, subset_order
 
 HEATMAP_METRIC = "precision_at_5"   # the seed's heatmaps are P@5
 

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
-from mmbench.results import RunResults
+from mmbench.results.store import RunResults
 
-from .common import fmt, md_table, run_labels
+from mmbench.evaluators.reports.common import fmt, md_table, run_labels
 
 
 def _num(value: Any) -> float | None:

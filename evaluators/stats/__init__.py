@@ -9,13 +9,13 @@
 * `positional_bias_lmm`   mixed-effects depth model, Wald joint test, quadratic U-shape test
 * `modality_robustness`   mean / sample sd across text, mixed, image backgrounds and a typing
 """
-from .bootstrap import BootstrapCI, bootstrap_ci, bootstrap_mean_diff_ci
-from .correction import CorrectionResult, adjust_pvalues, correct_pvalues
-from .mcnemar import McNemarResult, contingency_table, mcnemar, mcnemar_table
-from .paired import EFFECT_SIZE_KIND, PairedTTestResult, cohens_dz, paired_ttest
-from .positional import PositionalBiasResult, positional_bias_lmm, sort_length_bins, wald_chi2
-from .robustness import MODALITIES, ModalityRobustness, modality_robustness
-from .wilcoxon import WilcoxonResult, wilcoxon_signed_rank
+from mmbench.evaluators.stats.bootstrap import BootstrapCI, bootstrap_ci, bootstrap_mean_diff_ci
+from mmbench.evaluators.stats.correction import CorrectionResult, adjust_pvalues, correct_pvalues
+from mmbench.evaluators.stats.mcnemar import McNemarResult, contingency_table, mcnemar, mcnemar_table
+from mmbench.evaluators.stats.paired import EFFECT_SIZE_KIND, PairedTTestResult, cohens_dz, paired_ttest
+from mmbench.evaluators.stats.positional import PositionalBiasResult, positional_bias_lmm, sort_length_bins, wald_chi2
+from mmbench.evaluators.stats.robustness import MODALITIES, ModalityRobustness, modality_robustness
+from mmbench.evaluators.stats.wilcoxon import WilcoxonResult, wilcoxon_signed_rank
 
 __all__ = [
     "BootstrapCI", "bootstrap_ci", "bootstrap_mean_diff_ci",

@@ -13,7 +13,7 @@ from typing import Sequence
 
 import numpy as np
 
-from ._base import StatResult, as_pair, as_vector
+from mmbench.evaluators.stats._base import StatResult, as_pair, as_vector
 
 DEFAULT_RESAMPLES = 1_000          # per-metric CIs (seed 003: 1,000 resamples)
 DEFAULT_DIFF_RESAMPLES = 10_000    # CI of a paired mean difference (seed 002: 10,000 resamples)

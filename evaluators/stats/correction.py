@@ -10,7 +10,7 @@ from typing import Sequence
 
 import numpy as np
 
-from ._base import StatResult, as_vector
+from mmbench.evaluators.stats._base import StatResult, as_vector
 
 METHODS = ("bonferroni", "holm")
 DEFAULT_ALPHA = 0.05

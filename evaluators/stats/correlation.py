@@ -17,7 +17,7 @@ from typing import Sequence
 import numpy as np
 from scipy import stats
 
-from ._base import StatResult, as_pair
+from mmbench.evaluators.stats._base import StatResult, as_pair
 
 EXACT_MAX_N = 8
 NULL_DRAWS = 20_000

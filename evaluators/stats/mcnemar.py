@@ -19,7 +19,7 @@ from typing import Sequence
 import numpy as np
 from scipy import stats
 
-from ._base import StatResult, as_pair
+from mmbench.evaluators.stats._base import StatResult, as_pair
 
 EXACT_BELOW = 25
 

@@ -14,8 +14,8 @@ from typing import Sequence
 import numpy as np
 from scipy import stats
 
-from ._base import StatResult, as_pair
-from .bootstrap import DEFAULT_CONFIDENCE, DEFAULT_DIFF_RESAMPLES, bootstrap_mean_diff_ci
+from mmbench.evaluators.stats._base import StatResult, as_pair
+from mmbench.evaluators.stats.bootstrap import DEFAULT_CONFIDENCE, DEFAULT_DIFF_RESAMPLES, bootstrap_mean_diff_ci
 
 EFFECT_SIZE_KIND = "cohen_dz: mean(a-b) / sd(a-b), sd with ddof=1 (Cohen's d for paired differences)"
 

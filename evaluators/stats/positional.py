@@ -39,7 +39,7 @@ import pandas as pd
 from mmbench.evaluators.ordering import label_key
 from scipy import stats
 
-from ._base import StatResult
+from mmbench.evaluators.stats._base import StatResult
 
 DEFAULT_ALPHA = 0.05
 # statsmodels MixedLM.fit(method=...), tried in this order; "default" is statsmodels' own chain (bfgs, lbfgs, cg)

@@ -19,7 +19,7 @@ from typing import Mapping
 
 import numpy as np
 
-from ._base import StatResult
+from mmbench.evaluators.stats._base import StatResult
 
 MODALITIES = ("text", "mixed", "image")
 STABLE_MAX_SD = 0.05       # sd across the three columns at or below this: stable

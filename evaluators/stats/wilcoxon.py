@@ -17,7 +17,7 @@ from typing import Sequence
 import numpy as np
 from scipy import stats
 
-from ._base import StatResult, as_pair
+from mmbench.evaluators.stats._base import StatResult, as_pair
 
 ZERO_METHOD = "wilcox"
 ALL_ZERO = "all differences zero"   # `method` when no test is run (nothing left after dropping zeros)

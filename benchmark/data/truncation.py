@@ -1,0 +1,173 @@
+"""Middle truncation at segment granularity: keep the head and the tail of a document.
+
+A document is a run of units: text tokens (cost 1 each), whole images, and video frames.
+The head keeps units from the start up to half the budget, the tail keeps units from the
+end with what is left; an image or frame that does not fit is dropped whole, and nothing
+after it on that side is kept. The report says exactly what was cut.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable, Sequence
+
+from mmbench.data.documents import Image, Segment, Text, Video
+from mmbench.data.tokens import TextTokenizer
+
+
+WINDOW_CHARS_PER_TOKEN = 8   # first guess of characters per token when cutting a long text's windows
+WINDOW_MARGIN = 4             # tokens kept unused at a window's cut edge, where tokenisation may differ
+
+
+@dataclass
+class TruncationReport:
+    tokens_before: int
+    tokens_after: int
+    cut_text_tokens: int = 0
+    dropped_images: int = 0
+    dropped_frames: int = 0
+    exact: bool = True  # False when a very long text was tokenised only at its two ends (counts estimated)
+
+    @property
+    def truncated(self) -> bool:
+        return self.tokens_after < self.tokens_before
+
+
+def middle_truncate(
+    segments: Sequence[Segment],
+    budget: int,
+    tokenizer: TextTokenizer | None,
+    visual_tokens: Callable[[int, int], int],
+    video_tokens: Callable[[int, int, int], int] | None = None,
+) -> tuple[list[Segment], TruncationReport]:
+    """Fit `segments` into `budget` tokens: ceil(budget/2) from the head, the rest from the tail.
+
+    `video_tokens(n_frames, width, height)` is what n frames of a video cost (default: n images);
+    models that merge frames in time make it cheaper than n separate images.
+    """
+    if budget < 0:
+        raise ValueError("budget must be non-negative")
+    if video_tokens is None:
+        def video_tokens(n: int, w: int, h: int) -> int:
+            return n * visual_tokens(w, h)
+    ids: list[_Tokens | None] = []
+    units: list[int] = []
+    costs: list[Callable[[int], int]] = []  # tokens of the first (or last) k units of a segment
+    for seg in segments:
+        if isinstance(seg, Text):
+            if tokenizer is None:
+                raise ValueError("text segments need a tokenizer to be truncated")
+            toks = _tokens(seg.text, budget, tokenizer)
+            ids.append(toks)
+            units.append(toks.count)
+            costs.append(lambda k: k)
+        elif isinstance(seg, Image):
+            ids.append(None)
+            units.append(1)
+            costs.append(lambda k, c=visual_tokens(seg.width, seg.height): k * c)  # noqa: B008 - binds this segment's cost now
+        elif isinstance(seg, Video):
+            ids.append(None)
+            units.append(len(seg.frames))
+            costs.append(lambda k, w=seg.width, h=seg.height: video_tokens(k, w, h) if k else 0)
+        else:
+            raise TypeError(f"not a segment: {seg!r}")
+    total = sum(cost(u) for cost, u in zip(costs, units))
+    exact = all(t is None or t.exact for t in ids)
+    if total <= budget:
+        return list(segments), TruncationReport(total, total)
+
+    n = len(segments)
+    head = [0] * n
+    left = (budget + 1) // 2
+    stop = n
+    for k in range(n):
+        take = _most_that_fit(units[k], costs[k], left)
+        head[k] = take
+        left -= costs[k](take)
+        if take < units[k]:
+            stop = k
+            break
+    used_head = (budget + 1) // 2 - left
+
+    tail = [0] * n
+    left = budget - used_head
+    for k in range(n - 1, stop - 1, -1):
+        avail = units[k] - head[k]
+        take = _most_that_fit(avail, costs[k], left)
+        tail[k] = take
+        left -= costs[k](take)
+        if take < avail:
+            break
+
+    kept: list[Segment] = []
+    report = TruncationReport(tokens_before=total, tokens_after=0, exact=exact)
+    for k, seg in enumerate(segments):
+        if head[k] + tail[k] >= units[k]:
+            kept.append(seg)
+            report.tokens_after += costs[k](units[k])
+            continue
+        if head[k]:
+            kept.append(_part(seg, ids[k], 0, head[k], tokenizer))
+        if tail[k]:
+            kept.append(_part(seg, ids[k], units[k] - tail[k], units[k], tokenizer))
+        report.tokens_after += costs[k](head[k]) + costs[k](tail[k])
+        cut = units[k] - head[k] - tail[k]
+        if isinstance(seg, Text):
+            report.cut_text_tokens += cut
+        elif isinstance(seg, Image):
+            report.dropped_images += cut
+        else:
+            report.dropped_frames += cut
+    return kept, report
+
+
+def _most_that_fit(avail: int, cost: Callable[[int], int], left: int) -> int:
+    """The largest k <= avail with cost(k) <= left (costs grow with k)."""
+    lo, hi = 0, avail
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if cost(mid) <= left:
+            lo = mid
+        else:
+            hi = mid - 1
+    return lo
+
+
+@dataclass
+class _Tokens:
+    """A text's token ids, or for a very long text only its two end windows."""
+
+    head: list[int]
+    tail: list[int]
+    count: int
+    exact: bool
+
+    def slice(self, start: int, end: int) -> list[int]:
+        if self.exact:
+            return self.head[start:end]
+        if start == 0:
+            return self.head[:end]
+        return self.tail[len(self.tail) - (self.count - start):][: end - start]
+
+
+def _tokens(text: str, budget: int, tokenizer: TextTokenizer) -> _Tokens:
+    """Tokenise `text`, or only enough of each end when it is far longer than the budget."""
+    need = budget + WINDOW_MARGIN
+    width = need * WINDOW_CHARS_PER_TOKEN
+    while 2 * width < len(text):
+        head = tokenizer.encode(text[:width])
+        tail = tokenizer.encode(text[-width:])
+        if min(len(head), len(tail)) > need:
+            per_char = (len(head) + len(tail)) / (2 * width)
+            count = max(int(len(text) * per_char), len(head) + len(tail) + 1)
+            return _Tokens(head[: len(head) - WINDOW_MARGIN], tail[WINDOW_MARGIN:], count, exact=False)
+        width *= 2
+    ids = tokenizer.encode(text)
+    return _Tokens(ids, ids, len(ids), exact=True)
+
+
+def _part(seg: Segment, ids: _Tokens | None, start: int, end: int, tokenizer: TextTokenizer | None) -> Segment:
+    if isinstance(seg, Text):
+        assert ids is not None and tokenizer is not None
+        return Text(tokenizer.decode(ids.slice(start, end)))
+    assert isinstance(seg, Video)
+    return Video(seg.frames[start:end], seg.fps, seg.width, seg.height)

@@ -1,0 +1,210 @@
+"""A pool set written in mteb's Hugging Face retrieval layout, so mteb's own loader reads it.
+
+The rows are those of `mmbench.interop.mteb_task.export_mteb_task` (one mapping from pools to
+mteb data: a query row per pool item, its pool as a `top_ranked` list), written per mteb subset
+and split as parquet files named by a dataset card::
+
+    README.md                     configs (below), task name, main score, source pool set hash
+    mteb_export.json              what the export holds and what the text+image mapping dropped
+    <cfg>corpus/<split>.parquet   id, text[, image], media
+    <cfg>queries/<split>.parquet  id, text[, image], media
+    <cfg>qrels/<split>.parquet    query-id, corpus-id, score
+    <cfg>top_ranked/<split>.parquet  query-id, corpus-ids (the pool each query is ranked in)
+    media/                        every image and frame a row names (copied from the pool set)
+
+`<cfg>` is empty for mteb's "default" subset (configs `corpus`, `queries`, `default` (qrels),
+`top_ranked`) and `<subset>-` otherwise, as `mteb.abstasks.retrieval_dataset_loaders` expects.
+`media` lists a document's images and video frames in reading order as paths relative to the
+export folder; `image` (tasks with images) is the first image, the one mteb's encoders see.
+"""
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import tempfile
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from mmbench.data.documents import Document, Image, Video
+from mmbench.data.media import atomic_write_bytes, default_mode
+from mmbench.data.poolset import PoolSet
+
+MARKER = "mteb_export.json"
+SPLIT_NAME = re.compile(r"^\w+(\.\w+)*$")   # what `datasets` accepts as a split name
+BAD_CONFIG_CHARS = re.compile(r"[<>:/\\|?*]")   # what `datasets` refuses in a config name
+
+
+class ExportError(RuntimeError):
+    """The export cannot be written; the message names the pool set or the folder."""
+
+
+def written_split_name(split: str) -> str:
+    """The split name on disk: mteb's, with characters `datasets` refuses (e.g. "-") made "_"."""
+    if SPLIT_NAME.match(split):
+        return split
+    name = re.sub(r"\W", "_", split).strip(".") or "split"
+    return name if SPLIT_NAME.match(name) else "s_" + name.replace(".", "_")
+
+
+def _config(subset: str, part: str) -> str:
+    if subset == "default":
+        return "default" if part == "qrels" else part
+    return f"{subset}-{part}"
+
+
+def _folder(subset: str, part: str) -> str:
+    name = part if subset == "default" else f"{subset}-{part}"
+    return re.sub(r"[^A-Za-z0-9_.-]+", "_", name)
+
+
+def media_paths(doc: Document) -> list[str]:
+    out: list[str] = []
+    for s in doc.segments:
+        if isinstance(s, Image):
+            out.append(f"media/{s.ref}")
+        elif isinstance(s, Video):
+            out.extend(f"media/{f}" for f in s.frames)
+    return out
+
+
+def write_mteb_layout(ps: PoolSet, out: Path, overwrite: bool = False) -> dict[str, Any]:
+    """Write `ps` (loaded from its folder) in mteb's layout at `out`, atomically; returns the summary."""
+    from mmbench.interop.mteb_task import export_mteb_task
+
+    out = Path(out)
+    _check_target(out, overwrite)
+    try:
+        task = export_mteb_task(ps)
+        task.load_data()
+    except ValueError as exc:
+        raise ExportError(f"{ps.root}: cannot be laid out as an mteb task ({exc})") from None
+    out.parent.mkdir(parents=True, exist_ok=True)
+    with _quiet_datasets():
+        return _write(ps, task, out)
+
+
+@contextmanager
+def _quiet_datasets():
+    """No "Creating parquet" bars per file: the command prints one summary line."""
+    from datasets.utils import logging as ds_logging
+
+    was = ds_logging.is_progress_bar_enabled()
+    ds_logging.disable_progress_bar()
+    try:
+        yield
+    finally:
+        if was:
+            ds_logging.enable_progress_bar()
+
+
+def _write(ps: PoolSet, task: Any, out: Path) -> dict[str, Any]:
+    from datasets import Dataset, Features, Sequence, Value
+
+    queries, candidates = ps.query_by_id(), ps.candidate_by_id()
+    item_query = {p.id: p.query_id for p in ps.pools}
+    tmp = Path(tempfile.mkdtemp(dir=out.parent, prefix=f".{out.name}.exporting."))
+    configs: dict[str, list[dict[str, str]]] = {}
+    renamed: dict[str, str] = {}   # mteb split -> the name written (`datasets` refuses some characters)
+    counts: dict[str, dict[str, dict[str, int]]] = {}
+    refs: set[str] = set()
+    try:
+        os.chmod(tmp, default_mode(0o777))
+        for subset, splits in sorted(task.dataset.items()):
+            if BAD_CONFIG_CHARS.search(subset):
+                raise ExportError(f"pool set {ps.root}: mteb subset {subset!r} holds a character `datasets` refuses "
+                                  "in a config name (one of < > : / \\ | ? *)")
+            for mteb_split, data in sorted(splits.items()):
+                split = written_split_name(mteb_split)
+                if split in counts.get(subset, {}):
+                    raise ExportError(f"pool set {ps.root}: splits {mteb_split!r} and another both become {split!r}")
+                if split != mteb_split:
+                    renamed[mteb_split] = split
+                corpus = _with_media(data["corpus"], lambda i: candidates[i], refs)
+                qs = _with_media(data["queries"], lambda i: queries[item_query.get(i, i)], refs)
+                qrels = Dataset.from_list(
+                    [{"query-id": q, "corpus-id": c, "score": int(s)}
+                     for q, rel in sorted(data["relevant_docs"].items()) for c, s in sorted(rel.items())],
+                    features=Features({"query-id": Value("string"), "corpus-id": Value("string"),
+                                       "score": Value("int32")}))
+                parts = {"corpus": corpus, "queries": qs, "qrels": qrels}
+                if data.get("top_ranked"):
+                    parts["top_ranked"] = Dataset.from_list(
+                        [{"query-id": q, "corpus-ids": list(c)} for q, c in sorted(data["top_ranked"].items())],
+                        features=Features({"query-id": Value("string"), "corpus-ids": Sequence(Value("string"))}))
+                for part, ds in parts.items():
+                    rel = f"{_folder(subset, part)}/{split}.parquet"
+                    (tmp / rel).parent.mkdir(parents=True, exist_ok=True)
+                    ds.to_parquet(str(tmp / rel))
+                    configs.setdefault(_config(subset, part), []).append({"split": split, "path": rel})
+                    counts.setdefault(subset, {}).setdefault(split, {})[part] = len(ds)
+        for ref in sorted(refs):
+            src = ps.root / ref
+            if not src.is_file():
+                raise ExportError(f"pool set {ps.root}: {ref} is named by a document but missing")
+            (tmp / ref).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(src, tmp / ref)
+        summary = {"format": "mteb-retrieval", "task": task.metadata.name, "main_score": task.metadata.main_score,
+                   "revision": task.metadata.dataset["revision"], "type": task.metadata.type,
+                   "source": {"task": ps.task, "task_version": ps.task_version, "content_hash": ps.content_hash},
+                   "subsets": counts, "renamed_splits": renamed, "media_files": len(refs),
+                   "dropped_by_text_image_mapping": {k: task.export_report[k] for k in
+                                                     ("documents", "dropped_images", "dropped_videos")}}
+        atomic_write_bytes(tmp / MARKER, (json.dumps(summary, indent=2, sort_keys=True) + "\n").encode())
+        atomic_write_bytes(tmp / "README.md", _card(summary, configs).encode("utf-8"))
+        if out.exists():
+            shutil.rmtree(out)   # only an earlier export (checked above), with --overwrite
+        os.replace(tmp, out)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    return summary
+
+
+def _with_media(ds, doc_of, refs: set[str]):
+    """Add the `media` column: the paths (relative to the export) of a row's images and frames."""
+    paths = [media_paths(doc_of(i)) for i in ds["id"]]
+    for p in paths:
+        refs.update(p)
+    from datasets import Sequence, Value
+
+    return ds.add_column("media", paths, feature=Sequence(Value("string")))
+
+
+def _check_target(out: Path, overwrite: bool) -> None:
+    if not out.exists() or (out.is_dir() and not any(out.iterdir())):
+        return
+    if not (out / MARKER).is_file():
+        raise ExportError(f"{out} exists and is not an mmbench export; choose another --out")
+    if not overwrite:
+        raise ExportError(f"{out} already holds an export; pass --overwrite to replace it")
+
+
+def _card(summary: dict[str, Any], configs: dict[str, list[dict[str, str]]]) -> str:
+    src = summary["source"]
+    front = {"pretty_name": f"{summary['task']} (mteb layout of mmbench {src['task']} {src['task_version']})",
+             "tags": ["mteb", "mmbench", "retrieval"],
+             "configs": [{"config_name": name, "data_files": files} for name, files in configs.items()],
+             "mteb": {k: summary[k] for k in ("task", "main_score", "revision", "type")},
+             "mmbench": src}
+    splits = sorted({s for sub in summary["subsets"].values() for s in sub})
+    return "\n".join([
+        "---", yaml.safe_dump(front, sort_keys=False, allow_unicode=True).rstrip(), "---", "",
+        f"# {summary['task']}: mteb retrieval layout", "",
+        f"Exported by `mmbench export --format mteb` from pool set `{src['content_hash']}` "
+        f"({src['task']} v{src['task_version']}). Splits: {', '.join(splits)}. Each query row is one pool "
+        "item; `top_ranked` lists the candidates it is ranked against, `qrels` the relevant ones.", "",
+        "```python",
+        "from mteb.abstasks.retrieval_dataset_loaders import RetrievalDatasetLoader",
+        f'data = RetrievalDatasetLoader("<this folder>", revision="{summary["revision"]}", split="{splits[0]}").load()',
+        "```", "",
+        "`media` holds each row's image and frame paths relative to this folder; `image` (where present) is "
+        "the first image. See `mteb_export.json` for counts and what the one-text-one-image mapping dropped.", "",
+        *(["Split names `datasets` refuses were renamed: "
+           + ", ".join(f"`{a}` -> `{b}`" for a, b in sorted(summary["renamed_splits"].items())) + ".", ""]
+          if summary["renamed_splits"] else []),
+    ])

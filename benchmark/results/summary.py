@@ -1,0 +1,97 @@
+"""Plain-text summary tables of a run: the main score by the task's axes, split by subset."""
+from __future__ import annotations
+
+from typing import Sequence
+
+import pandas as pd
+
+from mmbench.evaluators.ordering import label_key, subset_key
+
+from mmbench.results.store import RunResults
+
+FALLBACK_METRICS = ("precision_at_1", "recall_at_5", "mrr_at_10", "ndcg_at_10")
+
+
+def pivot(per_query: pd.DataFrame, axis: str, metric: str) -> pd.DataFrame:
+    """Mean `metric` with one row per subset (plus 'all') and one column per value of `axis`.
+
+    A subset name that contains the axis value (`hotpotqa/hard/8k` on the length axis) is
+    shortened to the rest (`hotpotqa/hard`), so the table is crossed instead of diagonal.
+    """
+    ok = per_query[per_query["error"].isna()] if "error" in per_query.columns else per_query
+    rows = [("/".join(p for p in str(s).split("/") if p != str(v)) or str(s)) for s, v in zip(ok["subset"], ok[axis])]
+    ok = ok.assign(_row=rows)
+    table = ok.pivot_table(index="_row", columns=axis, values=metric, aggfunc="mean")
+    table = table.reindex(sorted(table.index, key=subset_key))
+    table.loc["all"] = ok.groupby(axis)[metric].mean()
+    table.index.name = "subset"
+    return table[sorted(table.columns, key=label_key)]
+
+
+def format_summary(res: RunResults, axes: Sequence[str], metric: str = "precision_at_1") -> str:
+    pq = res.per_query
+    lines = [f"task {res.task}  model {res.model_name}  pool set {res.content_hash[:12]}",
+             f"items {len(pq)}  failed {int(pq['error'].notna().sum()) if 'error' in pq else 0}  "
+             f"metric {metric}"]
+    info = res.info
+    unseen = info.get("documents_with_unseen_modalities", 0)
+    if unseen:
+        lines.append(f"note: the model sees only {', '.join(info.get('modalities_seen', []))}; "
+                     f"{unseen} documents had content it could not see (images/videos dropped)")
+    for warning in info.get("warnings") or []:  # e.g. a model whose vectors are all zero or all identical
+        lines.append(f"WARNING: {warning}")
+    set_aside = (info.get("encode") or {}).get("cache_set_aside")
+    if set_aside:
+        lines.append(f"note: {set_aside} damaged embedding cache entries were set aside (*.corrupt) and re-encoded")
+    if info.get("documents_truncated"):
+        lines.append(f"note: {info['documents_truncated']} documents were middle-truncated to the model's window")
+    for row in _overall(res):
+        lines.append(row)
+    for axis in axes:
+        if axis not in pq.columns or pq[axis].isna().all():
+            continue
+        table = pivot(pq, axis, metric)
+        lines.append("")
+        lines.append(f"{metric} by {axis}")
+        lines.append(table.to_string(float_format=lambda x: f"{x:.3f}"))
+    failures = info.get("failures") or {}
+    if failures:
+        lines.append("")
+        what = "ranking items failed (no usable ranking)" if info.get("kind") == "llm_ranker" else "documents failed to encode"
+        lines.append(f"{len(failures)} {what} (first shown):")
+        for doc, msg in list(failures.items())[:5]:
+            lines.append(f"  {doc}: {msg}")
+    return "\n".join(lines)
+
+
+def headline_metrics(task: str) -> tuple[str, ...]:
+    """The metrics the task declares (TaskSpec.metrics); P@1, R@5, MRR@10, nDCG@10 for a task not in the registry."""
+    from mmbench.tasks import UnknownTaskError, get_task
+
+    try:
+        return get_task(task).metrics
+    except UnknownTaskError:
+        return FALLBACK_METRICS
+
+
+def metric_label(name: str) -> str:
+    """Short label of a metric column: precision_at_1 -> P@1, mrr -> MRR, ndcg_at_10 -> nDCG@10."""
+    short = {"precision": "P", "recall": "R", "mrr": "MRR", "ndcg": "nDCG"}
+    base, _, k = name.partition("_at_")
+    return f"{short.get(base, base)}@{k}" if k else short.get(base, base)
+
+
+def _overall(res: RunResults) -> list[str]:
+    from mmbench.results.mteb_layout import group_entries
+
+    groups = group_entries(res.summary)
+    metrics = headline_metrics(res.task)
+    out = []
+    for group, label in (("all", "micro (over items)"), ("macro_over_subsets", "macro (over subsets)")):
+        if group in groups:
+            out.append(f"{label}: " + "  ".join(f"{metric_label(m)} {_fmt(groups[group].get(m))}" for m in metrics))
+    return out
+
+
+def _fmt(v) -> str:
+    return "n/a" if v is None else f"{v:.3f}"

@@ -1,0 +1,53 @@
+"""One evaluation: a loaded model on a loaded pool set, results written to a folder.
+
+`mmbench run` and every job of `mmbench sweep` go through these two functions, so a sweep's
+results are byte-for-byte what the same `run` would write.
+"""
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any
+
+from mmbench.models.base import EmbeddingModel
+from mmbench.data.poolset import PoolSet
+from mmbench.results.mteb_layout import summary_json
+from mmbench.results.store import RunResults, write_results
+from mmbench.running.runner import RunOptions, run_poolset
+
+
+def task_main_metric(task_name: str) -> str:
+    """The task's main score (TaskSpec.main_score); P@1 for a task not in the registry."""
+    from mmbench.evaluators.metrics import MAIN_METRIC
+    from mmbench.tasks import UnknownTaskError, get_task
+
+    try:
+        return get_task(task_name).main_score
+    except UnknownTaskError:
+        return MAIN_METRIC
+
+
+def evaluate_in_memory(task_name: str, ps: PoolSet, model: EmbeddingModel, options: RunOptions,
+                       requested: str) -> RunResults:
+    """Run `model` on `ps`: the per-query and seen tables and the summary results.json would hold.
+
+    `requested` is the model as the user named it (registry name, path or hub id); it is recorded
+    so a sweep can tell which of its jobs already have results.
+    """
+    start = time.perf_counter()
+    per_query, seen, info = run_poolset(ps, model, options)
+    from mmbench.running.provenance import provenance
+
+    info = {**info, "seed": options.seed, "model_notes": model.card.notes, "model_request": requested,
+            "provenance": provenance(model)}
+    summary = summary_json(task_name, ps.task_version, ps.content_hash, model.card.identity(), per_query, info,
+                           time.perf_counter() - start, main_metric=task_main_metric(task_name))
+    return RunResults(per_query=per_query, seen=seen, summary=summary)
+
+
+def evaluate_to_folder(task_name: str, ps: PoolSet, model: EmbeddingModel, options: RunOptions, out: Path,
+                       requested: str) -> dict[str, Any]:
+    """`evaluate_in_memory`, written to the results folder `out`; returns what results.json holds."""
+    res = evaluate_in_memory(task_name, ps, model, options, requested)
+    write_results(out, res.per_query, res.seen, res.summary)
+    return res.summary

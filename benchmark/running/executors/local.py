@@ -1,0 +1,81 @@
+"""Encoding one batch (with per-item isolation of failures), and the in-process executor."""
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+from typing import Any, Iterator, Sequence
+
+import numpy as np
+
+from mmbench.data.documents import Document
+from mmbench.data.media import MediaStore
+from mmbench.models.base import EmbeddingModel, Role
+from mmbench.common.sparse import issparse
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class BatchResult:
+    """What one batch gave: (vector, adapter info) per view, (None, None) for a view that failed."""
+
+    index: int
+    rows: list[tuple[Any, dict[str, Any] | None]]
+    encoded: int = 0
+    failures: dict[str, str] = field(default_factory=dict)
+
+
+def encode_batch(model: EmbeddingModel, views: Sequence[Document], role: Role, media: MediaStore | None,
+                 index: int = 0) -> BatchResult:
+    """Encode `views` in one call; if that fails, retry them one by one so a bad document fails alone."""
+    out = BatchResult(index, [])
+    out.rows = _encode(model, list(views), role, media, out)
+    return out
+
+
+def _encode(model: EmbeddingModel, views: list[Document], role: Role, media: MediaStore | None,
+            out: BatchResult) -> list[tuple[Any, dict[str, Any] | None]]:
+    try:
+        rows = as_rows(model.encode(views, role, media), len(views))
+        out.encoded += len(views)
+    except Exception as exc:  # noqa: BLE001 - isolate the failing documents instead of losing the batch
+        if len(views) == 1:
+            out.failures[views[0].id] = f"{type(exc).__name__}: {exc}"
+            log.error("encoding %s %s failed: %s", role, views[0].id, exc)
+            return [(None, None)]
+        return [_encode(model, [v], role, media, out)[0] for v in views]
+    info = getattr(model, "last_encode_info", None)
+    infos = info if isinstance(info, list) and len(info) == len(views) else [None] * len(views)
+    return list(zip(rows, infos))
+
+
+def as_rows(matrix: Any, n: int) -> list[Any]:
+    """A model's output as one row per document, checked for shape and finiteness."""
+    if issparse(matrix):
+        matrix = matrix.tocsr()
+        if matrix.shape[0] != n:
+            raise ValueError(f"model returned {matrix.shape[0]} rows for {n} documents")
+        return [matrix[i] for i in range(n)]
+    arr = np.asarray(matrix, dtype=np.float32)
+    if arr.ndim != 2 or arr.shape[0] != n:
+        raise ValueError(f"model returned shape {arr.shape} for {n} documents")
+    if not np.all(np.isfinite(arr)):
+        raise ValueError("model returned non-finite values")
+    return list(arr)
+
+
+class LocalExecutor:
+    """Every batch in this process, in order, with the driver's model."""
+
+    name = "local"
+
+    def encode(self, model: EmbeddingModel, batches: Sequence[Sequence[Document]], role: Role,
+               media: MediaStore | None, progress: bool = True) -> Iterator[BatchResult]:
+        from tqdm.auto import tqdm
+
+        for i, views in enumerate(tqdm(batches, desc="encode queries" if role == "query" else "encode documents", unit="batch",
+                                       disable=not progress or not batches)):
+            yield encode_batch(model, views, role, media, i)
+
+    def close(self) -> None:
+        pass

@@ -1,0 +1,259 @@
+"""One evaluation's batches spread over Ray actors, each holding its own copy of the model.
+
+The driver forms the batches exactly as a single-process run would (same views, same order,
+same composition) and only decides which actor encodes which batch, so the vectors are the
+ones a local run computes. Each actor keeps at most `inflight` batches; finished batches come
+back to the driver, which stores them in the embedding cache as they arrive.
+
+Liveness. An actor that dies (killed, out of memory, node lost) loses only the batches it had
+not returned: they go back to the queue and the remaining actors encode them. An actor that
+is alive but silent is treated the same way: one that takes longer than `timeout` seconds to
+load its model, or to encode the batch it is working on, is killed and its batches re-queued.
+A batch that `max_attempts` actors failed to return (died or timed out on it) is reported as
+failed for its views instead of taking the whole pool of workers down. When no actor is left,
+the run stops with one line saying so; the batches already returned are in the cache.
+"""
+from __future__ import annotations
+
+import logging
+import os
+import time
+from collections import deque
+from typing import Any, Callable, Iterator, Sequence
+
+from mmbench.data.documents import Document
+from mmbench.data.media import MediaStore
+from mmbench.models.base import EmbeddingModel, Role
+from mmbench.running.executors.local import BatchResult, encode_batch
+
+log = logging.getLogger(__name__)
+
+DEFAULT_TIMEOUT_S = 1800.0  # loading a model or encoding one batch; generous: a 7B model on a slow disk
+
+
+def _content(identity: dict[str, Any]) -> dict[str, Any]:
+    """A card identity less its display name: `--model-name` renames the driver's model, not the workers'."""
+    return {k: v for k, v in identity.items() if k != "name"}
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__
+
+
+class _EncodeWorker:
+    """The actor body: loads the model once, then encodes the batches it is given."""
+
+    def __init__(self, factory: Callable[[], EmbeddingModel], exit_after: int | None = None,
+                 hang_after: int | None = None) -> None:
+        self._model, self.load_error = None, None
+        try:
+            self._model = factory()
+        except Exception as exc:  # noqa: BLE001 - reported to the driver in words, not as Ray's wrapped trace
+            self.load_error = f"{type(exc).__name__}: {_first_line(exc)}"
+        self._exit_after = exit_after  # test hook: the process exits after this many batches
+        self._hang_after = hang_after  # test hook: the actor stops answering after this many batches
+        self._done = 0
+        self.identity = self._model.card.identity() if self._model is not None else None
+
+    def model_identity(self) -> dict[str, Any] | str:
+        """The loaded model's identity, or why it could not be loaded."""
+        return self.identity if self.load_error is None else self.load_error
+
+    def encode(self, index: int, views: list[Document], role: Role, media: MediaStore | None) -> BatchResult:
+        if self._exit_after is not None and self._done >= self._exit_after:
+            # simulates a worker lost mid-run (the batch in hand is never returned); the pause lets the replies of
+            # the batches it finished leave the process first, as they would from a worker that dies while encoding
+            time.sleep(0.5)
+            os._exit(1)
+        if self._hang_after is not None and self._done >= self._hang_after:
+            time.sleep(3600)  # simulates a stuck worker (a wedged GPU, a dead mount): alive, never answers
+        self._done += 1
+        return encode_batch(self._model, views, role, media, index)
+
+
+class RayExecutor:
+    """`workers` Ray actors with `cpus`/`gpus` each; on `address`, or on a local Ray started here.
+
+    `timeout` (seconds) bounds an actor's work on any one batch and, unless `start_timeout` is given,
+    its start (scheduling and model load) too."""
+
+    name = "ray"
+
+    def __init__(self, factory: Callable[[], EmbeddingModel], workers: int = 2, *, cpus: float = 1.0,
+                 gpus: float = 0.0, address: str | None = None, num_cpus: int | None = None,
+                 inflight: int = 2, max_attempts: int = 3, timeout: float = DEFAULT_TIMEOUT_S,
+                 start_timeout: float | None = None, exit_after: dict[int, int] | None = None, hang_after: dict[int, int] | None = None) -> None:
+        if workers < 1:
+            raise ValueError("--workers must be at least 1")
+        if not timeout > 0:
+            raise ValueError(f"the Ray worker timeout must be a positive number of seconds, not {timeout!r}")
+        self.factory, self.workers, self.cpus, self.gpus = factory, workers, cpus, gpus
+        self.address, self.num_cpus = address, num_cpus
+        self.inflight, self.max_attempts = max(1, inflight), max(1, max_attempts)
+        self.timeout = float(timeout)
+        self.start_timeout = self.timeout if start_timeout is None else float(start_timeout)
+        self._exit_after = dict(exit_after or {})
+        self._hang_after = dict(hang_after or {})
+        self._actors: list[Any] | None = None
+        self._started_ray = False
+        self.lost_workers = 0
+        self.timed_out_workers = 0
+        self.requeued_batches = 0
+
+    def _lose(self, a: int, why: str, *, kill: bool = False) -> None:
+        """Actor `a` is gone (or made so): counted once, killed if it may still hold resources."""
+        import ray
+
+        actor = self._actors[a] if self._actors is not None else None
+        if actor is None:
+            return
+        if kill:
+            ray.kill(actor)
+        self._actors[a] = None
+        self.lost_workers += 1
+        log.warning("Ray worker %d lost (%s); its unfinished batches go to the others", a, why)
+
+    def _no_workers(self, left: int, cause: str) -> RuntimeError:
+        return RuntimeError(f"all {self.workers} Ray workers are gone (last: {cause}); {left} batches not encoded "
+                            "(the cache keeps the finished ones: run again to resume)")
+
+    def _start(self, identity: dict[str, Any], n_batches: int) -> list[Any]:
+        import ray
+        from ray.exceptions import RayActorError
+
+        if self._actors is not None:
+            return self._actors
+        if not ray.is_initialized():
+            ray.init(address=self.address, num_cpus=self.num_cpus if self.address is None else None,
+                     include_dashboard=False, log_to_driver=False)
+            self._started_ray = True
+        actor = ray.remote(num_cpus=self.cpus, num_gpus=self.gpus, max_restarts=0)(_EncodeWorker)
+        self._actors = [actor.remote(self.factory, self._exit_after.get(i), self._hang_after.get(i))
+                        for i in range(self.workers)]
+        pending = {self._actors[i].model_identity.remote(): i for i in range(self.workers)}
+        ready, late = ray.wait(list(pending), num_returns=len(pending), timeout=self.start_timeout)
+        cause = ""
+        for ref in ready:
+            i = pending[ref]
+            try:
+                other = ray.get(ref)
+            except RayActorError as exc:  # its model failed to load, or the process died while loading
+                cause = f"worker {i} failed to start: {_first_line(exc)}"
+                self._lose(i, cause)
+                continue
+            if isinstance(other, str):  # the factory raised in the actor
+                cause = f"worker {i} failed to load the model: {other}"
+                self._lose(i, cause, kill=True)
+                continue
+            if _content(other) != _content(identity):  # another model's vectors: refuse rather than mix them
+                raise RuntimeError(f"Ray worker {i} loaded a different model than the driver: {other} != {identity}")
+        for ref in late:  # never scheduled (the reservation does not fit) or stuck while loading
+            cause = f"worker {pending[ref]} did not start within {self.start_timeout:g} s"
+            self.timed_out_workers += 1
+            self._lose(pending[ref], cause, kill=True)
+        if all(a is None for a in self._actors):
+            raise self._no_workers(n_batches, cause)
+        return self._actors
+
+    def encode(self, model: EmbeddingModel, batches: Sequence[Sequence[Document]], role: Role,
+               media: MediaStore | None, progress: bool = True) -> Iterator[BatchResult]:
+        import ray
+        from ray.exceptions import RayActorError
+
+        if not batches:
+            return
+        actors = self._start(model.card.identity(), len(batches))
+        alive = {i for i, a in enumerate(actors) if a is not None}
+        queue: deque[int] = deque(range(len(batches)))
+        attempts = [0] * len(batches)
+        running: dict[Any, tuple[int, int]] = {}  # object ref -> (actor, batch)
+        order: dict[int, deque[Any]] = {a: deque() for a in alive}  # each actor's refs, in the order it runs them
+        since: dict[int, float] = {}  # when the actor began the batch at the head of its line
+        load = dict.fromkeys(alive, 0)
+
+        def fill() -> None:
+            for a in sorted(alive, key=lambda i: (load[i], i)):
+                while queue and load[a] < self.inflight:
+                    b = queue.popleft()
+                    attempts[b] += 1
+                    ref = actors[a].encode.remote(b, list(batches[b]), role, media)
+                    running[ref] = (a, b)
+                    if not order[a]:
+                        since[a] = time.monotonic()
+                    order[a].append(ref)
+                    load[a] += 1
+
+        def give_back(b: int, why: str) -> BatchResult | None:
+            """Batch `b` was not returned: back to the queue, or failed once `max_attempts` actors lost it."""
+            if attempts[b] >= self.max_attempts:
+                reason = f"{why} (tried on {attempts[b]} workers)"
+                return BatchResult(b, [(None, None)] * len(batches[b]), 0, {v.id: reason for v in batches[b]})
+            self.requeued_batches += 1
+            queue.appendleft(b)
+            return None
+
+        def take_back(a: int, why: str) -> list[BatchResult]:
+            """Actor `a` is gone: every batch in its line goes back (or fails, see `give_back`). Only the first
+            was being encoded; the ones queued behind it never started there, so they are not attempts."""
+            alive.discard(a)
+            load[a] = 0
+            failed = []
+            for k, ref in enumerate(order.pop(a, ())):
+                _, b = running.pop(ref)
+                if k > 0:
+                    attempts[b] -= 1
+                result = give_back(b, why)
+                if result is not None:
+                    failed.append(result)
+            return failed
+
+        fill()
+        cause = ""
+        while running:
+            now = time.monotonic()
+            wait = max(0.0, min((since[a] + self.timeout - now for a in alive if order[a]), default=self.timeout))
+            done, _ = ray.wait(list(running), num_returns=1, timeout=wait)
+            if not done:  # some actor has been on one batch for longer than the timeout
+                now = time.monotonic()
+                for a in sorted(a for a in alive if order[a] and now - since[a] >= self.timeout):
+                    cause = f"worker {a} took more than {self.timeout:g} s on one batch"
+                    self.timed_out_workers += 1
+                    self._lose(a, cause, kill=True)
+                    yield from take_back(a, "worker timed out while encoding")
+            else:
+                (ref,) = done
+                a = running[ref][0]  # an actor taken back has no refs left in `running`: `a` is alive
+                try:
+                    result = ray.get(ref)
+                except RayActorError as exc:
+                    cause = f"worker {a} died: {_first_line(exc)}"
+                    self._lose(a, cause)
+                    yield from take_back(a, "worker died while encoding")
+                else:
+                    running.pop(ref)
+                    load[a] -= 1
+                    order[a].remove(ref)
+                    since[a] = time.monotonic()
+                    yield result
+            if not alive:
+                raise self._no_workers(len(queue) + len(running), cause) from None
+            fill()
+
+    def close(self) -> None:
+        import ray
+
+        if self._actors is not None:
+            for a in self._actors:
+                if a is not None:
+                    ray.kill(a)
+            self._actors = None
+        if self._started_ray:
+            ray.shutdown()
+            self._started_ray = False
+
+    def __enter__(self) -> "RayExecutor":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()

@@ -1,0 +1,181 @@
+"""Warm runs without loading the model: its card is remembered, the weights load only when needed.
+
+A warm re-run finds every vector in the embedding cache, which is keyed by the model's card
+(`card.identity()`), so it needs the card and nothing else. After each real load the card is
+written to MMBENCH_HOME/model_cards/, keyed by what was asked for (name or path, options),
+the installed package versions, and the size/time stamps of any local folder named in the
+request. The next run with the same key gets a `LazyModel` that answers with that card and
+loads the real model the first time something must be encoded (a cache miss needs the view,
+hence the tokenizer). If the loaded model's card differs from the remembered one, the memo is
+replaced and `ModelChanged` tells the runner to start over with the real model.
+
+Only cacheable models with no corpus fitting are remembered (BM25 always loads).
+"""
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import logging
+import os
+import sys
+from pathlib import Path
+from typing import Any, Callable, Sequence
+
+from mmbench.data.documents import Document
+from mmbench.data.media import MediaStore, atomic_write_bytes
+from mmbench.models.base import EmbeddingModel, ModelCard, Role
+
+log = logging.getLogger(__name__)
+
+
+class ModelChanged(RuntimeError):
+    """The model loaded for encoding has another card than the remembered one (weights changed)."""
+
+
+def _path_stamp(value: Any) -> Any:
+    """A local path in a request as its files' names, sizes and modification times (no reading)."""
+    if not isinstance(value, str) or not value or len(value) > 4096:
+        return None
+    path = Path(value)
+    try:
+        if not path.exists():
+            return None
+        files = [path] if path.is_file() else sorted(p for p in path.rglob("*") if p.is_file())
+        return [(f.as_posix(), f.stat().st_size, f.stat().st_mtime_ns) for f in files]
+    except OSError:
+        return None
+
+
+def installed_packages() -> list[str]:
+    """The installed distributions as their metadata folders' names (`numpy-2.4.6.dist-info`): name and
+    version without parsing every METADATA file (a third of a second on each run)."""
+    names: set[str] = set()
+    for entry in sys.path:
+        try:
+            names.update(n for n in os.listdir(entry or ".") if n.endswith((".dist-info", ".egg-info")))
+        except OSError:  # a zip file or a missing folder on the path
+            continue
+    return sorted(names)
+
+
+def memo_key(request: str, options: dict[str, Any]) -> str:
+    packages = installed_packages()
+    stamps = {k: _path_stamp(v) for k, v in [("request", request), *sorted(options.items())]}
+    payload = {"request": request, "options": options, "packages": packages, "paths": stamps}
+    return hashlib.sha256(json.dumps(payload, sort_keys=True, default=str).encode()).hexdigest()[:32]
+
+
+WEIGHTS = "weights"  # memo field beside the card: the device and dtype the weights had when last loaded
+
+
+def _card_from(d: dict[str, Any]) -> ModelCard:
+    card = {k: v for k, v in d.items() if k != WEIGHTS}
+    return ModelCard(**{**card, "modalities": frozenset(card["modalities"])})
+
+
+def _card_record(model: EmbeddingModel) -> dict[str, Any]:
+    from mmbench.running.provenance import model_device_dtype
+
+    device, dtype = model_device_dtype(model)
+    return {**model.card.identity(), "notes": model.card.notes, WEIGHTS: {"device": device, "dtype": dtype}}
+
+
+def rememberable(model: EmbeddingModel) -> bool:
+    return getattr(model, "cacheable", True) and type(model).fit is EmbeddingModel.fit
+
+
+class LazyModel(EmbeddingModel):
+    """The remembered card now; the real model (from `loader`) on first use of anything else."""
+
+    cacheable = True  # only cacheable models are remembered
+
+    def __init__(self, card: ModelCard, loader: Callable[[], EmbeddingModel], on_load: Callable[[EmbeddingModel], None],
+                 remembered_weights: dict[str, Any] | None = None):
+        self.card = card
+        self._loader, self._on_load = loader, on_load
+        self._real: EmbeddingModel | None = None
+        self._name: str | None = None  # --model-name: given to the loaded model's card too
+        # what provenance records while the weights are not loaded: their device and dtype at the last load
+        self.remembered_weights = dict(remembered_weights or {})
+
+    def rename(self, name: str) -> None:
+        """Show the model as `name` (results, folders), now and after the weights load."""
+        self._name = name
+        self.card = dataclasses.replace(self.card, name=name)
+        if self._real is not None:
+            self._real.card = dataclasses.replace(self._real.card, name=name)
+
+    @property
+    def loaded(self) -> bool:
+        return self._real is not None
+
+    @property
+    def real(self) -> EmbeddingModel:
+        if self._real is None:
+            self._real = self._loader()
+            self._on_load(self._real)  # remembers the model's own card (the memo is keyed by the request)
+            if self._name is not None:  # renamed: compared, cached and reported under the given name
+                self._real.card = dataclasses.replace(self._real.card, name=self._name)
+            if self._real.card.identity() != self.card.identity():
+                self.card = self._real.card
+                raise ModelChanged(f"model {self.card.name!r} now has another card than remembered; re-running with it")
+        return self._real
+
+    def encode(self, documents: Sequence[Document], role: Role, media: MediaStore | None):
+        return self.real.encode(documents, role, media)
+
+    def budget_tokenizer(self):
+        return self.real.budget_tokenizer()
+
+    def visual_tokens(self, width: int, height: int) -> int:
+        return self.real.visual_tokens(width, height)
+
+    def video_tokens(self, n_frames: int, width: int, height: int) -> int:
+        return self.real.video_tokens(n_frames, width, height)
+
+    def fit(self, documents: Sequence[Document], media: MediaStore | None) -> None:
+        """Only models without corpus fitting are remembered, so there is nothing to fit."""
+
+    def __getattr__(self, name: str) -> Any:  # adapter extras (last_encode_info, ...) come from the real model
+        if name.startswith("_"):
+            raise AttributeError(name)
+        return getattr(self.real, name)
+
+
+def rename_model(model: EmbeddingModel, name: str) -> None:
+    """Give `model` the name results and folders show (`--model-name`), a `LazyModel` included: its
+    weights, when they load, get the same name, so the load is not taken for another model."""
+    if isinstance(model, LazyModel):
+        model.rename(name)
+    else:
+        model.card = dataclasses.replace(model.card, name=name)
+
+
+def load_model_lazily(request: str, options: dict[str, Any], home: Path,
+                      loader: Callable[[str, dict[str, Any]], EmbeddingModel]) -> EmbeddingModel:
+    """A `LazyModel` when this request's card is remembered under `home`, else the loaded model (remembered)."""
+    path = Path(home) / "model_cards" / f"{memo_key(request, options)}.json"
+
+    def remember(model: EmbeddingModel) -> None:
+        if rememberable(model):
+            try:
+                atomic_write_bytes(path, (json.dumps(_card_record(model), sort_keys=True, default=str) + "\n").encode())
+            except OSError as exc:  # a read-only home only costs the next run a model load
+                log.warning("could not remember the model card in %s: %s", path, exc)
+
+    weights: Any = None
+    try:
+        record = json.loads(path.read_text())
+        card, weights = _card_from(record), record.get(WEIGHTS)
+    except FileNotFoundError:
+        card = None
+    except (OSError, ValueError, TypeError, KeyError) as exc:
+        log.warning("ignoring unreadable model card memo %s: %s", path, exc)
+        card = None
+    if card is None:
+        model = loader(request, options)
+        remember(model)
+        return model
+    return LazyModel(card, lambda: loader(request, options), remember,
+                     weights if isinstance(weights, dict) else None)

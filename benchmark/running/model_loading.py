@@ -1,0 +1,29 @@
+"""Loading a model by the name a user gave, with every way that fails turned into one line that says how to fix it."""
+from __future__ import annotations
+
+from typing import Any
+
+from mmbench.models.base import EmbeddingModel
+
+
+class ModelUnavailable(RuntimeError):
+    """A model name is unknown, or its weights cannot be reached; the message says how to fix it."""
+
+
+def load_model_explained(name: str, options: dict[str, Any]) -> EmbeddingModel:
+    """`load_model`, with unknown names and unreachable weights turned into one-line explanations."""
+    from mmbench.models.registry import UnknownModelError, load_model
+
+    try:
+        return load_model(name, **options)
+    except UnknownModelError as exc:
+        raise ModelUnavailable(str(exc)) from None
+    except TypeError as exc:  # an option the adapter's constructor does not take (paths, hub ids, mteb names)
+        if "keyword argument" not in str(exc) and "multiple values" not in str(exc):
+            raise
+        raise ModelUnavailable(f"model {name!r}: {exc}") from None
+    except OSError as exc:  # weights or tokenizer not reachable: say how to point at a local copy
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        hint = "--model mteb:DIR" if name.startswith("mteb:") else "--model-path DIR"
+        raise ModelUnavailable(f"could not load model {name!r}: {first} "
+                               f"(offline? download the weights and pass {hint})") from None

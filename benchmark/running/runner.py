@@ -1,0 +1,344 @@
+"""The runner: encode every distinct document once, rank each query's pool, score it.
+
+Documents are reduced to what the model sees (views), batched by a token budget after
+sorting by length, and cached on disk per (model identity, role, content hash). A batch
+that fails is retried item by item so one bad document fails only the items that use it.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import time
+from dataclasses import dataclass, field, fields
+from pathlib import Path
+from typing import Any, Sequence
+
+import numpy as np
+import pandas as pd
+
+from mmbench.evaluators.metrics import first_relevant_rank, item_metrics, metric_names
+
+from mmbench.running.batching import token_budget_batches
+from mmbench.data.embedding_cache import CacheRow, EmbeddingCache, model_key
+from mmbench.data.documents import Document
+from mmbench.running.executors import LocalExecutor
+from mmbench.running.lazy_model import ModelChanged
+from mmbench.models.base import EmbeddingModel, Role
+from mmbench.data.poolset import PoolItem, PoolSet
+from mmbench.data.selection import select_by_cost
+from mmbench.common.sparse import issparse
+from mmbench.running.views import SeenRecord, model_view
+
+log = logging.getLogger(__name__)
+SCORE_DECIMALS = 6  # ranking treats scores equal to this many decimals as ties (float noise)
+
+
+@dataclass
+class RunOptions:
+    batch_tokens: int = 32768
+    max_batch_size: int = 64
+    cache_dir: Path | None = None
+    use_cache: bool = True
+    limit: int | None = None
+    progress: bool = True
+    seed: int = 0
+    executor: Any = None  # where batches are encoded (None: this process; see mmbench.running.executors)
+
+
+@dataclass
+class EncodeStats:
+    """Counts of one run's encoding, written to results.json (`mmbench.encode`)."""
+
+    documents: int = 0        # documents (queries and candidates) that needed a vector
+    distinct_views: int = 0   # distinct model views among those not found in the cache
+    cache_hits: int = 0       # documents whose vector came from the embedding cache
+    encoded: int = 0          # views the model encoded in this run
+    batches: int = 0
+    seconds: float = 0.0
+    cache_set_aside: int = 0  # damaged cache entries found, renamed and encoded again
+    failures: dict[str, str] = field(default_factory=dict)
+
+
+def encode_documents(docs: Sequence[Document], role: Role, model: EmbeddingModel, ps: PoolSet,
+                     options: RunOptions, stats: EncodeStats) -> tuple[dict[str, Any], dict[str, dict[str, Any]]]:
+    """Vectors and seen-records by document id; failures go to `stats.failures`.
+
+    Batches are formed from every distinct view of `docs`, cached or not, in one canonical order
+    (longest first, ties by view hash), so a batch always holds the same views whatever the cache
+    holds. A batch none of whose views is cached is skipped; one with any view missing is encoded
+    whole, so a run resumed after a kill computes each vector in the very batch an uninterrupted run
+    would have, and writes byte-identical tables (padded batches change vectors in the last bits).
+    """
+    start = time.perf_counter()
+    cache = _cache_for(model, options)
+    vectors: dict[str, Any] = {}
+    seen: dict[str, dict[str, Any]] = {}
+    by_hash: dict[str, list[Document]] = {}
+    for d in docs:
+        by_hash.setdefault(d.content_hash(), []).append(d)
+    stats.documents += len(docs)
+    pending: dict[str, tuple[Document, dict[str, Any], list[str]]] = {}  # view hash -> (view, seen, doc hashes)
+    cached_views: dict[str, tuple[int, Document]] = {}  # view hash -> (seen tokens, a document with that view)
+    hits = cache.get_many(role, by_hash) if cache else {}
+    for h, group in by_hash.items():
+        hit = hits.get(h)
+        if hit is not None:
+            stats.cache_hits += len(group)
+            for d in group:
+                vectors[d.id], seen[d.id] = hit.vector, hit.seen
+            vh = hit.meta.get("view_hash")
+            if isinstance(vh, str):
+                cached_views.setdefault(vh, (int(hit.seen.get("seen_tokens", 0)), group[0]))
+            continue
+        view, record = model_view(group[0], model)
+        vh = view.content_hash()
+        if vh in pending:
+            pending[vh][2].append(h)
+        else:
+            pending[vh] = (view, record.to_dict(), [h])
+    if cache is not None:
+        stats.cache_set_aside += len(cache.set_aside)
+    stats.distinct_views += len(pending)
+    keys = sorted(set(pending) | set(cached_views))
+    lengths = [pending[k][1]["seen_tokens"] if k in pending else cached_views[k][0] for k in keys]
+    batches = [b for b in token_budget_batches(lengths, options.batch_tokens, options.max_batch_size)
+               if any(keys[i] in pending for i in b)]
+    results: dict[str, Any] = {}
+    executor = options.executor if options.executor is not None and shardable(model) else LocalExecutor()
+    media = ps.media if ps.root is not None else None
+    views = [[pending[keys[i]][0] if keys[i] in pending else model_view(cached_views[keys[i]][1], model)[0]
+              for i in batch] for batch in batches]
+    for done in executor.encode(model, views, role, media, progress=options.progress):
+        stats.encoded += done.encoded
+        stats.failures.update(done.failures)
+        batch_keys = [keys[i] for i in batches[done.index]]
+        for k, v in zip(batch_keys, views[done.index]):
+            if k not in pending:  # a cached document never fails: its vector is already known
+                stats.failures.pop(v.id, None)
+        rows: list[CacheRow] = []
+        for k, (vec, info) in zip(batch_keys, done.rows):
+            if vec is None or k not in pending:
+                continue  # a cached view encoded again only to keep the batch whole: its cached vector stands
+            results[k] = vec
+            if info:  # the adapter's own account of what it fed the model (exact token count, drops)
+                pending[k][1]["model_info"] = info
+            if cache is not None and not issparse(vec):
+                rows.extend(CacheRow(h, vec, pending[k][1], {"view_hash": k}) for h in pending[k][2])
+        if rows:  # one pack per batch, so a killed run keeps every batch it finished
+            cache.put_many(role, rows)
+        stats.batches += 1
+    if cache is not None:
+        cache.save_index(role)
+    doc_hash_to_view = {h: vh for vh, (_, _, hashes) in pending.items() for h in hashes}
+    for h, group in by_hash.items():
+        vh = doc_hash_to_view.get(h)
+        if vh is None:
+            continue  # came from the cache
+        if vh not in results:
+            for d in group:
+                stats.failures.setdefault(d.id, stats.failures.get(pending[vh][0].id, "encoding failed"))
+            continue
+        for d in group:
+            vectors[d.id], seen[d.id] = results[vh], pending[vh][1]
+    stats.seconds += time.perf_counter() - start
+    return vectors, seen
+
+
+def shardable(model: EmbeddingModel) -> bool:
+    """Whether other processes' copies of the model give its vectors: not for corpus-fitted models (BM25),
+    whose state comes from `fit` on this run's candidates; those always encode in this process."""
+    return type(model).fit is EmbeddingModel.fit
+
+
+def vector_warnings(vectors: dict[str, Any], role: Role, similarity: str = "cosine") -> list[str]:
+    """Warnings for degenerate vectors: all zero, or all the same (in direction, for cosine).
+
+    Candidates like that make every score tie and the rankings chance; queries like that mean the
+    model ignores the query. Either is a broken model, pooling or checkpoint, not a result.
+    """
+    if len(vectors) < 2:
+        return []
+    rows = list(vectors.values())
+    effect = ("every score ties and the rankings are chance" if role == "document"
+              else "every query is ranked the same way")
+    if any(issparse(v) for v in rows):
+        zero = all(not np.any(v.data) for v in rows)
+        return [f"all {len(rows)} {role} vectors are zero: {effect}"] if zero else []
+    mat = np.stack([np.asarray(v, dtype=np.float64).ravel() for v in rows])
+    if not np.any(mat):
+        return [f"all {len(rows)} {role} vectors are zero: {effect}"]
+    if similarity == "cosine":
+        mat = mat / np.maximum(np.linalg.norm(mat, axis=1, keepdims=True), 1e-300)
+    scale = max(float(np.max(np.abs(mat[0]))), 1e-300)
+    if float(np.max(np.abs(mat - mat[0]))) <= 1e-6 * scale:
+        how = "point the same way" if similarity == "cosine" else "are identical"
+        return [f"all {len(rows)} {role} vectors {how}: {effect} (a broken model, pooling or checkpoint?)"]
+    return []
+
+
+def _cache_for(model: EmbeddingModel, options: RunOptions) -> EmbeddingCache | None:
+    if not options.use_cache or options.cache_dir is None or not getattr(model, "cacheable", True):
+        return None
+    return EmbeddingCache(Path(options.cache_dir), model_key(model.card.identity()))
+
+
+def score_pool(query_vec: Any, cand_vecs: Sequence[Any], similarity: str) -> np.ndarray:
+    """Similarity of one query to its candidates: cosine or dot, dense or sparse."""
+    if issparse(query_vec):
+        import scipy.sparse as sp
+
+        return np.asarray((sp.vstack(cand_vecs) @ query_vec.T).todense()).ravel().astype(np.float64)
+    return _candidate_matrix(cand_vecs, similarity) @ _query_vector(query_vec, similarity)
+
+
+def _candidate_matrix(cand_vecs: Sequence[Any], similarity: str) -> np.ndarray:
+    """Dense candidate vectors as float64 rows, each scaled to unit length for cosine."""
+    c = np.stack([np.asarray(v, dtype=np.float64) for v in cand_vecs])
+    if similarity == "cosine":
+        c = c / np.maximum(np.linalg.norm(c, axis=1, keepdims=True), 1e-12)
+    return c
+
+
+def _query_vector(query_vec: Any, similarity: str) -> np.ndarray:
+    """A dense query vector as float64, scaled to unit length for cosine."""
+    q = np.asarray(query_vec, dtype=np.float64)
+    if similarity == "cosine":
+        q = q / max(np.linalg.norm(q), 1e-12)
+    return q
+
+
+class PoolScorer:
+    """`score_pool` for many items over one set of candidate vectors: dense candidates are stacked and
+    normalised once, then each item takes its rows. Both use the same helpers for the row norms and
+    divisions, and the same matrix-vector product shape, so the scores are the same bits."""
+
+    def __init__(self, cand_vecs: dict[str, Any], similarity: str):
+        self.similarity = similarity
+        rows = list(cand_vecs.values())
+        self.dense = bool(rows) and not any(issparse(v) for v in rows)
+        self.cand_vecs = cand_vecs
+        if self.dense:
+            self.row = {k: i for i, k in enumerate(cand_vecs)}
+            self.matrix = _candidate_matrix(rows, similarity)
+
+    def __call__(self, query_vec: Any, candidate_ids: Sequence[str]) -> np.ndarray:
+        if not self.dense or issparse(query_vec):
+            return score_pool(query_vec, [self.cand_vecs[c] for c in candidate_ids], self.similarity)
+        return self.matrix[[self.row[c] for c in candidate_ids]] @ _query_vector(query_vec, self.similarity)
+
+
+def rank(item_id: str, candidate_ids: Sequence[str], scores: np.ndarray, seed: int) -> np.ndarray:
+    """Order by score, breaking ties by a permutation seeded from the item id (chance, not id order).
+
+    Without ties (and with finite scores) the order is the descending sort itself, whatever the permutation,
+    so the seeded generator is only built when some rounded scores are equal."""
+    keys = -np.round(scores, SCORE_DECIMALS)
+    order = np.argsort(keys, kind="stable")
+    if np.all(np.isfinite(keys)) and not np.any(np.diff(keys[order]) == 0):
+        return order
+    digest = hashlib.sha256(f"{seed}:{item_id}".encode()).digest()
+    rng = np.random.default_rng(int.from_bytes(digest[:8], "little"))
+    tiebreak = rng.permutation(len(candidate_ids))
+    return np.lexsort((tiebreak, keys))
+
+
+def run_poolset(ps: PoolSet, model: EmbeddingModel, options: RunOptions) -> tuple[pd.DataFrame, pd.DataFrame, dict[str, Any]]:
+    """Evaluate `model` on `ps`; returns per-query rows, seen rows and run information.
+
+    A `LazyModel` (warm runs) loads its weights only if a vector is missing from the cache; if the
+    loaded model turns out to have another card than remembered, the run starts over with it."""
+    try:
+        return _run_poolset(ps, model, options)
+    except ModelChanged:
+        log.warning("the remembered card of %s was stale; evaluating again with the loaded model", model.card.name)
+        return _run_poolset(ps, model.real, options)
+
+
+def _run_poolset(ps: PoolSet, model: EmbeddingModel, options: RunOptions) -> tuple[pd.DataFrame, pd.DataFrame, dict[str, Any]]:
+    items = select_by_cost(ps.pools, options.limit)
+    queries = ps.query_by_id()
+    candidates = ps.candidate_by_id()
+    q_docs = [queries[i] for i in sorted({p.query_id for p in items})]
+    c_docs = [candidates[i] for i in sorted({c for p in items for c in p.candidate_ids})]
+    stats = EncodeStats()
+    model.fit(c_docs, ps.media if ps.root is not None else None)
+    c_vecs, c_seen = encode_documents(c_docs, "document", model, ps, options, stats)
+    document_seconds = stats.seconds
+    q_vecs, q_seen = encode_documents(q_docs, "query", model, ps, options, stats)
+    query_seconds = stats.seconds - document_seconds
+
+    similarity = model.card.similarity
+    warnings = vector_warnings(c_vecs, "document", similarity) + vector_warnings(q_vecs, "query", similarity)
+    for w in warnings:
+        log.warning("%s", w)
+    start = time.perf_counter()
+    scorer = PoolScorer(c_vecs, model.card.similarity)
+    rows = [_score_item(p, q_vecs, c_vecs, scorer, options.seed, stats.failures) for p in items]
+    scoring_seconds = time.perf_counter() - start
+    per_query = pd.DataFrame(rows)
+    seen = pd.DataFrame([{"doc_id": k, "role": role, **_flat(v)} for role, recs in (("query", q_seen), ("document", c_seen))
+                         for k, v in sorted(recs.items())])
+    failed = per_query[per_query["error"].notna()] if len(per_query) else per_query
+    run_info = {
+        "n_items": len(items),
+        "n_items_total": len(ps.pools),
+        "limit": options.limit,
+        "n_failed_items": int(len(failed)),
+        "failures": {k: v for k, v in sorted(stats.failures.items())[:100]},
+        "modalities_seen": sorted(model.card.modalities),
+        "documents_with_unseen_modalities": int(sum(bool(v["unseen_modalities"]) for v in list(c_seen.values()) + list(q_seen.values()))),
+        "documents_truncated": int(sum(v["truncated"] for v in list(c_seen.values()) + list(q_seen.values()))),
+        "encode": {"documents": stats.documents, "distinct_views": stats.distinct_views, "cache_hits": stats.cache_hits,
+                   "encoded": stats.encoded, "batches": stats.batches,
+                   "cache_set_aside": stats.cache_set_aside, "seconds": round(stats.seconds, 3),
+                   "document_seconds": round(document_seconds, 3), "query_seconds": round(query_seconds, 3),
+                   "batch_tokens": options.batch_tokens, **_executor_info(options.executor if shardable(model) else None)},
+        "scoring_seconds": round(scoring_seconds, 3),
+        "warnings": warnings,
+        "model_loaded": bool(getattr(model, "loaded", True)),
+        "tie_break": f"scores rounded to {SCORE_DECIMALS} decimals; ties ordered by a permutation seeded from (seed={options.seed}, item id)",
+    }
+    return per_query, seen, run_info
+
+
+def _executor_info(executor: Any) -> dict[str, Any]:
+    """Where the batches ran (timings differ by executor; the vectors do not)."""
+    if executor is None or getattr(executor, "name", "local") == "local":
+        return {"executor": "local"}
+    return {"executor": executor.name, "workers": executor.workers, "lost_workers": executor.lost_workers,
+            "requeued_batches": executor.requeued_batches}
+
+
+def _flat(record: dict[str, Any]) -> dict[str, Any]:
+    """A seen record as table columns, in the record's field order whether it was just made or read back
+    from the cache (whose JSON sorts keys), so seen.parquet does not depend on what was cached; the
+    adapter's free-form info becomes a JSON string."""
+    order = [f.name for f in fields(SeenRecord)]
+    out = {k: record[k] for k in order if k in record}
+    out.update({k: record[k] for k in sorted(record) if k not in out})
+    out["model_info"] = json.dumps(out["model_info"], sort_keys=True, default=str) if out.get("model_info") else None
+    return out
+
+
+def _score_item(p: PoolItem, q_vecs: dict[str, Any], c_vecs: dict[str, Any], scorer: PoolScorer, seed: int,
+                failures: dict[str, str]) -> dict[str, Any]:
+    row: dict[str, Any] = {"item_id": p.id, "query_id": p.query_id, "subset": p.subset,
+                           "relevant_ids": list(p.relevant_ids)}
+    missing = [d for d in [p.query_id, *p.candidate_ids] if d in failures or (d != p.query_id and d not in c_vecs)]
+    if p.query_id not in q_vecs:
+        missing.insert(0, p.query_id)
+    if missing:
+        reasons = "; ".join(f"{d}: {failures.get(d, 'not encoded')}" for d in dict.fromkeys(missing))
+        row.update({"ranked_ids": [], "scores": [], "first_relevant_rank": None,
+                    **{m: float("nan") for m in metric_names()}, "error": reasons})
+    else:
+        scores = scorer(q_vecs[p.query_id], p.candidate_ids)
+        order = rank(p.id, p.candidate_ids, scores, seed)
+        ranked = [p.candidate_ids[i] for i in order]
+        row.update({"ranked_ids": ranked, "scores": [float(scores[i]) for i in order],
+                    "first_relevant_rank": first_relevant_rank(ranked, p.relevant_ids),
+                    **item_metrics(ranked, p.relevant_ids), "error": None})
+    for key, value in p.meta.items():
+        row.setdefault(key, value if not isinstance(value, (dict, list)) else json.dumps(value, sort_keys=True))
+    return row

@@ -1,0 +1,178 @@
+"""Does a broken context still answer its question? A lexical test shared by builder and checker.
+
+A Hard variant of Multi-Source Reasoning replaces a key evidence span. That breaks the chain only
+if what the span contributed is gone from everything that is left (the other evidence, the rest
+of the context, the filler and the replacement text itself). The test below names each way the
+chain can survive:
+
+* ``answer survives``: the span carried part of the answer (an answer part, split at ";", found in
+  its text), and that part is still written in a remaining unit tied to it: one about the span's
+  subject, or one sharing a distinctive value with the question or with the span (besides the
+  answer itself); a river of the same name in an unrelated town is a coincidence. A short answer part (up to 6
+  words) written in no text unit of the record is taken to be shown by the gold images; replacing
+  one gold image then leaves it answered while another gold image remains. A longer part written
+  nowhere (a free-form answer) is not searched for.
+* ``fact restated``: a remaining unit about the same subject (same HotpotQA paragraph, or naming
+  the paragraph's title; any unit for untitled sources) holds at least two of the span's
+  distinctive values (numbers and capitalised names not in the question or the title; all of
+  them when it has only one). "Rosa was born in Westermoor in 1970." is restated by "Rosa
+  Gallowglass (born 1970) ... grew up in Westermoor." in the same paragraph.
+* ``image survives``: the replaced image (content-addressed, so same pixels = same ref) is still
+  in the candidate.
+* ``span not needed``: the answer is searchable, yet the span carries no part of it and shares
+  no distinctive value with any other evidence unit: the remaining evidence answers without it.
+
+Answers that are "yes"/"no" or written in the question (comparison questions) are not searched
+for; every evidence span then counts as needed and only restatements are checked. Everything is
+a pure function of the units' text, so the same data gives the same verdict everywhere.
+"""
+from __future__ import annotations
+
+import functools
+import re
+from dataclasses import dataclass
+from typing import Sequence
+
+from mmbench.builders.parts.query_filter import STOPWORDS
+
+TOKEN = re.compile(r"[A-Za-z\u00C0-\u024F][\w'\u00C0-\u024F-]*|\d[\d,.]*\d|\d")
+NOT_NAMES = STOPWORDS | frozenset("our we us you your i my its it's one two three".split())
+UNSEARCHABLE_ANSWERS = frozenset({"", "yes", "no", "none", "unknown"})
+MAX_IMAGE_PART_WORDS = 6   # an answer part written in no text is taken to be shown by a gold image up to this length
+
+
+@functools.lru_cache(maxsize=8192)
+def norm(text: str) -> str:
+    """Lower case, every run of non-alphanumerics one space (what phrases are matched on)."""
+    return " ".join(re.findall(r"[0-9a-z\u00e0-\u024f]+", text.lower()))
+
+
+def has_phrase(text_norm: str, phrase_norm: str) -> bool:
+    return bool(phrase_norm) and f" {phrase_norm} " in f" {text_norm} "
+
+
+@functools.lru_cache(maxsize=8192)
+def _words(text: str) -> frozenset[str]:
+    return frozenset(norm(text).split())
+
+
+def values(text: str, exclude: set[str]) -> set[str]:
+    """Distinctive values of a sentence: numbers and capitalised names, lower-cased, minus `exclude`.
+
+    The sentence's first word is a name only if it is capitalised again later ("During", "Its"
+    are capitalised by position alone); a name that opens a sentence is mostly its subject, which
+    `exclude` holds anyway.
+    """
+    out = set()
+    toks = TOKEN.findall(text)
+    for k, tok in enumerate(toks):
+        if tok[0].isdigit():
+            out.add(re.sub(r"[,.]", "", tok))
+        elif tok[0].isupper() and tok.lower() not in NOT_NAMES and (k > 0 or tok in toks[1:]):
+            out.update(norm(tok).split())
+    return {v for v in out if (v.isdigit() or len(v) > 1) and v not in exclude}
+
+
+@dataclass(frozen=True)
+class ChainUnit:
+    """What the test sees of one segment: its text (None for an image), image ref, subject, gold flag."""
+
+    text: str | None
+    ref: str | None = None
+    subject: str = ""       # HotpotQA paragraph title; "" where a source has none (MMDocRAG, filler)
+    gold: bool = False
+
+
+def answer_parts(answer: str, question: str) -> list[str]:
+    """The answer's searchable parts: split at ';', normalised, minus yes/no and parts in the question."""
+    q = norm(question)
+    parts = [norm(p) for p in str(answer).split(";")]
+    return [p for p in parts if p not in UNSEARCHABLE_ANSWERS and not has_phrase(q, p)]
+
+
+def _about(u: ChainUnit, subject: str) -> bool:
+    if not subject:
+        return True
+    return u.subject == subject or (u.text is not None and has_phrase(norm(u.text), norm(subject)))
+
+
+@dataclass(frozen=True)
+class Leak:
+    """One way a variant still answers; `unit` is the index of the unit that gives it away, if one does."""
+
+    reason: str
+    unit: int | None = None
+
+
+def chain_survives(original: Sequence[ChainUnit], variant: Sequence[ChainUnit], replaced: Sequence[int],
+                   question: str, answer: str) -> list[str]:
+    """Why `variant` (the units of `original` with indices `replaced` swapped) still answers; [] if broken."""
+    return [leak.reason for leak in chain_leaks(original, variant, replaced, question, answer)]
+
+
+def chain_leaks(original: Sequence[ChainUnit], variant: Sequence[ChainUnit], replaced: Sequence[int],
+                question: str, answer: str) -> list[Leak]:
+    """The leaks of `variant`: `original` and `variant` are aligned unit for unit (a replacement takes
+    its span's place), `replaced` are the indices swapped."""
+    replaced = sorted(set(replaced))
+    gone = [original[i] for i in replaced]
+    keep = [(k, u) for k, u in enumerate(variant) if k not in replaced]  # untouched units
+    left_text = [(k, u, norm(u.text)) for k, u in enumerate(variant) if u.text is not None]  # and replacements
+    reasons: list[Leak] = []
+    q_words = _words(question)
+    parts = answer_parts(answer, question)
+    in_text = {p: [k for k, u in enumerate(original) if u.text is not None and has_phrase(norm(u.text), p)]
+               for p in parts}
+    gold_images = [k for k, u in enumerate(original) if u.gold and u.text is None]
+    # a part written nowhere is searchable only if gold images can show it (a short value, not a
+    # free-form sentence); otherwise it is left out, as yes/no answers are
+    parts = [p for p in parts if in_text[p] or (gold_images and len(p.split()) <= MAX_IMAGE_PART_WORDS)]
+    q_values = values(question, set())
+    carried_by_gone = set()
+    for p in parts:
+        carriers = in_text[p] if in_text[p] else gold_images
+        if not any(k in replaced for k in carriers):
+            continue
+        carried_by_gone.add(p)
+        # written again where it is tied to the question or to the replaced fact, not by coincidence
+        ties = q_values | {v for i in replaced if original[i].text is not None
+                           for v in values(original[i].text, q_words | set(p.split()))}
+        subjects = [original[i].subject for i in replaced     # the answer's own paragraph is no tie
+                    if original[i].subject and not has_phrase(p, norm(original[i].subject))]
+        where = next(((k, t) for k, u, t in left_text if has_phrase(t, p) and
+                      (ties & _words(u.text) or any(_about(u, s) for s in subjects))), None)
+        if where is not None:
+            reasons.append(Leak(f"answer survives: {p!r} is still written in {_snip(where[1])!r}", where[0]))
+        elif not in_text[p]:
+            img = next((k for k in gold_images if k not in replaced), None)
+            if img is not None:
+                reasons.append(Leak(f"answer survives: {p!r} is shown by a gold image that remains", img))
+    for i, g in zip(replaced, gone):
+        if g.text is None:
+            same = next((k for k, u in enumerate(variant) if g.ref is not None and u.ref == g.ref), None)
+            if same is not None:
+                reasons.append(Leak(f"image survives: gold image {g.ref} is still in the candidate", same))
+            continue
+        vals = values(g.text, q_words | _words(g.subject))
+        if not vals:
+            continue
+        need = min(2, len(vals))
+        for k, u in keep:
+            if u.text is None or not _about(u, g.subject):
+                continue
+            hit = vals & _words(u.text)
+            if len(hit) >= need:
+                reasons.append(Leak(f"fact restated: {sorted(hit)} of {_snip(g.text)!r} also in {_snip(u.text)!r}", k))
+    if parts and not carried_by_gone:
+        others = [u for k, u in enumerate(original) if u.gold and k not in replaced and u.text is not None]
+        linked = any(values(g.text, q_words | _words(g.subject)) & (_words(u.text) | _words(u.subject))
+                     for g in gone if g.text is not None for u in others)
+        if not linked:
+            reasons.append(Leak("span not needed: it carries no part of the answer and no link to the other "
+                                "evidence, which still answers"))
+    return reasons
+
+
+def _snip(text: str, n: int = 70) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= n else text[:n - 1] + "…"

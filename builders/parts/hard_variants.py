@@ -1,0 +1,205 @@
+"""Multi-Source Reasoning Hard variants: which units to replace so the chain breaks, and with what.
+
+`plan_variants` decides, per slot (first, last, random middle evidence span), the units to replace
+(the span and the units that restate its fact), using the evidence-chain rule; `replacements_for`
+draws length-matched donor text (whole sentences, else whole words) or donor images for them,
+redrawing any that give the answer back; `audit_hard` asks the optional LLM auditor. All of it is
+the same at every pool length; the builder checks each variant again once filler is in.
+"""
+from __future__ import annotations
+
+from typing import Sequence
+
+from mmbench.data.documents import Image, Text
+from mmbench.data.media import MediaStore
+from mmbench.data.tokens import UnifiedTokenCounter
+
+from mmbench.builders.parts.evidence_chain import ChainUnit, chain_leaks
+from mmbench.builders.parts.expansion import Unit, boundary_matched_text, image_unit
+from mmbench.builders.parts.hard_auditor import HardAuditor
+from mmbench.builders.parts.seeding import seeded_rng
+from mmbench.builders.sources.hotpotqa import ReasoningRecord
+
+MAX_EXTRA_REPLACED = 2      # units restating a replaced fact that may be replaced with it
+DONOR_TRIES = 8             # redraws of a variant's replacements that gave the answer back
+TEXT_TRIES = 40             # donor draws for one exact-length replacement text
+
+
+def chain_units(units: Sequence[Unit]) -> list[ChainUnit]:
+    """What the evidence-chain test sees of a record's units (the checker reads the same from the pool set)."""
+    out = []
+    for u in units:
+        seg = u.segment
+        subject = str(u.info.get("title", "")) if u.role in ("context", "evidence") and u.source.startswith("hotpotqa:") \
+            else ""
+        out.append(ChainUnit(seg.text if isinstance(seg, Text) else None, seg.ref if isinstance(seg, Image) else None,
+                             subject, u.is_evidence))
+    return out
+
+
+def _blanked(original: list[ChainUnit], removed: set[int]) -> list[ChainUnit]:
+    return [ChainUnit("" if u.text is not None else None) if k in removed else u for k, u in enumerate(original)]
+
+
+def plan_variants(r: ReasoningRecord, seed: int) -> tuple[dict[str, list[int]], dict[str, str]]:
+    """Which units each Hard variant replaces, so that the evidence chain is broken.
+
+    Each slot (first, last, random middle evidence span) starts from its span. Units that still
+    give the replaced fact or the answer away (`chain_leaks`) are replaced with it, up to
+    MAX_EXTRA_REPLACED more; a span the answer does not need, or one that cannot be repaired, is
+    swapped for an evidence span no other slot uses. Returns {slot: unit indices} and
+    {slot: why it was dropped}.
+    """
+    ev = r.evidence_indices
+    if not ev:
+        return {}, {}
+    chosen = {"first": ev[0], "last": ev[-1]}
+    if len(ev) >= 3:
+        chosen["middle"] = ev[1 + int(seeded_rng(seed, "middle", r.dataset, r.id).integers(len(ev) - 2))]
+    original = chain_units(r.units)
+    plans: dict[str, list[int]] = {}   # slot -> [key evidence span, units restating it...]
+    dropped: dict[str, str] = {}
+    taken: set[int] = set()
+    for which, span in chosen.items():
+        spare = [i for i in ev if i not in chosen.values() and i not in taken]
+        why = None
+        for start in [span] + spare:
+            removed, leaks = {start}, []
+            for _ in range(MAX_EXTRA_REPLACED + 1):
+                leaks = chain_leaks(original, _blanked(original, removed), sorted(removed), r.question, r.answer)
+                fixable = {lk.unit for lk in leaks if lk.unit is not None and lk.unit not in removed}
+                if not leaks or any(lk.unit is None for lk in leaks) or \
+                        len(removed | fixable) > 1 + MAX_EXTRA_REPLACED:
+                    break
+                removed |= fixable
+            if leaks:
+                why = why or reason_kind(leaks[0].reason)
+                continue
+            if any(set(p) == removed for p in plans.values()):
+                why = why or "duplicate: repairing it gives another variant's replacement"
+                continue
+            plans[which] = [start] + sorted(removed - {start})   # the key span first, then its restatements
+            taken.add(start)
+            break
+        else:
+            dropped[which] = why or "no evidence span left"
+    return plans, dropped
+
+
+def audit_hard(auditor: HardAuditor, r: ReasoningRecord, variants: dict[str, list],
+               refused: dict[str, str]) -> dict[str, dict]:
+    """Ask the LLM auditor about each built variant (its original context, filler left out); drop what it
+    says still answers, and what it could not judge. Returns the verdicts of the variants kept."""
+    kept = {}
+    for which in list(variants):
+        units = list(r.units)
+        for i, unit, _, _ in variants[which]:
+            units[i] = unit
+        verdict = auditor.audit(r, units)
+        if verdict.answerable is not False:
+            refused[which] = "auditor: still answers" if verdict.answerable else "auditor failed"
+            del variants[which]
+        else:
+            kept[which] = {"answerable": False, "reason": verdict.reason}
+    return kept
+
+
+def reason_kind(reason: str) -> str:
+    return {"answer": "answer survives elsewhere", "fact": "replaced fact restated elsewhere",
+            "image": "replaced gold image survives", "span": "span not needed: the remaining evidence answers"
+            }.get(reason.split()[0], reason.split(":")[0])
+
+
+def replacements_for(r: ReasoningRecord, plans: dict[str, list[int]], pool: list[ReasoningRecord],
+                     counter: UnifiedTokenCounter, media: MediaStore, seed: int,
+                     dropped: dict[str, str]) -> dict[str, list[tuple[int, Unit, dict, str]]]:
+    """For each planned variant: [(unit index, replacement unit, provenance, why replaced)]. Same at every length.
+
+    A replacement that gives the answer or the fact back is redrawn (up to DONOR_TRIES times).
+    """
+    donors = [d for d in pool if d.id != r.id]
+    original = chain_units(r.units)
+    out = {}
+    for which, removed in plans.items():
+        rng = seeded_rng(seed, "donor", r.dataset, r.id, which)
+        for _ in range(DONOR_TRIES):
+            try:
+                repl = [(i, *_replacement(r.units[i], donors, counter, media, rng)) for i in removed]
+            except ValueError as exc:
+                dropped[which] = str(exc).split(": ", 1)[-1]
+                break
+            variant = list(original)
+            for i, unit, _ in repl:
+                variant[i] = chain_units([unit])[0]
+            if not chain_leaks(original, variant, removed, r.question, r.answer):
+                why = {i: ("key evidence span" if k == 0 else "restates the replaced fact or the answer")
+                       for k, i in enumerate(removed)}
+                out[which] = [(i, unit, info, why[i]) for i, unit, info in repl]
+                dropped.pop(which, None)
+                break
+            dropped[which] = "every donor drawn gives the answer or the fact back"
+    return out
+
+
+def _replacement(target: Unit, donors: list[ReasoningRecord], counter, media, rng) -> tuple[Unit, dict]:
+    if isinstance(target.segment, Image):
+        return _image_replacement(target, donors, media, rng)
+    return _text_replacement(target, donors, counter, rng)
+
+
+def _text_replacement(target: Unit, donors: list[ReasoningRecord], counter, rng) -> tuple[Unit, dict]:
+    """Whole sentences (else whole words) of another record's non-evidence text, exactly `target.tokens` long.
+
+    Paragraph titles are not used (a bare title mid-sentence reads as noise). Several draws are
+    tried; the first that ends a sentence wins, else the first that ends a word.
+    """
+    word = None
+    for _ in range(TEXT_TRIES):
+        d = donors[int(rng.integers(len(donors)))]
+        texts = [(u.source, u.segment.text) for u in d.units if not u.is_evidence and isinstance(u.segment, Text)
+                 and not ("title" in u.info and "sent_id" not in u.info)]
+        if not texts:
+            continue
+        start = int(rng.integers(len(texts)))
+        span = texts[start:]
+        fit = boundary_matched_text(counter.tokenizer, [t for _, t in span], target.tokens)
+        if fit is None:
+            continue
+        text, boundary = fit
+        found = (d, span, text, boundary)
+        if boundary == "sentence":
+            word = found
+            break
+        word = word or found
+    if word is None:
+        raise ValueError(f"record {target.source}: no donor text fits {target.tokens} tokens at a word boundary")
+    d, span, text, boundary = word
+    return (Unit(Text(text), target.tokens, "replacement", span[0][0]),
+            {"kind": "text", "from_record": f"{d.dataset}:{d.id}", "from_units": _used_sources(span, text),
+             "tokens": target.tokens, "text": text, "boundary": boundary})
+
+
+def _used_sources(span: list[tuple[str, str]], text: str) -> list[str]:
+    """Sources of the donor units the replacement text is made of (in order)."""
+    used, pos = [], 0
+    for source, t in span:
+        if pos >= len(text):
+            break
+        used.append(source)
+        pos += len(" ".join(t.split())) + 1
+    return used
+
+
+def _image_replacement(target: Unit, donors: list[ReasoningRecord], media: MediaStore, rng) -> tuple[Unit, dict]:
+    """Another record's non-evidence image, resized to the target's pixels (identical token count)."""
+    pool = [(d, u) for d in donors for u in d.units if isinstance(u.segment, Image) and not u.is_evidence]
+    if not pool:
+        raise ValueError(f"record {target.source}: no donor images to replace an image evidence span")
+    d, u = pool[int(rng.integers(len(pool)))]
+    seg = target.segment
+    img = media.load_image(u.segment.ref, item=u.source).resize((seg.width, seg.height))
+    stored = media.put_image(img, format="JPEG")
+    return (image_unit(stored, role="replacement", source=u.source),
+            {"kind": "image", "from_record": f"{d.dataset}:{d.id}", "from_units": [u.source],
+             "tokens": target.tokens, "resized_from": [u.segment.width, u.segment.height],
+             "description": u.info.get("description", "")})

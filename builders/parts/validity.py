@@ -1,0 +1,119 @@
+"""Validity: what a built pool set promises, checked on its own records, and what a build dropped.
+
+Every task states its invariants (name -> one-sentence promise) and a check over a `PoolSet` that
+yields a `Violation` for each broken promise. Builders repair or drop what fails *before* writing;
+`write_valid_poolset` then re-checks the finished records and refuses to write a pool set that still
+breaks an invariant, and records the validity report and the drop counts in the manifest.
+`mmbench validate DIR` runs the same checks on any pool set folder.
+
+A task names its checks in `TaskSpec.validator` and its builder passes the same module in: a module with
+``INVARIANTS: dict[str, str]`` and ``check(ps, checked) -> Iterable[Violation]`` (it adds to
+``checked[invariant]`` how many things it checked).
+"""
+from __future__ import annotations
+
+import re
+from collections import Counter, defaultdict
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import ModuleType
+from typing import Any, Iterable
+
+from mmbench.data.drops import DropLog
+from mmbench.data.poolset import PoolSet, PoolSetError, write_poolset
+
+MAX_LISTED = 50  # violations listed in a manifest; the count is always complete
+
+COMMON_INVARIANTS = {
+    "distinct_questions": "queries ranked against the same candidates ask different questions (normalised text)",
+}
+
+
+@dataclass(frozen=True)
+class Violation:
+    invariant: str
+    item: str      # the pool item, query or candidate id the broken promise is about
+    detail: str
+
+    def line(self) -> str:
+        return f"{self.item}: {self.invariant}: {self.detail}"
+
+
+@dataclass
+class ValidityReport:
+    task: str
+    invariants: dict[str, str]
+    violations: list[Violation] = field(default_factory=list)
+    checked: dict[str, int] = field(default_factory=dict)  # invariant -> how many things were checked
+
+    @property
+    def ok(self) -> bool:
+        return not self.violations
+
+    def counts(self) -> dict[str, int]:
+        return dict(sorted(Counter(v.invariant for v in self.violations).items()))
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"ok": self.ok, "invariants": dict(sorted(self.invariants.items())),
+                "checked": dict(sorted(self.checked.items())), "violations": len(self.violations),
+                "violations_by_invariant": self.counts(),
+                "listed": [v.__dict__ for v in self.violations[:MAX_LISTED]]}
+
+    def summary_line(self) -> str:
+        if self.ok:
+            return f"validity: all {len(self.invariants)} invariants hold"
+        parts = ", ".join(f"{k} ×{n}" for k, n in self.counts().items())
+        return f"validity: {len(self.violations)} violations ({parts}); first: {self.violations[0].line()}"
+
+
+def normalise_question(text: str) -> str:
+    """Lower-case words and digits of any script (Chinese Youku queries included), punctuation dropped."""
+    return re.sub(r"[\W_]+", " ", text.casefold()).strip()
+
+
+def query_text(doc) -> str:
+    return " ".join(s.text for s in doc.segments if s.kind == "text")
+
+
+def check_distinct_questions(ps: PoolSet) -> Iterable[Violation]:
+    """No two queries ranked against the same candidate set are the same question."""
+    queries = ps.query_by_id()
+    groups: dict[tuple[str, ...], dict[str, str]] = defaultdict(dict)
+    for item in ps.pools:
+        key = tuple(sorted(item.candidate_ids))
+        text = normalise_question(query_text(queries[item.query_id]))
+        if not text:
+            continue
+        other = groups[key].get(text)
+        if other is not None and other != item.query_id:
+            yield Violation("distinct_questions", item.id, f"query {item.query_id} asks the same as {other}")
+        groups[key].setdefault(text, item.query_id)
+
+
+def validate(ps: PoolSet, module: ModuleType | None) -> ValidityReport:
+    """Run the common invariant checks and those of the task's checks `module` (None: the common ones only).
+
+    The module is passed in by the task's builder (its own `mmbench.builders.checks.<task>`) or, for a
+    pool set read from disk, looked up from the task registry (`mmbench.tasks.validation.validate`).
+    """
+    invariants = {**COMMON_INVARIANTS, **(getattr(module, "INVARIANTS", {}) if module else {})}
+    report = ValidityReport(task=ps.task, invariants=invariants)
+    report.violations.extend(check_distinct_questions(ps))
+    report.checked["distinct_questions"] = len(ps.pools)
+    if module is not None:
+        report.violations.extend(module.check(ps, report.checked))
+    unknown = {v.invariant for v in report.violations} - set(invariants)
+    if unknown:
+        raise RuntimeError(f"{ps.task} validator reports undeclared invariants {sorted(unknown)}")
+    return report
+
+
+def write_valid_poolset(ps: PoolSet, out: Path, checks: ModuleType | None, media_from: Path | None = None,
+                        drops: dict[str, DropLog] | None = None) -> Path:
+    """Check the finished records with the common and the task's `checks`, refuse an invalid pool set, and
+    write it with its validity report."""
+    report = validate(ps, checks)
+    if not report.ok:
+        raise PoolSetError(f"refusing to write an invalid {ps.task} pool set: {report.summary_line()}")
+    extra = {"validity": report.to_dict(), "dropped": {k: v.to_dict() for k, v in (drops or {}).items()}}
+    return write_poolset(ps, out, media_from=media_from, extra_manifest=extra)
