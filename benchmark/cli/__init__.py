@@ -1,4 +1,7 @@
-"""The `mmbench` command line: one module per command group, registered below."""
+"""The `mmbench` command line: one module per command group, registered below.
+
+Imports: anything; nothing in mmbench imports the CLI (the library never calls it).
+"""
 from __future__ import annotations
 
 import argparse

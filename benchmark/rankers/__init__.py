@@ -3,6 +3,8 @@
 `load_ranker(kind, model, **options)` builds an adapter by its short name; `rank_poolset`
 (in `mmbench.rankers.run`) evaluates one on a pool set and returns results in the same
 layout as embedding runs, so `mmbench compare` puts both side by side.
+
+Imports: `mmbench.common`, `mmbench.data`, the pure evaluators and `mmbench.models` (the HTTP helpers).
 """
 from __future__ import annotations
 

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import re
 import unicodedata
 from dataclasses import dataclass
@@ -22,6 +21,7 @@ from pathlib import Path
 from typing import Sequence
 
 from mmbench.data.media import atomic_write_bytes
+from mmbench.builders.parts.chat import ChatEndpoint
 from mmbench.common.http_client import APIError, HttpClient
 
 RULE_VERSION = "rule-2"
@@ -119,11 +119,8 @@ class ChatRewriter:
 
     def __init__(self, base_url: str, model: str, api_key_env: str = "OPENAI_API_KEY",
                  cache: Path | str | None = None, client: HttpClient | None = None) -> None:
-        self.url = base_url.rstrip("/") + "/chat/completions"
-        self.model = model
-        key = os.environ.get(api_key_env, "").strip()
-        self._headers = {"Authorization": f"Bearer {key}"} if key else {}
-        self.client = client or HttpClient(max_concurrency=1)
+        self.chat = ChatEndpoint(base_url, model, api_key_env, client, max_concurrency=1)
+        self.model, self.client = model, self.chat.client
         self.cache_path = Path(cache) if cache else None
         self._cache: dict[str, str] = _read_cache(self.cache_path) if self.cache_path else {}
 
@@ -134,14 +131,13 @@ class ChatRewriter:
     def rewrite(self, captions: Sequence[str], item: str = "?") -> Rewrite:
         k = self.key(captions)
         if k not in self._cache:
-            body = {"model": self.model, "temperature": 0,
-                    "messages": [{"role": "system", "content": SYSTEM_PROMPT},
-                                 {"role": "user", "content": user_prompt(captions)}]}
-            reply = self.client.post_json(self.url, body, self._headers)
+            messages = [{"role": "system", "content": SYSTEM_PROMPT}, {"role": "user", "content": user_prompt(captions)}]
             try:
-                text = " ".join(str(reply["choices"][0]["message"]["content"]).split())
-            except (KeyError, IndexError, TypeError) as exc:
-                raise APIError(f"rewrite of {item}: malformed chat response (missing {exc})") from None
+                text = " ".join(self.chat.reply(messages).split())
+            except APIError as exc:
+                if "malformed chat response" not in str(exc):
+                    raise
+                raise APIError(f"rewrite of {item}: {exc}") from None
             if not text:
                 raise APIError(f"rewrite of {item}: the chat model returned an empty text")
             self._cache[k] = text

@@ -55,16 +55,12 @@ class HardAuditor:
                 "base_url": self.auditor.base_url, "system_prompt": HARD_SYSTEM}
 
     def audit(self, record: ReasoningRecord, units: Sequence[Unit]) -> HardVerdict:
-        a = self.auditor
-        payload = {"model": a.model, "messages": hard_messages(record, units), "temperature": 0}
-        headers = {"Authorization": f"Bearer {a._key}"} if a._key else {}
         try:
-            body = a.client.post_json(f"{a.base_url}/chat/completions", payload, headers)
-            content = body["choices"][0]["message"]["content"]
+            content = self.auditor.chat.reply(hard_messages(record, units))
             match = re.search(r"\{.*\}", content or "", re.S)
             verdict = json.loads(match.group(0)) if match else None
             if not isinstance(verdict, dict) or not isinstance(verdict.get("answerable"), bool):
                 raise ValueError(f"reply lacks a boolean 'answerable': {str(content)[:120]!r}")
-        except (APIError, KeyError, IndexError, TypeError, ValueError) as exc:
+        except (APIError, ValueError) as exc:
             return HardVerdict(None, f"auditor failed: {exc}")
         return HardVerdict(verdict["answerable"], str(verdict.get("reason", "")))

@@ -19,7 +19,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, Sequence
 
 from mmbench.data.documents import Text
-from mmbench.common.http_client import api_key
+from mmbench.builders.parts.chat import ChatEndpoint
 from mmbench.common.http_client import APIError, HttpClient
 
 from mmbench.builders.sources.hotpotqa import ReasoningRecord
@@ -156,22 +156,17 @@ class LLMAuditor:
     client: HttpClient | None = None
 
     def __post_init__(self) -> None:
-        self.base_url = self.base_url.rstrip("/")
-        self._key = api_key(self.api_key_env, required=False)
-        self.client = self.client or HttpClient(max_concurrency=4)
+        self.chat = ChatEndpoint(self.base_url, self.model, self.api_key_env, self.client, max_concurrency=4)
+        self.base_url, self.client = self.chat.base_url, self.chat.client
 
     def describe(self) -> dict[str, Any]:
         return {"prompt_version": AUDITOR_PROMPT_VERSION, "model": self.model, "base_url": self.base_url,
                 "system_prompt": AUDITOR_SYSTEM}
 
     def audit(self, record: ReasoningRecord) -> Decision:
-        payload = {"model": self.model, "messages": auditor_messages(record), "temperature": 0}
-        headers = {"Authorization": f"Bearer {self._key}"} if self._key else {}
         try:
-            body = self.client.post_json(f"{self.base_url}/chat/completions", payload, headers)
-            content = body["choices"][0]["message"]["content"]
-            verdict = _parse_verdict(content)
-        except (APIError, KeyError, IndexError, TypeError, ValueError) as exc:
+            verdict = _parse_verdict(self.chat.reply(auditor_messages(record)))
+        except (APIError, ValueError) as exc:
             return Decision(record.id, record.dataset, False, "auditor", f"auditor failed: {exc}",
                             {"prompt_version": AUDITOR_PROMPT_VERSION, "error": True})
         return Decision(record.id, record.dataset, bool(verdict["keep"]), "auditor", str(verdict.get("reason", "")),
