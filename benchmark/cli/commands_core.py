@@ -67,6 +67,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                         "--model-option base_url=http://localhost:8000/v1 (see `mmbench list models --options`)")
     p.add_argument("--batch-tokens", type=positive_int, default=32768, help="padded tokens per batch")
     p.add_argument("--cache-dir", type=Path, help="embedding cache (default: MMBENCH_HOME/embeddings)")
+    p.add_argument("--price-per-token", type=nonnegative_float, default=None, metavar="USD",
+                   help="price of one encoded token (API models): results then state the cost per 1,000 documents "
+                        "in their efficiency record")
     p.add_argument("--no-cache", action="store_true", help="neither read nor write the embedding cache")
     p.add_argument("--verify", action="store_true",
                    help="recompute the pool set's content hash and check every media file (default: check the "
@@ -101,6 +104,17 @@ def _int_at_least(minimum: int, what: str):
 
 positive_int = _int_at_least(1, "positive")
 nonnegative_int = _int_at_least(0, "non-negative")  # seeds: the builders' generators take no negative seed
+
+
+def nonnegative_float(text: str) -> float:
+    """An argparse type for finite numbers >= 0 (prices)."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not (value >= 0 and value != float("inf")):
+        raise argparse.ArgumentTypeError(f"expected a finite non-negative number, got {text!r}")
+    return value
 
 
 def load_includes(args: argparse.Namespace) -> None:
@@ -417,7 +431,8 @@ def run_options(args: argparse.Namespace, progress: bool):
     from mmbench.running.runner import RunOptions
 
     return RunOptions(batch_tokens=args.batch_tokens, cache_dir=args.cache_dir or mmbench_home() / "embeddings",
-                      use_cache=not args.no_cache, limit=args.limit, progress=progress, seed=args.seed)
+                      use_cache=not args.no_cache, limit=args.limit, progress=progress, seed=args.seed,
+                      price_per_token=getattr(args, "price_per_token", None))
 
 
 def writable_folder_or_error(path: Path) -> None:
