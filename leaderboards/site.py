@@ -29,6 +29,7 @@ from mmbench.data.media import atomic_write_bytes
 from mmbench.results.store import load_results
 
 from mmbench.leaderboards.boards import MAIN, Column, Table, aggregates_table, all_tables, is_mmlongembed, ravel_predictions_table
+from mmbench.leaderboards.efficiency import efficiency_table
 from mmbench.leaderboards.matrix import overview_table, seen_shares
 from mmbench.leaderboards.modelmeta import ModelMeta, all_metadata, display_name, redact_paths
 from mmbench.leaderboards.store import Board, Entry
@@ -80,6 +81,9 @@ def _render(entries: Sequence[Entry], out: Path, board_root: Path | None = None)
     overview = overview_table(entries, loader, lambda e: metas[e.id]) if any(e.kind == "retrieval" for e in entries) else None
     if overview is not None:
         tables.insert(0, overview)
+    efficiency = efficiency_table(entries, loader)
+    if efficiency is not None:
+        tables.insert(1 if overview is not None else 0, efficiency)
     for t in tables:
         _write_table_data(t, out / "data")
     links = " ".join(f'<a href="#{esc(t.id)}">{esc(t.title)}</a>' for t in tables)

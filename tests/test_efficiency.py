@@ -118,3 +118,56 @@ def test_leaderboards_accept_the_efficiency_block_as_measured_and_refuse_bad_num
     bad = {**good, "mmbench": {**good["mmbench"], "efficiency": {"by_length_bin": {"1k": {"seconds": -1.0}}}}}
     problems = stated_number_problems(bad, pq, seen, 1)
     assert len(problems) == 1 and "efficiency.by_length_bin.1k.seconds" in problems[0].field
+
+
+def _results(vg_tiny, device: str = "cpu", name: str = "paced"):
+    import dataclasses
+
+    from mmbench.running.evaluation import evaluate_in_memory
+
+    model = PacedModel(per_token=1e-6)
+    model.card = dataclasses.replace(model.card, name=name)
+    if device != "cpu":
+        model.device = device
+    return evaluate_in_memory("visual_grounding", load_poolset(vg_tiny), model,
+                              RunOptions(use_cache=False, progress=False), name)
+
+
+def test_show_compare_and_report_state_the_efficiency_record(vg_tiny):
+    from mmbench.evaluators.reports.compare import compare_runs, comparison_markdown
+    from mmbench.evaluators.reports.report import report_markdown, report_numbers
+    from mmbench.results.summary import format_summary
+
+    a, b = _results(vg_tiny), _results(vg_tiny, name="paced-b")
+    shown = format_summary(a, ("length_bin",), "precision_at_1")
+    assert "efficiency on cpu, backend test:" in shown and "tokens/s by length bin: 256" in shown
+    data = compare_runs([a, b], resamples=200, ci_resamples=200)
+    assert [r["label"] for r in data["efficiency"]] == ["paced", "paced-b"]
+    text = comparison_markdown(data)
+    assert "## Efficiency" in text and "not comparable" not in text
+    report = report_markdown(report_numbers([a, b], ci_resamples=200))
+    assert "### Efficiency" in report and "Tokens per second by length bin" in report
+
+
+def test_rows_measured_on_different_devices_are_flagged(vg_tiny):
+    from mmbench.evaluators.reports.compare import compare_runs, comparison_markdown
+
+    a, b = _results(vg_tiny), _results(vg_tiny, device="cuda:0", name="paced-gpu")
+    assert b.info["efficiency"]["device"] == "cuda:0"
+    text = comparison_markdown(compare_runs([a, b], resamples=200, ci_resamples=200))
+    assert "Measured on different devices (cpu, cuda:0)" in text
+
+
+def test_the_board_has_an_efficiency_table_naming_devices(vg_tiny, tmp_path):
+    from mmbench.leaderboards.efficiency import efficiency_table
+    from mmbench.leaderboards.store import Entry
+
+    runs = {"e1": _results(vg_tiny), "e2": _results(vg_tiny, device="cuda:0", name="paced-gpu")}
+    entries = [Entry(k, "retrieval", "visual_grounding", "1", r.content_hash, r.info["model"], tmp_path, "2026", {})
+               for k, r in runs.items()]
+    table = efficiency_table(entries, lambda e: runs[e.id])
+    assert [r["device"] for r in table.rows] == ["cpu", "cuda:0"]
+    assert all(r["tokens_per_second"] > 0 for r in table.rows)
+    assert "measured on 2 devices" in table.description
+    assert {"tokens_per_second", "peak_rss_mb", "cost_per_1k_documents"} <= {c.key for c in table.columns}
+    assert efficiency_table(entries[:0], lambda e: runs[e.id]) is None

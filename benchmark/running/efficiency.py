@@ -19,6 +19,8 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Sequence
 
+from mmbench.evaluators.ordering import label_key
+
 MB = 1024 * 1024
 
 
@@ -199,18 +201,8 @@ class EfficiencyMeter:
             docs = self.total.documents
             out["cost_per_1k_documents"] = (round(1000 * self.price_per_token * self.total.tokens / docs, 9)
                                             if docs else None)
-        out["by_length_bin"] = {k: v.as_dict() for k, v in sorted(self.bins.items(), key=lambda kv: _bin_key(kv[0]))}
+        out["by_length_bin"] = {k: v.as_dict() for k, v in sorted(self.bins.items(), key=lambda kv: label_key(kv[0]))}
         return out
-
-
-def _bin_key(label: str) -> tuple[float, str]:
-    """Bins in order of length: '256', '1k', '32k', '128k' sort by their number of tokens."""
-    s = label.strip().lower()
-    mult = 1024 if s.endswith("k") else 1
-    try:
-        return float(s.rstrip("k")) * mult, label
-    except ValueError:
-        return float("inf"), label
 
 
 def bins_of_documents(items: Sequence[Any]) -> dict[str, str]:

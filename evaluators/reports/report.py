@@ -15,6 +15,7 @@ from mmbench.evaluators.stats.robustness import MODALITIES, THRESHOLDS
 from mmbench.results.store import RunResults
 
 from mmbench.evaluators.reports import figures
+from mmbench.evaluators.reports.efficiency import efficiency_markdown, efficiency_rows
 from mmbench.evaluators.reports.common import CI_METRICS, averages, fmt, fmt_ci, fmt_p, md_table, metric_ci, run_labels, scored, subset_order
 
 HEATMAP_METRIC = "precision_at_5"   # the seed's heatmaps are P@5
@@ -217,6 +218,8 @@ def report_numbers(runs: Sequence[RunResults], *, metric: str = "precision_at_1"
         t["easy_hard"] += easy_hard_numbers(pq, label, run.task, metric, **boot)
         seen = run.info.get("modalities_seen") or run.info.get("model", {}).get("modalities")
         t["modality_robustness"] += robustness_numbers(pq, label, metric, set(seen) if seen else None, **boot)
+    for name, task_runs in by_task.items():
+        tasks[name]["efficiency"] = efficiency_rows(task_runs)
     return {"kind": "mmbench.report",
             "settings": {"metric": metric, "heatmap_metric": heatmap_metric, "ci_resamples": ci_resamples, "seed": seed,
                          "ci_method": "percentile bootstrap, seeded numpy Generator",
@@ -399,4 +402,6 @@ def report_markdown(data: dict[str, Any]) -> str:
                                  fmt(r["mean"]), fmt(r["sd"]), r["kind"]] for r in t["modality_robustness"]]), ""]
             if "modality_robustness" in figs:
                 lines += [f"![modality robustness]({figs['modality_robustness']['path']})", ""]
+        if t.get("efficiency"):
+            lines += [efficiency_markdown(t["efficiency"], level=3)]
     return "\n".join(lines)
