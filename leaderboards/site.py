@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from mmbench.evaluators.reports import figures
+from mmbench.evaluators.reports.lengths import effective_length_entry
 from mmbench.evaluators.reports.report import HEATMAP_METRIC, heatmap_numbers, length_curve_numbers
 from mmbench.data.media import atomic_write_bytes
 from mmbench.results.store import load_results
@@ -299,4 +300,13 @@ def _model_figures(e: Entry, out: Path, loader) -> list[str]:
         name = f"{e.slug}-length.png"
         figures.length_curves_figure(curves, out / "img" / name, MAIN)
         html_parts.append(f'<h2>By length</h2><img class="figure" src="../img/{esc(name)}" alt="{MAIN} against context length">')
+    eff = effective_length_entry(pq, loader(e).seen, label, MAIN)
+    if eff["effective_tokens"] is not None:
+        name = f"{e.slug}-effective-length.png"
+        figures.effective_length_figure([eff], out / "img" / name, MAIN)
+        value = f"{'at least ' if eff['censored'] else ''}{eff['effective_tokens']} tokens"
+        html_parts.append(f'<h2>Effective context</h2><p class="desc" id="effective-context">{esc(value)}: the longest '
+                          f'consumed length before {MAIN} falls more than {eff["tolerance"]} below its score over the '
+                          f'shortest {eff["window"]} items ({eff["reference"]:.3f}).</p>'
+                          f'<img class="figure" src="../img/{esc(name)}" alt="{MAIN} against consumed tokens">')
     return html_parts

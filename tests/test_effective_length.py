@@ -79,3 +79,47 @@ def test_too_few_items_for_a_window_state_no_effective_context():
     assert res.effective_tokens is None and res.n_items == 2
     with pytest.raises(ValueError):
         effective_length([1], [1], tolerance=-1)
+
+
+def _synthetic_run(name: str = "dropper", nominal=(1024, 4096, 16384, 65536, 131072)):
+    """A results object whose P@1 is 1 below DROP_AT consumed tokens and 0 from it on, in the given bins."""
+    from mmbench.data.tokens import length_label
+    from mmbench.evaluators.metrics import first_relevant_rank, item_metrics
+    from mmbench.results.mteb_layout import summary_json
+    from mmbench.results.store import RunResults
+
+    tokens, scores = _synthetic(n=300)
+    rows, seen = [], []
+    for k, (t, s) in enumerate(zip(tokens, scores)):
+        ranked = [f"d{k}", f"x{k}"] if s else [f"x{k}", f"d{k}"]
+        b = length_label(min([b for b in nominal if b >= t] or [nominal[-1]]))
+        rows.append({"item_id": f"i{k}", "query_id": f"q{k}", "subset": "text", "relevant_ids": [f"d{k}"],
+                     "ranked_ids": ranked, "scores": [1.0, 0.0], "first_relevant_rank": first_relevant_rank(ranked, [f"d{k}"]),
+                     **item_metrics(ranked, [f"d{k}"]), "error": None, "length_bin": b})
+        seen += [{"doc_id": f"d{k}", "role": "document", "seen_tokens": int(t), "truncated": bool(t > 32768)},
+                 {"doc_id": f"x{k}", "role": "document", "seen_tokens": int(t), "truncated": bool(t > 32768)}]
+    pq = pd.DataFrame(rows)
+    summary = summary_json("synthetic", "1", "h" * 64, {"name": name}, pq, {}, 0.0)
+    return RunResults(pq, pd.DataFrame(seen), summary)
+
+
+def test_report_and_show_name_the_effective_context_and_the_truncated_share(tmp_path):
+    from mmbench.evaluators.reports.report import draw_figures, report_markdown, report_numbers
+    from mmbench.results.summary import format_summary
+
+    run = _synthetic_run()
+    data = report_numbers([run], ci_resamples=100)
+    task = data["tasks"][0]
+    (eff,) = task["effective_length"]
+    below = np.sort(_synthetic(n=300)[0])
+    assert eff["effective_tokens"] == below[below < DROP_AT][-1]
+    (trunc,) = task["truncated_share"]
+    shares = dict(zip(trunc["bins"], trunc["truncated_share"]))
+    assert shares["1k"] == 0 and shares["16k"] == 0 and shares["128k"] == 1   # 64k straddles the 32k window
+    draw_figures(data, tmp_path)
+    text = report_markdown(data)
+    assert "### Effective context" in text and f"| {eff['effective_tokens']} |" in text
+    assert (tmp_path / task["figures"]["effective_length"]["path"]).is_file()
+    assert "### Truncated share per length bin" in text and "| 100 % |" in text
+    shown = format_summary(run, ("length_bin",), "precision_at_1")
+    assert "effective context (precision_at_1 within 0.05" in shown and f": {eff['effective_tokens']} tokens" in shown

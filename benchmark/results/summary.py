@@ -48,6 +48,7 @@ def format_summary(res: RunResults, axes: Sequence[str], metric: str = "precisio
     for row in _overall(res):
         lines.append(row)
     lines += efficiency_lines(info.get("efficiency"))
+    lines += effective_context_lines(res, metric)
     for axis in axes:
         if axis not in pq.columns or pq[axis].isna().all():
             continue
@@ -63,6 +64,23 @@ def format_summary(res: RunResults, axes: Sequence[str], metric: str = "precisio
         for doc, msg in list(failures.items())[:5]:
             lines.append(f"  {doc}: {msg}")
     return "\n".join(lines)
+
+
+def effective_context_lines(res: RunResults, metric: str) -> list[str]:
+    """The run's effective context by consumed tokens (evaluators.stats.effective_length), when it has enough items."""
+    from mmbench.evaluators.stats.effective_length import run_effective_length
+
+    if metric not in res.per_query.columns or "relevant_ids" not in res.per_query.columns:
+        return []
+    e = run_effective_length(res.per_query, res.seen, metric)
+    if e.effective_tokens is None:
+        return []
+    how = (f"{metric} within {e.tolerance} of its score over the shortest {e.window} items ({e.reference:.3f}), "
+           f"by tokens consumed")
+    if e.censored:
+        return [f"effective context ({how}): at least {e.effective_tokens} tokens (no drop up to the longest item)"]
+    return [f"effective context ({how}): {e.effective_tokens} tokens (first drop at {e.first_drop_tokens}; "
+            f"longest consumed {e.max_tokens})"]
 
 
 def efficiency_lines(eff) -> list[str]:
