@@ -135,7 +135,9 @@ def cmd_list(args: argparse.Namespace) -> int:
 
         for t in task_specs():
             bins = ",".join(t.length_bins) or "-"
-            print(f"{t.name}  v{t.version}  sources: {', '.join(t.sources)}  length bins: {bins}")
+            long = (f"  optional long bins: {','.join(t.long_bins)} (--param lengths=[{','.join(map(str, t.long_lengths))}])"
+                    if t.long_bins else "")
+            print(f"{t.name}  v{t.version}  sources: {', '.join(t.sources)}  length bins: {bins}{long}")
             print(f"    {t.description}")
         for name, members in sorted(BENCHMARKS.items()):
             print(f"benchmark {name}: {', '.join(members)}")
