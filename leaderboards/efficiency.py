@@ -21,7 +21,7 @@ COLUMNS = [Column("model", "Model", "model"), Column("task", "Task", "text"), Co
            Column("load_seconds", "Load s"), Column("peak_rss_mb", "Peak RSS MB"),
            Column("gpu_peak_allocated_mb", "GPU peak alloc. MB"), Column("padding_ratio", "Padding"),
            Column("api_requests", "Requests", "count"), Column("api_retries", "Retries", "count"),
-           Column("cost_per_1k_documents", "Cost / 1k docs")]
+           Column("cost_per_1k_documents", "Cost / 1k docs"), Column("certificate", "Backend certificate", "text")]
 
 
 def efficiency_table(entries: Sequence[Entry], loader: Callable[[Entry], RunResults]) -> Table | None:
@@ -29,12 +29,13 @@ def efficiency_table(entries: Sequence[Entry], loader: Callable[[Entry], RunResu
     src = [e for e in entries if e.kind == "retrieval"]
     rows: list[dict[str, Any]] = []
     for e in sorted(src, key=lambda e: (e.task, e.submitted_at, e.id)):
-        found = efficiency_rows([loader(e)])
+        run = loader(e)
+        found = efficiency_rows([run])
         row: dict[str, Any] = {"model": display_name(e.model_name), "_page": f"models/{e.slug}.html", "_id": e.id,
-                               "task": e.task}
+                               "task": e.task, "certificate": certificate_cell(run.info.get("backend_certificate"))}
         if found:
             r = found[0]
-            row.update({c.key: r.get(c.key) for c in COLUMNS if c.key not in ("model", "task")})
+            row.update({c.key: r.get(c.key) for c in COLUMNS if c.key not in ("model", "task", "certificate")})
             row["device"] = device_label(r)
         rows.append(row)
     measured = [r for r in rows if r.get("device")]
@@ -46,4 +47,15 @@ def efficiency_table(entries: Sequence[Entry], loader: Callable[[Entry], RunResu
     return Table("efficiency", "Efficiency", "Encoding speed, time to first vector, load time and peak memory each run "
                  "measured (cache hits excluded), the padding share of its batches, API requests and retries, and the cost "
                  "per 1,000 documents where the submitter stated a price per token. Measurements, not scores: they "
-                 "depend on the machine." + note, COLUMNS, rows)
+                 "depend on the machine." + note + " Backend certificate: whether the run carries a `mmbench "
+                 "verify-backend` certificate for its backend (NONE: the backend was never checked against the "
+                 "reference path).", COLUMNS, rows)
+
+
+def certificate_cell(block: Any) -> str:
+    """'passed (min cosine 0.99998)', 'FAILED (...)', or 'NONE' for a run without a certificate."""
+    if not isinstance(block, dict):
+        return "NONE"
+    low = block.get("cosine_min")
+    shown = f" (min cosine {low:.5f})" if isinstance(low, (int, float)) else ""
+    return ("passed" if block.get("passed") else "FAILED") + shown

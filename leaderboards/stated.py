@@ -32,6 +32,9 @@ STATISTICS = frozenset({
 # cost, overall and per length bin): machine-dependent, never recomputable, never a score; every number under
 # them must be finite and non-negative, like STATISTICS.
 MEASURED_BLOCKS = ("mmbench.efficiency.",)
+# The backend parity certificate a run carries (cosines, agreement, thresholds): measured by verify-backend, not
+# from the tables; cosines may be negative, so any finite number is accepted.
+CERTIFICATE_BLOCK = "mmbench.backend_certificate."
 # Run settings stated as numbers: not recomputable from the tables, but never a result; each must be a
 # non-negative integer (the tie-breaking seed `mmbench run --seed` records).
 SETTINGS = frozenset({"mmbench.seed"})
@@ -120,6 +123,10 @@ def stated_number_problems(summary: dict[str, Any], per_query: pd.DataFrame, see
     problems = []
     for path, got in _numbers(stated, ""):
         where = f"{SUMMARY}: {ascii(path)[1:-1]}"
+        if path.startswith(CERTIFICATE_BLOCK):
+            if not math.isfinite(got):
+                problems.append(Problem(where, f"{got!r} is not a finite number"))
+            continue
         if path in STATISTICS or path.startswith(MEASURED_BLOCKS):
             if not (math.isfinite(got) and got >= 0):
                 problems.append(Problem(where, f"{got!r} is not a finite non-negative number"))

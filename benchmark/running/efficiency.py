@@ -81,12 +81,15 @@ def _cuda() -> Any:
 
 
 def device_of(model: Any) -> dict[str, Any]:
-    """Where the model ran: its stated device (else cpu), the GPU's name when one is used, the CPU count."""
-    loaded = bool(getattr(model, "loaded", True))
-    device = str(getattr(model, "device", None) or "cpu") if loaded else "cpu"
+    """Where the model ran: its weights' device and dtype (cpu when it has none; 'remote' for API models),
+    the GPU's name when one is used, the CPU count."""
+    from mmbench.running.provenance import model_device_dtype
+
+    device, dtype = model_device_dtype(model)
     card = model.card
-    out = {"device": device, "backend": card.family, "dtype": str(card.settings.get("dtype") or "") or None,
-           "cpu_count": os.cpu_count()}
+    if device is None:
+        device = "remote" if str(card.family).startswith("api") else "cpu"
+    out = {"device": device, "backend": card.family, "dtype": dtype, "cpu_count": os.cpu_count()}
     cuda = _cuda()
     if cuda is not None and device.startswith("cuda"):
         out["device_name"] = cuda.get_device_name()

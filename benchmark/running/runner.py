@@ -46,6 +46,7 @@ class RunOptions:
     seed: int = 0
     executor: Any = None  # where batches are encoded (None: this process; see mmbench.running.executors)
     price_per_token: float | None = None  # stated price (USD) per encoded token: results then hold cost per 1,000 documents
+    certificate: dict[str, Any] | None = None  # a backend parity certificate (verify-backend) the run carries
 
 
 @dataclass
