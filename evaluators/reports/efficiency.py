@@ -63,7 +63,7 @@ def efficiency_markdown(rows: Sequence[dict[str, Any]], level: int = 2) -> str:
     lines = ["#" * level + " Efficiency", "",
              "Measured while encoding (cache hits excluded: a vector read from the cache costs no encoding). "
              "Tokens are the tokens each model was fed (after truncation); time to first vector counts from the start "
-             "of encoding and includes a model loaded on first use; load time is the weights' loading; peak RSS is "
+             "of encoding (weights loaded inside the first batch included); load time is the weights' loading; peak RSS is "
              "the process's resident memory, GPU columns the peak allocated / reserved CUDA memory.", ""]
     if len(devices) > 1:
         lines += [f"**Measured on different devices ({', '.join(devices)}): speeds and memory are not comparable "
