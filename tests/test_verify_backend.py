@@ -166,3 +166,20 @@ def test_encode_path_skips_items_a_model_cannot_see():
     probe = load_probe()
     got = encode_path(HashingModel(dim=DIM, modalities=("image",)), probe)
     assert "text-long" in got.skipped and "image-red" in got.vectors
+
+
+def test_run_attaches_a_matching_certificate_and_refuses_another_models(vg_tiny, tmp_path, capsys):
+    from mmbench.cli import main
+
+    cert_path = tmp_path / "cert.json"
+    assert main(["verify-backend", "--model", "toy_models:HashingModel", "--out", str(cert_path)]) == 0
+    common = ["run", "--task", "visual_grounding", "--data", str(vg_tiny), "--no-cache", "--quiet",
+              "--backend-certificate", str(cert_path)]
+    out = tmp_path / "run"
+    assert main([*common, "--model", "toy_models:HashingModel", "--output", str(out), "--price-per-token", "1e-6"]) == 0
+    info = json.loads((out / "results.json").read_text())["mmbench"]
+    assert info["backend_certificate"]["passed"] is True
+    assert info["efficiency"]["cost_per_1k_documents"] > 0 and info["efficiency"]["price_per_token"] == 1e-6
+    # a certificate of the default HashingModel does not cover the BatchSensitiveModel
+    assert main([*common, "--model", "toy_models:BatchSensitiveModel", "--output", str(tmp_path / "other")]) == 2
+    assert "the certificate was made for another model" in capsys.readouterr().err
