@@ -61,3 +61,15 @@ def test_reports_order_ten_bins_and_draw_them(tmp_path):
     assert heat["lengths"][-2:] == ["64k", "128k"] and all(n == 3 for row in heat["n"] for n in row)
     info = figures.heatmap_figure([heat], tmp_path / "h.png", "precision_at_5")
     assert (tmp_path / "h.png").stat().st_size > 0 and info.kind
+
+
+def test_multi_source_reasoning_lists_and_builds_a_64k_bin(tmp_path):
+    from mmbench.data.poolset import load_poolset
+    from mmbench.tasks.validation import validate
+
+    task = get_task("multi_source_reasoning")
+    assert task.long_bins == ("64k", "128k") and max(task.default_params["lengths"]) == 32768
+    task.build("sample", tmp_path / "msr", seed=0, lengths=(65536,), progress=False)
+    ps = load_poolset(tmp_path / "msr")
+    assert {p.meta["length_bin"] for p in ps.pools} == {"64k"}
+    assert validate(ps).ok
