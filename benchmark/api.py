@@ -128,14 +128,15 @@ class Evaluation(Mapping[str, Result]):
 
 def evaluate(model: EmbeddingModel | str, tasks: str | Sequence[Any], *, data: Any = None, limit: int | None = None,
              seed: int = 0, cache_dir: Path | str | None = None, batch_tokens: int = 32768, progress: bool = False,
-             **model_options: Any) -> Evaluation:
+             price_per_token: float | None = None, **model_options: Any) -> Evaluation:
     """Evaluate `model` (an `EmbeddingModel`, or a name for `load_model`) on `tasks`.
 
     `tasks`: a task or benchmark name ("mmlongembed"), a comma-separated list, a `TaskSpec`, or a list of
     these. `data`: a pool-set folder (one task), a mapping task -> folder or `PoolSet`, or None for each
     task's offline sample (built under MMBENCH_HOME on first use). Vectors are cached only when
     `cache_dir` is given (a model whose code changes under the same card would otherwise read stale
-    vectors). `limit` and `seed` mean what they mean to `mmbench run`.
+    vectors). `limit`, `seed` and `price_per_token` mean what they mean to `mmbench run` (the last adds the
+    cost per 1,000 documents to each result's efficiency record).
     """
     from mmbench.running.evaluation import evaluate_in_memory
     from mmbench.running.poolsets import resolve_poolset
@@ -152,7 +153,8 @@ def evaluate(model: EmbeddingModel | str, tasks: str | Sequence[Any], *, data: A
     if data is not None and not isinstance(data, Mapping) and len(specs) > 1:
         raise ValueError("one pool-set folder for several tasks: give data as a mapping task -> folder")
     options = RunOptions(batch_tokens=batch_tokens, cache_dir=Path(cache_dir) if cache_dir else None,
-                         use_cache=cache_dir is not None, limit=limit, progress=progress, seed=seed)
+                         use_cache=cache_dir is not None, limit=limit, progress=progress, seed=seed,
+                         price_per_token=price_per_token)
     out = Evaluation(model=model.card.name)
     for spec in specs:
         where = data.get(spec.name) if isinstance(data, Mapping) else data

@@ -24,11 +24,13 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from mmbench.evaluators.reports import figures
+from mmbench.evaluators.reports.lengths import effective_length_entry
 from mmbench.evaluators.reports.report import HEATMAP_METRIC, heatmap_numbers, length_curve_numbers
 from mmbench.data.media import atomic_write_bytes
 from mmbench.results.store import load_results
 
 from mmbench.leaderboards.boards import MAIN, Column, Table, aggregates_table, all_tables, is_mmlongembed, ravel_predictions_table
+from mmbench.leaderboards.efficiency import efficiency_table
 from mmbench.leaderboards.matrix import overview_table, seen_shares
 from mmbench.leaderboards.modelmeta import ModelMeta, all_metadata, display_name, redact_paths
 from mmbench.leaderboards.store import Board, Entry
@@ -80,6 +82,9 @@ def _render(entries: Sequence[Entry], out: Path, board_root: Path | None = None)
     overview = overview_table(entries, loader, lambda e: metas[e.id]) if any(e.kind == "retrieval" for e in entries) else None
     if overview is not None:
         tables.insert(0, overview)
+    efficiency = efficiency_table(entries, loader)
+    if efficiency is not None:
+        tables.insert(1 if overview is not None else 0, efficiency)
     for t in tables:
         _write_table_data(t, out / "data")
     links = " ".join(f'<a href="#{esc(t.id)}">{esc(t.title)}</a>' for t in tables)
@@ -295,4 +300,13 @@ def _model_figures(e: Entry, out: Path, loader) -> list[str]:
         name = f"{e.slug}-length.png"
         figures.length_curves_figure(curves, out / "img" / name, MAIN)
         html_parts.append(f'<h2>By length</h2><img class="figure" src="../img/{esc(name)}" alt="{MAIN} against context length">')
+    eff = effective_length_entry(pq, loader(e).seen, label, MAIN)
+    if eff["effective_tokens"] is not None:
+        name = f"{e.slug}-effective-length.png"
+        figures.effective_length_figure([eff], out / "img" / name, MAIN)
+        value = f"{'at least ' if eff['censored'] else ''}{eff['effective_tokens']} tokens"
+        html_parts.append(f'<h2>Effective context</h2><p class="desc" id="effective-context">{esc(value)}: the longest '
+                          f'consumed length before {MAIN} falls more than {eff["tolerance"]} below its score over the '
+                          f'shortest {eff["window"]} items ({eff["reference"]:.3f}).</p>'
+                          f'<img class="figure" src="../img/{esc(name)}" alt="{MAIN} against consumed tokens">')
     return html_parts

@@ -3,8 +3,8 @@
 `scores.test` (what mteb's `get_score()` reads) is checked entry by entry in `schema`. This module
 covers the `mmbench` block and the top level: item counts, truncation and unseen-modality counts
 (from seen.parquet), and, for LLM rankers, tokens, repairs, cost and cache hits (from the per-query
-columns). Run statistics that no table can reproduce (durations, batch counts) are accepted only as
-finite non-negative numbers at known places, and are never shown as scores. Any other number is
+columns). Run statistics that no table can reproduce (durations, batch counts, the efficiency block) are
+accepted only as finite non-negative numbers at known places, and are never shown as scores. Any other number is
 refused, so nothing a submitter wrote can reach the board unchecked.
 """
 from __future__ import annotations
@@ -28,6 +28,13 @@ STATISTICS = frozenset({
     "mmbench.timing.wall_seconds", "mmbench.timing.api_seconds_sum", "mmbench.timing.mean_seconds_per_query",
     "mmbench.timing.max_concurrency", "mmbench.cache.requests_sent", "mmbench.encode.cache_set_aside",
 })
+# Whole blocks of measurements (the efficiency record: speeds, memory, batch sizes, API calls, stated price and
+# cost, overall and per length bin): machine-dependent, never recomputable, never a score; every number under
+# them must be finite and non-negative, like STATISTICS.
+MEASURED_BLOCKS = ("mmbench.efficiency.",)
+# The backend parity certificate a run carries (cosines, agreement, thresholds): measured by verify-backend, not
+# from the tables; cosines may be negative, so any finite number is accepted.
+CERTIFICATE_BLOCK = "mmbench.backend_certificate."
 # Run settings stated as numbers: not recomputable from the tables, but never a result; each must be a
 # non-negative integer (the tie-breaking seed `mmbench run --seed` records).
 SETTINGS = frozenset({"mmbench.seed"})
@@ -116,7 +123,11 @@ def stated_number_problems(summary: dict[str, Any], per_query: pd.DataFrame, see
     problems = []
     for path, got in _numbers(stated, ""):
         where = f"{SUMMARY}: {ascii(path)[1:-1]}"
-        if path in STATISTICS:
+        if path.startswith(CERTIFICATE_BLOCK):
+            if not math.isfinite(got):
+                problems.append(Problem(where, f"{got!r} is not a finite number"))
+            continue
+        if path in STATISTICS or path.startswith(MEASURED_BLOCKS):
             if not (math.isfinite(got) and got >= 0):
                 problems.append(Problem(where, f"{got!r} is not a finite non-negative number"))
             continue

@@ -174,11 +174,24 @@ def measure(model, tokens: int, reps: int, cuda: bool) -> dict:
     return out
 
 
+DEFAULT_LENGTHS = "8192,16384,32768,65536,131072"   # the 64K and 128K bins are measured too (docs/long-contexts.md)
+
+
+def declared_positions(model) -> int | None:
+    """The positions the model's configuration declares (a longer document runs past what it was trained on)."""
+    config = getattr(model.model, "config", None)
+    for cfg in (getattr(config, "text_config", None), config):
+        n = getattr(cfg, "max_position_embeddings", None)
+        if isinstance(n, int):
+            return n
+    return None
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--toy", action="store_true", help="toy sizes on CPU (checks the script, not the GPU)")
     ap.add_argument("--arch", choices=[*ARCHS, "both"], default="both")
-    ap.add_argument("--lengths", default=None, help="comma-separated token counts (default 8192,16384,32768; toy 256,512,1024)")
+    ap.add_argument("--lengths", default=None, help="comma-separated token counts (default 8192,16384,32768,65536,131072; toy 256,512,1024)")
     ap.add_argument("--reps", type=int, default=5)
     ap.add_argument("--device", default=None)
     a = ap.parse_args()
@@ -192,7 +205,7 @@ def main() -> None:
         sys.exit("no GPU here: run with --toy for the CPU check of this script")
     dtype_name = "bfloat16" if cuda else "float32"
     dtype = getattr(torch, dtype_name)
-    lengths = [int(x) for x in (a.lengths or ("256,512,1024" if a.toy else "8192,16384,32768")).split(",")]
+    lengths = [int(x) for x in (a.lengths or ("256,512,1024" if a.toy else DEFAULT_LENGTHS)).split(",")]
     archs = list(ARCHS) if a.arch == "both" else [a.arch]
     print(f"device={torch.cuda.get_device_name() if cuda else 'cpu'} dtype={dtype_name} toy={a.toy}")
     for arch in archs:
@@ -205,8 +218,12 @@ def main() -> None:
             print(f"\n{arch}: {params / 1e9:.2f}B parameters (random weights), built and loaded in "
                   f"{time.perf_counter() - t0:.0f}s, attention={model._attn}")
             fits = {}
+            positions = declared_positions(model)
             for n in lengths:
                 fits[n] = False
+                if positions is not None and n > positions:
+                    print(f"  {n:6d} tokens: past the {positions} positions the configuration declares; measured "
+                          "for speed and memory only (the model cannot be expected to use them)")
                 try:
                     r = measure(model, n, a.reps, cuda)
                 except torch.cuda.OutOfMemoryError:

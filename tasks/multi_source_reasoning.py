@@ -32,4 +32,5 @@ TASK = TaskSpec(
         "audit_hard": "true: also ask the auditor whether each Hard variant still answers its query (drop if so)",
     },
     validator="mmbench.builders.checks.multi_source_reasoning",
+    long_lengths=(65536, 131072),   # opt-in; the sample's filler reaches them (docs/long-contexts.md)
 )

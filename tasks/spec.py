@@ -27,6 +27,15 @@ class TaskSpec:
     # builder keyword -> "module:function" the task hands its builder (e.g. a model loader), so that
     # builders import no model code; never part of the build's parameters or its content hash
     services: dict[str, str] = field(default_factory=dict)
+    # opt-in long bins past the default build (64K, 128K tokens): built only when asked for with
+    # `--param lengths=[...]`, so default sample builds and their content hashes never include them
+    long_lengths: tuple[int, ...] = ()
+
+    @property
+    def long_bins(self) -> tuple[str, ...]:
+        from mmbench.data.tokens import length_label
+
+        return tuple(length_label(n) for n in self.long_lengths)
 
     def build(self, source: str, out: Path, seed: int = 0, **params: Any):
         fn: Callable[..., Any] = _resolve(self.builder)

@@ -9,6 +9,10 @@ from mmbench.builders.visual_grounding import DEPTHS, LENGTHS, TASK_NAME, TASK_V
 
 from mmbench.tasks.spec import TaskSpec
 
+# 64K and 128K tokens: opt-in (`--param lengths=[65536,131072]`); docs/long-contexts.md gives a reduced and a full
+# build with their time and disk use
+LONG_LENGTHS = (65536, 131072)
+
 TASK = TaskSpec(
     name=TASK_NAME,
     version=TASK_VERSION,
@@ -33,4 +37,5 @@ TASK = TaskSpec(
     },
     validator="mmbench.builders.checks.visual_grounding",
     services={"load_model": "mmbench.models.registry:load_model"},
+    long_lengths=LONG_LENGTHS,
 )

@@ -10,12 +10,12 @@ import os
 import sys
 from typing import Sequence
 
-from mmbench.cli import analysis, commands_core, export, leaderboard, prepare, rank, ravel, sweep
+from mmbench.cli import analysis, commands_core, export, leaderboard, prepare, rank, ravel, sweep, verify
 from mmbench.common.errors import CLIError
 from mmbench.cli.helpformat import Parser
 
 # Each module exposes `register(subparsers)`; its parsers set `func(args) -> int`.
-COMMAND_MODULES = [commands_core, prepare, export, sweep, analysis, ravel, rank, leaderboard]
+COMMAND_MODULES = [commands_core, prepare, export, sweep, analysis, ravel, rank, leaderboard, verify]
 
 
 def mmbench_version() -> str:

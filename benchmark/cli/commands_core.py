@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import argparse
+import math
 import ast
 import os
 import re
@@ -67,6 +68,12 @@ def register(sub: argparse._SubParsersAction) -> None:
                         "--model-option base_url=http://localhost:8000/v1 (see `mmbench list models --options`)")
     p.add_argument("--batch-tokens", type=positive_int, default=32768, help="padded tokens per batch")
     p.add_argument("--cache-dir", type=Path, help="embedding cache (default: MMBENCH_HOME/embeddings)")
+    p.add_argument("--price-per-token", type=nonnegative_float, default=None, metavar="USD",
+                   help="price of one encoded token (API models): results then state the cost per 1,000 documents "
+                        "in their efficiency record")
+    p.add_argument("--backend-certificate", type=Path, default=None, metavar="FILE",
+                   help="a certificate written by `mmbench verify-backend` for this model: the results carry it "
+                        "and the leaderboard marks runs whose backend has none")
     p.add_argument("--no-cache", action="store_true", help="neither read nor write the embedding cache")
     p.add_argument("--verify", action="store_true",
                    help="recompute the pool set's content hash and check every media file (default: check the "
@@ -103,6 +110,22 @@ positive_int = _int_at_least(1, "positive")
 nonnegative_int = _int_at_least(0, "non-negative")  # seeds: the builders' generators take no negative seed
 
 
+def float_in(low: float, high: float = math.inf, low_open: bool = False, what: str = "number"):
+    """An argparse type for finite floats in [low, high] (or (low, high]): checked before any build or request."""
+    def parse(text: str) -> float:
+        try:
+            value = float(text)
+        except ValueError:
+            value = math.nan
+        if not math.isfinite(value) or value < low or (low_open and value == low) or value > high:
+            raise argparse.ArgumentTypeError(f"expected {what}, got {text!r}")
+        return value
+    return parse
+
+
+nonnegative_float = float_in(0.0, what="a non-negative finite number")
+
+
 def load_includes(args: argparse.Namespace) -> None:
     """Import the --include files, so the names they register resolve."""
     from mmbench.common.plugins import IncludeError, include_file
@@ -121,7 +144,9 @@ def cmd_list(args: argparse.Namespace) -> int:
 
         for t in task_specs():
             bins = ",".join(t.length_bins) or "-"
-            print(f"{t.name}  v{t.version}  sources: {', '.join(t.sources)}  length bins: {bins}")
+            long = (f"  optional long bins: {','.join(t.long_bins)} (--param lengths=[{','.join(map(str, t.long_lengths))}])"
+                    if t.long_bins else "")
+            print(f"{t.name}  v{t.version}  sources: {', '.join(t.sources)}  length bins: {bins}{long}")
             print(f"    {t.description}")
         for name, members in sorted(BENCHMARKS.items()):
             print(f"benchmark {name}: {', '.join(members)}")
@@ -311,12 +336,29 @@ def cmd_run(args: argparse.Namespace) -> int:
             raise CLIError(f"{out} already holds results of another run: {'; '.join(diffs)}. "
                            "Pass --overwrite to replace them, or choose another --output")
     options = run_options(args, progress=not args.quiet)
+    options.certificate = certificate_or_error(args.backend_certificate, model)
     options.executor = executor_or_error(args, args.model, model_options(args, args.model))
     try:
         failed = _run_tasks(tasks, poolsets, outs, skip, model, options, args)
     finally:
         options.executor.close()
     return 1 if failed else 0
+
+
+def certificate_or_error(path: Path | None, model) -> dict[str, Any] | None:
+    """The backend certificate at `path`, refused (exit 2) when unreadable or made for another model."""
+    if path is None:
+        return None
+    from mmbench.running.verify_backend import ProbeError, certificate_covers, read_certificate
+
+    try:
+        cert = read_certificate(path)
+    except ProbeError as exc:
+        raise CLIError(str(exc)) from None
+    if not certificate_covers(cert, model.card.identity()):
+        raise CLIError(f"{path}: reference.model / second.model: the certificate was made for another model or "
+                       f"settings than {model.card.name!r}; run `mmbench verify-backend` for this one")
+    return cert
 
 
 def _run_tasks(tasks, poolsets, outs, skip, model, options, args) -> int:
@@ -417,7 +459,8 @@ def run_options(args: argparse.Namespace, progress: bool):
     from mmbench.running.runner import RunOptions
 
     return RunOptions(batch_tokens=args.batch_tokens, cache_dir=args.cache_dir or mmbench_home() / "embeddings",
-                      use_cache=not args.no_cache, limit=args.limit, progress=progress, seed=args.seed)
+                      use_cache=not args.no_cache, limit=args.limit, progress=progress, seed=args.seed,
+                      price_per_token=getattr(args, "price_per_token", None))
 
 
 def writable_folder_or_error(path: Path) -> None:

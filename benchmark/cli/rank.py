@@ -2,31 +2,17 @@
 from __future__ import annotations
 
 import argparse
-import math
 import time
 from pathlib import Path
 
-from mmbench.cli.commands_core import mmbench_home, nonnegative_int, positive_int, resolve_poolset, safe_name, task_or_error
+from mmbench.cli.commands_core import float_in, mmbench_home, nonnegative_int, positive_int, resolve_poolset, safe_name, task_or_error
 from mmbench.common.errors import CLIError
 
 
-def _float_in(low: float, high: float = math.inf, low_open: bool = False, what: str = "number"):
-    """An argparse type for finite floats in [low, high] (or (low, high]): checked before any build or request."""
-    def parse(text: str) -> float:
-        try:
-            value = float(text)
-        except ValueError:
-            value = math.nan
-        if not math.isfinite(value) or value < low or (low_open and value == low) or value > high:
-            raise argparse.ArgumentTypeError(f"expected {what}, got {text!r}")
-        return value
-    return parse
-
-
-seconds = _float_in(0.0, low_open=True, what="a positive finite number of seconds")
-rate = _float_in(0.0, low_open=True, what="a positive finite rate")
-price = _float_in(0.0, what="a non-negative finite price")
-temperature = _float_in(0.0, 2.0, what="a temperature between 0 and 2")
+seconds = float_in(0.0, low_open=True, what="a positive finite number of seconds")
+rate = float_in(0.0, low_open=True, what="a positive finite rate")
+price = float_in(0.0, what="a non-negative finite price")
+temperature = float_in(0.0, 2.0, what="a temperature between 0 and 2")
 
 
 def register(sub: argparse._SubParsersAction) -> None:

@@ -5,7 +5,7 @@ import argparse
 import json
 from pathlib import Path
 
-from mmbench.cli.commands_core import (mmbench_home, model_options, nonnegative_int, positive_int, resolve_poolset,
+from mmbench.cli.commands_core import (mmbench_home, model_options, nonnegative_float, nonnegative_int, positive_int, resolve_poolset,
                             safe_name, tasks_or_error, writable_folder_or_error)
 from mmbench.common.errors import CLIError
 
@@ -39,6 +39,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--model-option", action="append", default=[], metavar="KEY=VALUE",
                    help="an adapter option passed to every model (see `mmbench run --help`)")
     p.add_argument("--batch-tokens", type=positive_int, default=32768, help="padded tokens per batch")
+    p.add_argument("--price-per-token", type=nonnegative_float, default=None, metavar="USD",
+                   help="price of one encoded token (API models): each job's results state the cost per 1,000 "
+                        "documents")
     p.add_argument("--cache-dir", type=Path, help="embedding cache shared by all jobs (default: MMBENCH_HOME/"
                    "embeddings; on a cluster, a folder every node can reach)")
     p.add_argument("--no-cache", action="store_true", help="neither read nor write the embedding cache")
@@ -82,6 +85,8 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     run_options = {"batch_tokens": args.batch_tokens, "use_cache": not args.no_cache, "limit": args.limit,
                    "seed": args.seed, "cache_dir": str((args.cache_dir or mmbench_home() / "embeddings").resolve()),
                    "model_home": str(mmbench_home().resolve())}
+    if args.price_per_token is not None:
+        run_options["price_per_token"] = args.price_per_token
     if args.workers_per_job > 1:  # each job shards its own encoding over actors of the same cluster
         run_options["sharding"] = {"workers": args.workers_per_job, "cpus_per_worker": args.cpus_per_worker,
                                    "gpus_per_worker": args.gpus_per_worker}

@@ -289,6 +289,7 @@ class HttpClient:
         self.limiter = RateLimiter(requests_per_second)
         self._sleep = sleep
         self.requests_sent = 0
+        self.retries = 0  # attempts after the first of a call (the efficiency record reports both counts)
         self._count_lock = threading.Lock()
 
     def post_json(self, url: str, payload: Any, headers: dict[str, str] | None = None) -> Any:
@@ -307,6 +308,7 @@ class HttpClient:
             self.limiter.wait()
             with self._count_lock:
                 self.requests_sent += 1
+                self.retries += attempt > 1
             try:
                 status, raw, detail, retry_after, connected = self._attempt(url, body, hdrs)
                 reached = reached or connected

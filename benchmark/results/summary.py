@@ -47,6 +47,8 @@ def format_summary(res: RunResults, axes: Sequence[str], metric: str = "precisio
         lines.append(f"note: {info['documents_truncated']} documents were middle-truncated to the model's window")
     for row in _overall(res):
         lines.append(row)
+    lines += efficiency_lines(info.get("efficiency"))
+    lines += effective_context_lines(res, metric)
     for axis in axes:
         if axis not in pq.columns or pq[axis].isna().all():
             continue
@@ -62,6 +64,50 @@ def format_summary(res: RunResults, axes: Sequence[str], metric: str = "precisio
         for doc, msg in list(failures.items())[:5]:
             lines.append(f"  {doc}: {msg}")
     return "\n".join(lines)
+
+
+def effective_context_lines(res: RunResults, metric: str) -> list[str]:
+    """The run's effective context by consumed tokens (evaluators.stats.effective_length), when it has enough items."""
+    from mmbench.evaluators.stats.effective_length import run_effective_length
+
+    if metric not in res.per_query.columns or "relevant_ids" not in res.per_query.columns:
+        return []
+    e = run_effective_length(res.per_query, res.seen, metric)
+    if e.effective_tokens is None:
+        return []
+    how = (f"{metric} within {e.tolerance} of its score over the shortest {e.window} items ({e.reference:.3f}), "
+           f"by tokens consumed")
+    if e.censored:
+        return [f"effective context ({how}): at least {e.effective_tokens} tokens (no drop up to the longest item)"]
+    return [f"effective context ({how}): {e.effective_tokens} tokens (first drop at {e.first_drop_tokens}; "
+            f"longest consumed {e.max_tokens})"]
+
+
+def efficiency_lines(eff) -> list[str]:
+    """The run's efficiency record in two lines (nothing for results written before it existed)."""
+    if not isinstance(eff, dict):
+        return []
+    device = str(eff.get("device") or "?") + (f" ({eff['device_name']})" if eff.get("device_name") else "")
+    gpu = (f", GPU peak {_num(eff.get('gpu_peak_allocated_mb'), 0)} MB allocated / "
+           f"{_num(eff.get('gpu_peak_reserved_mb'), 0)} MB reserved" if eff.get("gpu_peak_reserved_mb") is not None else "")
+    out = [f"efficiency on {device}, backend {eff.get('backend') or '?'}: {_num(eff.get('documents_per_second'), 2)} docs/s, "
+           f"{_num(eff.get('tokens_per_second'), 1)} tokens/s over {eff.get('documents', 0)} encoded documents; first vector "
+           f"after {_num(eff.get('time_to_first_vector_seconds'), 3)} s; load {_num(eff.get('load_seconds'), 2)} s; "
+           f"peak RSS {_num(eff.get('peak_rss_mb'), 0)} MB{gpu}"]
+    extra = []
+    if isinstance(eff.get("api"), dict):
+        extra.append(f"API requests {eff['api'].get('requests')} (retries {eff['api'].get('retries')})")
+    if eff.get("cost_per_1k_documents") is not None:
+        extra.append(f"cost {eff['cost_per_1k_documents']:.4g} per 1,000 documents at {eff.get('price_per_token')} per token")
+    bins = eff.get("by_length_bin") or {}
+    if bins:
+        extra.append("tokens/s by length bin: " + ", ".join(f"{k} {_num(v.get('tokens_per_second'), 1)}"
+                                                           for k, v in bins.items() if isinstance(v, dict)))
+    return out + (["  " + "; ".join(extra)] if extra else [])
+
+
+def _num(v, digits: int) -> str:
+    return "n/a" if not isinstance(v, (int, float)) else f"{v:.{digits}f}"
 
 
 def headline_metrics(task: str) -> tuple[str, ...]:

@@ -40,6 +40,10 @@ def evaluate_in_memory(task_name: str, ps: PoolSet, model: EmbeddingModel, optio
 
     info = {**info, "seed": options.seed, "model_notes": model.card.notes, "model_request": requested,
             "provenance": provenance(model)}
+    if options.certificate is not None:
+        from mmbench.running.verify_backend import run_block
+
+        info["backend_certificate"] = run_block(options.certificate)
     summary = summary_json(task_name, ps.task_version, ps.content_hash, model.card.identity(), per_query, info,
                            time.perf_counter() - start, main_metric=task_main_metric(task_name))
     return RunResults(per_query=per_query, seen=seen, summary=summary)

@@ -13,6 +13,8 @@ Only cacheable models with no corpus fitting are remembered (BM25 always loads).
 """
 from __future__ import annotations
 
+import time
+
 import dataclasses
 import hashlib
 import json
@@ -113,7 +115,9 @@ class LazyModel(EmbeddingModel):
     @property
     def real(self) -> EmbeddingModel:
         if self._real is None:
+            start = time.perf_counter()
             self._real = self._loader()
+            self.load_seconds = time.perf_counter() - start  # measured here: the efficiency record reads it
             self._on_load(self._real)  # remembers the model's own card (the memo is keyed by the request)
             if self._name is not None:  # renamed: compared, cached and reported under the given name
                 self._real.card = dataclasses.replace(self._real.card, name=self._name)

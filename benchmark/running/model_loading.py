@@ -1,6 +1,7 @@
 """Loading a model by the name a user gave, with every way that fails turned into one line that says how to fix it."""
 from __future__ import annotations
 
+import time
 from typing import Any
 
 from mmbench.models.base import EmbeddingModel
@@ -15,7 +16,13 @@ def load_model_explained(name: str, options: dict[str, Any]) -> EmbeddingModel:
     from mmbench.models.registry import UnknownModelError, load_model
 
     try:
-        return load_model(name, **options)
+        start = time.perf_counter()
+        model = load_model(name, **options)
+        try:
+            model.load_seconds = time.perf_counter() - start  # read by the run's efficiency record
+        except AttributeError:
+            pass  # an adapter with __slots__ or a frozen object: its load time goes unrecorded
+        return model
     except UnknownModelError as exc:
         raise ModelUnavailable(str(exc)) from None
     except TypeError as exc:  # an option the adapter's constructor does not take (paths, hub ids, mteb names)

@@ -22,6 +22,7 @@ from mmbench.evaluators.metrics import first_relevant_rank, item_metrics, metric
 from mmbench.running.batching import token_budget_batches
 from mmbench.data.embedding_cache import CacheRow, EmbeddingCache, model_key
 from mmbench.data.documents import Document
+from mmbench.running.efficiency import EfficiencyMeter, bins_of_documents
 from mmbench.running.executors import LocalExecutor
 from mmbench.running.lazy_model import ModelChanged
 from mmbench.models.base import EmbeddingModel, Role
@@ -44,6 +45,8 @@ class RunOptions:
     progress: bool = True
     seed: int = 0
     executor: Any = None  # where batches are encoded (None: this process; see mmbench.running.executors)
+    price_per_token: float | None = None  # stated price (USD) per encoded token: results then hold cost per 1,000 documents
+    certificate: dict[str, Any] | None = None  # a backend parity certificate (verify-backend) the run carries
 
 
 @dataclass
@@ -61,7 +64,8 @@ class EncodeStats:
 
 
 def encode_documents(docs: Sequence[Document], role: Role, model: EmbeddingModel, ps: PoolSet,
-                     options: RunOptions, stats: EncodeStats) -> tuple[dict[str, Any], dict[str, dict[str, Any]]]:
+                     options: RunOptions, stats: EncodeStats, meter: EfficiencyMeter | None = None
+                     ) -> tuple[dict[str, Any], dict[str, dict[str, Any]]]:
     """Vectors and seen-records by document id; failures go to `stats.failures`.
 
     Batches are formed from every distinct view of `docs`, cached or not, in one canonical order
@@ -109,7 +113,12 @@ def encode_documents(docs: Sequence[Document], role: Role, model: EmbeddingModel
     media = ps.media if ps.root is not None else None
     views = [[pending[keys[i]][0] if keys[i] in pending else model_view(cached_views[keys[i]][1], model)[0]
               for i in batch] for batch in batches]
+    if meter is not None and batches:
+        meter.start()
     for done in executor.encode(model, views, role, media, progress=options.progress):
+        if meter is not None:
+            batch_lengths = [lengths[i] for i in batches[done.index]]
+            meter.batch([v.id for v in views[done.index]], batch_lengths, max(batch_lengths) * len(batch_lengths))
         stats.encoded += done.encoded
         stats.failures.update(done.failures)
         batch_keys = [keys[i] for i in batches[done.index]]
@@ -128,6 +137,8 @@ def encode_documents(docs: Sequence[Document], role: Role, model: EmbeddingModel
         if rows:  # one pack per batch, so a killed run keeps every batch it finished
             cache.put_many(role, rows)
         stats.batches += 1
+        if meter is not None:
+            meter.start()  # cache writes are not encoding time: the next batch's clock starts here
     if cache is not None:
         cache.save_index(role)
     doc_hash_to_view = {h: vh for vh, (_, _, hashes) in pending.items() for h in hashes}
@@ -262,10 +273,11 @@ def _run_poolset(ps: PoolSet, model: EmbeddingModel, options: RunOptions) -> tup
     q_docs = [queries[i] for i in sorted({p.query_id for p in items})]
     c_docs = [candidates[i] for i in sorted({c for p in items for c in p.candidate_ids})]
     stats = EncodeStats()
+    meter = EfficiencyMeter(model, bins_of_documents(items), options.price_per_token)
     model.fit(c_docs, ps.media if ps.root is not None else None)
-    c_vecs, c_seen = encode_documents(c_docs, "document", model, ps, options, stats)
+    c_vecs, c_seen = encode_documents(c_docs, "document", model, ps, options, stats, meter)
     document_seconds = stats.seconds
-    q_vecs, q_seen = encode_documents(q_docs, "query", model, ps, options, stats)
+    q_vecs, q_seen = encode_documents(q_docs, "query", model, ps, options, stats, meter)
     query_seconds = stats.seconds - document_seconds
 
     similarity = model.card.similarity
@@ -295,6 +307,7 @@ def _run_poolset(ps: PoolSet, model: EmbeddingModel, options: RunOptions) -> tup
                    "document_seconds": round(document_seconds, 3), "query_seconds": round(query_seconds, 3),
                    "batch_tokens": options.batch_tokens, **_executor_info(options.executor if shardable(model) else None)},
         "scoring_seconds": round(scoring_seconds, 3),
+        "efficiency": meter.record(),
         "warnings": warnings,
         "model_loaded": bool(getattr(model, "loaded", True)),
         "tie_break": f"scores rounded to {SCORE_DECIMALS} decimals; ties ordered by a permutation seeded from (seed={options.seed}, item id)",

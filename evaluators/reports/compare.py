@@ -28,6 +28,7 @@ from mmbench.results.store import RunResults
 
 from mmbench.evaluators.reports.common import (CI_METRICS, aligned_frames, averages, check_same_pool_set, fmt, fmt_ci, fmt_p, hit_at_1, md_table,
                      metric_ci, run_labels, subset_order)
+from mmbench.evaluators.reports.efficiency import efficiency_markdown, efficiency_rows
 from mmbench.evaluators.reports.timing import timing_markdown, timing_rows
 
 TEST_FAMILIES = ("ttest", "mcnemar", "wilcoxon")
@@ -78,6 +79,7 @@ def compare_runs(runs: Sequence[RunResults], *, metric: str = "precision_at_1", 
                      "correction": f"Bonferroni and Holm over the {len(pairs)} pairwise comparisons, per test",
                      "sidedness": "two-sided"},
         "runs": out_runs, "pairs": pairs, "corrections": corrections, "timing": timing_rows(runs),
+        "efficiency": efficiency_rows(runs),
         "chance": chance,
     }
 
@@ -209,4 +211,6 @@ def comparison_markdown(data: dict[str, Any]) -> str:
               else "No difference is significant after Bonferroni correction.", ""]
     if data.get("timing"):
         lines += [timing_markdown(data["timing"])]
+    if data.get("efficiency"):
+        lines += [efficiency_markdown(data["efficiency"])]
     return "\n".join(lines)

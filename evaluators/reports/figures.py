@@ -356,3 +356,33 @@ def draw_correlation(points: Sequence[dict[str, Any]], summary: Sequence[dict[st
 def correlation_figure(points: Sequence[dict[str, Any]], summary: Sequence[dict[str, Any]], path: Path) -> FigureInfo:
     fig, drawn, rows, cols = draw_correlation(points, summary)
     return _save(fig, path, "predicted_vs_measured", rows, cols, drawn)
+
+
+def draw_effective_length(entries: Sequence[dict[str, Any]], metric: str):
+    """Score against consumed tokens (log x), one line per model over its consumed-length steps; a dashed
+    vertical line at each model's effective context and a dotted horizontal one at reference - tolerance."""
+    fig, ax = plt.subplots(layout="constrained", figsize=(6.4, 3.8))
+    for i, e in enumerate(entries):
+        if not e.get("curve"):
+            continue
+        color = plt.cm.tab10(i % 10)
+        ax.plot([c["tokens"] for c in e["curve"]], [_nan(c["value"]) for c in e["curve"]], marker="o", color=color,
+                label=e["label"])
+        if e.get("effective_tokens"):
+            ax.axvline(e["effective_tokens"], color=color, linestyle="--", linewidth=1)
+        if e.get("reference") is not None:
+            ax.axhline(e["reference"] - e["tolerance"], color=color, linestyle=":", linewidth=0.8)
+    ax.set_xscale("log", base=2)
+    ax.set_ylim(0, 1.02)
+    ax.set_xlabel("tokens consumed by the model (relevant document)", fontsize=8)
+    ax.set_ylabel(metric, fontsize=8)
+    ax.set_title("effective length", fontsize=9)
+    ax.grid(alpha=0.3)
+    _legend_below(fig, [ax])
+    fig.text(0.0, 1.0, "dashed: effective context; dotted: reference - tolerance", fontsize=6, va="bottom", color="0.4")
+    return fig, [ax], 1, 1
+
+
+def effective_length_figure(entries: Sequence[dict[str, Any]], path: Path, metric: str) -> FigureInfo:
+    fig, drawn, rows, cols = draw_effective_length(entries, metric)
+    return _save(fig, path, "effective_length", rows, cols, drawn)

@@ -15,6 +15,8 @@ from mmbench.evaluators.stats.robustness import MODALITIES, THRESHOLDS
 from mmbench.results.store import RunResults
 
 from mmbench.evaluators.reports import figures
+from mmbench.evaluators.reports.lengths import effective_length_entry, lengths_markdown, truncated_share_by_bin
+from mmbench.evaluators.reports.efficiency import efficiency_markdown, efficiency_rows
 from mmbench.evaluators.reports.common import CI_METRICS, averages, fmt, fmt_ci, fmt_p, md_table, metric_ci, run_labels, scored, subset_order
 
 HEATMAP_METRIC = "precision_at_5"   # the seed's heatmaps are P@5
@@ -200,7 +202,8 @@ def report_numbers(runs: Sequence[RunResults], *, metric: str = "precision_at_1"
             if col not in pq.columns:
                 raise ValueError(f"{run.root or label}: per-query metric {col!r} is missing")
         t = tasks.setdefault(run.task, {"task": run.task, "content_hashes": [], "runs": [], "positional_bias": [], "heatmaps": [],
-                                        "length_curves": [], "easy_hard": [], "modality_robustness": []})
+                                        "length_curves": [], "easy_hard": [], "modality_robustness": [],
+                                        "effective_length": [], "truncated_share": []})
         if run.content_hash not in t["content_hashes"]:
             t["content_hashes"].append(run.content_hash)
         avg = averages(pq)
@@ -217,6 +220,10 @@ def report_numbers(runs: Sequence[RunResults], *, metric: str = "precision_at_1"
         t["easy_hard"] += easy_hard_numbers(pq, label, run.task, metric, **boot)
         seen = run.info.get("modalities_seen") or run.info.get("model", {}).get("modalities")
         t["modality_robustness"] += robustness_numbers(pq, label, metric, set(seen) if seen else None, **boot)
+        t["effective_length"].append(effective_length_entry(run.per_query, run.seen, label, metric))
+        t["truncated_share"].append(truncated_share_by_bin(run.per_query, run.seen, label))
+    for name, task_runs in by_task.items():
+        tasks[name]["efficiency"] = efficiency_rows(task_runs)
     return {"kind": "mmbench.report",
             "settings": {"metric": metric, "heatmap_metric": heatmap_metric, "ci_resamples": ci_resamples, "seed": seed,
                          "ci_method": "percentile bootstrap, seeded numpy Generator",
@@ -247,6 +254,9 @@ def draw_figures(data: dict[str, Any], out: Path) -> None:
         if fits:
             figs["depth_coefficients"] = figures.depth_coefficients_figure(fits, out / "figures" / f"{slug}_depth_coefficients.png",
                                                                            s["metric"])
+        if any(e["curve"] for e in t.get("effective_length", [])):
+            figs["effective_length"] = figures.effective_length_figure(t["effective_length"],
+                                                                       out / "figures" / f"{slug}_effective_length.png", s["metric"])
         if _main_score(t["task"]) in CI_METRICS and all(m in t["runs"][0]["bootstrap_ci"] for m in CI_METRICS):
             figs["retrieval_metrics"] = figures.metric_cis_figure(t["runs"], out / "figures" / f"{slug}_retrieval_metrics.png",
                                                                   [(m, METRIC_LABELS[m]) for m in CI_METRICS])
@@ -399,4 +409,9 @@ def report_markdown(data: dict[str, Any]) -> str:
                                  fmt(r["mean"]), fmt(r["sd"]), r["kind"]] for r in t["modality_robustness"]]), ""]
             if "modality_robustness" in figs:
                 lines += [f"![modality robustness]({figs['modality_robustness']['path']})", ""]
+        if t.get("effective_length") or any(t.get("truncated_share") or []):
+            lines += [lengths_markdown(t.get("effective_length") or [], t.get("truncated_share") or [],
+                                       figs.get("effective_length", {}).get("path"))]
+        if t.get("efficiency"):
+            lines += [efficiency_markdown(t["efficiency"], level=3)]
     return "\n".join(lines)

@@ -1,0 +1,85 @@
+"""What each model consumed, by length: effective-length curves and contexts, and the truncated share per bin.
+
+Both read only the results folder: per_query (scores, bins, relevant ids) and seen.parquet (each document's
+seen tokens and whether it was middle-truncated to the model's window).
+"""
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+import numpy as np
+import pandas as pd
+
+from mmbench.evaluators.ordering import label_key
+from mmbench.evaluators.stats.effective_length import DEFAULT_TOLERANCE, DEFAULT_WINDOW, run_effective_length
+
+from mmbench.evaluators.reports.common import fmt, md_table
+
+
+def effective_length_entry(per_query: pd.DataFrame, seen: pd.DataFrame, label: str, metric: str,
+                           tolerance: float = DEFAULT_TOLERANCE, window: int = DEFAULT_WINDOW) -> dict[str, Any]:
+    """One run's effective context and consumed-length curve, JSON-ready."""
+    return {"label": label, "metric": metric, **run_effective_length(per_query, seen, metric, tolerance, window).to_dict()}
+
+
+def truncated_share_by_bin(per_query: pd.DataFrame, seen: pd.DataFrame, label: str) -> dict[str, Any] | None:
+    """Per nominal length bin: the share of the bin's documents (its pools' candidates) the model saw
+    middle-truncated. None when the run has no length bins or seen.parquet says nothing of truncation."""
+    if ("length_bin" not in per_query.columns or "truncated" not in seen.columns or "ranked_ids" not in per_query.columns
+            or per_query["length_bin"].isna().all()):
+        return None
+    docs = seen[seen["role"] == "document"] if "role" in seen.columns else seen
+    truncated = dict(zip(docs["doc_id"].astype(str), docs["truncated"].astype(bool)))
+    per_bin: dict[str, set[str]] = {}
+    for b, ranked, relevant in zip(per_query["length_bin"], per_query["ranked_ids"], per_query["relevant_ids"]):
+        if b is None or (isinstance(b, float) and np.isnan(b)):
+            continue
+        ids = list(ranked) if ranked is not None and len(ranked) else list(relevant if relevant is not None else [])
+        per_bin.setdefault(str(b), set()).update(str(d) for d in ids)
+    bins = sorted(per_bin, key=label_key)
+    shares, counts = [], []
+    for b in bins:
+        known = [truncated[d] for d in per_bin[b] if d in truncated]
+        counts.append(len(known))
+        shares.append(float(np.mean(known)) if known else None)
+    return {"label": label, "bins": bins, "truncated_share": shares, "documents": counts}
+
+
+def lengths_markdown(effective: Sequence[dict[str, Any]], truncation: Sequence[dict[str, Any]],
+                     figure: str | None = None) -> str:
+    lines: list[str] = []
+    if effective:
+        e0 = effective[0]
+        lines += ["### Effective context (score against consumed tokens)", "",
+                  f"Items are ordered by the tokens the model consumed for their relevant document (seen.parquet, after "
+                  f"resizing, frame caps and truncation), not by their nominal bin. Reference: the mean {e0['metric']} of "
+                  f"the shortest {e0['window']} items. The effective context is the longest consumed length before the "
+                  f"first window of {e0['window']} consecutive items whose mean falls more than {e0['tolerance']} (a "
+                  "fixed tolerance) below the reference; inside that window the drop is placed by binary segmentation. "
+                  "`≥`: the score never dropped, the model may reach further than the data goes.", "",
+                  md_table(["model", "items", "reference", "effective context (tokens)", "first drop at", "longest consumed"],
+                           [[e["label"], e["n_items"], fmt(e["reference"]),
+                             "–" if e["effective_tokens"] is None else f"{'≥ ' if e['censored'] else ''}{e['effective_tokens']}",
+                             "–" if e["first_drop_tokens"] is None else e["first_drop_tokens"],
+                             "–" if e["max_tokens"] is None else e["max_tokens"]] for e in effective]), ""]
+        if figure:
+            lines += [f"![effective length]({figure})", ""]
+        for e in effective:
+            if e["curve"]:
+                lines.append(f"- {e['label']}: " + ", ".join(f"{c['low']}–{c['high']} tokens: {fmt(c['value'])} (n={c['n']})"
+                                                          for c in e["curve"]))
+        lines.append("")
+    rows = [t for t in truncation if t]
+    if rows:
+        bins = sorted({b for t in rows for b in t["bins"]}, key=label_key)
+        lines += ["### Truncated share per length bin", "",
+                  "Share of each bin's candidate documents the model saw middle-truncated to its window (0 % for a "
+                  "model whose window holds the whole bin).", "",
+                  md_table(["model"] + bins,
+                           [[t["label"]] + [_pct(dict(zip(t["bins"], t["truncated_share"])).get(b)) for b in bins]
+                            for t in rows]), ""]
+    return "\n".join(lines)
+
+
+def _pct(v: float | None) -> str:
+    return "–" if v is None else f"{100 * v:.0f} %"
