@@ -28,6 +28,7 @@ def get_task(name: str):
 
 
 def list_tasks() -> list[str]:
+    """The names of every task: built-in, from installed plugins, and registered by the running script."""
     from mmbench.tasks import task_specs
 
     return [t.name for t in task_specs()]

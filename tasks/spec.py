@@ -9,6 +9,28 @@ from typing import Any, Callable
 
 @dataclass(frozen=True)
 class TaskSpec:
+    """A task, declared: its identity, how its pool set is built, checked and scored.
+
+    Attributes:
+        name: the task's name (`--task NAME`).
+        version: the task version, recorded in every pool set and result; change it when the data changes.
+        description: one line shown by `mmbench list tasks`.
+        reference: the design the task follows.
+        builder: `"module:function"`, called as `function(source, out, seed, **params)` and returning a `PoolSet`.
+        sources: the sources it builds from; `"sample"` is built in and offline, the others read real data.
+        length_bins: the names of its length bins, in order.
+        difficulties: its pool difficulties, e.g. `("easy", "hard")`.
+        modalities: the modalities its documents hold.
+        metrics: the metrics the run summary shows.
+        main_score: the metric reported as the task's main score (and as mteb's `main_score`).
+        summary_axes: the metadata fields the run summary breaks the main score down by.
+        default_params: builder parameters used unless `--param` overrides them.
+        source_params: each real-source parameter with its help text.
+        validator: the module holding `INVARIANTS` and `check(ps, checked)`, re-run by `mmbench validate`.
+        services: builder keyword -> `"module:function"` the task hands its builder (e.g. a model loader), so
+            builders import no model code; never part of the build's parameters or content hash.
+    """
+
     name: str
     version: str
     description: str
@@ -38,6 +60,8 @@ class TaskSpec:
         return tuple(length_label(n) for n in self.long_lengths)
 
     def build(self, source: str, out: Path, seed: int = 0, **params: Any):
+        """Build the pool set from `source` into `out`: the builder gets the services, then the default
+        parameters overridden by `params`."""
         fn: Callable[..., Any] = _resolve(self.builder)
         services = {key: _resolve(ref) for key, ref in self.services.items() if key not in params}
         return fn(source=source, out=Path(out), seed=seed, **services, **{**self.default_params, **params})

@@ -10,24 +10,17 @@ kept as test artefacts (the folder is printed; run pytest with -s to see it).
 """
 from __future__ import annotations
 
-import functools
 import json
-import threading
-from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
 
+from browser_helpers import NEEDS_CHROMIUM, chromium, serve, watched_page
 from leaderboard_helpers import HOSTILE_NAME, make_results, official_registry
 from mmbench.cli import main
 from mmbench.leaderboards.modelmeta import display_name
 
-CHROMIUM = Path("/usr/bin/chromium")
-CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-                 "--disable-background-networking", "--disable-component-update", "--disable-sync"]
-
-pytestmark = pytest.mark.skipif(not CHROMIUM.exists(), reason="Debian chromium (/usr/bin/chromium) is not installed; "
-                                "`apt-get install -y chromium` to run the browser tests")
+pytestmark = NEEDS_CHROMIUM
 playwright_api = pytest.importorskip("playwright.sync_api", reason="the playwright Python package is not installed")
 
 LOCAL_PATH = "/home/alice/checkpoints/all-MiniLM-L6-v2"
@@ -58,43 +51,22 @@ def artefacts(tmp_path_factory) -> Path:
     return folder
 
 
-class _Quiet(SimpleHTTPRequestHandler):
-    def log_message(self, *args) -> None:
-        pass
-
-
 @pytest.fixture(scope="module")
 def base_url(site):
-    server = ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(_Quiet, directory=str(site)))
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{server.server_address[1]}"
-    server.shutdown()
-    server.server_close()
+    with serve(site) as url:
+        yield url
 
 
 @pytest.fixture(scope="module")
 def browser():
-    with playwright_api.sync_playwright() as p:
-        b = p.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+    with chromium(playwright_api) as b:
         yield b
-        b.close()
 
 
 @pytest.fixture
 def page(browser):
-    context = browser.new_context()
-    pg = context.new_page()
-    pg.problems = []  # console errors, page errors, failed requests
-    pg.on("console", lambda m: pg.problems.append(f"console {m.type}: {m.text}") if m.type in ("error", "warning") else None)
-    pg.on("pageerror", lambda e: pg.problems.append(f"pageerror: {e}"))
-    # A request the next navigation cancels (e.g. the favicon, fetched after the load event) fails with
-    # net::ERR_ABORTED; that is the test moving on, not the site. A missing file still shows as HTTP 404.
-    pg.on("requestfailed", lambda r: None if "ERR_ABORTED" in (r.failure or "") else
-          pg.problems.append(f"request failed: {r.url} ({r.failure})"))
-    pg.on("response", lambda r: pg.problems.append(f"HTTP {r.status}: {r.url}") if r.status >= 400 else None)
-    yield pg
-    context.close()
+    with watched_page(browser) as pg:
+        yield pg
 
 
 def _rows(page, table_id: str, key: str) -> list[tuple[str, str]]:

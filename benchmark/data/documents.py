@@ -14,6 +14,8 @@ from typing import Any, Union
 
 @dataclass(frozen=True)
 class Text:
+    """A run of text, read in order with the document's other segments."""
+
     text: str
     kind: str = field(default="text", init=False)
 
