@@ -1,6 +1,5 @@
 """`--limit N` samples the task's design cells (every axis's values), then chooses items whose documents
 grow with N within them, deterministically."""
-from collections import Counter
 
 from mmbench.data.poolset import PoolItem, load_poolset
 from mmbench.running.runner import RunOptions, run_poolset

@@ -91,32 +91,27 @@ def protocol_differences(a: dict[str, Any], b: dict[str, Any], part: str | None 
             for k in sorted(set(fa) | set(fb)) if fa.get(k) != fb.get(k)]
 
 
-def join_problems(runs: Sequence[tuple[str, str, dict[str, Any] | None]]) -> list[str]:
-    """Why the runs `(label, model name, protocol record)` may not be joined: every run must share the
-    evaluation part, and runs of the same model the setup part too. Empty when they may be joined.
+def join_problems(runs: Sequence[tuple[str, str, str, dict[str, Any] | None]]) -> list[str]:
+    """Why the runs `(label, model name, pool set, protocol record)` may not be joined: runs on the same pool
+    set must share the evaluation part, and runs of the same model the setup part. Empty when they may.
 
     A run written before protocols were recorded (record None) cannot be checked; see `unrecorded`."""
     problems: list[str] = []
-    known = [(label, model, rec) for label, model, rec in runs if rec]
-    if not known:
-        return problems
-    label0, _, rec0 = known[0]
-    for label, _, rec in known[1:]:
-        diff = protocol_differences(rec0, rec, "evaluation")
-        if diff:
-            problems.append(f"{label0} vs {label}: evaluation protocol differs: " + "; ".join(diff))
-    first_of_model: dict[str, tuple[str, dict[str, Any]]] = {}
-    for label, model, rec in known:
-        if model in first_of_model:
-            other_label, other = first_of_model[model]
-            diff = protocol_differences(other, rec, "setup")
+    first: dict[tuple[str, str], tuple[str, dict[str, Any]]] = {}
+    for label, model, poolset, rec in runs:
+        if not rec:
+            continue
+        for part, key, what in (("evaluation", poolset, "evaluation protocol"), ("setup", model, f"setup of {model}")):
+            if (part, key) not in first:
+                first[(part, key)] = (label, rec)
+                continue
+            other_label, other = first[(part, key)]
+            diff = protocol_differences(other, rec, part)
             if diff:
-                problems.append(f"{other_label} vs {label} (both {model}): setup differs: " + "; ".join(diff))
-        else:
-            first_of_model[model] = (label, rec)
+                problems.append(f"{other_label} vs {label}: {what} differs: " + "; ".join(diff))
     return problems
 
 
-def unrecorded(runs: Sequence[tuple[str, str, dict[str, Any] | None]]) -> list[str]:
+def unrecorded(runs: Sequence[tuple[str, str, str, dict[str, Any] | None]]) -> list[str]:
     """Labels of runs without a protocol record (written before mmbench recorded one): not checkable."""
-    return [label for label, _, rec in runs if not rec]
+    return [label for label, _, _, rec in runs if not rec]
