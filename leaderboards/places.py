@@ -22,9 +22,10 @@ PLACE_WORDS = ("Rank interval: the range of ranks a model takes in 95 % of paire
 def aligned(frames: Sequence[pd.DataFrame], metric: str) -> np.ndarray:
     """(models x items) of `metric` over the items every frame scored without error (sorted by item id)."""
     ok = [f[f["error"].isna()] if "error" in f.columns else f for f in frames]
-    shared = sorted(set.intersection(*(set(map(str, f["item_id"])) for f in ok))) if ok else []
-    return np.array([f.assign(item_id=f["item_id"].astype(str)).set_index("item_id").loc[shared, metric]
-                     .to_numpy(dtype=float) for f in ok]).reshape(len(ok), len(shared))
+    ok = [f.assign(_item=(f["item_id"] if "item_id" in f.columns else f.index.to_series()).astype(str).to_numpy())
+          .dropna(subset=[metric]).set_index("_item") for f in ok]
+    shared = sorted(set.intersection(*(set(f.index) for f in ok))) if ok else []
+    return np.array([f.loc[shared, metric].to_numpy(dtype=float) for f in ok]).reshape(len(ok), len(shared))
 
 
 def places(keys: Sequence[str], matrices: Sequence[np.ndarray], resamples: int, seed: int) -> dict[str, dict[str, Any]]:
