@@ -1,6 +1,8 @@
 """`--limit N` samples the task's design cells (every axis's values), then chooses items whose documents
 grow with N within them, deterministically."""
 
+import numpy as np
+
 from mmbench.data.poolset import PoolItem, load_poolset
 from mmbench.running.runner import RunOptions, run_poolset
 from mmbench.data.selection import balanced_order, select_by_cost, strata_axes
@@ -65,7 +67,7 @@ def test_limit_samples_visual_grounding_and_msr_default_samples(tmp_path):
     from mmbench.tasks import get_task
 
     vg, msr = tmp_path / "vg", tmp_path / "msr"
-    get_task("visual_grounding").build("sample", vg, seed=0, needles_per_kind=5, progress=False)  # every cell, fewer needles
+    get_task("visual_grounding").build("sample", vg, seed=0, progress=False)
     get_task("multi_source_reasoning").build("sample", msr, seed=0, progress=False)
     chosen = select_by_cost(load_poolset(vg).pools, 20)
     assert {p.meta["anchor_kind"] for p in chosen} == {"image", "text"}
@@ -75,3 +77,18 @@ def test_limit_samples_visual_grounding_and_msr_default_samples(tmp_path):
     assert {p.meta["dataset"] for p in chosen} == {"hotpotqa", "mmdocrag"}
     assert {p.meta["length_bin"] for p in chosen} == {"8k", "16k", "32k"}
     assert {p.meta["difficulty"] for p in chosen} == {"easy", "hard"}
+    # the README's API example (a letter-count text model, limit=20) prints a score that means something:
+    # it printed P@1 0.0 when the 20 items were one image-anchor cell
+    import mmbench
+
+    class Letters(mmbench.EmbeddingModel):
+        card = mmbench.ModelCard(name="letters", family="toy", modalities=frozenset({"text"}), max_tokens=None)
+
+        def encode(self, documents, role, media):
+            return np.array([[d.text.lower().count(c) + 1e-3 for c in "abcdefghijklmnopqrstuvwxyz"]
+                             for d in documents], dtype=np.float32)
+
+    ev = mmbench.evaluate(Letters(), "visual_grounding", data=vg, limit=20)
+    assert ev["visual_grounding"].main_score > 0
+    groups = ev.aggregates.loc["visual_grounding"]
+    assert groups.loc["anchor_kind=text", "n_items"] == groups.loc["anchor_kind=image", "n_items"] == 10
