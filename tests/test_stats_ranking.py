@@ -122,3 +122,32 @@ def test_observed_floor_uses_discordance_for_binary_and_sd_otherwise():
     g = observed_floor(a * 0.5 + 0.1, b * 0.3)
     assert g.basis == "observed sd" and g.mde == pytest.approx(sd_floor(80, float(np.std(a * 0.5 + 0.1 - b * 0.3, ddof=1))))
     assert observed_floor(a, a).mde is None  # two identical runs: no variation to test with
+
+
+def test_two_sample_floor_matches_statsmodels_and_marks_small_steps():
+    from statsmodels.stats.power import TTestIndPower
+
+    from mmbench.evaluators.stats.floors import step_floors, two_sample_floor
+
+    for n1, n2 in ((12, 12), (25, 40), (300, 300)):
+        d = TTestIndPower().solve_power(effect_size=None, nobs1=n1, ratio=n2 / n1, alpha=0.05, power=0.8)
+        assert two_sample_floor(n1, n2, sd=0.5) == pytest.approx(d * 0.5, rel=1e-4)
+    steps = step_floors([12, 12, 12], [0.2, 0.3, 0.95])
+    assert [s["below_floor"] for s in steps] == [True, False]  # 0.1 is below the ~0.57 floor at 12 items; 0.65 is not
+
+
+def test_report_marks_length_steps_below_their_floor():
+    """A length curve whose steps are tiny next to the floor of its 10-item points is marked ≈; a large drop is not."""
+    from mmbench.evaluators.reports.report import heatmap_floor_lines, heatmap_numbers, length_curve_numbers
+    from report_helpers import grounding_per_query, real_per_query
+
+    pq = real_per_query(seed=1, easy=0.8, hard=0.3, n=10)
+    curves = length_curve_numbers(pq, "m", "multi_source_reasoning", "precision_at_1", resamples=50)
+    for c in curves:
+        assert len(c["steps"]) == len(c["lengths"]) - 1
+        for st, v0, v1 in zip(c["steps"], c["values"], c["values"][1:]):
+            assert st["step"] == pytest.approx(v1 - v0) and st["below_floor"] == (abs(v1 - v0) < st["floor"])
+    assert any(st["below_floor"] for c in curves for st in c["steps"])
+    maps = heatmap_numbers(grounding_per_query(seed=2), "m", "precision_at_5")
+    lines = heatmap_floor_lines(maps)
+    assert lines and "below their resolution floor" in lines[0]

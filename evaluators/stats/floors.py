@@ -97,3 +97,34 @@ def observed_floor(a: Sequence[float], b: Sequence[float], alpha: float = DEFAUL
     sd = float(np.std(x - y, ddof=1)) if n > 1 else 0.0
     return Floor(n=n, mde=sd_floor(n, sd, alpha, power), basis="observed sd", discordance=None, sd=sd,
                  alpha=alpha, power=power)
+
+
+def two_sample_floor(n1: int, n2: int, sd: float = 0.5, alpha: float = DEFAULT_ALPHA,
+                     power: float = DEFAULT_POWER) -> float | None:
+    """Floor of a difference between two means over different items (a step along a length curve or
+    across heatmap cells): the two-sided two-sample t-test with pooled per-item sd `sd` (0.5: the
+    largest a 0/1 metric has) and n1 + n2 - 2 degrees of freedom reaches `power` at this difference."""
+    if n1 < 1 or n2 < 1 or n1 + n2 < 3 or not sd > 0:
+        return None
+    df = n1 + n2 - 2
+    crit = stats.t.ppf(1 - alpha / 2, df)
+    scale = sd * np.sqrt(1 / n1 + 1 / n2)
+
+    def power_at(d: float) -> float:
+        nc = d / scale
+        return float(np.nan_to_num(stats.nct.sf(crit, df, nc), nan=1.0) + np.nan_to_num(stats.nct.cdf(-crit, df, nc), nan=0.0))
+
+    return _solve(power_at, 100 * scale, power)
+
+
+def step_floors(counts: Sequence[int], values: Sequence[float | None], sd: float = 0.5,
+                alpha: float = DEFAULT_ALPHA) -> list[dict[str, float | bool | None]]:
+    """For each step between neighbouring points (counts, means): its size, its design-time floor, and whether
+    it is below the floor (a step the items cannot tell from no change)."""
+    out = []
+    for (n0, v0), (n1, v1) in zip(zip(counts, values), zip(counts[1:], values[1:])):
+        floor = two_sample_floor(int(n0), int(n1), sd, alpha)
+        step = None if v0 is None or v1 is None else float(v1) - float(v0)
+        below = None if step is None else (floor is None or abs(step) < floor)
+        out.append({"step": step, "floor": floor, "below_floor": below})
+    return out
