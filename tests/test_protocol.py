@@ -76,3 +76,16 @@ def test_compare_refuses_different_protocols_and_ranks_three_runs(vg_tiny, tmp_p
     # report too
     assert main(["report", folders[0], str(tmp_path / "c20"), "--out", str(tmp_path / "rep")]) == 2
     assert "evaluation.selection.limit" in capsys.readouterr().err
+
+
+def test_validate_prints_design_floors_per_group_and_cell(vg_tiny, capsys):
+    """Design-time floors are derived when read (the pool set and its content hash stay as built)."""
+    from mmbench.evaluators.stats.floors import design_floor
+
+    ps = load_poolset(vg_tiny)
+    assert main(["validate", str(vg_tiny)]) == 0
+    out = capsys.readouterr().out
+    assert f"  all: {len(ps.pools)} items, floor {design_floor(len(ps.pools)).mde:.3f}" in out
+    cell = [p for p in ps.pools if p.meta["depth"] == 0.0]
+    assert f"  length_bin=256 x depth=0.0: {len(cell)} items, floor {design_floor(len(cell)).mde:.3f}" in out
+    assert "depth=0.0:" in out and load_poolset(vg_tiny).content_hash == ps.content_hash

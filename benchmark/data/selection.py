@@ -171,3 +171,15 @@ def selection_record(chosen: Sequence[PoolItem], pools: Sequence[PoolItem], limi
     """What results.json says about the evaluated items: the limit, the counts, their hash, the strata covered."""
     return {"limit": limit, "n_items": len(chosen), "n_items_total": len(pools),
             "items_hash": items_hash([p.id for p in chosen]), "strata": strata_covered(chosen, pools)}
+
+
+def design_groups(pools: Sequence[PoolItem]) -> dict[str, int]:
+    """Items per group a reader compares on: all, each value of each stratification axis, and (where items
+    have both) each length bin x depth cell. Resolution floors are computed from these counts."""
+    out = {"all": len(pools)}
+    for axis, values in strata_covered(pools, pools)["axes"].items():
+        out.update({f"{axis}={v}": n for v, n in values.items()})
+    cells = Counter((str(p.meta["length_bin"]), str(p.meta["depth"])) for p in pools
+                    if "length_bin" in p.meta and "depth" in p.meta)
+    out.update({f"length_bin={lb} x depth={d}": n for (lb, d), n in sorted(cells.items())})
+    return out
