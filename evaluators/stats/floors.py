@@ -14,7 +14,7 @@ for delta (Cohen 1988, "Statistical Power Analysis for the Behavioral Sciences",
   the models agree more (Connor 1987, "Sample size for testing differences in proportions for the
   paired-sample design", Biometrics 43(1)).
 * Design time, before any run: psi = 0.5, the discordance of two independent models at 50 % hit
-  rate (the largest without anti-correlation). At n = 164 this gives 15.1 points.
+  rate (the largest without anti-correlation). At n = 164 this gives 15.2 points.
 * Observed, from two runs: psi is their measured discordance (binary metrics) or sigma is the sample
   standard deviation of their per-item differences (continuous metrics such as MRR).
 """
