@@ -6,9 +6,9 @@ documents were cut, how vectors were pooled and normalised, the dtype, and wheth
 from local weights, an API or a served engine. results.json keeps all of that in `mmbench.protocol`
 with a short `mmbench.protocol_id` of two parts, `<evaluation>.<setup>`:
 
-* evaluation — the item selection and the harness rules (truncation rule, tie-breaking). Every run
+* evaluation — the item selection and the harness's truncation rule. Every run
   that is joined with another (compare, report, a leaderboard) must share it.
-* setup — how this model was run (instructions, visual budgets, window, pooling, dtype, backend).
+* setup — how this model was run (instructions, visual budgets, window, pooling, dtype, backend, tie-breaking).
   Different models naturally differ here; two runs of the same model must not.
 
 `protocol_differences` names the fields on which two records differ; `join_problems` applies the two
@@ -58,9 +58,10 @@ def protocol_record(identity: dict[str, Any], selection: dict[str, Any], *, dtyp
         "pooling": {"similarity": identity.get("similarity"), **pick(POOLING_KEYS)},
         "dtype": settings.get("dtype") or dtype,
         "backend": backend_of(identity),
+        "tie_break": tie_break,  # how a scorer orders equal scores: differs between embedders and LLM rankers
     }
     evaluation = {"selection": {k: selection.get(k) for k in ("limit", "n_items", "n_items_total", "items_hash")},
-                  "truncation_rule": TRUNCATION_RULE, "tie_break": tie_break}
+                  "truncation_rule": TRUNCATION_RULE}
     return {"evaluation": evaluation, "setup": setup, "strata": selection.get("strata")}
 
 
