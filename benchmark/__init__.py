@@ -14,7 +14,7 @@ __version__ = "0.1.0"
 
 _EXPORTS = {
     "get_task": "mmbench.api", "list_tasks": "mmbench.api", "load_model": "mmbench.api", "evaluate": "mmbench.api",
-    "Evaluation": "mmbench.api", "Result": "mmbench.api",
+    "Evaluation": "mmbench.api", "Result": "mmbench.api", "ResultsExist": "mmbench.api",
     "register_model": "mmbench.models.registry", "register_task": "mmbench.tasks", "resolve_tasks": "mmbench.tasks",
     "TaskSpec": "mmbench.tasks.spec",
     "EmbeddingModel": "mmbench.models.base", "ModelCard": "mmbench.models.base",

@@ -42,6 +42,10 @@ def load_model(name: str, **options: Any) -> EmbeddingModel:
     return load_model_explained(name, options)
 
 
+class ResultsExist(FileExistsError):
+    """`write` was asked to replace another run's results without overwrite=True."""
+
+
 @dataclass
 class Result:
     """One task's evaluation: the per-query table, the aggregates, and the summary results.json holds."""
@@ -75,12 +79,27 @@ class Result:
                 for g, e in group_entries(self.summary).items()]
         return pd.DataFrame(rows).set_index("group")
 
-    def write(self, folder: Path | str) -> Path:
+    def write(self, folder: Path | str, overwrite: bool = False) -> Path:
         """Write the results folder (per_query.parquet, seen.parquet, results.json) that `mmbench show`,
-        `report` and the leaderboard read."""
+        `report` and the leaderboard read.
+
+        As `mmbench run` does: a folder holding this very run's finished results is left as it is; one holding
+        another run's results (another pool set, model, limit or seed) raises `ResultsExist` naming what
+        differs, unless `overwrite`."""
+        from mmbench.results.reruns import differences, previous_summary
         from mmbench.results.store import write_results
 
-        return write_results(Path(folder), self.run.per_query, self.run.seen, self.run.summary)
+        folder = Path(folder)
+        prev = previous_summary(folder)
+        if prev is not None and not overwrite:
+            info = self.summary["mmbench"]
+            diffs = differences(prev, info["content_hash"], info.get("model"), info.get("model_request"),
+                                info.get("limit"), info.get("seed"))
+            if not diffs:
+                return folder
+            raise ResultsExist(f"{folder} already holds results of another run: {'; '.join(diffs)}. "
+                               "Pass overwrite=True to replace them, or choose another folder")
+        return write_results(folder, self.run.per_query, self.run.seen, self.run.summary)
 
     def to_mteb(self):
         """mteb's `TaskResult` of this evaluation."""
@@ -122,9 +141,16 @@ class Evaluation(Mapping[str, Result]):
         return pd.concat([r.per_query.assign(task=t)[["task", *r.per_query.columns]] for t, r in self.results.items()],
                          ignore_index=True)
 
-    def write(self, folder: Path | str) -> dict[str, Path]:
-        """One results folder per task: `<folder>/<task>`."""
-        return {t: r.write(Path(folder) / t) for t, r in self.results.items()}
+    def write(self, folder: Path | str, overwrite: bool = False) -> dict[str, Path]:
+        """One results folder per task: `<folder>/<task>`, with `Result.write`'s overwrite rules (every task's
+        folder is checked before any is written)."""
+        from mmbench.results.reruns import previous_summary
+
+        if not overwrite:
+            for t, r in self.results.items():
+                if previous_summary(Path(folder) / t) is not None:
+                    r.write(Path(folder) / t)  # raises for another run's results; the same run is left as it is
+        return {t: r.write(Path(folder) / t, overwrite=overwrite) for t, r in self.results.items()}
 
 
 def evaluate(model: EmbeddingModel | str, tasks: str | Sequence[Any], *, data: Any = None, limit: int | None = None,

@@ -38,7 +38,7 @@ AGG_METRICS = (("precision_at_1", "P@1"), ("precision_at_5", "P@5"), ("recall_at
 class Column:
     key: str
     label: str
-    kind: str = "number"  # number | text | model | ci | seen | count | link
+    kind: str = "number"  # number | text | model | ci | seen | count | link | place
 
 
 @dataclass
@@ -65,6 +65,10 @@ class Table:
                 if c.kind == "ci":
                     v = v or {}
                     rec[c.key], rec[f"{c.key}_ci_low"], rec[f"{c.key}_ci_high"] = v.get("estimate"), v.get("low"), v.get("high")
+                elif c.kind == "place":
+                    v = v or {}
+                    rec[f"{c.key}_rank_low"], rec[f"{c.key}_rank_high"], rec[f"{c.key}_tier"] = (
+                        v.get("low"), v.get("high"), v.get("tier"))
                 elif c.kind == "seen":
                     v = v or {}
                     rec[f"{c.key}_truncated_share"], rec[f"{c.key}_unseen_share"] = v.get("truncated_share"), v.get("unseen_share")

@@ -18,6 +18,7 @@ from mmbench.results.store import RunResults
 
 from mmbench.leaderboards.boards import CI_RESAMPLES, Column, Table, chance_of
 from mmbench.leaderboards.modelmeta import ModelMeta, display_name
+from mmbench.leaderboards.places import PLACE_WORDS, mean_places, task_places
 from mmbench.leaderboards.store import Entry
 
 METRIC_LABELS = {"precision_at_1": "P@1", "precision_at_5": "P@5", "recall_at_1": "R@1", "recall_at_3": "R@3",
@@ -90,11 +91,15 @@ def overview_table(entries: Sequence[Entry], loader: Callable[[Entry], RunResult
         if has_diff[t]:
             cols += [Column(f"{t}:easy", f"{t} Easy"), Column(f"{t}:hard", f"{t} Hard")]
         cols.append(Column(f"{t}:seen", f"{t} truncated / unseen", "seen"))
-    cols += [Column("mean", "Mean (tasks)"), Column("parameters", "Parameters", "count"), Column("dim", "Dim", "count"),
+        cols.append(Column(f"{t}:place", f"{t} rank interval · tier", "place"))
+    cols += [Column("mean", "Mean (tasks)"), Column("place", "Rank interval · tier (mean)", "place"),
+             Column("protocol", "Protocol", "text"),
+             Column("parameters", "Parameters", "count"), Column("dim", "Dim", "count"),
              Column("context", "Context", "count"), Column("modalities", "Modalities", "text"),
              Column("license", "Licence", "text"), Column("weights", "Weights", "link")]
 
     rows: dict[str, dict[str, Any]] = {}
+    frames: dict[str, dict[str, pd.DataFrame]] = {t: {} for t in tasks}  # task -> row key -> per-query table
     for e in sorted(src, key=lambda e: (e.submitted_at, e.id)):
         name = display_name(e.model_name)
         key, k = name, 1
@@ -116,6 +121,21 @@ def overview_table(entries: Sequence[Entry], loader: Callable[[Entry], RunResult
             row[f"{e.task}:easy"] = _difficulty_mean(pq, metric[e.task], "easy")
             row[f"{e.task}:hard"] = _difficulty_mean(pq, metric[e.task], "hard")
         row[f"{e.task}:seen"] = seen_shares(run)
+        frames[e.task][key] = pq
+        ids = dict(row.get("_protocols") or {})
+        ids[e.task] = run.info.get("protocol_id")
+        row["_protocols"] = ids
+    floors: dict[str, Any] = {}
+    for t in tasks:
+        placed, floors[t], _ = task_places(frames[t], metric[t], resamples, seed)
+        for key, place in placed.items():
+            rows[key][f"{t}:place"] = place
+    complete = [k for k, r in rows.items() if r["_tasks"] >= set(tasks)]
+    for key, place in mean_places(frames, metric, complete, resamples, seed).items():
+        rows[key]["place"] = place
+    for row in rows.values():
+        ids = sorted({i for i in (row.pop("_protocols", None) or {}).values() if i})
+        row["protocol"] = ", ".join(ids) or None
     out = list(rows.values())
     for row in out:
         scores = [(row.get(t) or {}).get("estimate") for t in tasks]
@@ -142,7 +162,12 @@ def overview_table(entries: Sequence[Entry], loader: Callable[[Entry], RunResult
                   f"({resamples} resamples over items, seed {seed}), Easy and Hard where the task has them, and the "
                   "share of documents the model saw truncated to its window / with content it cannot see. Mean and "
                   "rank over models that ran every task (ties share a rank). The random-ranking row is each "
-                  "column's expected value under a uniformly random ranking. Per-subset scores are on each model's page.",
+                  "column's expected value under a uniformly random ranking. Per-subset scores are on each model's page. "
+                  + PLACE_WORDS + ". Protocol: the results' protocol id (item selection and harness rules . model "
+                  "setup); the board only joins results whose protocols agree.",
                   cols, out)
-    table.baselines = [chance]
+    floor_row: dict[str, Any] = {"model": "resolution floor (smallest detectable difference)", "_baseline": True}
+    for t in tasks:
+        floor_row[t] = {"estimate": floors.get(t), "low": None, "high": None}
+    table.baselines = [chance, floor_row]
     return table

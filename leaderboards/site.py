@@ -143,7 +143,7 @@ def _write_table_data(t: Table, folder: Path) -> None:
 
 
 def _table_section(t: Table, data_href: str, root: str, level: int) -> str:
-    head = "".join(f'<th class="{esc(c.kind)}" data-type="{"number" if c.kind in ("number", "ci", "seen", "count") else "text"}" '
+    head = "".join(f'<th class="{esc(c.kind)}" data-type="{"number" if c.kind in ("number", "ci", "seen", "count", "place") else "text"}" '
                    f'data-key="{esc(c.key)}"{" data-low-first" if c.key == "rank" else ""} scope="col">'
                    f'<button type="button">{esc(c.label)}</button></th>'
                    for c in t.columns)
@@ -176,6 +176,14 @@ def _cell(c: Column, row: dict[str, Any], root: str) -> str:
                  f"{v.get('unseen')} with content the model cannot see")
         return (f'<td class="seen" data-value="{v.get("truncated_share")!r}" title="{esc(title)}">'
                 f'{pct(v.get("truncated_share"))} / {pct(v.get("unseen_share"))}</td>')
+    if c.kind == "place":
+        if not v:
+            return '<td class="place" data-value="">–</td>'
+        span = f"{v['low']}" if v["low"] == v["high"] else f"{v['low']}–{v['high']}"
+        title = (f"rank {span} in 95 % of bootstrap resamples; tier {v['tier']}: statistically tied with the best "
+                 f"model of tier {v['tier']}")
+        return (f'<td class="place" data-value="{1000 * int(v["tier"]) + int(v["low"])}" title="{esc(title)}">'
+                f'{esc(span)} · tier {int(v["tier"])}</td>')
     if c.kind == "count":
         if v is None:
             return '<td class="meta" data-value="">–</td>'

@@ -41,8 +41,10 @@ SETTINGS = frozenset({"mmbench.seed"})
 # Parts of the block that are not run results: the model's identity and the prompt (checked as identity),
 # the digests, free-text failure reasons and warnings, the provenance (versions, date, command line), and the
 # facet groups (recomputed from the per-query table by schema._check_aggregates, like scores.test).
+# The selection record and the protocol's copy of it are checked whole by `selection_problems` (item counts, the
+# items' hash and the strata recomputed from the per-query table); the protocol's setup is the model's settings.
 NOT_RESULTS = frozenset({"mmbench.model", "mmbench.prompt", "mmbench.files", "mmbench.failures", "mmbench.warnings",
-                         "mmbench.provenance", "mmbench.groups"})
+                         "mmbench.provenance", "mmbench.groups", "mmbench.selection", "mmbench.protocol"})
 COST_TOLERANCE = 1e-9
 
 
@@ -145,9 +147,61 @@ def stated_number_problems(summary: dict[str, Any], per_query: pd.DataFrame, see
         elif want == "unknown" or not math.isfinite(got) or not np.isclose(got, want, rtol=0, atol=COST_TOLERANCE):
             problems.append(Problem(where, f"{got!r} differs from {want!r} recomputed from the tables"))
     info = summary.get("mmbench") or {}
+    problems += selection_problems(info, per_query, official_n_items)
     if info.get("cost_usd", None) is None and _cost(per_query, seen) not in (None, "unknown"):
         problems.append(Problem(f"{SUMMARY}: mmbench.cost_usd", "is missing although every item states its cost"))
     if summary.get("dataset_revision") != info.get("content_hash"):
         problems.append(Problem(f"{SUMMARY}: dataset_revision", f"{summary.get('dataset_revision')!r} is not the pool "
                                 f"set's content hash {info.get('content_hash')!r}"))
+    return problems
+
+
+def _strata_from_table(per_query: pd.DataFrame) -> dict[str, Any]:
+    """`strata_covered` of the per-query table's items (a submission holds every item of the pool set)."""
+    from mmbench.data.poolset import PoolItem
+    from mmbench.data.selection import STRATA_AXES, strata_covered
+
+    axes = [a for a in STRATA_AXES if a in per_query.columns]
+    plain = lambda v: None if v is None or (isinstance(v, float) and math.isnan(v)) else v  # noqa: E731
+    items = [PoolItem(str(i), "", str(s), [], [], {a: plain(r[a]) for a in axes if plain(r[a]) is not None})
+             for i, s, (_, r) in zip(per_query["item_id"], per_query["subset"], per_query[axes].iterrows())]
+    return strata_covered(items, items)
+
+
+def selection_problems(info: dict[str, Any], per_query: pd.DataFrame, official_n_items: int) -> list[Problem]:
+    """The selection record (and the protocol's evaluation part and strata) against the per-query table."""
+    import json
+
+    from mmbench.data.selection import items_hash
+
+    want = {"limit": info.get("limit"), "n_items": len(per_query), "n_items_total": official_n_items,
+            "items_hash": items_hash([str(i) for i in per_query["item_id"]]) if "item_id" in per_query.columns else None}
+    norm = lambda v: json.loads(json.dumps(v, default=str))  # noqa: E731
+    problems = []
+    protocol = info.get("protocol")
+    places = [("mmbench.selection", info.get("selection"))]
+    if protocol is not None:
+        if not isinstance(protocol, dict):
+            return [Problem(f"{SUMMARY}: mmbench.protocol", "must be a JSON object")]
+        places.append(("mmbench.protocol.evaluation.selection", (protocol.get("evaluation") or {}).get("selection")))
+    for where, stated in places:
+        if stated is None:
+            continue
+        if not isinstance(stated, dict):
+            problems.append(Problem(f"{SUMMARY}: {where}", "must be a JSON object"))
+            continue
+        for key, value in want.items():
+            if key in stated and stated[key] != value:
+                problems.append(Problem(f"{SUMMARY}: {where}.{key}", f"{stated[key]!r} differs from {value!r} "
+                                        "recomputed from the tables"))
+        extra = set(stated) - set(want) - {"strata"}
+        problems += [Problem(f"{SUMMARY}: {where}.{k}", "is not part of a selection record; remove it") for k in sorted(extra)]
+    strata = [("mmbench.selection.strata", (info.get("selection") or {}).get("strata") if isinstance(info.get("selection"), dict) else None)]
+    if isinstance(protocol, dict):
+        strata.append(("mmbench.protocol.strata", protocol.get("strata")))
+    stated_strata = [(w, s) for w, s in strata if s is not None]
+    if stated_strata:
+        recomputed = norm(_strata_from_table(per_query))
+        problems += [Problem(f"{SUMMARY}: {w}", "differs from the strata recomputed from the per-query table")
+                     for w, s in stated_strata if norm(s) != recomputed]
     return problems

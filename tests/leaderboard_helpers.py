@@ -17,11 +17,12 @@ HOSTILE_NAME = '<script>window.__pwned=1</script><img src=x onerror="window.__pw
 
 
 def make_results(poolset_dir: Path, out: Path, name: str = "hashing", dim: int = 64,
-                 modalities: tuple[str, ...] = ("text", "image")) -> Path:
-    """Run a HashingModel of width `dim` named `name` over the whole pool set; write a results folder."""
+                 modalities: tuple[str, ...] = ("text", "image"), settings: dict | None = None) -> Path:
+    """Run a HashingModel of width `dim` named `name` over the whole pool set; write a results folder.
+    `settings` are added to its card (e.g. a dtype, which the protocol's setup records)."""
     ps = load_poolset(poolset_dir)
     model = HashingModel(dim=dim, modalities=modalities)
-    model.card = dataclasses.replace(model.card, name=name)
+    model.card = dataclasses.replace(model.card, name=name, settings={**model.card.settings, **(settings or {})})
     per_query, seen, info = run_poolset(ps, model, RunOptions(use_cache=False, progress=False))
     summary = summary_json(ps.task, ps.task_version, ps.content_hash, model.card.identity(), per_query, info, 0.1)
     return write_results(out, per_query, seen, summary)

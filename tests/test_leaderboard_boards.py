@@ -220,9 +220,16 @@ def test_main_board_one_row_per_model_mean_rank_easy_hard_and_seen_shares():
     by_id = {e.id: runs[(e.model_name, e.task)] for e in entries}
     t = overview_table(entries, lambda e: by_id[e.id], lambda e: ModelMeta(parameters=2_000_000_000), resamples=200)
     keys = [c.key for c in t.columns]
-    assert keys[:9] == ["rank", "model", "multi_source_reasoning", "multi_source_reasoning:easy",
-                        "multi_source_reasoning:hard", "multi_source_reasoning:seen", "visual_grounding",
-                        "visual_grounding:seen", "mean"]  # Easy/Hard only where the task has them
+    assert keys[:12] == ["rank", "model", "multi_source_reasoning", "multi_source_reasoning:easy",
+                         "multi_source_reasoning:hard", "multi_source_reasoning:seen", "multi_source_reasoning:place",
+                         "visual_grounding", "visual_grounding:seen", "visual_grounding:place", "mean",
+                         "place"]  # Easy/Hard only where the task has them
+    # a and b ran both tasks: ranked on the mean with intervals and tiers; c only on its task
+    assert {r["model"] for r in t.rows if r.get("place")} == {"a (local)", "b"}
+    assert all(r.get("visual_grounding:place") for r in t.rows)
+    floor = next(b for b in t.baselines if b["model"].startswith("resolution floor"))
+    from mmbench.evaluators.stats.floors import design_floor
+    assert floor["visual_grounding"]["estimate"] == pytest.approx(design_floor(40).mde)
     rows = {r["model"]: r for r in t.rows}
     assert set(rows) == {"a (local)", "b", "c"}  # one row per model; the path is not shown
     a = rows["a (local)"]
@@ -236,7 +243,7 @@ def test_main_board_one_row_per_model_mean_rank_easy_hard_and_seen_shares():
     assert rows["c"]["mean"] is None and "rank" not in rows["c"]  # c did not run every task: no mean, no rank
     ranked = sorted((rows["a (local)"], rows["b"]), key=lambda r: -r["mean"])
     assert [r["rank"] for r in ranked] == [1, 2] and t.rows[-1]["model"] == "c"
-    (chance,) = t.baselines
+    chance, _floor = t.baselines
     assert chance["visual_grounding"]["estimate"] == pytest.approx(1 / 10)
     assert chance["multi_source_reasoning:easy"] == pytest.approx(1 / 20)
     assert chance["mean"] == pytest.approx((1 / 10 + 1 / 20) / 2)

@@ -191,8 +191,9 @@ def test_main_board_is_a_model_by_task_matrix(page, base_url, site, artefacts):
         low, high = ref["visual_grounding_ci_low"], ref["visual_grounding_ci_high"]
         assert low <= ref["visual_grounding"] <= high and f"[{low:.3f}, {high:.3f}]" in r["visual_grounding"][0]
         assert "%" in r["visual_grounding:seen"][0]  # truncated / unseen shares
-    chance = [r for r in rows if r["_class"] == "baseline"]
-    assert len(chance) == 1 and chance[0]["model"][0] == "random ranking (expected)"
+    baselines = [r for r in rows if r["_class"] == "baseline"]
+    chance = [r for r in baselines if r["model"][0] == "random ranking (expected)"]
+    assert len(chance) == 1 and len(baselines) == 2
     assert 0 < float(chance[0]["visual_grounding"][1]) < min(float(r["visual_grounding"][1]) for r in models) + 1
     local = next(r for r in models if r["model"][0] == SHOWN[LOCAL_PATH])
     assert local["model"][0] == "all-MiniLM-L6-v2 (local)"
@@ -202,6 +203,20 @@ def test_main_board_is_a_model_by_task_matrix(page, base_url, site, artefacts):
     assert zeta["parameters"][0] == "7.00B" and zeta["license"][0] == "mit"  # described on the board by someone else
     html_text = (site / "index.html").read_text() + "".join(p.read_text() for p in (site / "models").glob("*.html"))
     assert "/home/alice" not in html_text and "alice" not in (site / "data" / "overview.csv").read_text()
+    # rank intervals, tiers and the resolution floor, shown next to the scores and explained in words
+    assert {"visual_grounding:place", "place", "protocol"} <= set(keys)
+    for r in models:
+        ref = data[r["model"][0]]
+        lo, hi, tier = ref["place_rank_low"], ref["place_rank_high"], ref["place_tier"]
+        assert lo <= float(r["rank"][1]) <= hi and tier >= 1
+        assert r["place"][0] == (f"{lo}" if lo == hi else f"{lo}–{hi}") + f" · tier {tier}"
+        assert r["visual_grounding:place"][0].endswith(f"tier {ref['visual_grounding:place_tier']}")
+        assert len(r["protocol"][0].split(".")) == 2
+    assert 1 in {data[r["model"][0]]["place_tier"] for r in models}
+    floor = next(r for r in baselines if r["model"][0].startswith("resolution floor"))
+    assert 0 < float(floor["visual_grounding"][1]) < 1
+    desc = page.text_content("#overview p.desc")
+    assert "Rank interval" in desc and "statistically tied" in desc and "Resolution floor" in desc
     page.screenshot(path=str(artefacts / "board-1400.png"), full_page=True)
     # sorting the matrix by a task column
     page.click("#table-overview th[data-key='visual_grounding'] button")
@@ -255,11 +270,11 @@ def test_phone_shows_scores_without_sideways_scrolling(page, base_url, artefacts
     page.goto(f"{base_url}/index.html")
     assert page.evaluate("document.documentElement.scrollWidth") <= 390
     cells = page.locator("#table-overview td[data-label^='visual_grounding P@1']")
-    assert cells.count() == len(MODELS) + 1
+    assert cells.count() == len(MODELS) + 2  # the models, the chance row and the resolution-floor row
     for i in range(cells.count()):
         b = cells.nth(i).bounding_box()
         assert b["width"] > 0 and 0 <= b["x"] and b["x"] + b["width"] <= 390, f"score cell {i} is off screen: {b}"
-        assert "[" in cells.nth(i).text_content() or i == cells.count() - 1  # the CI is shown too
+        assert "[" in cells.nth(i).text_content() or i >= len(MODELS)  # the CI is shown too (not on baseline rows)
     assert page.locator("#table-overview td.model").first.is_visible()
     page.screenshot(path=str(artefacts / "board-390.png"), full_page=True)
     assert (artefacts / "board-390.png").stat().st_size > 1000

@@ -461,3 +461,23 @@ def test_ravel_unknown_names_are_listed_without_pointing_at_a_flag_submit_lacks(
     (folder / "ravel_scores.json").write_text(json.dumps(doc))
     reason = problem(rejected(folder, None), "ravel_scores.json: scores")
     assert "No Such Encoder / Qwen3-1.7B" in reason and "--allow-missing" not in reason
+
+
+def test_submit_and_build_refuse_another_protocol_of_the_same_model(vg_tiny, setup, tmp_path, capsys):
+    """The same model run in another dtype (another setup) is refused by submit and build, naming the field;
+    --allow-protocol-mismatch accepts it and prints the difference."""
+    _, good, official = setup
+    board = tmp_path / "board"
+    half = make_results(vg_tiny, tmp_path / "half", name="model-a", dim=16, settings={"dtype": "float16"})
+    assert main(["leaderboard", "submit", str(good), "--board", str(board), "--official", str(official)]) == 0
+    capsys.readouterr()
+    assert main(["leaderboard", "submit", str(half), "--board", str(board), "--official", str(official)]) == 2
+    err = capsys.readouterr().err
+    assert "different protocols" in err and 'setup.dtype: null vs "float16"' in err
+    assert main(["leaderboard", "submit", str(half), "--board", str(board), "--official", str(official),
+                 "--allow-protocol-mismatch"]) == 0
+    assert "joined despite a protocol difference" in capsys.readouterr().err
+    assert main(["leaderboard", "build", "--board", str(board), "--out", str(tmp_path / "site")]) == 2
+    assert "setup.dtype" in capsys.readouterr().err
+    assert main(["leaderboard", "build", "--board", str(board), "--out", str(tmp_path / "site"),
+                 "--allow-protocol-mismatch"]) == 0

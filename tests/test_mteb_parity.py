@@ -111,6 +111,20 @@ def test_mteb_result_cache_loads_mmbench_results_with_the_main_score(bm25_result
     assert task_result.get_score() == pytest.approx(main_score, abs=1e-9)
 
 
+def test_a_limit_run_in_the_mteb_cache_says_it_is_one(vg_tiny, tmp_path):
+    """A --limit run carried the full pool set's hash as its revision before (it looked like a full run)."""
+    out = tmp_path / "lim"
+    assert main(["run", "--task", "visual_grounding", "--model", "bm25", "--data", str(vg_tiny), "--output", str(out),
+                 "--no-cache", "--quiet", "--limit", "5"]) == 0
+    items = json.loads((out / "results.json").read_text())["mmbench"]["selection"]["items_hash"]
+    target = write_mteb_cache(out, tmp_path / "cache")
+    written = json.loads(target.read_text())
+    assert written["dataset_revision"].endswith(f"-limit5-{items[:12]}")
+    assert target.parent.name.endswith(f"-limit5-{items[:12]}")
+    (model_result,) = mteb.ResultCache(tmp_path / "cache").load_results().model_results
+    assert model_result.model_revision.endswith("-limit5-" + items[:12])
+
+
 def test_mteb_round_trip_stays_readable_by_mmbench_show(bm25_results, tmp_path, capsys):
     import shutil
 

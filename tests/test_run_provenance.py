@@ -88,3 +88,25 @@ def test_a_local_folder_is_named_by_folder_and_hash_or_model_name(vg_tiny, tmp_p
     out = tmp_path / "named"
     assert _run(vg_tiny, out, "--limit", "3", "--model-name", "my-bm25") == 0
     assert json.loads((out / "results.json").read_text())["mmbench"]["model"]["name"] == "my-bm25"
+
+
+def test_provenance_records_the_device_of_a_lazily_loaded_model_and_the_machine():
+    """A warm run's LazyModel that loaded its weights: the device is the loaded model's (it was null before:
+    provenance looked for weights on the wrapper only). OS and CPU are always recorded; GPU fields are keys."""
+    import torch
+
+    from mmbench.running.lazy_model import LazyModel
+    from mmbench.running.provenance import provenance
+    from toy_models import HashingModel
+
+    class WithWeights(HashingModel):
+        def __init__(self):
+            super().__init__()
+            self._model = torch.nn.Linear(2, 2)
+
+    lazy = LazyModel(WithWeights().card, WithWeights, lambda m: None)
+    assert provenance(lazy)["device"] is None  # not loaded yet, nothing remembered
+    lazy.real  # noqa: B018 - load it
+    prov = provenance(lazy)
+    assert prov["device"] == "cpu" and prov["dtype"] == "float32"
+    assert prov["os"] and prov["cpu"] and {"gpu", "cuda", "driver"} <= set(prov)

@@ -38,6 +38,7 @@ def register(sub) -> None:
     p.add_argument("--seed", type=nonnegative_int, default=0, help="bootstrap seed (default: %(default)s)")
     p.add_argument("--alpha", type=_alpha, default=0.05, help="family-wise significance level (default: %(default)s)")
     p.add_argument("--out", type=Path, default=None, help="folder for compare.md and compare.json (default: print only)")
+    add_protocol_flag(p)
     p.set_defaults(func=cmd_compare)
 
     r = sub.add_parser("report", help="positional bias, heatmaps, length curves, Easy vs Hard, modality robustness",
@@ -49,7 +50,32 @@ def register(sub) -> None:
     r.add_argument("--ci-resamples", type=int, default=1_000, help="bootstrap resamples for metric CIs (default: %(default)s)")
     r.add_argument("--seed", type=nonnegative_int, default=0, help="bootstrap seed (default: %(default)s)")
     r.add_argument("--out", type=Path, default=Path("mmbench-report"), help="output folder (default: %(default)s)")
+    add_protocol_flag(r)
     r.set_defaults(func=cmd_report)
+
+
+def add_protocol_flag(p) -> None:
+    p.add_argument("--allow-protocol-mismatch", action="store_true",
+                   help="join runs whose protocol ids differ (another --limit selection, instructions, budgets, dtype, "
+                        "backend...); the differing fields are printed. Without it such runs are refused")
+
+
+def check_protocols(runs, allow: bool) -> list[str]:
+    """Refuse (exit 2) runs whose protocols may not be joined, naming the differing fields; with `allow`,
+    print the differences to stderr and go on. Returns the differences."""
+    from mmbench.results.protocol import join_problems, unrecorded
+
+    rows = [(str(run.root or run.model_name), str(run.model_name), str(run.info.get("content_hash")),
+             run.info.get("protocol")) for run in runs]
+    problems = join_problems(rows)
+    for label in unrecorded(rows):
+        print(f"mmbench: note: {label} records no protocol (an older mmbench); it cannot be checked", file=sys.stderr)
+    if problems and not allow:
+        raise CLIError("the runs were made under different protocols (pass --allow-protocol-mismatch to join them "
+                       "anyway): " + " | ".join(problems))
+    for problem in problems:
+        print(f"mmbench: warning: joined despite a protocol difference: {problem}", file=sys.stderr)
+    return problems
 
 
 def _check_distinct(paths: Sequence[Path]) -> None:
@@ -115,6 +141,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
         raise CLIError("compare needs two or more results folders")
     _check_resamples(args.resamples, args.ci_resamples)
     runs = _load(args.results)
+    check_protocols(runs, args.allow_protocol_mismatch)
     args.metric = args.metric or main_score(runs)
     _check_metrics(runs, args.metric)
     try:
@@ -133,6 +160,7 @@ def cmd_report(args: argparse.Namespace) -> int:
 
     _check_resamples(args.ci_resamples)
     runs = _load(args.results)
+    check_protocols(runs, args.allow_protocol_mismatch)
     args.metric = args.metric or main_score(runs)
     _check_metrics(runs, args.metric, args.heatmap_metric)
     write_report(runs, args.out, metric=args.metric, heatmap_metric=args.heatmap_metric,

@@ -269,7 +269,21 @@ def cmd_validate(args: argparse.Namespace) -> int:
     if not report.ok:
         raise CLIError(f"{args.poolset}: {report.summary_line()}")
     print(f"{args.poolset}: {ps.task} v{ps.task_version} is valid ({report.summary_line()})")
+    print_design_floors(ps)
     return 0
+
+
+def print_design_floors(ps) -> None:
+    """Resolution floors of the pool set's groups, derived from its item counts (nothing is stored)."""
+    from mmbench.data.selection import design_groups
+    from mmbench.evaluators.stats.floors import design_floor
+
+    groups = design_groups(ps.pools)
+    print("resolution floors (design-time): the smallest paired difference in a 0/1 main metric (e.g. P@1) "
+          "between two models that each group's items detect with 80 % power at alpha 0.05 (discordance 0.5)")
+    for name, n in groups.items():
+        mde = design_floor(n).mde
+        print(f"  {name}: {n} items, floor {'n/a (too few items)' if mde is None else f'{mde:.3f}'}")
 
 
 def resolve_poolset(task, data: Path | None, seed: int, quiet: bool = False, verify: bool = False):

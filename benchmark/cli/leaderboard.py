@@ -19,6 +19,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--official", type=Path, help="official hash registry JSON (default: $MMBENCH_OFFICIAL_HASHES, "
                                                    "else the shipped one)")
     p.add_argument("--max-file-mb", type=float, default=256.0, help="largest accepted Parquet file (MiB)")
+    p.add_argument("--allow-protocol-mismatch", action="store_true",
+                   help="accept results whose protocol differs from the board's submissions of the same pool set "
+                        "(or of the same model); the differing fields are printed. Without it they are refused")
     p.set_defaults(func=cmd_submit)
 
     p = lsub.add_parser("list", help="list a board's submissions")
@@ -28,6 +31,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p = lsub.add_parser("build", help="render a board as a static HTML site")
     p.add_argument("--board", type=Path, required=True, help="board folder")
     p.add_argument("--out", type=Path, required=True, help="site folder (replaced)")
+    p.add_argument("--allow-protocol-mismatch", action="store_true",
+                   help="build even when submissions of one pool set (or one model) differ in protocol; the "
+                        "differences are printed. Without it the build is refused")
     p.set_defaults(func=cmd_build)
 
     p = lsub.add_parser("describe", help="add a model's metadata to a board (parameters, dim, context, licence, weights)",
@@ -61,6 +67,7 @@ def cmd_submit(args: argparse.Namespace) -> int:
     from mmbench.leaderboards.files import Limits
     from mmbench.leaderboards.official import OfficialRegistry
     from mmbench.leaderboards.problems import SubmissionRejected
+    from mmbench.leaderboards.protocols import submission_problems
     from mmbench.leaderboards.schema import validate_submission
 
     if not args.results.exists():
@@ -73,6 +80,8 @@ def cmd_submit(args: argparse.Namespace) -> int:
     try:
         sub = validate_submission(args.results, registry, limits)
         board = _board(args.board, create=True)
+        _protocol_gate(submission_problems(board.entries(), sub, replacing=sub.submission_id if args.replace else None),
+                       args.allow_protocol_mismatch, "--allow-protocol-mismatch to accept it anyway")
         try:
             entry = board.submit(sub, replace=args.replace)
         finally:  # said also when the submission itself is then refused
@@ -83,6 +92,16 @@ def cmd_submit(args: argparse.Namespace) -> int:
         raise CLIError(str(exc)) from None
     print(f"accepted {entry.model_name!r} on {entry.task} v{entry.task_version} as {entry.id} -> {entry.folder}")
     return 0
+
+
+def _protocol_gate(problems: list[str], allow: bool, hint: str) -> None:
+    """Refuse (exit 2) on protocol differences, naming the fields; with `allow`, print them and go on."""
+    import sys
+
+    if problems and not allow:
+        raise CLIError(f"different protocols (pass {hint}): " + " | ".join(problems))
+    for problem in problems:
+        print(f"mmbench: warning: joined despite a protocol difference: {problem}", file=sys.stderr)
 
 
 def cmd_list(args: argparse.Namespace) -> int:
@@ -99,7 +118,10 @@ def cmd_build(args: argparse.Namespace) -> int:
 
     board = _board(args.board, create=False)
     from mmbench.leaderboards.modelmeta import MetadataError
+    from mmbench.leaderboards.protocols import board_problems
 
+    _protocol_gate(board_problems(board.entries()), args.allow_protocol_mismatch,
+                   "--allow-protocol-mismatch to build anyway")
     try:
         out = build_site(board, args.out)
     except MetadataError as exc:

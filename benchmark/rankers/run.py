@@ -21,7 +21,7 @@ from mmbench.evaluators.metrics import first_relevant_rank, item_metrics, metric
 
 from mmbench.data.documents import Image
 from mmbench.data.poolset import PoolItem, PoolSet
-from mmbench.data.selection import select_by_cost
+from mmbench.data.selection import select_by_cost, selection_record
 from mmbench.rankers.base import ListwiseRanker, RankResult
 from mmbench.rankers.parse import REPAIRS
 
@@ -132,6 +132,7 @@ def rank_poolset(ps: PoolSet, ranker: ListwiseRanker, options: RankOptions) -> t
     run_info = {
         "kind": "llm_ranker",
         "n_items": len(items), "n_items_total": len(ps.pools), "limit": options.limit,
+        "selection": selection_record(items, ps.pools, options.limit),
         "n_failed_items": int(len(failed)),
         "failures": {str(r["item_id"]): str(r["error"]) for _, r in failed.head(100).iterrows()},
         "modalities_seen": ["image", "text"],

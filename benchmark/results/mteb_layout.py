@@ -20,6 +20,7 @@ import pandas as pd
 
 from mmbench.evaluators.metrics import MAIN_METRIC
 from mmbench.results.aggregate import aggregate
+from mmbench.results.protocol import protocol_id, protocol_record
 
 MTEB_SPLIT = "test"
 MTEB_SUBSET = "default"
@@ -37,6 +38,11 @@ def summary_json(task: str, task_version: str, content_hash: str, model_identity
                        "main_score": row.metrics.get(main_metric, float("nan")), "n_items": row.n, **row.metrics})
     overall = groups[0]  # aggregate() puts the micro average over all items first
     main = {**overall, "hf_subset": MTEB_SUBSET}
+    protocol: dict[str, Any] = {}
+    if isinstance(run_info.get("selection"), dict):
+        record = protocol_record(model_identity, run_info["selection"],
+                                 dtype=(run_info.get("provenance") or {}).get("dtype"), tie_break=run_info.get("tie_break"))
+        protocol = {"protocol_id": protocol_id(record), "protocol": record}
     return {
         "dataset_revision": content_hash,
         "task_name": task,
@@ -45,7 +51,7 @@ def summary_json(task: str, task_version: str, content_hash: str, model_identity
         "evaluation_time": evaluation_time,
         "kg_co2_emissions": None,
         "mmbench": {"task": task, "task_version": task_version, "content_hash": content_hash,
-                    "model": model_identity, "main_metric": main_metric, **run_info, "groups": groups},
+                    "model": model_identity, "main_metric": main_metric, **protocol, **run_info, "groups": groups},
     }
 
 

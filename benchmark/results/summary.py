@@ -34,6 +34,7 @@ def format_summary(res: RunResults, axes: Sequence[str], metric: str = "precisio
              f"items {len(pq)}  failed {int(pq['error'].notna().sum()) if 'error' in pq else 0}  "
              f"metric {metric}"]
     info = res.info
+    lines += protocol_lines(info)
     unseen = info.get("documents_with_unseen_modalities", 0)
     if unseen:
         lines.append(f"note: the model sees only {', '.join(info.get('modalities_seen', []))}; "
@@ -53,9 +54,12 @@ def format_summary(res: RunResults, axes: Sequence[str], metric: str = "precisio
         if axis not in pq.columns or pq[axis].isna().all():
             continue
         table = pivot(pq, axis, metric)
+        table.loc["floor (MDE)"] = floor_row(pq, axis)
         lines.append("")
         lines.append(f"{metric} by {axis}")
         lines.append(table.to_string(float_format=lambda x: f"{x:.3f}"))
+        lines.append("floor (MDE): the smallest paired difference between two models this column's items can detect "
+                     "(alpha 0.05, power 0.8, design-time; NaN: too few items to detect any difference)")
     failures = info.get("failures") or {}
     if failures:
         lines.append("")
@@ -141,3 +145,31 @@ def _overall(res: RunResults) -> list[str]:
 
 def _fmt(v) -> str:
     return "n/a" if v is None else f"{v:.3f}"
+
+
+def floor_row(per_query: pd.DataFrame, axis: str) -> pd.Series:
+    """Design-time resolution floor of each value of `axis` (from its number of scored items)."""
+    from mmbench.evaluators.stats.floors import design_floor
+
+    ok = per_query[per_query["error"].isna()] if "error" in per_query.columns else per_query
+    counts = ok.groupby(axis).size()
+    return pd.Series({v: design_floor(int(n)).mde for v, n in counts.items()}, dtype=float)
+
+
+def protocol_lines(info: dict) -> list[str]:
+    """The protocol id, the item selection and the strata it covered."""
+    record = info.get("protocol")
+    if not isinstance(record, dict):
+        return ["protocol: not recorded (results written by an older mmbench)"]
+    sel = (record.get("evaluation") or {}).get("selection") or {}
+    setup = record.get("setup") or {}
+    limit = sel.get("limit")
+    which = "all items" if limit is None else f"--limit {limit}: {sel.get('n_items')} of {sel.get('n_items_total')} items"
+    out = [f"protocol {info.get('protocol_id')}  ({which}, items {sel.get('items_hash')}; dtype {setup.get('dtype')}; "
+           f"backend {setup.get('backend')}; window {(setup.get('truncation') or {}).get('window_tokens')} tokens)"]
+    strata = record.get("strata") or {}
+    if limit is not None and strata.get("axes"):
+        covered = "; ".join(f"{axis} {sum(1 for n in vals.values() if n)}/{len(vals)}"
+                            for axis, vals in strata["axes"].items())
+        out.append(f"strata covered: {strata.get('cells_covered')}/{strata.get('cells_total')} cells; {covered}")
+    return out

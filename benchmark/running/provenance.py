@@ -52,7 +52,9 @@ def model_device_dtype(model: Any) -> tuple[str | None, str | None]:
         remembered = getattr(model, "remembered_weights", None) or {}
         device, dtype = device or remembered.get("device"), dtype or remembered.get("dtype")
         return (str(device) if device is not None else None, str(dtype) if dtype is not None else None)
-    for obj in (model, *(getattr(model, a, None) for a in ("model", "encoder", "_model"))):
+    # a warm run's LazyModel that did load: the weights are on the model it loaded
+    holders = [model, model.real] if getattr(model, "loaded", None) is True and hasattr(model, "real") else [model]
+    for obj in (o for h in holders for o in (h, *(getattr(h, a, None) for a in ("model", "encoder", "_model")))):
         if obj is None:
             continue
         if device is None and getattr(obj, "device", None) is not None:
@@ -68,6 +70,51 @@ def model_device_dtype(model: Any) -> tuple[str | None, str | None]:
     return (str(device) if device is not None else None, str(dtype) if dtype is not None else None)
 
 
+def cpu_name() -> str | None:
+    """The CPU's model name (from /proc/cpuinfo on Linux, else what `platform` says)."""
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.lower().startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine() or None
+
+
+def accelerator() -> dict[str, Any]:
+    """GPU name, CUDA version and driver version where torch is already imported and sees a GPU; nulls otherwise.
+    torch is not imported here (a run whose model never loaded it should not pay for it)."""
+    out: dict[str, Any] = {"gpu": None, "cuda": None, "driver": None}
+    torch = sys.modules.get("torch")
+    if torch is None:
+        return out
+    try:
+        out["cuda"] = getattr(torch.version, "cuda", None)
+        if torch.cuda.is_available():
+            out["gpu"] = torch.cuda.get_device_name(torch.cuda.current_device())
+            out["driver"] = nvidia_driver()
+    except Exception:  # noqa: BLE001 - a broken CUDA install must not fail a finished run
+        pass
+    return out
+
+
+def nvidia_driver() -> str | None:
+    """The NVIDIA driver version (from the kernel module's procfs file, or nvidia-smi)."""
+    try:
+        text = Path("/proc/driver/nvidia/version").read_text()
+        for word in text.split():
+            if word.count(".") >= 1 and word.replace(".", "").isdigit():
+                return word
+    except OSError:
+        pass
+    try:
+        res = subprocess.run(["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"],
+                             capture_output=True, text=True, timeout=10)
+        return res.stdout.strip().splitlines()[0] if res.returncode == 0 and res.stdout.strip() else None
+    except (OSError, subprocess.SubprocessError):
+        return None
+
+
 def provenance(model: Any = None, argv: list[str] | None = None) -> dict[str, Any]:
     from mmbench import __version__
 
@@ -79,6 +126,9 @@ def provenance(model: Any = None, argv: list[str] | None = None) -> dict[str, An
         "packages": {name: package_version(name) for name in PACKAGES},
         "device": device,
         "dtype": dtype,
+        "os": platform.platform(),
+        "cpu": cpu_name(),
+        **accelerator(),
         "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
         "command": shlex.join(argv or COMMAND_LINE or sys.argv),
     }

@@ -27,7 +27,7 @@ from mmbench.running.executors import LocalExecutor
 from mmbench.running.lazy_model import ModelChanged
 from mmbench.models.base import EmbeddingModel, Role
 from mmbench.data.poolset import PoolItem, PoolSet
-from mmbench.data.selection import select_by_cost
+from mmbench.data.selection import select_by_cost, selection_record
 from mmbench.common.sparse import issparse
 from mmbench.running.views import SeenRecord, model_view
 
@@ -296,6 +296,7 @@ def _run_poolset(ps: PoolSet, model: EmbeddingModel, options: RunOptions) -> tup
         "n_items": len(items),
         "n_items_total": len(ps.pools),
         "limit": options.limit,
+        "selection": selection_record(items, ps.pools, options.limit),
         "n_failed_items": int(len(failed)),
         "failures": {k: v for k, v in sorted(stats.failures.items())[:100]},
         "modalities_seen": sorted(model.card.modalities),

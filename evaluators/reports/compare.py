@@ -23,6 +23,8 @@ import pandas as pd
 from mmbench.evaluators.metrics import chance_metrics
 from mmbench.evaluators.stats import correct_pvalues, mcnemar, paired_ttest, wilcoxon_signed_rank
 from mmbench.evaluators.stats.bootstrap import DEFAULT_DIFF_RESAMPLES, DEFAULT_RESAMPLES
+from mmbench.evaluators.stats.floors import design_floor, observed_floor
+from mmbench.evaluators.stats.ranking import describe, rank_models
 from mmbench.evaluators.stats.paired import EFFECT_SIZE_KIND
 from mmbench.results.store import RunResults
 
@@ -53,6 +55,7 @@ def compare_runs(runs: Sequence[RunResults], *, metric: str = "precision_at_1", 
         cis = {m: metric_ci(frame[m].to_numpy(dtype=float), resamples=ci_resamples, seed=seed)
                for m in ci_metrics if m in frame.columns}
         out_runs.append({"label": label, "model": run.info.get("model", {}), "root": str(run.root) if run.root else None,
+                         "protocol_id": run.info.get("protocol_id"),
                          "n_items_total": int(len(run.per_query)), "micro": avg["micro"], "macro": avg["macro"],
                          "subsets": avg["subsets"], "bootstrap_ci": cis})
     pairs = []
@@ -63,13 +66,20 @@ def compare_runs(runs: Sequence[RunResults], *, metric: str = "precision_at_1", 
         mc = mcnemar(hit_at_1(a), hit_at_1(b), labels=pair_labels).to_dict()
         wx = wilcoxon_signed_rank(a["mrr"].to_numpy(dtype=float), b["mrr"].to_numpy(dtype=float)).to_dict()
         pairs.append({"a": labels[i], "b": labels[j], "ttest": t, "mcnemar": mc, "wilcoxon": wx,
-                      "tied_by_construction": tied_by_construction(a, b)})
+                      "tied_by_construction": tied_by_construction(a, b),
+                      "floor": observed_floor(a[metric].to_numpy(dtype=float), b[metric].to_numpy(dtype=float),
+                                              alpha=alpha).to_dict()})
     corrections = {family: correct_family(pairs, family, alpha) for family in TEST_FAMILIES}
     chance_rows = [chance_metrics(len(ranked), len(relevant))
                    for ranked, relevant in zip(frames[0]["ranked_ids"], frames[0]["relevant_ids"])]
     chance = {m: float(np.mean([row[m] for row in chance_rows])) for m in ci_metrics if m in chance_rows[0]}
+    ranking = None
+    if len(runs) >= 3 and len(shared):
+        ranking = rank_models(labels, [np.array([f[metric].to_numpy(dtype=float) for f in frames])],
+                              resamples=ci_resamples, seed=seed, alpha=alpha).to_dict()
     return {
         "kind": "mmbench.compare", "identical_runs": identical_runs(runs, labels),
+        "ranking": ranking, "design_floor": design_floor(len(shared), alpha=alpha).to_dict(),
         "task": runs[0].task, "content_hash": content_hash,
         "n_items": len(shared), "items_identical": identical, "n_failed_excluded": n_failed,
         "settings": {"metric": metric, "resamples": resamples, "ci_resamples": ci_resamples, "seed": seed, "alpha": alpha,
@@ -142,7 +152,10 @@ def comparison_markdown(data: dict[str, Any]) -> str:
              + ("" if data["items_identical"] else " (the items all runs share; the runs' item sets differ)")
              + (f"; {data['n_failed_excluded']} items some run failed to score are left out" if data["n_failed_excluded"] else "")
              + ".",
-             f"Significance level α = {s['alpha']}; {s['correction']}. All tests are two-sided.", ""]
+             f"Significance level α = {s['alpha']}; {s['correction']}. All tests are two-sided.",
+             "Protocol ids: " + ", ".join(f"{r['label']} `{r.get('protocol_id') or 'not recorded'}`" for r in data["runs"]) + ".",
+             ""]
+    lines += ranking_markdown(data)
     for pair in data["pairs"]:
         if pair.get("tied_by_construction"):
             lines += [f"Note: on {pair['tied_by_construction']} of {data['n_items']} items {pair['a']} and {pair['b']} gave "
@@ -178,12 +191,18 @@ def comparison_markdown(data: dict[str, Any]) -> str:
     lines += [f"## Paired t-test on per-item {metric}", "",
               f"Difference = A − B. CI of the mean difference: {s['ci_method']}, {s['resamples']} resamples. "
               f"Effect size: {s['effect_size']}.", ""]
-    lines += [md_table(["A", "B", "mean A", "mean B", "mean diff [95 % CI]", "t (df)", "p", "p Bonferroni", "p Holm", "d_z", "note"],
+    df = data.get("design_floor") or {}
+    lines += [f"Floor (MDE): the smallest true difference in {metric} this pair's items detect with 80 % power at "
+              f"α = {s['alpha']}, from the pair's observed discordance (0/1 metrics) or the sd of its differences; "
+              f"a difference below it is not evidence either way. Design-time floor for {df.get('n')} items: "
+              f"{fmt(df.get('mde'))}.", ""]
+    lines += [md_table(["A", "B", "mean A", "mean B", "mean diff [95 % CI]", "t (df)", "p", "p Bonferroni", "p Holm", "d_z",
+                        "floor (MDE)", "note"],
                        [[p["a"], p["b"], fmt(p["ttest"]["mean_a"]), fmt(p["ttest"]["mean_b"]),
                          fmt_ci(p["ttest"]["mean_diff"], p["ttest"]["ci_low"], p["ttest"]["ci_high"], 4),
                          f"{fmt(p['ttest']['t'])} ({p['ttest']['df']})", fmt_p(p["ttest"]["p_value"]),
                          fmt_p(p["ttest"]["p_bonferroni"]), fmt_p(p["ttest"]["p_holm"]), fmt(p["ttest"]["cohens_dz"]),
-                         p["ttest"].get("note") or ""]
+                         fmt((p.get("floor") or {}).get("mde"), 4), p["ttest"].get("note") or ""]
                         for p in data["pairs"]]), ""]
     if "paired_differences" in data.get("figures", {}):
         lines += [f"Forest plot: mean difference A − B in {metric} with its 95 % bootstrap CI; the dotted line is no "
@@ -214,3 +233,23 @@ def comparison_markdown(data: dict[str, Any]) -> str:
     if data.get("efficiency"):
         lines += [efficiency_markdown(data["efficiency"])]
     return "\n".join(lines)
+
+
+def ranking_markdown(data: dict[str, Any]) -> list[str]:
+    """Ranks, rank intervals and tiers (three or more runs)."""
+    r = data.get("ranking")
+    if not r:
+        return []
+    from mmbench.evaluators.stats.ranking import Ranking
+
+    ranking = Ranking(**r)
+    order = sorted(range(len(ranking.models)), key=lambda i: (ranking.ranks[i], ranking.models[i]))
+    rows = [[ranking.models[i], fmt(ranking.scores[i]), ranking.ranks[i], f"{ranking.rank_low[i]}–{ranking.rank_high[i]}",
+             ranking.tiers[i], fmt_p(ranking.tier_p_holm[i]) if ranking.tier_p_holm[i] is not None else "–"] for i in order]
+    return ["## Ranks and tiers", "",
+            f"Rank interval: the {ranking.level:.0%} range of each model's rank over {ranking.resamples} paired bootstrap "
+            f"resamples of the items (seed {ranking.seed}). Tier: tier 1 is the best model and every model a paired t-test "
+            f"cannot tell from it at α = {ranking.alpha:g} after Holm's correction; the rest are tiered the same way. "
+            "Models in one tier are statistically tied.", "",
+            md_table(["model", data["settings"]["metric"], "rank", "rank interval", "tier", "p Holm vs tier's best"], rows), "",
+            *[f"- {describe(ranking, i)}" for i in order], ""]

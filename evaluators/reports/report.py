@@ -9,6 +9,7 @@ from typing import Any, Sequence
 import numpy as np
 import pandas as pd
 
+from mmbench.evaluators.stats.floors import step_floors
 from mmbench.evaluators.stats import modality_robustness, positional_bias_lmm, sort_length_bins
 from mmbench.evaluators.stats.bootstrap import DEFAULT_RESAMPLES
 from mmbench.evaluators.stats.robustness import MODALITIES, THRESHOLDS
@@ -52,7 +53,9 @@ def heatmap_numbers(pq: pd.DataFrame, label: str, metric: str) -> list[dict[str,
         values = [[float(cell.loc[(d, l), "mean"]) if (d, l) in cell.index else None for l in lengths] for d in depths]
         counts = [[int(cell.loc[(d, l), "size"]) if (d, l) in cell.index else 0 for l in lengths] for d in depths]
         out.append({"label": label, "anchor_kind": str(anchor), "metric": metric, "lengths": lengths, "depths": depths,
-                    "values": values, "n": counts, "ceiling": metric_ceiling(part, metric)})
+                    "values": values, "n": counts, "ceiling": metric_ceiling(part, metric),
+                    # per depth, each step to the next length bin with its design-time floor
+                    "length_steps": [step_floors(n_row, v_row) for n_row, v_row in zip(counts, values)]})
     return out
 
 
@@ -102,7 +105,8 @@ def length_curve_numbers(pq: pd.DataFrame, label: str, task: str, metric: str, *
             out.append({"label": label, "group": str(group), "difficulty": str(diff), "lengths": lengths,
                         "values": [float(c[metric].mean()) for c in cells], "n": [int(len(c)) for c in cells],
                         "ci_low": [ci[0] for ci in cis], "ci_high": [ci[1] for ci in cis],
-                        "chance": [chance_numbers(c, [metric]).get(metric) for c in cells]})
+                        "chance": [chance_numbers(c, [metric]).get(metric) for c in cells],
+                        "steps": step_floors([len(c) for c in cells], [float(c[metric].mean()) for c in cells])})
     return out
 
 
@@ -376,14 +380,17 @@ def report_markdown(data: dict[str, Any]) -> str:
                       f"perfect ranking reaches: {fmt(max(h['ceiling'] for h in t['heatmaps']), 2)} here; P@5 with one "
                       "relevant item is at most 0.2), so a perfect cell is fully bright.", "",
                       f"![heatmaps]({figs['heatmap']['path']})", ""]
+            lines += heatmap_floor_lines(t["heatmaps"])
         if "length_curves" in figs:
             lines += [f"### {metric} by length", "", "Bands: 95 % bootstrap CI of each point; dotted grey: random ranking "
                       "(expected). Easy: solid line, circles; Hard: dashed line, squares, a lighter shade.", "",
                       f"![length curves]({figs['length_curves']['path']})", ""]
+            lines += [FLOOR_NOTE, ""]
             for c in t["length_curves"]:
+                steps = [None, *c.get("steps", [])]
                 lines.append(f"- {c['label']}, {c['group']} ({c['difficulty']}): "
-                             + ", ".join(f"{l}: {fmt_ci(v, lo, hi)}"
-                                         for l, v, lo, hi in zip(c["lengths"], c["values"], c["ci_low"], c["ci_high"])))
+                             + ", ".join(f"{l}: {fmt_ci(v, lo, hi)}" + _step_mark(st)
+                                         for l, v, lo, hi, st in zip(c["lengths"], c["values"], c["ci_low"], c["ci_high"], steps)))
             lines.append("")
         if t["easy_hard"]:
             lines += [f"### Easy vs Hard ({metric})", "",
@@ -415,3 +422,29 @@ def report_markdown(data: dict[str, Any]) -> str:
         if t.get("efficiency"):
             lines += [efficiency_markdown(t["efficiency"], level=3)]
     return "\n".join(lines)
+
+
+FLOOR_NOTE = ("A step marked ≈ is smaller than its resolution floor: the smallest change between the two points that "
+              "their items detect with 80 % power at α = 0.05 (two-sample t-test, per-item sd 0.5, the most a 0/1 "
+              "metric has). Such a step is no evidence of a change; the floor follows each mark.")
+
+
+def _step_mark(step: dict[str, Any] | None) -> str:
+    if not step or not step.get("below_floor"):
+        return ""
+    return f" (≈, floor {fmt(step['floor'], 2)})" if step.get("floor") is not None else " (≈, too few items)"
+
+
+def heatmap_floor_lines(heatmaps: list[dict[str, Any]]) -> list[str]:
+    """Per panel: how many length steps of the heatmap are below their floor, and the typical floor."""
+    out = []
+    for h in heatmaps:
+        steps = [st for row in h.get("length_steps", []) for st in row if st.get("below_floor") is not None]
+        if not steps:
+            continue
+        below = sum(bool(st["below_floor"]) for st in steps)
+        floors = [st["floor"] for st in steps if st.get("floor") is not None]
+        typical = f"; median floor {fmt(float(np.median(floors)), 2)}" if floors else ""
+        out.append(f"- {h['label']}, {h['anchor_kind']} anchors: {below} of {len(steps)} steps between neighbouring "
+                   f"length bins are below their resolution floor{typical} (no evidence of a change there).")
+    return out + [""] if out else []

@@ -8,8 +8,12 @@
 * `correct_pvalues`       Bonferroni / Holm across a family of tests
 * `positional_bias_lmm`   mixed-effects depth model, Wald joint test, quadratic U-shape test
 * `modality_robustness`   mean / sample sd across text, mixed, image backgrounds and a typing
+* `rank_models`           bootstrap rank intervals and Holm tiers of models over per-item scores (`ranking`)
+* `design_floor`, `observed_floor`  resolution floors: minimum detectable paired differences (`floors`)
 """
 from mmbench.evaluators.stats.bootstrap import BootstrapCI, bootstrap_ci, bootstrap_mean_diff_ci
+from mmbench.evaluators.stats.floors import Floor, binary_floor, design_floor, observed_floor, sd_floor
+from mmbench.evaluators.stats.ranking import Ranking, rank_models
 from mmbench.evaluators.stats.correction import CorrectionResult, adjust_pvalues, correct_pvalues
 from mmbench.evaluators.stats.mcnemar import McNemarResult, contingency_table, mcnemar, mcnemar_table
 from mmbench.evaluators.stats.paired import EFFECT_SIZE_KIND, PairedTTestResult, cohens_dz, paired_ttest
@@ -25,4 +29,5 @@ __all__ = [
     "PositionalBiasResult", "positional_bias_lmm", "sort_length_bins", "wald_chi2",
     "MODALITIES", "ModalityRobustness", "modality_robustness",
     "WilcoxonResult", "wilcoxon_signed_rank",
+    "Floor", "binary_floor", "design_floor", "observed_floor", "sd_floor", "Ranking", "rank_models",
 ]
