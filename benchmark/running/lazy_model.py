@@ -134,8 +134,9 @@ class LazyModel(EmbeddingModel):
     def video_tokens(self, n_frames: int, width: int, height: int) -> int:
         return self.real.video_tokens(n_frames, width, height)
 
-    def fit(self, documents: Sequence[Document], media: MediaStore | None) -> None:
-        """Only models without corpus fitting are remembered, so there is nothing to fit."""
+    # no `fit` of its own: only models without corpus fitting are remembered, and a `fit` here would make
+    # the runner take the wrapper for a corpus-fitted model that cannot be sharded (issue 26: --executor ray
+    # then ran in the driver on every run after the first)
 
     def __getattr__(self, name: str) -> Any:  # adapter extras (last_encode_info, ...) come from the real model
         if name.startswith("_"):

@@ -27,6 +27,7 @@ from mmbench.running.lazy_model import ModelChanged
 from mmbench.models.base import EmbeddingModel, Role
 from mmbench.data.poolset import PoolItem, PoolSet
 from mmbench.data.selection import select_by_cost
+from mmbench.common.errors import CLIError
 from mmbench.common.sparse import issparse
 from mmbench.running.views import SeenRecord, model_view
 
@@ -262,6 +263,10 @@ def _run_poolset(ps: PoolSet, model: EmbeddingModel, options: RunOptions) -> tup
     q_docs = [queries[i] for i in sorted({p.query_id for p in items})]
     c_docs = [candidates[i] for i in sorted({c for p in items for c in p.candidate_ids})]
     stats = EncodeStats()
+    executor_name = getattr(options.executor, "name", "local") if options.executor is not None else "local"
+    if executor_name != "local" and not shardable(model):
+        raise CLIError(f"model {model.card.name!r} is fitted on this run's candidates (like BM25), so it cannot be "
+                       f"encoded by --executor {executor_name} workers; run it with --executor local")
     model.fit(c_docs, ps.media if ps.root is not None else None)
     c_vecs, c_seen = encode_documents(c_docs, "document", model, ps, options, stats)
     document_seconds = stats.seconds
