@@ -59,6 +59,23 @@ class EncodeStats:
     seconds: float = 0.0
     cache_set_aside: int = 0  # damaged cache entries found, renamed and encoded again
     failures: dict[str, str] = field(default_factory=dict)
+    dim: int | None = None    # the vectors' length, fixed by the first vector of the run (queries and documents)
+    dim_from: str = ""        # the document that fixed it
+
+
+class VectorShapeError(RuntimeError):
+    """A model gave vectors of different lengths within one run; the message names the model and documents."""
+
+
+def check_dim(vec: Any, stats: EncodeStats, model: EmbeddingModel, role: Role, doc_id: str) -> None:
+    """Every vector of a run has the length of the first: a model whose dimension changes between batches,
+    or between queries and documents, is stopped here, naming it and a document, before anything is scored."""
+    dim = int(vec.shape[-1])
+    if stats.dim is None:
+        stats.dim, stats.dim_from = dim, f"{role} {doc_id}"
+    elif dim != stats.dim:
+        raise VectorShapeError(f"model {model.card.name!r} gave a {dim}-dimensional vector for {role} {doc_id!r} "
+                               f"but {stats.dim} dimensions for {stats.dim_from}; no results written")
 
 
 def encode_documents(docs: Sequence[Document], role: Role, model: EmbeddingModel, ps: PoolSet,
@@ -86,6 +103,7 @@ def encode_documents(docs: Sequence[Document], role: Role, model: EmbeddingModel
         hit = hits.get(h)
         if hit is not None:
             stats.cache_hits += len(group)
+            check_dim(hit.vector, stats, model, role, group[0].id)
             for d in group:
                 vectors[d.id], seen[d.id] = hit.vector, hit.seen
             vh = hit.meta.get("view_hash")
@@ -118,7 +136,9 @@ def encode_documents(docs: Sequence[Document], role: Role, model: EmbeddingModel
             if k not in pending:  # a cached document never fails: its vector is already known
                 stats.failures.pop(v.id, None)
         rows: list[CacheRow] = []
-        for k, (vec, info) in zip(batch_keys, done.rows):
+        for k, v, (vec, info) in zip(batch_keys, views[done.index], done.rows):
+            if vec is not None:
+                check_dim(vec, stats, model, role, v.id)
             if vec is None or k not in pending:
                 continue  # a cached view encoded again only to keep the batch whole: its cached vector stands
             results[k] = vec
