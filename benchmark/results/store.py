@@ -24,6 +24,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 
+from mmbench.common.http_client import redact_urls
 from mmbench.data.media import atomic_write_bytes
 from mmbench.results.aggregate import finite_json
 from mmbench.results.mteb_layout import SIDECAR, restore_block, sidecar_bytes
@@ -77,6 +78,7 @@ def write_results(out: Path, per_query: pd.DataFrame, seen: pd.DataFrame, summar
         data = sink.getvalue().to_pybytes()
         atomic_write_bytes(out / name, data)
         digests[name] = hashlib.sha256(data).hexdigest()
+    summary = redact_urls(summary)  # a credential in a URL (a base_url, the command line) is never written
     summary = finite_json({**summary, "mmbench": {**summary.get("mmbench", {}), "files": digests}})
     atomic_write_bytes(out / SIDECAR, sidecar_bytes(summary))  # survives mteb rewriting results.json
     atomic_write_bytes(out / SUMMARY, (json.dumps(summary, indent=2, sort_keys=False) + "\n").encode())

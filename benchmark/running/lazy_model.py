@@ -22,6 +22,7 @@ import sys
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
+from mmbench.common.http_client import redact_urls
 from mmbench.data.documents import Document
 from mmbench.data.media import MediaStore, atomic_write_bytes
 from mmbench.models.base import EmbeddingModel, ModelCard, Role
@@ -161,7 +162,7 @@ def load_model_lazily(request: str, options: dict[str, Any], home: Path,
     def remember(model: EmbeddingModel) -> None:
         if rememberable(model):
             try:
-                atomic_write_bytes(path, (json.dumps(_card_record(model), sort_keys=True, default=str) + "\n").encode())
+                atomic_write_bytes(path, (json.dumps(redact_urls(_card_record(model)), sort_keys=True, default=str) + "\n").encode())
             except OSError as exc:  # a read-only home only costs the next run a model load
                 log.warning("could not remember the model card in %s: %s", path, exc)
 
