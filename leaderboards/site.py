@@ -30,7 +30,7 @@ from mmbench.results.store import load_results
 
 from mmbench.leaderboards.boards import MAIN, Column, Table, aggregates_table, all_tables, is_mmlongembed, ravel_predictions_table
 from mmbench.leaderboards.matrix import overview_table, seen_shares
-from mmbench.leaderboards.modelmeta import ModelMeta, all_metadata, display_name, redact_paths
+from mmbench.leaderboards.modelmeta import MetadataError, ModelMeta, all_metadata, display_name, redact_paths
 from mmbench.leaderboards.store import Board, Entry
 
 ASSETS = ("sort.js", "filter.js", "style.css", "favicon.svg")
@@ -43,13 +43,16 @@ def esc(value: Any) -> str:
     return html.escape(str(value), quote=True)
 
 
-def build_site(board: Board, out: Path | str) -> Path:
-    """Render `board` into `out` (replaced atomically: a reader never sees half a site)."""
+def build_site(board: Board, out: Path | str, skipped: list[str] | None = None) -> Path:
+    """Render `board` into `out` (replaced atomically: a reader never sees half a site). A stored entry
+    that cannot be rendered is left out and described in `skipped` (id, model, task, why)."""
     out = Path(out)
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(dir=out.parent, prefix=f".{out.name}.building."))
     try:
-        _render(board.entries(), tmp, board.root)
+        left_out = _render(board.entries(), tmp, board.root)
+        if skipped is not None:
+            skipped.extend(left_out)
         old = None
         if out.exists():
             old = Path(tempfile.mkdtemp(dir=out.parent, prefix=f".{out.name}.old.")) / "site"
@@ -63,7 +66,8 @@ def build_site(board: Board, out: Path | str) -> Path:
     return out
 
 
-def _render(entries: Sequence[Entry], out: Path, board_root: Path | None = None) -> None:
+def _render(entries: Sequence[Entry], out: Path, board_root: Path | None = None) -> list[str]:
+    """Write the site for `entries` into `out`; returns the entries left out, each as one line."""
     for sub in ("assets", "data/models", "img", "models"):
         (out / sub).mkdir(parents=True, exist_ok=True)
     for name in ASSETS:
@@ -75,8 +79,36 @@ def _render(entries: Sequence[Entry], out: Path, board_root: Path | None = None)
             cache[e.id] = load_results(e.folder)
         return cache[e.id]
 
-    metas = dict(zip((e.id for e in entries), all_metadata([e.model for e in entries], board_root)))
-    tables = all_tables(entries, loader)
+    skipped: list[str] = []
+
+    def skip(e: Entry, why: str) -> None:
+        skipped.append(f"{e.id} ({ascii(e.model_name)[1:-1][:80]!r} on {e.task}): {why}")
+
+    metas: dict[str, ModelMeta] = {}
+    pages: dict[str, str] = {}
+    for e in entries:  # one entry that cannot be rendered costs its own rows and page, never the build
+        try:
+            if e.problem:
+                raise ValueError(e.problem)
+            if e.kind == "retrieval":
+                loader(e)
+            metas[e.id] = all_metadata([e.model], board_root)[0]
+            pages[e.id] = _model_page(e, out, metas[e.id], loader)
+        except MetadataError:
+            raise  # the board's own metadata file: the operator fixes it, no entry is to blame
+        except Exception as exc:  # noqa: BLE001 - stored content of any kind; the entry is named and left out
+            skip(e, _one_line(exc))
+    entries = [e for e in entries if e.id in pages]
+    try:
+        tables = all_tables(entries, loader)
+    except Exception:  # noqa: BLE001 - find the entries the tables cannot take, leave them out, build again
+        for e in list(entries):
+            try:
+                all_tables([e], loader)
+            except Exception as exc:  # noqa: BLE001
+                skip(e, _one_line(exc))
+                entries.remove(e)
+        tables = all_tables(entries, loader)
     overview = overview_table(entries, loader, lambda e: metas[e.id]) if any(e.kind == "retrieval" for e in entries) else None
     if overview is not None:
         tables.insert(0, overview)
@@ -95,7 +127,13 @@ def _render(entries: Sequence[Entry], out: Path, board_root: Path | None = None)
             body.append(fig)
     atomic_write_bytes(out / "index.html", _page("mmbench leaderboards", "\n".join(body), "").encode("utf-8"))
     for e in entries:
-        atomic_write_bytes(out / "models" / f"{e.slug}.html", _model_page(e, out, metas[e.id], loader).encode("utf-8"))
+        atomic_write_bytes(out / "models" / f"{e.slug}.html", pages[e.id].encode("utf-8"))
+    return skipped
+
+
+def _one_line(exc: BaseException) -> str:
+    text = " ".join(str(exc).split()) or type(exc).__name__
+    return text[:300] + ("..." if len(text) > 300 else "")
 
 
 def _filters(t: Table) -> str:
