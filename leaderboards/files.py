@@ -22,6 +22,7 @@ from typing import Any
 
 import pandas as pd
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from mmbench.leaderboards.problems import Problem, SubmissionRejected
@@ -208,17 +209,42 @@ def read_parquet(data: bytes, name: str, limits: Limits) -> pd.DataFrame:
     if reason:
         raise refuse(reason + "; refused before reading it")
     try:
-        pf = pq.ParquetFile(pa.BufferReader(data))
+        schema = pq.ParquetFile(pa.BufferReader(data)).schema_arrow
+        # text columns are read as dictionaries (a value's bytes once, an index per row), so a short file whose
+        # few distinct strings repeat a million times is measured, not decoded: memory stays near the file's
+        pf = pq.ParquetFile(pa.BufferReader(data), read_dictionary=[f.name for f in schema if _is_text(f.type)])
         batches, decoded = [], 0
         for batch in pf.iter_batches(batch_size=limits.read_batch_rows, use_pandas_metadata=True):
-            decoded += batch.nbytes
+            decoded += sum(_decoded_bytes(col) for col in batch.columns)
             if decoded > limits.max_decoded_bytes:
                 raise refuse(f"decodes to more than {limits.max_decoded_bytes} bytes (its metadata understates its "
                              "contents); refused while reading it")
             batches.append(batch)
-        table = pa.Table.from_batches(batches, schema=pf.schema_arrow)
-        return table.to_pandas()
+        table = pa.Table.from_batches(batches, schema=batches[0].schema) if batches else schema.empty_table()
+        return _undictionary(table, schema).to_pandas()
     except SubmissionRejected:
         raise
     except Exception as exc:  # pyarrow raises several types for corrupt files
         raise refuse(f"unreadable Parquet ({type(exc).__name__}: {exc})") from None
+
+
+def _is_text(t: pa.DataType) -> bool:
+    return pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_binary(t) or pa.types.is_large_binary(t)
+
+
+def _decoded_bytes(col: pa.Array) -> int:
+    """Bytes `col` takes once decoded: a dictionary column's values counted once per row that uses them."""
+    if not pa.types.is_dictionary(col.type) or not _is_text(col.type.value_type):
+        return col.nbytes
+    lengths = pc.binary_length(col.dictionary)
+    used = pc.sum(pc.take(lengths, col.indices)).as_py() or 0
+    return int(used) + 8 * len(col)  # the values and their offsets
+
+
+def _undictionary(table: pa.Table, schema: pa.Schema) -> pa.Table:
+    """`table` with the columns read as dictionaries back in the types the file declares (metadata kept)."""
+    fields = []
+    for f in table.schema:
+        want = schema.field(f.name).type if f.name in schema.names else f.type
+        fields.append(f.with_type(want) if pa.types.is_dictionary(f.type) and not pa.types.is_dictionary(want) else f)
+    return table.cast(pa.schema(fields, metadata=table.schema.metadata))
