@@ -151,10 +151,14 @@ class Board:
             digests = {}
             for name, data in sorted(sub.files.items()):
                 target = self._inside(staging.path / slugify(name, max_len=64))
-                with open(target, "wb") as fh:
-                    fh.write(data)
-                    fh.flush()
-                    os.fsync(fh.fileno())
+                try:
+                    with open(target, "wb") as fh:
+                        fh.write(data)
+                        fh.flush()
+                        os.fsync(fh.fileno())
+                except OSError as exc:  # a full disk: the staging folder goes, the board is as it was
+                    raise OSError(exc.errno, f"could not write to the board folder {self.root}: "
+                                             f"{exc.strerror or exc}; nothing was added") from exc
                 digests[target.name] = _sha256(data)
             old_dir: Path | None = None
             with closing(self._connect()) as con:
@@ -274,6 +278,9 @@ class Board:
                 return e
         raise KeyError(f"no submission {sid!r} on board {self.root}")
 
+    def __iter__(self) -> Iterator[Entry]:
+        return iter(self.entries())
+
 
 def _stored_model(model_json: str, model_name: str) -> tuple[dict[str, Any], str | None]:
     """A stored identity and None, or a stand-in holding its name and why it cannot be read (stored
@@ -286,9 +293,6 @@ def _stored_model(model_json: str, model_name: str) -> tuple[dict[str, Any], str
         return {"name": str(model_name)}, "its stored identity is not an object"
     problem = json_shape_problem(model)
     return (model, None) if problem is None else ({"name": str(model_name)}, f"its stored identity {problem}")
-
-    def __iter__(self) -> Iterator[Entry]:
-        return iter(self.entries())
 
 
 class _Staging:
