@@ -27,6 +27,15 @@ def test_import_mmbench_is_light():
     assert out.strip() == "[]"
 
 
+def test_the_cli_imports_no_heavy_library_until_a_command_runs():
+    """Issue 26 #8: `mmbench --help` took 2.4-2.9 s because a command module imported pandas at import time
+    (perf/cli_help.py times it)."""
+    code = ("import sys, mmbench.cli; print(sorted(m for m in ('torch', 'pandas', 'numpy', 'pyarrow', 'mteb', 'scipy') "
+            "if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]"
+
+
 def test_evaluate_is_the_api_function_even_after_the_runner_modules_load():
     import mmbench.running.evaluation  # noqa: F401 - the module behind `mmbench run`
     from mmbench.api import evaluate

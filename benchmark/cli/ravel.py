@@ -11,11 +11,12 @@ import gc
 import json
 import sys
 from pathlib import Path
-
-import numpy as np
-import pandas as pd
+from typing import TYPE_CHECKING
 
 from mmbench.cli.commands_core import nonnegative_int
+
+if TYPE_CHECKING:  # pandas and numpy load inside the commands: `mmbench --help` needs neither
+    import pandas as pd
 
 
 # ----------------------------------------------------------------------------- helpers
@@ -81,6 +82,8 @@ def _needs_calibration(args) -> bool:
 
 
 def _iter_text(args, cal, cache):
+    import numpy as np
+
     from mmbench.evaluators.ravel.features import TextModel, extract_text
 
     for spec in args.text_features:
@@ -134,6 +137,8 @@ def _write(df: pd.DataFrame, out: str | None) -> None:
 
 
 def _print(df: pd.DataFrame) -> None:
+    import pandas as pd
+
     with pd.option_context("display.max_rows", 500, "display.width", 200, "display.float_format", "{:.4f}".format):
         print(df.to_string(index=False))
 
@@ -148,6 +153,8 @@ def cmd_calibrate(args) -> int:
 
 
 def cmd_score(args) -> int:
+    import pandas as pd
+
     from mmbench.evaluators.ravel import methods as M
 
     methods = M.parse_methods(args.methods)
@@ -174,6 +181,8 @@ def cmd_score(args) -> int:
 
 
 def cmd_sweep(args) -> int:
+    import pandas as pd
+
     from mmbench.evaluators.ravel import sweeps
 
     cal, cache, texts = _load_all(args)
@@ -260,6 +269,9 @@ def cmd_selection(args) -> int:
 
 
 def cmd_ckax(args) -> int:
+    import numpy as np
+    import pandas as pd
+
     from mmbench.evaluators.ravel import ckax
     from mmbench.evaluators.ravel import correlate as C
     from mmbench.evaluators.ravel.features import pooled
@@ -294,6 +306,8 @@ def cmd_ckax(args) -> int:
 
 
 def cmd_flops(args) -> int:
+    import pandas as pd
+
     from mmbench.evaluators.ravel import flops
 
     rows = []
