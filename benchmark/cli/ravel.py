@@ -210,11 +210,21 @@ def cmd_sweep(args) -> int:
 
 
 def _merged(args):
+    from mmbench.common.errors import CLIError
     from mmbench.evaluators.ravel import correlate as C
 
-    scores = C.load_scores(args.scores, score_column=args.score_column, encoder_column=args.encoder_column,
-                           llm_column=args.llm_column)
-    gt = C.load_ground_truth(args.ground_truth)
+    for flag, path in (("--scores", args.scores), ("--ground-truth", args.ground_truth)):
+        if path is not None and not Path(path).is_file():  # a typo is the user's to fix: exit 2, one line
+            raise CLIError(f"{flag} {path}: no such file")
+    try:
+        scores = C.load_scores(args.scores, score_column=args.score_column, encoder_column=args.encoder_column,
+                               llm_column=args.llm_column)
+    except (OSError, ValueError) as exc:
+        raise CLIError(f"--scores {args.scores}: {' '.join(str(exc).split())}") from None
+    try:
+        gt = C.load_ground_truth(args.ground_truth)
+    except (OSError, ValueError) as exc:
+        raise CLIError(f"--ground-truth {args.ground_truth}: {' '.join(str(exc).split())}") from None
     merged = C.merge(scores, gt, allow_missing=args.allow_missing)
     dropped = C.unmatched(scores, gt)
     if dropped:  # only reached with --allow-missing; say what was left out
