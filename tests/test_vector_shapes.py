@@ -37,3 +37,18 @@ def test_a_changing_dimension_is_named_and_nothing_is_written(vg_tiny, tmp_path,
     assert "\n" not in message and "'hashing'" in message and "dimension" in message
     assert any(d.id in message for d in list(ps.candidates) + list(ps.queries))
     assert not out.exists() or not any(out.iterdir())
+
+
+def test_a_text_model_that_sees_no_frames_is_not_called_broken():
+    """Issue 26 #8: a text model on Temporal Summarization (video-only candidates) was told its vectors
+    "point the same way ... (a broken model, pooling or checkpoint?)"."""
+    from mmbench.running.runner import vector_warnings
+
+    same = {f"d{i}": np.ones(4, np.float32) for i in range(3)}
+    blind = {k: {"seen_tokens": 0, "unseen_modalities": ["video"]} for k in same}
+    [line] = vector_warnings(same, "document", "cosine", blind)
+    assert "broken" not in line and "sees nothing of the 3 documents" in line and "video" in line
+    # a model that does see the documents and still gives one direction is the broken case, as before
+    seeing = {k: {"seen_tokens": 12, "unseen_modalities": []} for k in same}
+    assert "broken" in vector_warnings(same, "document", "cosine", seeing)[0]
+    assert "broken" in vector_warnings(same, "document", "cosine")[0]

@@ -172,14 +172,23 @@ def shardable(model: EmbeddingModel) -> bool:
     return type(model).fit is EmbeddingModel.fit
 
 
-def vector_warnings(vectors: dict[str, Any], role: Role, similarity: str = "cosine") -> list[str]:
+def vector_warnings(vectors: dict[str, Any], role: Role, similarity: str = "cosine",
+                    seen: dict[str, dict[str, Any]] | None = None) -> list[str]:
     """Warnings for degenerate vectors: all zero, or all the same (in direction, for cosine).
 
     Candidates like that make every score tie and the rankings chance; queries like that mean the
-    model ignores the query. Either is a broken model, pooling or checkpoint, not a result.
+    model ignores the query. Either is a broken model, pooling or checkpoint, not a result -- unless
+    the model sees nothing of any of them (`seen`: a text model given video-only documents), which
+    is said as such instead.
     """
     if len(vectors) < 2:
         return []
+    records = [seen.get(k) for k in vectors] if seen is not None else []
+    if records and all(r is not None and not r.get("seen_tokens") and r.get("unseen_modalities") for r in records):
+        hidden = sorted({m for r in records for m in r["unseen_modalities"]})
+        effect = "every score ties and the rankings are chance" if role == "document" else "every query looks the same"
+        return [f"the model sees nothing of the {len(vectors)} {role}s (they hold only {', '.join(hidden)}, which it "
+                f"does not take): {effect}"]
     rows = list(vectors.values())
     effect = ("every score ties and the rankings are chance" if role == "document"
               else "every query is ranked the same way")
@@ -294,7 +303,8 @@ def _run_poolset(ps: PoolSet, model: EmbeddingModel, options: RunOptions) -> tup
     query_seconds = stats.seconds - document_seconds
 
     similarity = model.card.similarity
-    warnings = vector_warnings(c_vecs, "document", similarity) + vector_warnings(q_vecs, "query", similarity)
+    warnings = (vector_warnings(c_vecs, "document", similarity, c_seen)
+                + vector_warnings(q_vecs, "query", similarity, q_seen))
     for w in warnings:
         log.warning("%s", w)
     start = time.perf_counter()
