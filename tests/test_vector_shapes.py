@@ -52,3 +52,14 @@ def test_a_text_model_that_sees_no_frames_is_not_called_broken():
     seeing = {k: {"seen_tokens": 12, "unseen_modalities": []} for k in same}
     assert "broken" in vector_warnings(same, "document", "cosine", seeing)[0]
     assert "broken" in vector_warnings(same, "document", "cosine")[0]
+
+
+def test_preparing_views_shows_progress(vg_tiny, capsys):
+    """Issue 26 #8: minutes passed silently between loading the weights and the first encode bar while every
+    document was tokenised for middle truncation."""
+    from mmbench.running.runner import run_poolset
+
+    run_poolset(load_poolset(vg_tiny), HashingModel(), RunOptions(use_cache=False, progress=True))
+    err = capsys.readouterr().err
+    assert "prepare documents" in err and "prepare queries" in err
+    assert err.index("prepare documents") < err.index("encode documents")

@@ -99,7 +99,12 @@ def encode_documents(docs: Sequence[Document], role: Role, model: EmbeddingModel
     pending: dict[str, tuple[Document, dict[str, Any], list[str]]] = {}  # view hash -> (view, seen, doc hashes)
     cached_views: dict[str, tuple[int, Document]] = {}  # view hash -> (seen tokens, a document with that view)
     hits = cache.get_many(role, by_hash) if cache else {}
-    for h, group in by_hash.items():
+    from tqdm.auto import tqdm
+
+    # preparing views tokenises every document for middle truncation: minutes on a large pool set, so shown
+    prepare = tqdm(by_hash.items(), total=len(by_hash), desc=f"prepare {'queries' if role == 'query' else 'documents'}",
+                   unit="doc", disable=not options.progress or len(hits) == len(by_hash))
+    for h, group in prepare:
         hit = hits.get(h)
         if hit is not None:
             stats.cache_hits += len(group)
