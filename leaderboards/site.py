@@ -175,10 +175,15 @@ def _write_table_data(t: Table, folder: Path) -> None:
     atomic_write_bytes(folder / f"{t.id}.json", (json.dumps(t.to_json(), indent=1, ensure_ascii=False) + "\n").encode("utf-8"))
 
 
+def _breakable(label: str) -> str:
+    """A header label that may wrap after its underscores (task names), not inside a word."""
+    return esc(label).replace("_", "_<wbr>")
+
+
 def _table_section(t: Table, data_href: str, root: str, level: int) -> str:
     head = "".join(f'<th class="{esc(c.kind)}" data-type="{"number" if c.kind in ("number", "ci", "seen", "count") else "text"}" '
                    f'data-key="{esc(c.key)}"{" data-low-first" if c.key == "rank" else ""} scope="col">'
-                   f'<button type="button">{esc(c.label)}</button></th>'
+                   f'<button type="button">{_breakable(c.label)}</button></th>'
                    for c in t.columns)
     rows = "\n".join(_row(t, r, root) for r in [*t.rows, *t.baselines])
     cls = "sortable matrix" if t.id == "overview" else "sortable"
@@ -267,7 +272,13 @@ def _board_figure(t: Table, entries: Sequence[Entry], out: Path, loader) -> str:
     if not curves:
         return ""
     figures.length_curves_figure(curves, out / "img" / "mmlongembed_length_curves.png", MAIN)
-    return '<img class="figure" src="img/mmlongembed_length_curves.png" alt="P@1 against context length, one line per model">'
+    return _figure("img/mmlongembed_length_curves.png", "P@1 against context length, one line per model")
+
+
+def _figure(src: str, alt: str) -> str:
+    """A figure at a readable size: scrolled sideways on a narrow screen, a tap opens it full size."""
+    return (f'<div class="figure-wrap"><a href="{esc(src)}"><img class="figure" src="{esc(src)}" alt="{esc(alt)}">'
+            '</a></div>')
 
 
 def _model_page(e: Entry, out: Path, meta: ModelMeta, loader) -> str:
@@ -326,11 +337,10 @@ def _model_figures(e: Entry, out: Path, loader) -> list[str]:
     if heat:
         name = f"{e.slug}-heatmap.png"
         figures.heatmap_figure(heat, out / "img" / name, HEATMAP_METRIC, title=f"{HEATMAP_METRIC} by length and depth")
-        html_parts.append(f'<h2>Length × depth</h2><img class="figure" src="../img/{esc(name)}" '
-                          f'alt="{esc(HEATMAP_METRIC)} by context length and needle depth">')
+        html_parts.append(f'<h2>Length × depth</h2>{_figure(f"../img/{name}", f"{HEATMAP_METRIC} by context length and needle depth")}')
     curves = length_curve_numbers(pq, label, e.task, MAIN)
     if curves and len({tuple(c["lengths"]) for c in curves}) and max(len(c["lengths"]) for c in curves) > 1:
         name = f"{e.slug}-length.png"
         figures.length_curves_figure(curves, out / "img" / name, MAIN)
-        html_parts.append(f'<h2>By length</h2><img class="figure" src="../img/{esc(name)}" alt="{MAIN} against context length">')
+        html_parts.append(f'<h2>By length</h2>{_figure(f"../img/{name}", f"{MAIN} against context length")}')
     return html_parts
