@@ -27,6 +27,7 @@ from mmbench.running.lazy_model import ModelChanged
 from mmbench.models.base import EmbeddingModel, Role
 from mmbench.data.poolset import PoolItem, PoolSet
 from mmbench.data.selection import select_by_cost
+from mmbench.data.truncation import first_texts_to_tokenize
 from mmbench.common.errors import CLIError
 from mmbench.common.sparse import issparse
 from mmbench.running.views import SeenRecord, model_view
@@ -101,6 +102,7 @@ def encode_documents(docs: Sequence[Document], role: Role, model: EmbeddingModel
     hits = cache.get_many(role, by_hash) if cache else {}
     from tqdm.auto import tqdm
 
+    tokenizer = _primed_tokenizer(model, [g[0] for h, g in by_hash.items() if h not in hits])
     # preparing views tokenises every document for middle truncation: minutes on a large pool set, so shown
     prepare = tqdm(by_hash.items(), total=len(by_hash), desc=f"prepare {'queries' if role == 'query' else 'documents'}",
                    unit="doc", disable=not options.progress or len(hits) == len(by_hash))
@@ -121,6 +123,8 @@ def encode_documents(docs: Sequence[Document], role: Role, model: EmbeddingModel
             pending[vh][2].append(h)
         else:
             pending[vh] = (view, record.to_dict(), [h])
+    if tokenizer is not None:
+        tokenizer.forget()
     if cache is not None:
         stats.cache_set_aside += len(cache.set_aside)
     stats.distinct_views += len(pending)
@@ -169,6 +173,21 @@ def encode_documents(docs: Sequence[Document], role: Role, model: EmbeddingModel
             vectors[d.id], seen[d.id] = results[vh], pending[vh][1]
     stats.seconds += time.perf_counter() - start
     return vectors, seen
+
+
+def _primed_tokenizer(model: EmbeddingModel, docs: Sequence[Document]) -> Any:
+    """The model's budget tokenizer with the texts middle truncation will ask for tokenised in one batch, or
+    None when the model truncates nothing or its tokenizer cannot take a batch. Same token ids either way."""
+    budget = model.card.max_tokens
+    if budget is None or not docs:
+        return None
+    tokenizer = model.budget_tokenizer()
+    if not hasattr(tokenizer, "prime"):
+        return None
+    modalities = model.card.modalities
+    tokenizer.prime([t for d in docs for t in first_texts_to_tokenize([s for s in d.segments if s.kind in modalities],
+                                                                      budget)])
+    return tokenizer
 
 
 def shardable(model: EmbeddingModel) -> bool:
