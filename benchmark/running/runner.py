@@ -106,25 +106,27 @@ def encode_documents(docs: Sequence[Document], role: Role, model: EmbeddingModel
     # preparing views tokenises every document for middle truncation: minutes on a large pool set, so shown
     prepare = tqdm(by_hash.items(), total=len(by_hash), desc=f"prepare {'queries' if role == 'query' else 'documents'}",
                    unit="doc", disable=not options.progress or len(hits) == len(by_hash))
-    for h, group in prepare:
-        hit = hits.get(h)
-        if hit is not None:
-            stats.cache_hits += len(group)
-            check_dim(hit.vector, stats, model, role, group[0].id)
-            for d in group:
-                vectors[d.id], seen[d.id] = hit.vector, hit.seen
-            vh = hit.meta.get("view_hash")
-            if isinstance(vh, str):
-                cached_views.setdefault(vh, (int(hit.seen.get("seen_tokens", 0)), group[0]))
-            continue
-        view, record = model_view(group[0], model)
-        vh = view.content_hash()
-        if vh in pending:
-            pending[vh][2].append(h)
-        else:
-            pending[vh] = (view, record.to_dict(), [h])
-    if tokenizer is not None:
-        tokenizer.forget()
+    try:
+        for h, group in prepare:
+            hit = hits.get(h)
+            if hit is not None:
+                stats.cache_hits += len(group)
+                check_dim(hit.vector, stats, model, role, group[0].id)
+                for d in group:
+                    vectors[d.id], seen[d.id] = hit.vector, hit.seen
+                vh = hit.meta.get("view_hash")
+                if isinstance(vh, str):
+                    cached_views.setdefault(vh, (int(hit.seen.get("seen_tokens", 0)), group[0]))
+                continue
+            view, record = model_view(group[0], model)
+            vh = view.content_hash()
+            if vh in pending:
+                pending[vh][2].append(h)
+            else:
+                pending[vh] = (view, record.to_dict(), [h])
+    finally:  # the batch's token ids are only for this preparation
+        if tokenizer is not None:
+            tokenizer.forget()
     if cache is not None:
         stats.cache_set_aside += len(cache.set_aside)
     stats.distinct_views += len(pending)
