@@ -22,6 +22,7 @@ from typing import Any
 
 import pandas as pd
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from mmbench.leaderboards.problems import Problem, SubmissionRejected
@@ -47,6 +48,12 @@ class Limits:
     max_decoded_bytes: int = 1024 * 1024 * 1024        # Arrow memory while reading, counted batch by batch
     max_footer_bytes: int = 16 * 1024 * 1024
     read_batch_rows: int = 65_536
+    # JSON contents (results.json, ravel_scores.json): a real results.json is a few levels deep with a few
+    # thousand values; a board renders every stored identity, so what it may hold is bounded at submit time
+    max_json_depth: int = 32
+    max_json_values: int = 200_000                     # strings, numbers, keys, ... of one file
+    max_string_chars: int = 100_000                    # one string or key
+    max_abs_score: float = 1e12                        # a RAVEL predictor score (its squares must stay finite)
 
 
 def read_folder(folder: Path, accepted: dict[str, str], limits: Limits) -> dict[str, bytes]:
@@ -125,12 +132,44 @@ def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     return out
 
 
-def parse_json(data: bytes, name: str) -> Any:
-    """Strict JSON: rejects NaN/Infinity literals and duplicate keys, naming the file."""
+def parse_json(data: bytes, name: str, limits: Limits = Limits()) -> Any:  # noqa: B008 - Limits is frozen
+    """Strict JSON: rejects NaN/Infinity literals, duplicate keys and contents past `limits` (depth, values,
+    string length), naming the file."""
     try:
-        return json.loads(data.decode("utf-8"), parse_constant=_no_constants, object_pairs_hook=_no_duplicates)
+        value = json.loads(data.decode("utf-8"), parse_constant=_no_constants, object_pairs_hook=_no_duplicates)
+    except RecursionError:
+        raise SubmissionRejected([Problem(name, f"is nested deeper than the limit of {limits.max_json_depth} levels")]) from None
     except ValueError as exc:
         raise SubmissionRejected([Problem(name, f"invalid JSON: {exc}")]) from None
+    problem = json_shape_problem(value, limits)
+    if problem:
+        raise SubmissionRejected([Problem(name, problem)])
+    return value
+
+
+def json_shape_problem(value: Any, limits: Limits = Limits()) -> str | None:  # noqa: B008 - Limits is frozen
+    """The first limit a parsed JSON value breaks (depth, number of values, a string's length), or None.
+    Walks with an explicit stack, so no nesting makes it recurse."""
+    stack: list[tuple[Any, int, str]] = [(value, 1, "")]
+    count = 0
+    while stack:
+        item, depth, where = stack.pop()
+        count += 1
+        if count > limits.max_json_values:
+            return f"holds more than {limits.max_json_values} values, over the limit"
+        if depth > limits.max_json_depth:
+            return f"is nested deeper than the limit of {limits.max_json_depth} levels (at {where[:80] or 'the top'})"
+        if isinstance(item, str) and len(item) > limits.max_string_chars:
+            return f"has a string of {len(item)} characters at {where[:80] or 'the top'}, over the limit of {limits.max_string_chars}"
+        if isinstance(item, dict):
+            for k, v in item.items():
+                key = str(k)
+                if len(key) > limits.max_string_chars:
+                    return f"has a key of {len(key)} characters, over the limit of {limits.max_string_chars}"
+                stack.append((v, depth + 1, f"{where}.{key[:40]}" if where else key[:40]))
+        elif isinstance(item, list):
+            stack.extend((v, depth + 1, f"{where}[{i}]") for i, v in enumerate(item))
+    return None
 
 
 def _over(what: str, value: int, cap: int) -> str | None:
@@ -170,17 +209,42 @@ def read_parquet(data: bytes, name: str, limits: Limits) -> pd.DataFrame:
     if reason:
         raise refuse(reason + "; refused before reading it")
     try:
-        pf = pq.ParquetFile(pa.BufferReader(data))
+        schema = pq.ParquetFile(pa.BufferReader(data)).schema_arrow
+        # text columns are read as dictionaries (a value's bytes once, an index per row), so a short file whose
+        # few distinct strings repeat a million times is measured, not decoded: memory stays near the file's
+        pf = pq.ParquetFile(pa.BufferReader(data), read_dictionary=[f.name for f in schema if _is_text(f.type)])
         batches, decoded = [], 0
         for batch in pf.iter_batches(batch_size=limits.read_batch_rows, use_pandas_metadata=True):
-            decoded += batch.nbytes
+            decoded += sum(_decoded_bytes(col) for col in batch.columns)
             if decoded > limits.max_decoded_bytes:
                 raise refuse(f"decodes to more than {limits.max_decoded_bytes} bytes (its metadata understates its "
                              "contents); refused while reading it")
             batches.append(batch)
-        table = pa.Table.from_batches(batches, schema=pf.schema_arrow)
-        return table.to_pandas()
+        table = pa.Table.from_batches(batches, schema=batches[0].schema) if batches else schema.empty_table()
+        return _undictionary(table, schema).to_pandas()
     except SubmissionRejected:
         raise
     except Exception as exc:  # pyarrow raises several types for corrupt files
         raise refuse(f"unreadable Parquet ({type(exc).__name__}: {exc})") from None
+
+
+def _is_text(t: pa.DataType) -> bool:
+    return pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_binary(t) or pa.types.is_large_binary(t)
+
+
+def _decoded_bytes(col: pa.Array) -> int:
+    """Bytes `col` takes once decoded: a dictionary column's values counted once per row that uses them."""
+    if not pa.types.is_dictionary(col.type) or not _is_text(col.type.value_type):
+        return col.nbytes
+    lengths = pc.binary_length(col.dictionary)
+    used = pc.sum(pc.take(lengths, col.indices)).as_py() or 0
+    return int(used) + 8 * len(col)  # the values and their offsets
+
+
+def _undictionary(table: pa.Table, schema: pa.Schema) -> pa.Table:
+    """`table` with the columns read as dictionaries back in the types the file declares (metadata kept)."""
+    fields = []
+    for f in table.schema:
+        want = schema.field(f.name).type if f.name in schema.names else f.type
+        fields.append(f.with_type(want) if pa.types.is_dictionary(f.type) and not pa.types.is_dictionary(want) else f)
+    return table.cast(pa.schema(fields, metadata=table.schema.metadata))

@@ -86,7 +86,7 @@ def validate_submission(folder: Path | str, registry: OfficialRegistry | None = 
 
 def validate_results(files: dict[str, bytes], registry: OfficialRegistry, limits: Limits) -> Submission:
     _stage([Problem(f"file {n}", "is missing") for n in (SUMMARY, PER_QUERY) if n not in files])
-    summary = parse_json(files[SUMMARY], SUMMARY)
+    summary = parse_json(files[SUMMARY], SUMMARY, limits)
     info, model = _check_summary(summary, limits)
     task, version, content_hash = info["task"], info["task_version"], info["content_hash"]
     try:
@@ -390,7 +390,7 @@ def validate_ravel(files: dict[str, bytes], limits: Limits) -> Submission:
                                                     load_ground_truth, merge, unmatched)
 
     where = RAVEL_FILE
-    doc = parse_json(files[RAVEL_FILE], where)
+    doc = parse_json(files[RAVEL_FILE], where, limits)
     if not isinstance(doc, dict):
         _stage([Problem(where, "must be a JSON object")])
     problems = []
@@ -423,6 +423,10 @@ def validate_ravel(files: dict[str, bytes], limits: Limits) -> Submission:
         s = r.get("score")
         if isinstance(s, bool) or not isinstance(s, (int, float)) or not math.isfinite(s):
             problems.append(Problem(f"{where}: scores[{i}].score", f"{s!r} is not a finite number"))
+            continue
+        if abs(s) > limits.max_abs_score:  # 1e308 is finite, but its square (in the correlation) is not
+            problems.append(Problem(f"{where}: scores[{i}].score", f"{s!r} is larger in magnitude than the limit "
+                                    f"of {limits.max_abs_score:g}; rescale the predictor's scores"))
             continue
         key = (canonical_encoder(r["encoder"]), canonical_llm(r["llm"]))
         if key in seen:

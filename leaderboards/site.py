@@ -32,7 +32,7 @@ from mmbench.results.store import load_results
 from mmbench.leaderboards.boards import MAIN, Column, Table, aggregates_table, all_tables, is_mmlongembed, ravel_predictions_table
 from mmbench.leaderboards.efficiency import efficiency_table
 from mmbench.leaderboards.matrix import overview_table, seen_shares
-from mmbench.leaderboards.modelmeta import ModelMeta, all_metadata, display_name, redact_paths
+from mmbench.leaderboards.modelmeta import MetadataError, ModelMeta, all_metadata, display_name, redact_paths
 from mmbench.leaderboards.store import Board, Entry
 
 ASSETS = ("sort.js", "filter.js", "style.css", "favicon.svg")
@@ -45,13 +45,16 @@ def esc(value: Any) -> str:
     return html.escape(str(value), quote=True)
 
 
-def build_site(board: Board, out: Path | str) -> Path:
-    """Render `board` into `out` (replaced atomically: a reader never sees half a site)."""
+def build_site(board: Board, out: Path | str, skipped: list[str] | None = None) -> Path:
+    """Render `board` into `out` (replaced atomically: a reader never sees half a site). A stored entry
+    that cannot be rendered is left out and described in `skipped` (id, model, task, why)."""
     out = Path(out)
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(dir=out.parent, prefix=f".{out.name}.building."))
     try:
-        _render(board.entries(), tmp, board.root)
+        left_out = _render(board.entries(), tmp, board.root)
+        if skipped is not None:
+            skipped.extend(left_out)
         old = None
         if out.exists():
             old = Path(tempfile.mkdtemp(dir=out.parent, prefix=f".{out.name}.old.")) / "site"
@@ -65,7 +68,8 @@ def build_site(board: Board, out: Path | str) -> Path:
     return out
 
 
-def _render(entries: Sequence[Entry], out: Path, board_root: Path | None = None) -> None:
+def _render(entries: Sequence[Entry], out: Path, board_root: Path | None = None) -> list[str]:
+    """Write the site for `entries` into `out`; returns the entries left out, each as one line."""
     for sub in ("assets", "data/models", "img", "models"):
         (out / sub).mkdir(parents=True, exist_ok=True)
     for name in ASSETS:
@@ -77,8 +81,36 @@ def _render(entries: Sequence[Entry], out: Path, board_root: Path | None = None)
             cache[e.id] = load_results(e.folder)
         return cache[e.id]
 
-    metas = dict(zip((e.id for e in entries), all_metadata([e.model for e in entries], board_root)))
-    tables = all_tables(entries, loader)
+    skipped: list[str] = []
+
+    def skip(e: Entry, why: str) -> None:
+        skipped.append(f"{e.id} ({ascii(e.model_name)[1:-1][:80]!r} on {e.task}): {why}")
+
+    metas: dict[str, ModelMeta] = {}
+    pages: dict[str, str] = {}
+    for e in entries:  # one entry that cannot be rendered costs its own rows and page, never the build
+        try:
+            if e.problem:
+                raise ValueError(e.problem)
+            if e.kind == "retrieval":
+                loader(e)
+            metas[e.id] = all_metadata([e.model], board_root)[0]
+            pages[e.id] = _model_page(e, out, metas[e.id], loader)
+        except MetadataError:
+            raise  # the board's own metadata file: the operator fixes it, no entry is to blame
+        except Exception as exc:  # noqa: BLE001 - stored content of any kind; the entry is named and left out
+            skip(e, _one_line(exc))
+    entries = [e for e in entries if e.id in pages]
+    try:
+        tables = all_tables(entries, loader)
+    except Exception:  # noqa: BLE001 - find the entries the tables cannot take, leave them out, build again
+        for e in list(entries):
+            try:
+                all_tables([e], loader)
+            except Exception as exc:  # noqa: BLE001
+                skip(e, _one_line(exc))
+                entries.remove(e)
+        tables = all_tables(entries, loader)
     overview = overview_table(entries, loader, lambda e: metas[e.id]) if any(e.kind == "retrieval" for e in entries) else None
     if overview is not None:
         tables.insert(0, overview)
@@ -100,7 +132,13 @@ def _render(entries: Sequence[Entry], out: Path, board_root: Path | None = None)
             body.append(fig)
     atomic_write_bytes(out / "index.html", _page("mmbench leaderboards", "\n".join(body), "").encode("utf-8"))
     for e in entries:
-        atomic_write_bytes(out / "models" / f"{e.slug}.html", _model_page(e, out, metas[e.id], loader).encode("utf-8"))
+        atomic_write_bytes(out / "models" / f"{e.slug}.html", pages[e.id].encode("utf-8"))
+    return skipped
+
+
+def _one_line(exc: BaseException) -> str:
+    text = " ".join(str(exc).split()) or type(exc).__name__
+    return text[:300] + ("..." if len(text) > 300 else "")
 
 
 def _filters(t: Table) -> str:
@@ -142,10 +180,15 @@ def _write_table_data(t: Table, folder: Path) -> None:
     atomic_write_bytes(folder / f"{t.id}.json", (json.dumps(t.to_json(), indent=1, ensure_ascii=False) + "\n").encode("utf-8"))
 
 
+def _breakable(label: str) -> str:
+    """A header label that may wrap after its underscores (task names), not inside a word."""
+    return esc(label).replace("_", "_<wbr>")
+
+
 def _table_section(t: Table, data_href: str, root: str, level: int) -> str:
     head = "".join(f'<th class="{esc(c.kind)}" data-type="{"number" if c.kind in ("number", "ci", "seen", "count", "place") else "text"}" '
                    f'data-key="{esc(c.key)}"{" data-low-first" if c.key == "rank" else ""} scope="col">'
-                   f'<button type="button">{esc(c.label)}</button></th>'
+                   f'<button type="button">{_breakable(c.label)}</button></th>'
                    for c in t.columns)
     rows = "\n".join(_row(t, r, root) for r in [*t.rows, *t.baselines])
     cls = "sortable matrix" if t.id == "overview" else "sortable"
@@ -242,7 +285,13 @@ def _board_figure(t: Table, entries: Sequence[Entry], out: Path, loader) -> str:
     if not curves:
         return ""
     figures.length_curves_figure(curves, out / "img" / "mmlongembed_length_curves.png", MAIN)
-    return '<img class="figure" src="img/mmlongembed_length_curves.png" alt="P@1 against context length, one line per model">'
+    return _figure("img/mmlongembed_length_curves.png", "P@1 against context length, one line per model")
+
+
+def _figure(src: str, alt: str) -> str:
+    """A figure at a readable size: scrolled sideways on a narrow screen, a tap opens it full size."""
+    return (f'<div class="figure-wrap"><a href="{esc(src)}"><img class="figure" src="{esc(src)}" alt="{esc(alt)}">'
+            '</a></div>')
 
 
 def _model_page(e: Entry, out: Path, meta: ModelMeta, loader) -> str:
@@ -301,13 +350,12 @@ def _model_figures(e: Entry, out: Path, loader) -> list[str]:
     if heat:
         name = f"{e.slug}-heatmap.png"
         figures.heatmap_figure(heat, out / "img" / name, HEATMAP_METRIC, title=f"{HEATMAP_METRIC} by length and depth")
-        html_parts.append(f'<h2>Length × depth</h2><img class="figure" src="../img/{esc(name)}" '
-                          f'alt="{esc(HEATMAP_METRIC)} by context length and needle depth">')
+        html_parts.append(f'<h2>Length × depth</h2>{_figure(f"../img/{name}", f"{HEATMAP_METRIC} by context length and needle depth")}')
     curves = length_curve_numbers(pq, label, e.task, MAIN)
     if curves and len({tuple(c["lengths"]) for c in curves}) and max(len(c["lengths"]) for c in curves) > 1:
         name = f"{e.slug}-length.png"
         figures.length_curves_figure(curves, out / "img" / name, MAIN)
-        html_parts.append(f'<h2>By length</h2><img class="figure" src="../img/{esc(name)}" alt="{MAIN} against context length">')
+        html_parts.append(f'<h2>By length</h2>{_figure(f"../img/{name}", f"{MAIN} against context length")}')
     eff = effective_length_entry(pq, loader(e).seen, label, MAIN)
     if eff["effective_tokens"] is not None:
         name = f"{e.slug}-effective-length.png"
@@ -316,5 +364,5 @@ def _model_figures(e: Entry, out: Path, loader) -> list[str]:
         html_parts.append(f'<h2>Effective context</h2><p class="desc" id="effective-context">{esc(value)}: the longest '
                           f'consumed length before {MAIN} falls more than {eff["tolerance"]} below its score over the '
                           f'shortest {eff["window"]} items ({eff["reference"]:.3f}).</p>'
-                          f'<img class="figure" src="../img/{esc(name)}" alt="{MAIN} against consumed tokens">')
+                          f'{_figure(f"../img/{name}", f"{MAIN} against consumed tokens")}')
     return html_parts

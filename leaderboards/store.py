@@ -39,6 +39,7 @@ from typing import Any, Iterator
 
 from mmbench.common import flocks
 
+from mmbench.leaderboards.files import json_shape_problem
 from mmbench.leaderboards.problems import DuplicateSubmission, Problem
 from mmbench.leaderboards.schema import Submission
 
@@ -88,6 +89,7 @@ class Entry:
     folder: Path
     submitted_at: str
     scores: dict[str, dict[str, float]]
+    problem: str | None = None   # why the stored row cannot be shown (its identity does not parse)
 
     @property
     def model_name(self) -> str:
@@ -149,10 +151,14 @@ class Board:
             digests = {}
             for name, data in sorted(sub.files.items()):
                 target = self._inside(staging.path / slugify(name, max_len=64))
-                with open(target, "wb") as fh:
-                    fh.write(data)
-                    fh.flush()
-                    os.fsync(fh.fileno())
+                try:
+                    with open(target, "wb") as fh:
+                        fh.write(data)
+                        fh.flush()
+                        os.fsync(fh.fileno())
+                except OSError as exc:  # a full disk: the staging folder goes, the board is as it was
+                    raise OSError(exc.errno, f"could not write to the board folder {self.root}: "
+                                             f"{exc.strerror or exc}; nothing was added") from exc
                 digests[target.name] = _sha256(data)
             old_dir: Path | None = None
             with closing(self._connect()) as con:
@@ -238,14 +244,33 @@ class Board:
 
     def entries(self, kind: str | None = None) -> list[Entry]:
         with closing(self._connect()) as con:
-            rows = con.execute("SELECT id, kind, task, task_version, content_hash, model_json, folder, submitted_at "
+            rows = con.execute("SELECT id, kind, task, task_version, content_hash, model_json, folder, submitted_at, model_name "
                                "FROM submissions ORDER BY task, model_name, id").fetchall()
             scores: dict[str, dict[str, dict[str, float]]] = {}
             for sid, grp, metric, value in con.execute("SELECT submission_id, grp, metric, value FROM scores"):
                 scores.setdefault(sid, {}).setdefault(grp, {})[metric] = value
-        out = [Entry(r[0], r[1], r[2], r[3], r[4], json.loads(r[5]), self.root / r[6], r[7], scores.get(r[0], {}))
-               for r in rows]
+        out = []
+        for r in rows:
+            model, problem = _stored_model(r[5], r[8])
+            out.append(Entry(r[0], r[1], r[2], r[3], r[4], model, self.root / r[6], r[7], scores.get(r[0], {}), problem))
         return [e for e in out if kind is None or e.kind == kind]
+
+    def remove(self, sid: str) -> Entry:
+        """Take submission `sid` off the board: its rows go in one transaction, then its folder."""
+        entry = self.get(sid)
+        with closing(self._connect()) as con:
+            con.execute("BEGIN IMMEDIATE")
+            try:
+                row = con.execute("SELECT folder FROM submissions WHERE id = ?", (sid,)).fetchone()
+                con.execute("DELETE FROM scores WHERE submission_id = ?", (sid,))
+                con.execute("DELETE FROM submissions WHERE id = ?", (sid,))
+                con.execute("COMMIT")
+            except BaseException:
+                con.execute("ROLLBACK")
+                raise
+        if row is not None:  # after the commit; if killed first, the next submit removes the orphan folder
+            shutil.rmtree(self._inside(self.root / row[0]), ignore_errors=True)
+        return entry
 
     def get(self, sid: str) -> Entry:
         for e in self.entries():
@@ -255,6 +280,19 @@ class Board:
 
     def __iter__(self) -> Iterator[Entry]:
         return iter(self.entries())
+
+
+def _stored_model(model_json: str, model_name: str) -> tuple[dict[str, Any], str | None]:
+    """A stored identity and None, or a stand-in holding its name and why it cannot be read (stored
+    before the submit-time limits, or damaged): the build skips such an entry instead of dying on it."""
+    try:
+        model = json.loads(model_json)
+    except (ValueError, RecursionError) as exc:
+        return {"name": str(model_name)}, f"its stored identity does not parse ({type(exc).__name__})"
+    if not isinstance(model, dict):
+        return {"name": str(model_name)}, "its stored identity is not an object"
+    problem = json_shape_problem(model)
+    return (model, None) if problem is None else ({"name": str(model_name)}, f"its stored identity {problem}")
 
 
 class _Staging:

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import importlib
+import inspect
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
@@ -63,8 +64,26 @@ class TaskSpec:
         """Build the pool set from `source` into `out`: the builder gets the services, then the default
         parameters overridden by `params`."""
         fn: Callable[..., Any] = _resolve(self.builder)
+        known = self.param_names(fn)
+        unknown = sorted(set(params) - known - set(self.services)) if known is not None else []
+        if unknown:
+            raise UnknownBuildParameter(f"task {self.name} has no build parameter {unknown[0]!r}; its parameters: "
+                                        f"{', '.join(sorted(known))}")
         services = {key: _resolve(ref) for key, ref in self.services.items() if key not in params}
         return fn(source=source, out=Path(out), seed=seed, **services, **{**self.default_params, **params})
+
+    def param_names(self, fn: Callable[..., Any] | None = None) -> set[str] | None:
+        """The keyword parameters `--param` may set (the builder's own, less source/out/seed and the services),
+        or None when the builder takes any keyword."""
+        params = inspect.signature(fn or _resolve(self.builder)).parameters.values()
+        if any(p.kind is p.VAR_KEYWORD for p in params):
+            return None
+        named = {p.name for p in params if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)}
+        return named - {"source", "out", "seed"} - set(self.services)
+
+
+class UnknownBuildParameter(ValueError):
+    """A build parameter the task's builder does not take; the message lists the ones it does."""
 
 
 def _resolve(ref: str) -> Callable[..., Any]:

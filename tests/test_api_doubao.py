@@ -177,3 +177,23 @@ def test_cli_run_on_visual_grounding_respects_the_window(ark, tmp_path, monkeypa
     docs = res.seen[res.seen["role"] == "document"]
     assert (docs["seen_tokens"] <= window).all() and docs["truncated"].any()
     assert res.summary["mmbench"]["model"]["name"] == "doubao-seed-1.6-embedding"
+
+
+def test_a_key_in_the_base_url_is_written_nowhere(ark, vg_tiny, tmp_path, monkeypatch, capsys):
+    """Issue 26 #3: with base_url=http://user:KEY@host the key landed in results.json and mmbench.json (the
+    recorded command line), in the model card and under MMBENCH_HOME/model_cards."""
+    monkeypatch.setenv("TEST_ARK_KEY", KEY)
+    home = tmp_path / "home"
+    monkeypatch.setenv("MMBENCH_HOME", str(home))
+    secret = "URLSECRET99"
+    url = ark.url.replace("http://", f"http://user:{secret}@") + "/api/v3?api_key=" + secret
+    out = tmp_path / "res"
+    main(["run", "--task", "visual_grounding", "--model", "doubao-seed-1.6-embedding", "--data", str(vg_tiny),
+          "--limit", "2", "--output", str(out), "--quiet", "--model-option", f"base_url={url}",
+          "--model-option", "api_key_env=TEST_ARK_KEY", "--model-option", "max_attempts=1"])
+    written = [p for p in [*out.rglob("*"), *home.rglob("*")] if p.is_file()]
+    assert (out / "results.json").exists() and (out / "mmbench.json").exists()
+    assert list((home / "model_cards").glob("*.json"))
+    assert [p for p in written if secret.encode() in p.read_bytes()] == []
+    summary = json.loads((out / "results.json").read_text())
+    assert "127.0.0.1" in summary["mmbench"]["provenance"]["command"]

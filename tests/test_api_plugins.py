@@ -27,6 +27,15 @@ def test_import_mmbench_is_light():
     assert out.strip() == "[]"
 
 
+def test_the_cli_imports_no_heavy_library_until_a_command_runs():
+    """Issue 26 #8: `mmbench --help` took 2.4-2.9 s because a command module imported pandas at import time
+    (perf/cli_help.py times it)."""
+    code = ("import sys, mmbench.cli; print(sorted(m for m in ('torch', 'pandas', 'numpy', 'pyarrow', 'mteb', 'scipy') "
+            "if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]"
+
+
 def test_evaluate_is_the_api_function_even_after_the_runner_modules_load():
     import mmbench.running.evaluation  # noqa: F401 - the module behind `mmbench run`
     from mmbench.api import evaluate
@@ -189,6 +198,42 @@ def test_model_factory_from_the_working_folder(tmp_path, monkeypatch, clean_regi
         registry.load_model("user_models:nothing")
     with pytest.raises(registry.UnknownModelError, match="no module 'user_absent'"):
         registry.load_model("user_absent:make")
+
+
+def _one_error_line(capsys) -> str:
+    err = [line for line in capsys.readouterr().err.splitlines() if line.strip()]
+    assert len(err) == 1, err
+    return err[0]
+
+
+def test_a_factory_module_with_a_syntax_error_is_one_line(tmp_path, monkeypatch, clean_registries, vg_tiny, capsys):
+    """Issue 26 #7: a traceback before."""
+    (tmp_path / "user_broken.py").write_text("def make(:\n    pass\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    assert main(["run", "--task", "visual_grounding", "--data", str(vg_tiny), "--model", "user_broken:make",
+                 "--output", str(tmp_path / "res"), "--quiet", "--no-cache"]) == 2
+    line = _one_error_line(capsys)
+    assert "user_broken:make" in line and "user_broken.py, line 1: SyntaxError" in line
+
+
+def test_a_factory_that_raises_is_named(tmp_path, monkeypatch, clean_registries, vg_tiny, capsys):
+    """Issue 26 #7: the error did not name the factory before."""
+    (tmp_path / "user_raising.py").write_text("def make(**options):\n    raise RuntimeError('no GPU here')\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    assert main(["run", "--task", "visual_grounding", "--data", str(vg_tiny), "--model", "user_raising:make",
+                 "--output", str(tmp_path / "res"), "--quiet", "--no-cache"]) == 2
+    line = _one_error_line(capsys)
+    assert "model factory 'user_raising:make' raised RuntimeError: no GPU here" in line and "line 2" in line
+
+
+def test_an_include_calling_sys_exit_does_not_end_mmbench_silently(tmp_path, capsys, clean_registries, vg_tiny):
+    """Issue 26 #7: `sys.exit(0)` in an --include file made mmbench exit 0 with no results."""
+    plugin = tmp_path / "user_exits.py"
+    plugin.write_text("import sys\n\nsys.exit(0)\n")
+    out = tmp_path / "res"
+    assert main(["run", "--include", str(plugin), "--task", "visual_grounding", "--data", str(vg_tiny),
+                 "--model", "bm25", "--output", str(out), "--quiet", "--no-cache"]) == 2
+    assert f"--include {plugin.resolve()}: called sys.exit(0) while being imported (line 3)" in _one_error_line(capsys)
 
 
 def test_entry_points_register_models_and_tasks(tmp_path, monkeypatch, clean_registries):

@@ -63,6 +63,15 @@ def test_bad_builder_values_exit_2_naming_the_parameter(param, needle, tmp_path,
     assert not (tmp_path / "x").exists()
 
 
+def test_an_unknown_build_parameter_lists_the_valid_ones(tmp_path, capsys):
+    """Issue 26 #8: "build() got an unexpected keyword argument" before, naming no valid key."""
+    assert main(["build", "--task", "visual_grounding", "--out", str(tmp_path / "x"), "--param", "bogus=1"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "no build parameter 'bogus'" in err[0]
+    assert "needles_per_kind" in err[0] and "lengths" in err[0] and "load_" not in err[0]
+    assert not (tmp_path / "x").exists()
+
+
 def test_param_lists_of_bare_words_are_lists(tmp_path, capsys):
     from mmbench.cli.commands_core import parse_params
 

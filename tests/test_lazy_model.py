@@ -111,3 +111,46 @@ def test_provenance_of_a_warm_run_does_not_load_the_model(vg_tiny, tmp_path):
     assert isinstance(lazy, LazyModel) and not lazy.loaded and loads == ["dev"]
     assert warm.summary["mmbench"]["provenance"]["device"] == "cpu:7" == cold.summary["mmbench"]["provenance"]["device"]
     pd.testing.assert_frame_equal(warm.per_query, cold.per_query)
+
+
+class _CountingExecutor:
+    """An executor other than local (as Ray is): encodes in this process but counts the batches it was given."""
+
+    name, workers, lost_workers, requeued_batches = "counting", 3, 0, 0
+
+    def __init__(self):
+        from mmbench.running.executors import LocalExecutor
+
+        self.batches, self._local = 0, LocalExecutor()
+
+    def encode(self, model, batches, role, media, progress=True):
+        self.batches += len(batches)
+        return self._local.encode(model, batches, role, media, progress=False)
+
+    def close(self):
+        pass
+
+
+def test_a_remembered_model_is_encoded_by_the_executor_asked_for(vg_tiny, tmp_path):
+    """Issue 26 #1: the remembered-model wrapper used to count as corpus-fitted, so every run after the
+    first encoded in the driver and recorded executor 'local' although another executor was asked for."""
+    ps = load_poolset(vg_tiny)
+    load_model_lazily("hashing", {"dim": 32}, tmp_path, lambda n, o: HashingModel(**o))  # remembers the card
+    lazy = load_model_lazily("hashing", {"dim": 32}, tmp_path, lambda n, o: HashingModel(**o))
+    assert isinstance(lazy, LazyModel)
+    executor = _CountingExecutor()
+    _, _, info = run_poolset(ps, lazy, RunOptions(use_cache=False, progress=False, executor=executor))
+    assert executor.batches > 0
+    assert info["encode"]["executor"] == "counting" and info["encode"]["workers"] == 3
+
+
+def test_a_corpus_fitted_model_with_another_executor_stops_with_one_line(vg_tiny):
+    import pytest
+
+    from mmbench.common.errors import CLIError
+    from mmbench.models.bm25 import BM25Model
+
+    with pytest.raises(CLIError, match="BM25|fitted") as exc:
+        run_poolset(load_poolset(vg_tiny), BM25Model(), RunOptions(use_cache=False, progress=False,
+                                                                    executor=_CountingExecutor()))
+    assert "\n" not in str(exc.value) and "--executor local" in str(exc.value)

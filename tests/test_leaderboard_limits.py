@@ -8,6 +8,7 @@ import shutil
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
@@ -91,3 +92,33 @@ def test_honest_tables_read_as_before(setup):
     data = (good / "per_query.parquet").read_bytes()
     ours = read_parquet(data, "per_query.parquet", Limits(read_batch_rows=7))    # many small batches
     assert ours.equals(pq.read_table(pa.BufferReader(data)).to_pandas())
+
+
+def test_a_small_file_of_repeated_long_strings_is_refused_in_bounded_memory():
+    """Issue 26 #4: a few KB whose one long string repeats on every row (a dictionary page, without the Arrow
+    schema) decoded batch by batch up to the 1 GiB budget: ~3.6 GB of memory and ~19 s before the refusal.
+    Text columns are now measured as dictionaries; the refusal comes before any of them is expanded."""
+    import resource
+    import time
+
+    n = 4000
+    junk = pa.DictionaryArray.from_arrays(pa.array(np.zeros(n, np.int32)), pa.array(["x" * (512 << 10)]))
+    sink = io.BytesIO()
+    pq.write_table(pa.table({"item_id": pa.array([f"i{i}" for i in range(n)]), "junk": junk}), sink,
+                   compression="zstd", store_schema=False)
+    data = sink.getvalue()
+    assert len(data) < 32 * 1024
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    start = time.perf_counter()
+    with pytest.raises(SubmissionRejected, match="decodes to more than 1073741824 bytes"):
+        read_parquet(data, "per_query.parquet", Limits())
+    assert time.perf_counter() - start < 5
+    assert resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before < 300 * 1024  # KiB: under 300 MB more
+
+
+def test_text_columns_read_back_in_their_declared_types():
+    table = pa.table({"item_id": ["a", "b", None], "blob": pa.array([b"x", b"yy", b"x"]), "n": [1, 2, 3]})
+    sink = io.BytesIO()
+    pq.write_table(table, sink)
+    frame = read_parquet(sink.getvalue(), "t.parquet", Limits())
+    pd.testing.assert_frame_equal(frame, table.to_pandas())

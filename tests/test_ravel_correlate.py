@@ -81,3 +81,18 @@ def test_missing_scores_are_named_not_turned_into_nan_correlations(tmp_path):
     with pytest.raises(ValueError, match="1 missing or non-finite scores") as info:
         correlate.correlate_files(tmp_path / "s.csv", score_column="mean_recall_5cap")
     assert df.loc[3, "display_name"] in str(info.value)
+
+
+def test_a_missing_scores_file_is_one_line_and_exit_2(tmp_path, capsys):
+    """Issue 26 #8: exit 1 with a raw `[Errno 2]` before."""
+    from mmbench.cli import main
+
+    missing = tmp_path / "nope.csv"
+    assert main(["ravel", "correlate", "--scores", str(missing)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == [f"mmbench: error: --scores {missing}: no such file"]
+    assert main(["ravel", "selection", "--scores", str(missing)]) == 2
+    bad = tmp_path / "bad.csv"
+    bad.write_bytes(b"\xff\xfe\x00garbage")
+    assert main(["ravel", "correlate", "--scores", str(bad)]) == 2
+    assert str(bad) in capsys.readouterr().err

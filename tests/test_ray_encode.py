@@ -190,3 +190,20 @@ def test_cli_exits_1_with_one_line_when_every_worker_is_gone(vg_tiny, tmp_path, 
     err = capsys.readouterr().err.strip().splitlines()
     assert code == 1 and err[-1].startswith("mmbench: error: all 2 Ray workers are gone (last: worker ")
     assert any(cache.rglob("*.npz"))  # what finished was stored
+
+
+def test_a_model_run_before_is_still_sharded_over_ray(vg_tiny, tmp_path, monkeypatch, local_ray):
+    """Issue 26 #1: after a first run under one MMBENCH_HOME the model's card is remembered; every later
+    `--executor ray` run then encoded in the driver and recorded executor 'local'."""
+    import json
+
+    monkeypatch.setenv("MMBENCH_HOME", str(tmp_path / "home"))
+    base = ["run", "--task", "visual_grounding", "--model", "minilm", "--data", str(vg_tiny), "--quiet",
+            "--batch-tokens", "2048", "--limit", "20"]
+    assert main([*base, "--output", str(tmp_path / "first")]) == 0
+    assert list((tmp_path / "home" / "model_cards").glob("*.json"))  # the card is remembered
+    assert main([*base, "--output", str(tmp_path / "ray"), "--cache-dir", str(tmp_path / "other-cache"),
+                 "--executor", "ray", "--workers", "2"]) == 0
+    info = json.loads((tmp_path / "ray" / "results.json").read_text())["mmbench"]["encode"]
+    assert info["executor"] == "ray" and info["workers"] == 2 and info["encoded"] > 0
+    assert (tmp_path / "ray" / "per_query.parquet").read_bytes() == (tmp_path / "first" / "per_query.parquet").read_bytes()

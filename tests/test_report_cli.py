@@ -415,3 +415,14 @@ def test_local_model_paths_are_labelled_as_on_the_board(tmp_path):
         # labels are the short names; the run's model identity (provenance) is kept as recorded
         assert [r["label"] for r in runs_json][:2] == ["gme-ft (local)", "Alibaba-NLP/gme-Qwen2-VL-2B-Instruct"]
         assert runs_json[0]["model"]["name"] == f"{secret}/gme-ft"
+
+
+def test_the_timing_table_does_not_call_text_candidates_images():
+    """Issue 26 #8: the column said "image emb. s" for every task, text ones included."""
+    from mmbench.evaluators.reports.timing import timing_markdown
+
+    row = {"label": "minilm", "kind": "embedding", "n_items": 3, "query_seconds": 0.1, "document_seconds": 0.2,
+           "precompute_seconds": 0.3, "ranking_seconds": 0.01, "end_to_end_seconds": 0.31, "wall_seconds": 1.0,
+           "ms_per_query": 3.3, "cache_hits": 0}
+    text = timing_markdown([row])
+    assert "image emb" not in text and "| candidate emb. s |" in text

@@ -154,3 +154,29 @@ def test_activitynet_official_layout_and_malformed_variants(tmp_path):
     path.write_text("{not json")
     with pytest.raises(ValueError, match=r"val_1.json:1: invalid JSON"):
         read_activitynet(path, tmp_path)
+
+
+def test_prepare_refuses_unknown_categories_binary_csvs_and_a_negative_max_docs(tmp_path, capsys):
+    """Issue 26 #7: `--categories Nope` and `--max-docs -1` wrote empty outputs and exited 0; a binary CSV
+    failed with a bare codec error naming no file."""
+    from mmbench.cli import main
+
+    root = tmp_path / "rel"
+    _youku_release(root, n=1)
+    out = tmp_path / "o.jsonl"
+
+    def one_error(argv):
+        assert main(argv) == 2
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1, err
+        return err[0]
+
+    line = one_error(["prepare", "youku", "--root", str(root), "--out", str(out), "--categories", "Nope"])
+    assert "no category 'Nope'" in line and "Agriculture" in line and not out.exists()
+    csv_path = root / "meta_files" / "Agriculture.csv"
+    csv_path.write_bytes(b"\x89PNG\r\n\x1a\n\x00\x00\xff\xfe binary")
+    line = one_error(["prepare", "youku", "--root", str(root), "--out", str(out)])
+    assert f"{csv_path}: not a readable UTF-8 CSV file" in line
+    line = one_error(["prepare", "obelics", str(tmp_path / "shard.parquet"), "--url-map", str(tmp_path / "m.json"),
+                      "--out", str(tmp_path / "o.parquet"), "--max-docs", "-1"])
+    assert "--max-docs -1: give at least 1" in line

@@ -121,3 +121,54 @@ def test_edge_cases_empty_exact_budget_tiny_budget_and_special_tokens(tok):
     assert kept == [] and rep.dropped_images == 1 and rep.tokens_after == 0 and rep.truncated
     kept, rep = middle_truncate([Text("<think>" * 10)], 3, tok, image_tokens)  # a special token is one unit
     assert "".join(s.text for s in kept) == "<think>" * 3 and rep.cut_text_tokens == 7
+
+
+class _WordTok:
+    """A transformers-like tokenizer (words -> ids) that counts how it is called: texts one at a time, or a batch."""
+
+    def __init__(self):
+        self.single, self.batches = 0, 0
+
+    def __call__(self, text, **kwargs):
+        def ids(t):
+            return [sum(map(ord, w)) % 997 for w in t.split()]
+        if isinstance(text, list):
+            self.batches += 1
+            return {"input_ids": [ids(t) for t in text]}
+        self.single += 1
+        return {"input_ids": ids(text)}
+
+    def decode(self, ids, **kwargs):
+        return " ".join(f"w{i}" for i in ids)
+
+
+def test_views_prepared_from_one_batch_of_tokenisation_are_the_same(vg_tiny):
+    """Issue 26 (performance): middle truncation tokenised each text of each document in its own call; the
+    runner now tokenises what truncation will ask for in one batch first. The views and counts are unchanged."""
+    from mmbench.data.poolset import load_poolset
+    from mmbench.models.hf_common import HFTextTokenizer
+    from mmbench.running.runner import _primed_tokenizer
+    from mmbench.running.views import model_view
+    from toy_models import HashingModel
+
+    class Truncating(HashingModel):
+        def __init__(self):
+            super().__init__(max_tokens=40)
+            self.tok = HFTextTokenizer(_WordTok())
+
+        def budget_tokenizer(self):
+            return self.tok
+
+    docs = list(load_poolset(vg_tiny).candidates)
+    model = Truncating()
+    plain = [model_view(d, model) for d in docs]
+    calls_plain = model.tok._tok.single
+    assert calls_plain >= len(docs)
+    model.tok._tok.single = 0
+    primed = _primed_tokenizer(model, docs)
+    again = [model_view(d, model) for d in docs]
+    primed.forget()
+    # one batch; only a text whose first end windows were too short is tokenised again, window by window
+    assert model.tok._tok.batches == 1 and model.tok._tok.single < calls_plain / 4, (model.tok._tok.single, calls_plain)
+    assert [(v.segments, r) for v, r in again] == [(v.segments, r) for v, r in plain]
+    assert any(r.truncated for _, r in plain)

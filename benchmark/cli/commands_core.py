@@ -354,6 +354,9 @@ def cmd_run(args: argparse.Namespace) -> int:
     options.executor = executor_or_error(args, args.model, model_options(args, args.model))
     try:
         failed = _run_tasks(tasks, poolsets, outs, skip, model, options, args)
+    except Exception:
+        remove_if_empty(created, args.output)  # a run that wrote nothing (a full disk, a bad model) leaves no folder
+        raise
     finally:
         options.executor.close()
     return 1 if failed else 0

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 
 from mmbench.common.errors import CLIError
@@ -35,6 +36,11 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="build even when submissions of one pool set (or one model) differ in protocol; the "
                         "differences are printed. Without it the build is refused")
     p.set_defaults(func=cmd_build)
+
+    p = lsub.add_parser("remove", help="take one submission off a board (its rows and files)")
+    p.add_argument("id", help="the submission id, as `leaderboard list` or a build warning shows it")
+    p.add_argument("--board", type=Path, required=True, help="board folder")
+    p.set_defaults(func=cmd_remove)
 
     p = lsub.add_parser("describe", help="add a model's metadata to a board (parameters, dim, context, licence, weights)",
                         description="Writes the board's model_metadata.json; the main board shows these fields for every "
@@ -122,11 +128,26 @@ def cmd_build(args: argparse.Namespace) -> int:
 
     _protocol_gate(board_problems(board.entries()), args.allow_protocol_mismatch,
                    "--allow-protocol-mismatch to build anyway")
+    skipped: list[str] = []
     try:
-        out = build_site(board, args.out)
+        out = build_site(board, args.out, skipped)
     except MetadataError as exc:
         raise CLIError(str(exc)) from exc
-    print(f"site with {len(board.entries())} submissions written to {out} (open {out / 'index.html'})")
+    for line in skipped:
+        print(f"warning: left out submission {line}; `mmbench leaderboard remove` takes it off the board",
+              file=sys.stderr)
+    print(f"site with {len(board.entries()) - len(skipped)} submissions written to {out} (open {out / 'index.html'})")
+    return 0
+
+
+def cmd_remove(args: argparse.Namespace) -> int:
+    board = _board(args.board, create=False)
+    try:
+        entry = board.remove(args.id)
+    except KeyError:
+        raise CLIError(f"board {args.board} has no submission {args.id!r}; `mmbench leaderboard list` shows the ids") from None
+    print(f"removed {entry.model_name!r} on {entry.task} v{entry.task_version} ({entry.id}); "
+          "rebuild the site with `mmbench leaderboard build`")
     return 0
 
 

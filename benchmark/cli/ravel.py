@@ -11,11 +11,12 @@ import gc
 import json
 import sys
 from pathlib import Path
-
-import numpy as np
-import pandas as pd
+from typing import TYPE_CHECKING
 
 from mmbench.cli.commands_core import nonnegative_int
+
+if TYPE_CHECKING:  # pandas and numpy load inside the commands: `mmbench --help` needs neither
+    import pandas as pd
 
 
 # ----------------------------------------------------------------------------- helpers
@@ -81,6 +82,8 @@ def _needs_calibration(args) -> bool:
 
 
 def _iter_text(args, cal, cache):
+    import numpy as np
+
     from mmbench.evaluators.ravel.features import TextModel, extract_text
 
     for spec in args.text_features:
@@ -134,6 +137,8 @@ def _write(df: pd.DataFrame, out: str | None) -> None:
 
 
 def _print(df: pd.DataFrame) -> None:
+    import pandas as pd
+
     with pd.option_context("display.max_rows", 500, "display.width", 200, "display.float_format", "{:.4f}".format):
         print(df.to_string(index=False))
 
@@ -148,6 +153,8 @@ def cmd_calibrate(args) -> int:
 
 
 def cmd_score(args) -> int:
+    import pandas as pd
+
     from mmbench.evaluators.ravel import methods as M
 
     methods = M.parse_methods(args.methods)
@@ -174,6 +181,8 @@ def cmd_score(args) -> int:
 
 
 def cmd_sweep(args) -> int:
+    import pandas as pd
+
     from mmbench.evaluators.ravel import sweeps
 
     cal, cache, texts = _load_all(args)
@@ -201,11 +210,21 @@ def cmd_sweep(args) -> int:
 
 
 def _merged(args):
+    from mmbench.common.errors import CLIError
     from mmbench.evaluators.ravel import correlate as C
 
-    scores = C.load_scores(args.scores, score_column=args.score_column, encoder_column=args.encoder_column,
-                           llm_column=args.llm_column)
-    gt = C.load_ground_truth(args.ground_truth)
+    for flag, path in (("--scores", args.scores), ("--ground-truth", args.ground_truth)):
+        if path is not None and not Path(path).is_file():  # a typo is the user's to fix: exit 2, one line
+            raise CLIError(f"{flag} {path}: no such file")
+    try:
+        scores = C.load_scores(args.scores, score_column=args.score_column, encoder_column=args.encoder_column,
+                               llm_column=args.llm_column)
+    except (OSError, ValueError) as exc:
+        raise CLIError(f"--scores {args.scores}: {' '.join(str(exc).split())}") from None
+    try:
+        gt = C.load_ground_truth(args.ground_truth)
+    except (OSError, ValueError) as exc:
+        raise CLIError(f"--ground-truth {args.ground_truth}: {' '.join(str(exc).split())}") from None
     merged = C.merge(scores, gt, allow_missing=args.allow_missing)
     dropped = C.unmatched(scores, gt)
     if dropped:  # only reached with --allow-missing; say what was left out
@@ -260,6 +279,9 @@ def cmd_selection(args) -> int:
 
 
 def cmd_ckax(args) -> int:
+    import numpy as np
+    import pandas as pd
+
     from mmbench.evaluators.ravel import ckax
     from mmbench.evaluators.ravel import correlate as C
     from mmbench.evaluators.ravel.features import pooled
@@ -294,6 +316,8 @@ def cmd_ckax(args) -> int:
 
 
 def cmd_flops(args) -> int:
+    import pandas as pd
+
     from mmbench.evaluators.ravel import flops
 
     rows = []

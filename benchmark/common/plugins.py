@@ -39,7 +39,7 @@ def include_file(path: Path | str) -> ModuleType:
     sys.modules[name] = module
     try:
         spec.loader.exec_module(module)
-    except Exception as exc:
+    except (Exception, SystemExit) as exc:  # sys.exit() in an included file must not end mmbench silently
         del sys.modules[name]
         where = ""
         tb = exc.__traceback__
@@ -49,7 +49,9 @@ def include_file(path: Path | str) -> ModuleType:
             tb = tb.tb_next
         if isinstance(exc, SyntaxError) and exc.lineno:
             where = f" (line {exc.lineno})"
-        raise IncludeError(f"--include {path}: {type(exc).__name__}: {exc}{where}") from exc
+        what = f"called sys.exit({exc.code!r}) while being imported" if isinstance(exc, SystemExit) else \
+            f"{type(exc).__name__}: {' '.join(str(exc).split())}"
+        raise IncludeError(f"--include {path}: {what}{where}") from exc
     return module
 
 

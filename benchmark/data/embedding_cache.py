@@ -232,7 +232,21 @@ class EmbeddingCache:
         self.put_many(role, [CacheRow(content_hash, vector, seen, meta)])
 
     def put_many(self, role: str, rows: Sequence[CacheRow]) -> list[Path]:
-        """Store `rows` as one pack (one per vector shape), written atomically; returns the pack paths."""
+        """Store `rows` as one pack (one per vector shape), written atomically; returns the pack paths.
+
+        The cache only saves time: a folder that cannot be written (a full disk, a read-only mount) is
+        named in one warning per folder and process, and the run goes on without caching."""
+        if self.root in _UNWRITABLE:
+            return []
+        try:
+            return self._put_many(role, rows)
+        except OSError as exc:
+            _UNWRITABLE.add(self.root)
+            log.warning("the embedding cache folder %s cannot be written (%s); this run goes on without caching "
+                        "(free space there, or pass --cache-dir or --no-cache)", self.root, exc.strerror or exc)
+            return []
+
+    def _put_many(self, role: str, rows: Sequence[CacheRow]) -> list[Path]:
         groups: dict[tuple[int, ...], list[CacheRow]] = {}
         for row in rows:
             groups.setdefault(np.shape(row.vector), []).append(row)
@@ -251,6 +265,9 @@ class EmbeddingCache:
                     index.setdefault(h, name)
                 self._dirty.add(role)
         return out
+
+
+_UNWRITABLE: set[Path] = set()  # cache folders a write failed in (warned once; not written again by this process)
 
 
 def _invert(packs: dict[str, list[str]]) -> dict[str, str]:

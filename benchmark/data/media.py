@@ -29,22 +29,49 @@ def default_mode(base: int) -> int:
     return base & ~mask
 
 
-def atomic_write_bytes(path: Path, data: bytes) -> None:
-    """Write to a temporary file in the same folder, then rename: readers never see half a file.
-
-    The file gets the usual permissions (mkstemp's are owner-only), so shared pool sets and results stay readable.
-    """
+def write_temp_file(path: Path, data: bytes) -> Path:
+    """`data` in a fresh hidden sibling of `path` (same folder, so one rename puts it in place), with the
+    usual permissions (mkstemp's are owner-only). Nothing is left if writing fails (a full disk, say), and
+    the error names `path` (the bare ENOSPC of a write names no file)."""
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
         with os.fdopen(fd, "wb") as fh:
             fh.write(data)
         os.chmod(tmp, default_mode(0o666))
-        os.replace(tmp, path)
-    except BaseException:
+    except BaseException as exc:
         if os.path.exists(tmp):
             os.unlink(tmp)
+        if isinstance(exc, OSError) and exc.filename is None:
+            raise OSError(exc.errno, f"{exc.strerror or exc} writing", str(path)) from exc
         raise
+    return Path(tmp)
+
+
+def atomic_write_bytes(path: Path, data: bytes) -> None:
+    """Write to a temporary file in the same folder, then rename: readers never see half a file."""
+    tmp = write_temp_file(path, data)
+    try:
+        os.replace(tmp, path)
+    except BaseException:
+        if tmp.exists():
+            tmp.unlink()
+        raise
+
+
+def atomic_write_files(folder: Path, files: dict[str, bytes]) -> None:
+    """Write every file of `files` (name -> bytes) into `folder`, or none: all are written to temporary
+    siblings first and renamed into place only when every one of them was written."""
+    temps: list[tuple[Path, Path]] = []
+    try:
+        for name, data in files.items():
+            temps.append((write_temp_file(folder / name, data), folder / name))
+    except BaseException:
+        for tmp, _ in temps:
+            tmp.unlink(missing_ok=True)
+        raise
+    for tmp, path in temps:
+        os.replace(tmp, path)
 
 
 # Fixed encoder settings: the bytes (hence the media file names and a pool set's content hash) are a

@@ -208,6 +208,9 @@ def write_poolset(ps: PoolSet, out: Path, media_from: Path | None = None,
             _swap_into_place(tmp, out)
             release_lock_file(out)  # moved in with the folder (so it was never lock-less); a kill here leaves
             # only a hidden empty file inside a complete pool set
+        except OSError as exc:  # a full disk: nothing of the new pool set stays, the old one (if any) stands
+            shutil.rmtree(tmp, ignore_errors=True)
+            raise OSError(exc.errno, f"could not write the pool set {out}: {exc.strerror or exc}") from exc
         except BaseException:
             shutil.rmtree(tmp, ignore_errors=True)
             raise

@@ -149,6 +149,18 @@ class _Tokens:
         return self.tail[len(self.tail) - (self.count - start):][: end - start]
 
 
+def first_texts_to_tokenize(segments: Sequence[Segment], budget: int) -> list[str]:
+    """The strings `middle_truncate(segments, budget, ...)` tokenises first: each text whole, or for a text far
+    longer than the budget its two end windows. A caller tokenising many documents can tokenise these in
+    one batch beforehand (a tokenizer's `prime`); the truncation is the same either way."""
+    width = (budget + WINDOW_MARGIN) * WINDOW_CHARS_PER_TOKEN
+    out: list[str] = []
+    for seg in segments:
+        if isinstance(seg, Text):
+            out += [seg.text[:width], seg.text[-width:]] if 2 * width < len(seg.text) else [seg.text]
+    return out
+
+
 def _tokens(text: str, budget: int, tokenizer: TextTokenizer) -> _Tokens:
     """Tokenise `text`, or only enough of each end when it is far longer than the budget."""
     need = budget + WINDOW_MARGIN

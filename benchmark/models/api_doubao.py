@@ -24,7 +24,7 @@ from typing import Any, Sequence
 
 from mmbench.data.documents import Document, Image, Text, Video
 from mmbench.data.media import MediaStore
-from mmbench.common.http_client import api_key
+from mmbench.common.http_client import api_key, public_url
 from mmbench.models.api_common import APIEmbeddingModel, client_from_options, data_url
 from mmbench.models.base import EncodeError, ModelCard, Role
 
@@ -59,7 +59,7 @@ class DoubaoEmbeddingModel(APIEmbeddingModel):
             name=name or "doubao-seed-1.6-embedding", family="api:doubao-multimodal-embeddings",
             modalities=frozenset({"text", "image", "video"}), max_tokens=budget, similarity="cosine",
             revision=revision or "api", dim=dimensions or DIMENSIONS[0],
-            settings={"model": model, "base_url": self.base_url.split("?")[0], "dimensions": dimensions,
+            settings={"model": model, "base_url": public_url(self.base_url), "dimensions": dimensions,
                       "prefixes": self.prefixes, "images": "image_url parts with data URLs, in reading order",
                       "video": "1-FPS frames as image parts", "normalize": "l2",
                       "budget_tokenizer": "qwen3 (stand-in: the service's tokenizer is not published)"},

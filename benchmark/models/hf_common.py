@@ -36,9 +36,24 @@ class HFTextTokenizer:
 
     def __init__(self, tok: Any) -> None:
         self._tok = tok
+        self._known: dict[str, list[int]] = {}  # texts tokenised ahead in one batch (see `prime`)
 
     def encode(self, text: str) -> list[int]:
+        ids = self._known.get(text)
+        if ids is not None:
+            return list(ids)
         return self._tok(text, add_special_tokens=False, truncation=False, verbose=False)["input_ids"]
+
+    def prime(self, texts: Sequence[str]) -> None:
+        """Tokenise `texts` in one batched call (one pass of the fast tokenizer over all of them, instead of
+        a Python round trip per text); `encode` answers them from memory until `forget`."""
+        todo = sorted({t for t in texts if t not in self._known})
+        if todo:
+            batch = self._tok(todo, add_special_tokens=False, truncation=False, verbose=False)["input_ids"]
+            self._known.update(zip(todo, batch))
+
+    def forget(self) -> None:
+        self._known = {}
 
     def decode(self, ids: Sequence[int]) -> str:
         return self._tok.decode(list(ids), skip_special_tokens=True, clean_up_tokenization_spaces=False)

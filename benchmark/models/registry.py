@@ -100,23 +100,69 @@ def _factory_model(ref: str, options: dict[str, Any]) -> EmbeddingModel:
     """`--model module:Factory`: import the module (the working folder counts as importable) and call it."""
     module, attr = ref.split(":")
     try:
-        mod = importlib.import_module(module)
+        mod = _import_factory_module(ref, module)
     except ModuleNotFoundError as exc:
         if exc.name != module.split(".")[0] or "" in sys.path:
             raise UnknownModelError(f"model factory {ref!r}: no module {exc.name!r}") from None
         sys.path.insert(0, "")  # a script run from the console entry point: let it see the working folder
         try:
-            mod = importlib.import_module(module)
+            mod = _import_factory_module(ref, module)
         except ModuleNotFoundError:
             raise UnknownModelError(f"model factory {ref!r}: no module {module!r} (on sys.path or in the "
                                     "working folder)") from None
     factory = getattr(mod, attr, None)
     if not callable(factory):
         raise UnknownModelError(f"model factory {ref!r}: {module} has no callable {attr!r}")
-    model = factory(**options)
+    try:
+        model = factory(**options)
+    except OSError:
+        raise  # weights that cannot be reached: the loader's offline hint names the model
+    except TypeError as exc:
+        if "keyword argument" in str(exc) or "multiple values" in str(exc):
+            raise  # an option the factory does not take: the loader names the model and the option
+        raise UnknownModelError(f"model factory {ref!r} raised {_one_line(exc)}{_where(exc, mod)}") from exc
+    except (Exception, SystemExit) as exc:  # noqa: BLE001 - user code: whatever it raises is named, with its line
+        raise UnknownModelError(f"model factory {ref!r} raised {_one_line(exc)}{_where(exc, mod)}") from exc
     if not isinstance(model, EmbeddingModel):
         raise UnknownModelError(f"model factory {ref!r} returned {type(model).__name__}, not an EmbeddingModel")
     return model
+
+
+def _import_factory_module(ref: str, module: str):
+    """Import a `--model module:Factory` module; a module that fails to import (a syntax error, an exception
+    or `sys.exit` at import time) is one line naming the file and line."""
+    try:
+        return importlib.import_module(module)
+    except ModuleNotFoundError:
+        raise
+    except SyntaxError as exc:
+        raise UnknownModelError(f"model factory {ref!r}: {exc.filename}, line {exc.lineno}: SyntaxError: {exc.msg}") from None
+    except (Exception, SystemExit) as exc:  # noqa: BLE001 - user code
+        sys.modules.pop(module, None)
+        raise UnknownModelError(f"model factory {ref!r}: importing {module} raised {_one_line(exc)}"
+                                f"{_where(exc, None)}") from exc
+
+
+def _one_line(exc: BaseException) -> str:
+    if isinstance(exc, SystemExit):
+        return f"SystemExit (sys.exit({exc.code!r}))"
+    text = " ".join(str(exc).split())
+    return f"{type(exc).__name__}: {text[:300]}" if text else type(exc).__name__
+
+
+def _where(exc: BaseException, mod: Any) -> str:
+    """` (FILE, line N)`: the innermost frame of the traceback in user code (`mod`'s file, else any file
+    outside this package), or ''."""
+    tb, found = exc.__traceback__, ""
+    own = Path(__file__).resolve().parents[1]
+    target = Path(getattr(mod, "__file__", "") or "").resolve() if mod is not None else None
+    while tb is not None:
+        name = tb.tb_frame.f_code.co_filename
+        file = Path(name).resolve()
+        if not name.startswith("<") and ((file == target) if target is not None else own not in file.parents):
+            found = f" ({file}, line {tb.tb_lineno})"
+        tb = tb.tb_next
+    return found
 
 
 def option_names(name: str) -> set[str] | None:

@@ -76,7 +76,9 @@ class SentenceTransformerModel(EmbeddingModel):
         return max(len(tok(p, add_special_tokens=False)["input_ids"]) for p in self._prompts.values())
 
     def budget_tokenizer(self) -> HFTextTokenizer:
-        return HFTextTokenizer(self._model.tokenizer)
+        if getattr(self, "_budget_tokenizer", None) is None:  # one instance, so texts primed in a batch are reused
+            self._budget_tokenizer = HFTextTokenizer(self._model.tokenizer)
+        return self._budget_tokenizer
 
     def encode(self, documents: Sequence[Document], role: Role, media: MediaStore | None) -> np.ndarray:
         texts = [self._prompts[role] + d.text for d in documents]

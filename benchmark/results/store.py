@@ -24,7 +24,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 
-from mmbench.data.media import atomic_write_bytes
+from mmbench.common.http_client import redact_urls
+from mmbench.data.media import atomic_write_files
 from mmbench.results.aggregate import finite_json
 from mmbench.results.mteb_layout import SIDECAR, restore_block, sidecar_bytes
 
@@ -68,18 +69,28 @@ class RunResults:
 def write_results(out: Path, per_query: pd.DataFrame, seen: pd.DataFrame, summary: dict[str, Any]) -> Path:
     """Write the tables, then results.json naming their digests, so a half-finished rewrite is detectable."""
     out = Path(out)
+    created = not out.exists()
     out.mkdir(parents=True, exist_ok=True)
-    digests = {}
+    digests, files = {}, {}
     for name, frame in ((PER_QUERY, per_query), (SEEN, seen)):
         table = pa.Table.from_pandas(frame, preserve_index=False)
         sink = pa.BufferOutputStream()
         pq.write_table(table, sink, compression="zstd")
-        data = sink.getvalue().to_pybytes()
-        atomic_write_bytes(out / name, data)
-        digests[name] = hashlib.sha256(data).hexdigest()
+        files[name] = sink.getvalue().to_pybytes()
+        digests[name] = hashlib.sha256(files[name]).hexdigest()
+    summary = redact_urls(summary)  # a credential in a URL (a base_url, the command line) is never written
     summary = finite_json({**summary, "mmbench": {**summary.get("mmbench", {}), "files": digests}})
-    atomic_write_bytes(out / SIDECAR, sidecar_bytes(summary))  # survives mteb rewriting results.json
-    atomic_write_bytes(out / SUMMARY, (json.dumps(summary, indent=2, sort_keys=False) + "\n").encode())
+    files[SIDECAR] = sidecar_bytes(summary)  # survives mteb rewriting results.json
+    files[SUMMARY] = (json.dumps(summary, indent=2, sort_keys=False) + "\n").encode()
+    try:  # all four or none: a full disk leaves the folder as it was (a new one is removed)
+        atomic_write_files(out, files)
+    except OSError as exc:
+        if created:
+            try:
+                out.rmdir()
+            except OSError:
+                pass
+        raise OSError(exc.errno, f"could not write the results folder {out}: {exc.strerror or exc}") from exc
     return out
 
 

@@ -24,6 +24,7 @@ import sys
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
+from mmbench.common.http_client import redact_urls
 from mmbench.data.documents import Document
 from mmbench.data.media import MediaStore, atomic_write_bytes
 from mmbench.models.base import EmbeddingModel, ModelCard, Role
@@ -138,8 +139,9 @@ class LazyModel(EmbeddingModel):
     def video_tokens(self, n_frames: int, width: int, height: int) -> int:
         return self.real.video_tokens(n_frames, width, height)
 
-    def fit(self, documents: Sequence[Document], media: MediaStore | None) -> None:
-        """Only models without corpus fitting are remembered, so there is nothing to fit."""
+    # no `fit` of its own: only models without corpus fitting are remembered, and a `fit` here would make
+    # the runner take the wrapper for a corpus-fitted model that cannot be sharded (issue 26: --executor ray
+    # then ran in the driver on every run after the first)
 
     def __getattr__(self, name: str) -> Any:  # adapter extras (last_encode_info, ...) come from the real model
         if name.startswith("_"):
@@ -164,7 +166,7 @@ def load_model_lazily(request: str, options: dict[str, Any], home: Path,
     def remember(model: EmbeddingModel) -> None:
         if rememberable(model):
             try:
-                atomic_write_bytes(path, (json.dumps(_card_record(model), sort_keys=True, default=str) + "\n").encode())
+                atomic_write_bytes(path, (json.dumps(redact_urls(_card_record(model)), sort_keys=True, default=str) + "\n").encode())
             except OSError as exc:  # a read-only home only costs the next run a model load
                 log.warning("could not remember the model card in %s: %s", path, exc)
 

@@ -13,6 +13,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from mmbench.common.http_client import redact_url_text
+
 PACKAGES = ("torch", "transformers", "sentence-transformers", "mteb", "numpy")
 COMMAND_LINE: list[str] | None = None  # set by the CLI; else the interpreter's sys.argv is recorded
 
@@ -130,5 +132,5 @@ def provenance(model: Any = None, argv: list[str] | None = None) -> dict[str, An
         "cpu": cpu_name(),
         **accelerator(),
         "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-        "command": shlex.join(argv or COMMAND_LINE or sys.argv),
+        "command": redact_url_text(shlex.join(argv or COMMAND_LINE or sys.argv)),
     }

@@ -28,6 +28,8 @@ from mmbench.running.lazy_model import ModelChanged
 from mmbench.models.base import EmbeddingModel, Role
 from mmbench.data.poolset import PoolItem, PoolSet
 from mmbench.data.selection import select_by_cost, selection_record
+from mmbench.data.truncation import first_texts_to_tokenize
+from mmbench.common.errors import CLIError
 from mmbench.common.sparse import issparse
 from mmbench.running.views import SeenRecord, model_view
 
@@ -61,6 +63,23 @@ class EncodeStats:
     seconds: float = 0.0
     cache_set_aside: int = 0  # damaged cache entries found, renamed and encoded again
     failures: dict[str, str] = field(default_factory=dict)
+    dim: int | None = None    # the vectors' length, fixed by the first vector of the run (queries and documents)
+    dim_from: str = ""        # the document that fixed it
+
+
+class VectorShapeError(RuntimeError):
+    """A model gave vectors of different lengths within one run; the message names the model and documents."""
+
+
+def check_dim(vec: Any, stats: EncodeStats, model: EmbeddingModel, role: Role, doc_id: str) -> None:
+    """Every vector of a run has the length of the first: a model whose dimension changes between batches,
+    or between queries and documents, is stopped here, naming it and a document, before anything is scored."""
+    dim = int(vec.shape[-1])
+    if stats.dim is None:
+        stats.dim, stats.dim_from = dim, f"{role} {doc_id}"
+    elif dim != stats.dim:
+        raise VectorShapeError(f"model {model.card.name!r} gave a {dim}-dimensional vector for {role} {doc_id!r} "
+                               f"but {stats.dim} dimensions for {stats.dim_from}; no results written")
 
 
 def encode_documents(docs: Sequence[Document], role: Role, model: EmbeddingModel, ps: PoolSet,
@@ -85,22 +104,33 @@ def encode_documents(docs: Sequence[Document], role: Role, model: EmbeddingModel
     pending: dict[str, tuple[Document, dict[str, Any], list[str]]] = {}  # view hash -> (view, seen, doc hashes)
     cached_views: dict[str, tuple[int, Document]] = {}  # view hash -> (seen tokens, a document with that view)
     hits = cache.get_many(role, by_hash) if cache else {}
-    for h, group in by_hash.items():
-        hit = hits.get(h)
-        if hit is not None:
-            stats.cache_hits += len(group)
-            for d in group:
-                vectors[d.id], seen[d.id] = hit.vector, hit.seen
-            vh = hit.meta.get("view_hash")
-            if isinstance(vh, str):
-                cached_views.setdefault(vh, (int(hit.seen.get("seen_tokens", 0)), group[0]))
-            continue
-        view, record = model_view(group[0], model)
-        vh = view.content_hash()
-        if vh in pending:
-            pending[vh][2].append(h)
-        else:
-            pending[vh] = (view, record.to_dict(), [h])
+    from tqdm.auto import tqdm
+
+    tokenizer = _primed_tokenizer(model, [g[0] for h, g in by_hash.items() if h not in hits])
+    # preparing views tokenises every document for middle truncation: minutes on a large pool set, so shown
+    prepare = tqdm(by_hash.items(), total=len(by_hash), desc=f"prepare {'queries' if role == 'query' else 'documents'}",
+                   unit="doc", disable=not options.progress or len(hits) == len(by_hash))
+    try:
+        for h, group in prepare:
+            hit = hits.get(h)
+            if hit is not None:
+                stats.cache_hits += len(group)
+                check_dim(hit.vector, stats, model, role, group[0].id)
+                for d in group:
+                    vectors[d.id], seen[d.id] = hit.vector, hit.seen
+                vh = hit.meta.get("view_hash")
+                if isinstance(vh, str):
+                    cached_views.setdefault(vh, (int(hit.seen.get("seen_tokens", 0)), group[0]))
+                continue
+            view, record = model_view(group[0], model)
+            vh = view.content_hash()
+            if vh in pending:
+                pending[vh][2].append(h)
+            else:
+                pending[vh] = (view, record.to_dict(), [h])
+    finally:  # the batch's token ids are only for this preparation
+        if tokenizer is not None:
+            tokenizer.forget()
     if cache is not None:
         stats.cache_set_aside += len(cache.set_aside)
     stats.distinct_views += len(pending)
@@ -126,7 +156,9 @@ def encode_documents(docs: Sequence[Document], role: Role, model: EmbeddingModel
             if k not in pending:  # a cached document never fails: its vector is already known
                 stats.failures.pop(v.id, None)
         rows: list[CacheRow] = []
-        for k, (vec, info) in zip(batch_keys, done.rows):
+        for k, v, (vec, info) in zip(batch_keys, views[done.index], done.rows):
+            if vec is not None:
+                check_dim(vec, stats, model, role, v.id)
             if vec is None or k not in pending:
                 continue  # a cached view encoded again only to keep the batch whole: its cached vector stands
             results[k] = vec
@@ -156,20 +188,44 @@ def encode_documents(docs: Sequence[Document], role: Role, model: EmbeddingModel
     return vectors, seen
 
 
+def _primed_tokenizer(model: EmbeddingModel, docs: Sequence[Document]) -> Any:
+    """The model's budget tokenizer with the texts middle truncation will ask for tokenised in one batch, or
+    None when the model truncates nothing or its tokenizer cannot take a batch. Same token ids either way."""
+    budget = model.card.max_tokens
+    if budget is None or not docs:
+        return None
+    tokenizer = model.budget_tokenizer()
+    if not hasattr(tokenizer, "prime"):
+        return None
+    modalities = model.card.modalities
+    tokenizer.prime([t for d in docs for t in first_texts_to_tokenize([s for s in d.segments if s.kind in modalities],
+                                                                      budget)])
+    return tokenizer
+
+
 def shardable(model: EmbeddingModel) -> bool:
     """Whether other processes' copies of the model give its vectors: not for corpus-fitted models (BM25),
     whose state comes from `fit` on this run's candidates; those always encode in this process."""
     return type(model).fit is EmbeddingModel.fit
 
 
-def vector_warnings(vectors: dict[str, Any], role: Role, similarity: str = "cosine") -> list[str]:
+def vector_warnings(vectors: dict[str, Any], role: Role, similarity: str = "cosine",
+                    seen: dict[str, dict[str, Any]] | None = None) -> list[str]:
     """Warnings for degenerate vectors: all zero, or all the same (in direction, for cosine).
 
     Candidates like that make every score tie and the rankings chance; queries like that mean the
-    model ignores the query. Either is a broken model, pooling or checkpoint, not a result.
+    model ignores the query. Either is a broken model, pooling or checkpoint, not a result -- unless
+    the model sees nothing of any of them (`seen`: a text model given video-only documents), which
+    is said as such instead.
     """
     if len(vectors) < 2:
         return []
+    records = [seen.get(k) for k in vectors] if seen is not None else []
+    if records and all(r is not None and not r.get("seen_tokens") and r.get("unseen_modalities") for r in records):
+        hidden = sorted({m for r in records for m in r["unseen_modalities"]})
+        effect = "every score ties and the rankings are chance" if role == "document" else "every query looks the same"
+        return [f"the model sees nothing of the {len(vectors)} {role}s (they hold only {', '.join(hidden)}, which it "
+                f"does not take): {effect}"]
     rows = list(vectors.values())
     effect = ("every score ties and the rankings are chance" if role == "document"
               else "every query is ranked the same way")
@@ -273,6 +329,10 @@ def _run_poolset(ps: PoolSet, model: EmbeddingModel, options: RunOptions) -> tup
     q_docs = [queries[i] for i in sorted({p.query_id for p in items})]
     c_docs = [candidates[i] for i in sorted({c for p in items for c in p.candidate_ids})]
     stats = EncodeStats()
+    executor_name = getattr(options.executor, "name", "local") if options.executor is not None else "local"
+    if executor_name != "local" and not shardable(model):
+        raise CLIError(f"model {model.card.name!r} is fitted on this run's candidates (like BM25), so it cannot be "
+                       f"encoded by --executor {executor_name} workers; run it with --executor local")
     meter = EfficiencyMeter(model, bins_of_documents(items), options.price_per_token)
     model.fit(c_docs, ps.media if ps.root is not None else None)
     c_vecs, c_seen = encode_documents(c_docs, "document", model, ps, options, stats, meter)
@@ -281,7 +341,8 @@ def _run_poolset(ps: PoolSet, model: EmbeddingModel, options: RunOptions) -> tup
     query_seconds = stats.seconds - document_seconds
 
     similarity = model.card.similarity
-    warnings = vector_warnings(c_vecs, "document", similarity) + vector_warnings(q_vecs, "query", similarity)
+    warnings = (vector_warnings(c_vecs, "document", similarity, c_seen)
+                + vector_warnings(q_vecs, "query", similarity, q_seen))
     for w in warnings:
         log.warning("%s", w)
     start = time.perf_counter()

@@ -141,6 +141,8 @@ def prepare(argv: list[str]) -> int:
     args = p.parse_args(argv)
     from mmbench.common.errors import CLIError
 
+    if args.max_docs is not None and args.max_docs < 1:  # -1 or 0 kept nothing and wrote an empty parquet
+        raise CLIError(f"--max-docs {args.max_docs}: give at least 1 (or leave it out to keep every document)")
     try:
         url_map = url_map_from_img2dataset(args.images) if args.images else url_map_from_file(args.url_map)
         log = map_images(args.parquet, args.out, url_map, args.max_docs, args.overwrite)

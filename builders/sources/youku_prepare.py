@@ -161,35 +161,47 @@ def read_meta_files(root: Path, args: argparse.Namespace,
     files = sorted(folder.glob("*.csv"))
     if not files:
         raise ReleaseError(f"{folder}: no <Category>.csv file")
-    wanted = set(args.categories.split(",")) if args.categories else None
+    wanted = {c.strip() for c in args.categories.split(",") if c.strip()} if args.categories is not None else None
+    unknown = sorted(wanted - {p.stem for p in files}) if wanted is not None else []
+    if wanted is not None and (unknown or not wanted):
+        raise ReleaseError(f"--categories: no category {', '.join(map(repr, unknown)) or '(none given)'} in {folder}; "
+                           f"its categories: {', '.join(p.stem for p in files)}")
     for path in files:
         category = path.stem
         if wanted is not None and category not in wanted:
             continue
-        with path.open(encoding="utf-8-sig", newline="") as fh:
-            reader = csv.DictReader(fh)
-            header = reader.fieldnames or []
-            where = str(path)
-            pcol = pick_column(header, PATH_COLUMNS, args.path_column, "path", where)
-            ccol = pick_column(header, CAPTION_COLUMNS, args.caption_column, "caption", where)
-            tcol = pick_column(header, TIMESTAMP_COLUMNS, args.timestamp_column, "timestamp", where, required=False)
-            dcol = pick_column(header, DURATION_COLUMNS, args.duration_column, "duration", where, required=False)
-            if columns is not None:
-                columns[path.name] = {"path": pcol, "caption": ccol, "timestamp": tcol, "duration": dcol}
-            for row in reader:
-                line = f"{path}, line {reader.line_num}"
-                if None in row:
-                    raise ReleaseError(f"{line}: {len(header) + len(row[None])} fields for {len(header)} columns "
-                                       f"(an unquoted comma in field {ccol!r}?)")
-                rel = (row.get(pcol) or "").strip()
-                if not rel:
-                    raise ReleaseError(f"{line}: field {pcol!r} is empty")
-                sentences, stamps = parse_captions(row.get(ccol) or "", row.get(tcol) if tcol else None, line, ccol,
-                                                   tcol)
-                duration = row.get(dcol) if dcol else None
-                yield {"video_id": PurePosixPath(rel.replace("\\", "/")).stem, "category": category, "source_path": rel,
-                       "duration": _number(duration, line, dcol) if duration not in (None, "") else None,
-                       "timestamps": stamps, "sentences": sentences}
+        try:
+            yield from _read_meta_file(path, category, args, columns)
+        except (UnicodeDecodeError, csv.Error) as exc:  # a binary or otherwise broken file named, not a bare codec error
+            raise ReleaseError(f"{path}: not a readable UTF-8 CSV file ({type(exc).__name__}: {exc})") from None
+
+
+def _read_meta_file(path: Path, category: str, args: argparse.Namespace,
+                    columns: dict[str, dict[str, str | None]] | None) -> Iterable[dict[str, Any]]:
+    with path.open(encoding="utf-8-sig", newline="") as fh:
+        reader = csv.DictReader(fh)
+        header = reader.fieldnames or []
+        where = str(path)
+        pcol = pick_column(header, PATH_COLUMNS, args.path_column, "path", where)
+        ccol = pick_column(header, CAPTION_COLUMNS, args.caption_column, "caption", where)
+        tcol = pick_column(header, TIMESTAMP_COLUMNS, args.timestamp_column, "timestamp", where, required=False)
+        dcol = pick_column(header, DURATION_COLUMNS, args.duration_column, "duration", where, required=False)
+        if columns is not None:
+            columns[path.name] = {"path": pcol, "caption": ccol, "timestamp": tcol, "duration": dcol}
+        for row in reader:
+            line = f"{path}, line {reader.line_num}"
+            if None in row:
+                raise ReleaseError(f"{line}: {len(header) + len(row[None])} fields for {len(header)} columns "
+                                   f"(an unquoted comma in field {ccol!r}?)")
+            rel = (row.get(pcol) or "").strip()
+            if not rel:
+                raise ReleaseError(f"{line}: field {pcol!r} is empty")
+            sentences, stamps = parse_captions(row.get(ccol) or "", row.get(tcol) if tcol else None, line, ccol,
+                                               tcol)
+            duration = row.get(dcol) if dcol else None
+            yield {"video_id": PurePosixPath(rel.replace("\\", "/")).stem, "category": category, "source_path": rel,
+                   "duration": _number(duration, line, dcol) if duration not in (None, "") else None,
+                   "timestamps": stamps, "sentences": sentences}
 
 
 def read_grounding(root: Path, args: argparse.Namespace) -> Iterable[dict[str, Any]]:

@@ -1,6 +1,6 @@
 """The timing table of seed 003: precomputation vs ranking for embedding runs, end to end for LLM rankers.
 
-Embedding runs: query and image embedding (`run_info["encode"]`) is precomputation; scoring the
+Embedding runs: query and candidate embedding (`run_info["encode"]`) is precomputation; scoring the
 pools (`run_info["scoring_seconds"]`) is the ranking-only time. LLM rankers have no
 precomputation: their time is the sum of the per-query request latencies (one query after
 another) beside the wall time the concurrent run took. Read from results only.
@@ -47,10 +47,10 @@ def timing_rows(runs: Sequence[RunResults]) -> list[dict[str, Any]]:
 
 def timing_markdown(rows: Sequence[dict[str, Any]]) -> str:
     lines = ["## Timing", "",
-             "Embedding systems: precomputation = query + image embedding, ranking = scoring the precomputed vectors "
+             "Embedding systems: precomputation = query + candidate (document) embedding, ranking = scoring the precomputed vectors "
              "(ms/query is ranking only). LLM rankers: end to end = the sum of per-query request latencies; wall = "
              "the concurrent run. Embeddings served from the cache (cache hits) make precomputation look faster.", "",
-             md_table(["system", "kind", "items", "query emb. s", "image emb. s", "precompute s", "ranking s",
+             md_table(["system", "kind", "items", "query emb. s", "candidate emb. s", "precompute s", "ranking s",
                        "end-to-end s", "wall s", "ms/query", "cache hits"],
                       [[r["label"], r["kind"], r["n_items"], fmt(r["query_seconds"]), fmt(r["document_seconds"]),
                         fmt(r["precompute_seconds"]), fmt(r["ranking_seconds"], 4), fmt(r["end_to_end_seconds"]),
