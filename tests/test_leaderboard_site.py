@@ -312,11 +312,8 @@ def two_task_url(site, tmp_path_factory):
                         [{**d, "id": new, "task": "multi_source_reasoning"}[c] for c in cols])
             con.execute("INSERT INTO scores SELECT ?, grp, metric, value FROM scores WHERE submission_id = ?", (new, d["id"]))
     assert main(["leaderboard", "build", "--board", str(board), "--out", str(root / "site")]) == 0
-    server = ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(_Quiet, directory=str(root / "site")))
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    yield f"http://127.0.0.1:{server.server_address[1]}"
-    server.shutdown()
-    server.server_close()
+    with serve(root / "site") as url:
+        yield url
 
 
 def test_two_tasks_scores_fit_a_wide_screen(page, two_task_url, artefacts):
