@@ -159,7 +159,7 @@ def test_checker_flags_broken_length_and_cpq_promises(default_ps):
 
 def test_validity_report_and_drop_counts_in_the_manifest(default_ps):
     m = default_ps.manifest
-    assert default_ps.task_version == TASK_VERSION == "1.1"
+    assert default_ps.task_version == TASK_VERSION == "1.2"
     v = m["validity"]
     assert v["ok"] and v["violations"] == 0
     assert {"hard_chain_broken", "only_labelled_answers", "length_promises", "candidates_per_query",
@@ -398,3 +398,60 @@ def test_records_another_record_would_answer_are_dropped_before_pooling(tmp_path
     assert dropped["asks the same question as record '…'"]["count"] == 1
     assert dropped["another record holds all of its evidence ('…')"]["count"] == 2
     assert ps.manifest["validity"]["ok"]
+
+
+# ---- Hard variants judged by what remains (issue 24): the needed fact in a sentence HotpotQA left unmarked ----
+
+VALE = {"_id": "vale", "question": "Orrin Vale served as the secretary of the Harbour Lights Commission under which "
+                                   "Governor of Westmarch?", "answer": "Edda Holloway",
+        "supporting_facts": [["Orrin Vale", 0], ["Edda Holloway", 0]],   # only each paragraph's first sentence
+        "context": [["Orrin Vale", ["Orrin Vale (1931–2009) was a newspaper reporter from Kettering Cross.",
+                                    "He was the secretary of Governor Edda Holloway's Harbour Lights Commission "
+                                    "from 1962 to 1966.",
+                                    "In later life he taught at a small college near the coast."]],
+                    ["Edda Holloway", ["Edda Holloway (1904–1990) was a lawyer and politician from Westmarch.",
+                                       "She served as the ninth Governor of Westmarch from 1959 to 1967.",
+                                       "Her papers are kept in the state archive at Dunmore."]],
+                    ["Saltmarsh Ferry", ["The Saltmarsh Ferry crosses the estuary twice a day.",
+                                         "It was first licensed in 1871."]]]}
+
+
+def _unmarked_needed(r):
+    """Indices of Vale's and Holloway's second sentences: unmarked, yet each ties the question to the answer."""
+    return {i for i, u in enumerate(r.units) if not u.is_evidence and isinstance(u.segment, Text)
+            and ("Harbour Lights Commission" in u.segment.text or "Governor of Westmarch" in u.segment.text)}
+
+
+def test_a_hard_variant_keeping_an_unmarked_needed_fact_is_repaired_or_dropped():
+    """Replacing only the marked first sentences leaves 'secretary of Governor Edda Holloway's Harbour Lights
+    Commission' (and 'Governor of Westmarch' in Holloway's paragraph): still answered. Before issue 24 the plan
+    replaced the marked sentence alone."""
+    from mmbench.builders.parts.evidence_chain import chain_leaks
+    from mmbench.builders.parts.hard_variants import _blanked, chain_units, plan_variants
+    from mmbench.builders.sources.hotpotqa import hotpot_record
+
+    r = hotpot_record(VALE, UnifiedTokenCounter.default())
+    needed = _unmarked_needed(r)
+    assert len(needed) == 2
+    original = chain_units(r.units)
+    for span in r.evidence_indices:   # the variant that replaces only a marked sentence still answers
+        assert chain_leaks(original, _blanked(original, {span}), [span], r.question, r.answer)
+    plans, dropped = plan_variants(r, 0)
+    assert plans or dropped
+    for which, removed in plans.items():
+        assert needed <= set(removed), (which, removed)
+        assert not chain_leaks(original, _blanked(original, set(removed)), removed, r.question, r.answer)
+
+
+def test_msr_built_from_the_record_keeps_no_hard_variant_that_answers(tmp_path):
+    hp = tmp_path / "hotpot.json"
+    hp.write_text(json.dumps([VALE] + sr.hotpot_records(0, 12)))
+    ps = build("real", tmp_path / "out", hotpotqa=str(hp), **{**KW, "queries_per_dataset": 13})
+    why = {d["query_id"]: d["reason"] for d in ps.builder["query_filter"]["decisions"]}
+    assert ps.manifest["validity"]["ok"]
+    vale_hard = [c for c in ps.candidates if c.meta["record_id"] == "vale" and c.meta["difficulty"] == "hard"]
+    assert "vale" in {q.meta["record_id"] for q in ps.queries} and vale_hard, why.get("vale")   # kept, repaired
+    for c in ps.candidates:
+        if c.meta["record_id"] == "vale" and c.meta["difficulty"] == "hard":
+            text = " ".join(s.text for s in c.segments if isinstance(s, Text))
+            assert "Harbour Lights Commission" not in text and "Governor of Westmarch" not in text, c.id

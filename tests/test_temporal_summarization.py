@@ -293,7 +293,7 @@ def test_queries_and_manifest(built):
     assert {v["segmentation"] for v in videos.values()} == {"annotations", "shots"}
     # sample_02 carries a whole-video caption that the 0.5 s filter drops, and its query leaves it out
     assert any("overlaps a kept event" in d["reason"] for d in videos["sample_02"]["events_dropped"])
-    q2 = loaded.query_by_id()["q-sample_02"]
+    q2 = next(q for q in loaded.queries if q.meta["video_id"] == "sample_02")
     assert "one after another" not in q2.segments[0].text
 
 

@@ -10,8 +10,8 @@ order on ties. `blind` runs once on every finished pool set, before it is checke
 - the built id is kept as provenance, in ``meta["provenance"]["built_id"]`` (a ``provenance`` column that says
   what it is and that no evaluator reads); any other string in the metadata that named a built id (a Hard
   variant's ``counterpart``) is renamed with it;
-- each pool's ``candidate_ids`` are put in a seeded order drawn from (seed, pool item id) alone (a stored
-  ``gt_position`` follows it);
+- each pool's ``candidate_ids`` are put in a seeded order drawn from (seed, the set of its candidates) alone,
+  so pools over the same candidates share one order (a stored ``gt_position`` follows it);
 - the query and candidate tables are stored sorted by the new ids.
 """
 from __future__ import annotations
@@ -68,7 +68,10 @@ def blind(ps: PoolSet) -> PoolSet:
     for item in ps.pools:
         item.query_id = names[item.query_id]
         cands = [names[c] for c in item.candidate_ids]
-        order = seeded_rng(ps.seed, "candidate order", ps.task, item.id).permutation(len(cands))
+        # keyed by the candidate set alone, so items ranked against the same candidates (a Visual Grounding
+        # cell) keep one shared order, and nothing about which of them is relevant enters the draw
+        key = hashlib.sha256("\x1f".join(sorted(cands)).encode()).hexdigest()
+        order = seeded_rng(ps.seed, "candidate order", ps.task, key).permutation(len(cands))
         item.candidate_ids = [cands[i] for i in order]
         item.relevant_ids = [names[c] for c in item.relevant_ids]
         item.meta = _rename(item.meta, names)
