@@ -23,6 +23,20 @@ from mmbench.models.base import EmbeddingModel
 from mmbench.models.mteb_bridge import task_metadata, to_mteb_row
 
 
+POOL_DOC_SEP = "~"   # an exported folder's corpus id: "<item no>.<tie key>~<candidate id>"
+
+
+def pool_doc_id(item_no: int, tie_key: int, candidate_id: str) -> str:
+    """A corpus id of an exported folder: one copy of a candidate per pool, so that ids sort (descending, as
+    mteb's scoring breaks ties) in mmbench's tie-break order within the pool; the candidate id follows `~`."""
+    return f"{item_no:06d}.{tie_key:06d}{POOL_DOC_SEP}{candidate_id}"
+
+
+def candidate_of(doc_id: str) -> str:
+    """The pool set's candidate id of a corpus id (itself, or what follows `~` in an exported folder's id)."""
+    return doc_id.split(POOL_DOC_SEP, 1)[1] if POOL_DOC_SEP in doc_id else doc_id
+
+
 def export_mteb_task(poolset: Any, name: str | None = None, with_images: bool | None = None,
                      limit: int | None = None, seed: int = 0):
     """An mteb retrieval task over a pool set (a `PoolSet` or its folder), ranked as mmbench ranks it.
@@ -186,14 +200,16 @@ def mmbench_encoder(model: EmbeddingModel, poolset: Any, limit: int | None = Non
         def encode(self, inputs, *, task_metadata, hf_split, hf_subset, prompt_type=None, **kwargs: Any):
             role = "query" if prompt_type == PromptType.query else "document"
             ids = [i for batch in inputs for i in batch["id"]]
-            chosen: Sequence[Document] = [queries[by_item[i]] for i in ids] if role == "query" else [docs[i] for i in ids]
+            chosen: Sequence[Document] = [queries[by_item[i]] for i in ids] if role == "query" else \
+                [docs[candidate_of(i)] for i in ids]
             stats = EncodeStats()
-            vectors, _ = encode_documents(chosen, role, model, ps, RunOptions(batch_tokens=batch_tokens, use_cache=False,
+            unique = list({d.id: d for d in chosen}.values())
+            vectors, _ = encode_documents(unique, role, model, ps, RunOptions(batch_tokens=batch_tokens, use_cache=False,
                                                                               progress=False), stats)
             if stats.failures:
                 first = next(iter(stats.failures.items()))
                 raise RuntimeError(f"{card.name}: {len(stats.failures)} documents failed to encode ({first[0]}: {first[1]})")
-            rows = [vectors[d.id] for d in chosen]
+            rows = [vectors[d.id] for d in chosen]   # a candidate copied into several pools: the same vector
             if rows and sp.issparse(rows[0]):  # sparse lexical vectors: mteb scores dense arrays
                 return sp.vstack(rows).toarray().astype(np.float32)
             return np.stack([np.asarray(v, dtype=np.float32) for v in rows])
