@@ -6,10 +6,14 @@ and split as parquet files named by a dataset card::
 
     README.md                     configs (below), task name, main score, source pool set hash
     mteb_export.json              what the export holds and what the text+image mapping dropped
-    <cfg>corpus/<split>.parquet   id, text[, image], media (one row per pool and candidate, see below)
-    <cfg>queries/<split>.parquet  id, text[, image], media
-    <cfg>qrels/<split>.parquet    query-id, corpus-id, score
-    <cfg>top_ranked/<split>.parquet  query-id, corpus-ids (the pool each query is ranked in)
+    <cfg>corpus/<split>-<tag>.parquet   id, text[, image], media (one row per pool and candidate, see below)
+    <cfg>queries/<split>-<tag>.parquet  id, text[, image], media
+    <cfg>qrels/<split>-<tag>.parquet    query-id, corpus-id, score
+    <cfg>top_ranked/<split>-<tag>.parquet  query-id, corpus-ids (the pool each query is ranked in)
+
+`<tag>` is 12 hex digits of SHA-256 over (pool set hash, limit, seed): `datasets` caches a local folder by
+its name and data-file paths only, so a later export to a folder of the same name would otherwise load the
+earlier one's cached rows.
     media/                        every image and frame a row names (copied from the pool set)
 
 `<cfg>` is empty for mteb's "default" subset (configs `corpus`, `queries`, `default` (qrels),
@@ -24,6 +28,7 @@ every pool as `mmbench run --seed S` does. A task whose documents mteb's rows ca
 """
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import re
@@ -151,6 +156,9 @@ def _write(ps: PoolSet, task: Any, out: Path, limit: int | None = None, seed: in
 
     queries, candidates = ps.query_by_id(), ps.candidate_by_id()
     item_query = {p.id: p.query_id for p in ps.pools}
+    # `datasets` caches a local folder by its name and its data-file paths, not their contents: file names
+    # that differ per export keep a second export to a folder of the same name from loading the first's cache
+    tag = hashlib.sha256(f"{ps.content_hash}:{limit}:{seed}".encode()).hexdigest()[:12]
     tmp = Path(tempfile.mkdtemp(dir=out.parent, prefix=f".{out.name}.exporting."))
     configs: dict[str, list[dict[str, str]]] = {}
     renamed: dict[str, str] = {}   # mteb split -> the name written (`datasets` refuses some characters)
@@ -184,7 +192,7 @@ def _write(ps: PoolSet, task: Any, out: Path, limit: int | None = None, seed: in
                         [{"query-id": q, "corpus-ids": list(c)} for q, c in sorted(data["top_ranked"].items())],
                         features=Features({"query-id": Value("string"), "corpus-ids": Sequence(Value("string"))}))
                 for part, ds in parts.items():
-                    rel = f"{_folder(subset, part)}/{split}.parquet"
+                    rel = f"{_folder(subset, part)}/{split}-{tag}.parquet"
                     (tmp / rel).parent.mkdir(parents=True, exist_ok=True)
                     ds.to_parquet(str(tmp / rel))
                     configs.setdefault(_config(subset, part), []).append({"split": split, "path": rel})
