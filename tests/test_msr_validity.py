@@ -455,3 +455,18 @@ def test_msr_built_from_the_record_keeps_no_hard_variant_that_answers(tmp_path):
         if c.meta["record_id"] == "vale" and c.meta["difficulty"] == "hard":
             text = " ".join(s.text for s in c.segments if isinstance(s, Text))
             assert "Harbour Lights Commission" not in text and "Governor of Westmarch" not in text, c.id
+
+
+def test_mmdocrag_layout_sample_records_are_distinct_reports_with_evidence_anywhere():
+    """Before issue 24, sample-md-003 and sample-md-013 were one company's report (each answering the other's
+    question), and every record's evidence sat on its first pages (the first 3.4 % of a candidate)."""
+    recs, _ = sr.mmdocrag_records(0, 17)   # the default sample's count (12 queries, the filter's margin)
+    strong = [r for r in recs if r["question"] != "What does this say?"]
+    assert len({r["doc_name"] for r in recs}) == len(recs)
+    assert len({r["answer_short"].split("; ")[1] for r in strong}) == len(strong)   # distinct chief executives
+    where = []
+    for r in strong:
+        quotes = sorted(r["text_quotes"] + r["img_quotes"], key=lambda q: (q["page_id"], q["layout_id"]))
+        order = [q["quote_id"] for q in quotes]
+        where += [order.index(g) / (len(order) - 1) for g in r["gold_quotes"] if g != "text1"]
+    assert max(where) > 0.6 and sum(w > 0.3 for w in where) >= len(where) / 3, sorted(where)
