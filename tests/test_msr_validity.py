@@ -127,7 +127,10 @@ def test_checker_reproduces_the_old_failures_on_a_tampered_build(default_ps):
     k = victim.meta["provenance"]["also_replaced"][0]["segment_index"]
     replacement = victim.segments[k]
     victim.segments[k] = easy.segments[k]          # the restating sentence survives, as in 1.0
-    q0, q1 = [q for q in ps.queries if q.meta["dataset"] == "hotpotqa"][:2]
+    q0 = next(q for q in ps.queries if q.meta["dataset"] == "hotpotqa")
+    pool = next(p for p in ps.pools if p.query_id == q0.id and p.meta["difficulty"] == "easy")
+    other = next(cands[c].meta["record_id"] for c in pool.candidate_ids if c not in pool.relevant_ids)
+    q1 = next(q for q in ps.queries if q.meta["dataset"] == "hotpotqa" and q.meta["record_id"] == other)
     old = q1.segments
     q1.segments = list(q0.segments)
     try:
@@ -163,7 +166,8 @@ def test_validity_report_and_drop_counts_in_the_manifest(default_ps):
     v = m["validity"]
     assert v["ok"] and v["violations"] == 0
     assert {"hard_chain_broken", "only_labelled_answers", "length_promises", "candidates_per_query",
-            "replacement_boundary", "distinct_questions"} == set(v["invariants"])
+            "replacement_boundary", "distinct_questions", "label_blind", "label_is_own_record"} == set(v["invariants"])
+    assert v["leak_audit"]["leaks"] == [] and "sqrt" in v["leak_audit"]["rule"]
     assert v["checked"]["hard_chain_broken"] == sum(c.meta["difficulty"] == "hard" for c in default_ps.candidates)
     assert v["checked"]["replacement_boundary"] > 100
     hv = m["dropped"]["hard_variants"]
