@@ -75,12 +75,29 @@ def test_audit_names_a_metadata_column_unless_it_is_declared_provenance():
     assert "meta:kind=gold" in _leaking(ps)
     assert "meta:kind=gold" not in _leaking(ps, exempt=("kind",))
     summary = leaks.summary(leaks.audit(ps, ("kind",)))
-    assert "meta:kind=gold" in summary["exempt"] and "sqrt" in summary["rule"]
+    assert "meta:kind=gold" in summary["exempt"] and "Binomial" in summary["rule"]
 
 
-def test_tolerance_is_binomial_and_has_a_floor():
-    assert leaks.tolerance(0.125, 144) == pytest.approx(4 * (0.125 * 0.875 / 144) ** 0.5)
-    assert leaks.tolerance(0.5, 10 ** 6) == leaks.MIN_TOLERANCE
+def _direct_tail(total, n, c):
+    """The two-sided rule written out with math.comb (independent of scipy)."""
+    import math
+
+    pmf = [math.comb(n, k) * c ** k * (1 - c) ** (n - k) for k in range(n + 1)]
+    up, lo = math.floor(total + 1e-9), math.ceil(total - 1e-9)
+    return min(1.0, 2 * min(sum(pmf[up:]), sum(pmf[:lo + 1])))
+
+
+@pytest.mark.parametrize("total,n,c", [(2, 5, 0.04), (5, 5, 0.04), (144, 144, 0.125), (0, 144, 0.125), (18, 144, 0.125),
+                                       (7.5, 12, 0.25), (16, 16, 0.25)])
+def test_tail_probability_is_the_exact_binomial_tail(total, n, c):
+    assert leaks.tail_p(total, n, c) == pytest.approx(_direct_tail(total, n, c), rel=1e-9, abs=1e-300)
+
+
+def test_a_small_subset_is_not_failed_by_luck_but_a_full_leak_is():
+    """Five Flickr pools of 25 with the label first twice by chance: p = 0.03, not a leak (a 4-sigma normal
+    tolerance called it one); the label first in all five: p = 2e-7, a leak."""
+    assert leaks.tail_p(2, 5, 0.04) > leaks.ALPHA
+    assert leaks.tail_p(5, 5, 0.04) < leaks.ALPHA
 
 
 # ---- `mmbench validate` on a built sample, tampered three ways --------------------------------------------

@@ -7,13 +7,14 @@ should not be, and any evaluator that reads it (or keeps the stored order on tie
 Each baseline is a pure function ``(query, candidates in stored order) -> one score per candidate`` (higher ranks
 first). It is scored by its expected precision at 1 under a uniform random tie-break: the share of relevant
 candidates among those with the top score. Chance is the share of relevant candidates in the pool. Per subset
-(and over all items) the mean of both is compared; the tolerance is
+(and over all items) the summed P@1 of a baseline, S over n items, is compared with chance c (the mean over the
+items) by an exact binomial test: the baseline leaks when
 
-    tol = max(MIN_TOLERANCE, SIGMAS * sqrt(chance * (1 - chance) / n))
+    P(X >= floor(S)) < ALPHA   or   P(X <= ceil(S)) < ALPHA,   X ~ Binomial(n, c),   ALPHA = 1e-6
 
-with n the subset's items: SIGMAS binomial standard errors of a P@1 over n independent pools, so a baseline
-that is truly blind fails by luck in well under one build in a thousand, while a leak that puts the label first
-(P@1 = 1) fails on any subset of more than a handful of items.
+A truly blind baseline fails by luck about once in a million tests (a build runs a few thousand), while a label
+stored first (S = n) fails as soon as c^n < 1e-6: ten items at chance 1/4, five at chance 1/25. The rounding of S
+towards chance keeps tie-broken fractions from counting against a baseline.
 
 Metadata columns named in `provenance_columns` (how a record was built: its source record, its difficulty, the
 `provenance` dict) are reported but exempt: they say what they are, and no evaluator reads them.
@@ -31,8 +32,7 @@ from typing import Any, Callable, Iterable, Sequence
 from mmbench.data.documents import Document
 from mmbench.data.poolset import PoolSet
 
-SIGMAS = 4.0
-MIN_TOLERANCE = 0.05
+ALPHA = 1e-6
 MAX_VALUES = 12        # a categorical column with more distinct values than this is scored by query match only
 ALWAYS_PROVENANCE = ("provenance",)
 
@@ -127,8 +127,14 @@ def expected_p1(scores: Sequence[float], relevant: Sequence[bool]) -> float:
     return sum(tied) / len(tied)
 
 
-def tolerance(chance: float, n: int) -> float:
-    return max(MIN_TOLERANCE, SIGMAS * math.sqrt(max(chance * (1 - chance), 0.0) / max(n, 1)))
+def tail_p(total: float, n: int, chance: float) -> float:
+    """The smaller binomial tail probability of a summed P@1 `total` over n items at chance `chance` (rounded
+    towards chance), doubled for the two sides and capped at 1."""
+    from scipy.stats import binom
+
+    upper = float(binom.sf(math.floor(total + 1e-9) - 1, n, chance))
+    lower = float(binom.cdf(math.ceil(total - 1e-9), n, chance))
+    return min(1.0, 2 * min(upper, lower))
 
 
 @dataclass(frozen=True)
@@ -138,16 +144,16 @@ class LeakScore:
     n: int
     score: float
     chance: float
-    tolerance: float
+    p_value: float
     exempt: bool = False
 
     @property
     def leaks(self) -> bool:
-        return not self.exempt and abs(self.score - self.chance) > self.tolerance + 1e-12
+        return not self.exempt and self.p_value < ALPHA
 
     def line(self) -> str:
         return (f"baseline {self.baseline} scores P@1 {self.score:.3f} on subset {self.subset} "
-                f"(chance {self.chance:.3f}, tolerance ±{self.tolerance:.3f}, n={self.n})")
+                f"(chance {self.chance:.3f}, n={self.n}, binomial p={self.p_value:.1e} < {ALPHA:g})")
 
 
 def audit(ps: PoolSet, provenance_columns: Iterable[str] = ()) -> list[LeakScore]:
@@ -175,7 +181,7 @@ def audit(ps: PoolSet, provenance_columns: Iterable[str] = ()) -> list[LeakScore
     out = []
     for (name, subset), (s, c, n) in sorted(sums.items()):
         chance = c / n
-        out.append(LeakScore(name, subset, int(n), s / n, chance, tolerance(chance, int(n)), baselines[name][1]))
+        out.append(LeakScore(name, subset, int(n), s / n, chance, tail_p(s, int(n), chance), baselines[name][1]))
     return out
 
 
@@ -183,13 +189,14 @@ def summary(scores: Sequence[LeakScore]) -> dict[str, Any]:
     """What a validity report stores: the rule, the exempt columns, the worst baseline per subset, every leak."""
     worst: dict[str, LeakScore] = {}
     for s in scores:
-        if not s.exempt and (s.subset not in worst
-                             or abs(s.score - s.chance) - s.tolerance
-                             > abs(worst[s.subset].score - worst[s.subset].chance) - worst[s.subset].tolerance):
+        if not s.exempt and (s.subset not in worst or s.p_value < worst[s.subset].p_value):
             worst[s.subset] = s
-    return {"rule": f"|P@1 - chance| <= max({MIN_TOLERANCE}, {SIGMAS} * sqrt(chance * (1 - chance) / n))",
+    return {"rule": f"a baseline leaks when its summed P@1 S over n items has a two-sided binomial tail "
+                    f"probability below {ALPHA:g} at chance c: 2 * min(P(X >= floor S), P(X <= ceil S)), "
+                    "X ~ Binomial(n, c)",
+            "alpha": ALPHA,
             "baselines": sorted({s.baseline for s in scores if not s.exempt}),
             "exempt": sorted({s.baseline for s in scores if s.exempt}),
             "worst_per_subset": {k: {"baseline": v.baseline, "score": round(v.score, 6), "chance": round(v.chance, 6),
-                                     "tolerance": round(v.tolerance, 6), "n": v.n} for k, v in sorted(worst.items())},
+                                     "p_value": float(f"{v.p_value:.3g}"), "n": v.n} for k, v in sorted(worst.items())},
             "leaks": [s.line() for s in scores if s.leaks]}

@@ -29,7 +29,7 @@ MAX_LISTED = 50  # violations listed in a manifest; the count is always complete
 COMMON_INVARIANTS = {
     "distinct_questions": "queries ranked against the same candidates ask different questions (normalised text)",
     "label_blind": "no label-blind baseline (stored position, ids, length, one metadata column) scores a subset's "
-                   "P@1 further from chance than the stated tolerance (mmbench.builders.checks.leaks)",
+                   "P@1 further from chance than a two-sided binomial test allows at p < 1e-6 (mmbench.builders.checks.leaks)",
 }
 
 
