@@ -13,7 +13,7 @@ import pytest
 
 from fake_llm_server import FakeLLMServer
 from flickr_layouts import export_layouts
-from mmbench.builders.flickr_hard_negatives import _rng, embed_captions, hard_negatives, sample_pool, stratify
+from mmbench.builders.flickr_hard_negatives import embed_captions, hard_negatives, sample_pool, stratify
 from mmbench.models.sentence_transformer import load_caption_model
 from mmbench.builders.sources.sample_flickr import captions, sample_flickr, sample_scenes
 from mmbench.cli import main
@@ -99,18 +99,15 @@ def test_build_sample_structure_and_hard_negatives(built):
     texts = [all_caps[i][strata[i]] for i in pool_ids]
     vecs, _ = embed_captions(texts, load_caption_model(None))
     expected = _brute_force(vecs.astype(float).tolist(), pool_ids, 24)
+    img_of = {c.meta["image_id"]: c.id for c in ps.candidates}   # ids are opaque: the image id is provenance
     for item in ps.pools:
         row = pool_ids.index(item.id)
         q = queries[item.query_id]
         assert q.text == all_caps[item.id][strata[item.id]] == rep[item.id]
-        assert item.relevant_ids == [f"img-{item.id}"] and item.meta["caption_index"] == strata[item.id]
+        assert item.relevant_ids == [img_of[item.id]] and item.meta["caption_index"] == strata[item.id]
         assert len(item.candidate_ids) == 25 == len(set(item.candidate_ids))
-        assert set(item.candidate_ids) == {f"img-{item.id}"} | {f"img-{pool_ids[j]}" for j in expected[row]}
-        # stored order is the documented seeded permutation of the candidates listed by image id
-        members = sorted([f"img-{item.id}"] + [f"img-{pool_ids[j]}" for j in expected[row]])
-        order = _rng(0, "order", item.id).permutation(25)
-        assert item.candidate_ids == [members[i] for i in order]
-        assert item.candidate_ids.index(f"img-{item.id}") + 1 == item.meta["gt_position"]
+        assert set(item.candidate_ids) == {img_of[item.id]} | {img_of[pool_ids[j]] for j in expected[row]}
+        assert item.candidate_ids.index(img_of[item.id]) + 1 == item.meta["gt_position"]
     assert len({p.meta["gt_position"] for p in ps.pools}) > 5    # the answer is not parked in one place
     assert sorted(b["queries"]) == sorted(p.id for p in ps.pools)
     img = cands[ps.pools[0].candidate_ids[0]].segments[0]
@@ -275,7 +272,8 @@ def test_an_image_with_the_query_image_bytes_is_never_its_negative(tmp_path):
                                                  annotations=str(tmp_path / "dataset_flickr30k.json"),
                                                  image_root=str(root))
     by_id = {p.id: p for p in ps.pools}
-    assert f"img-{b}" not in by_id[a].candidate_ids and f"img-{a}" not in by_id[b].candidate_ids
+    img_of = {c.meta["image_id"]: c.id for c in ps.candidates}
+    assert img_of.get(b) not in by_id[a].candidate_ids and img_of.get(a) not in by_id[b].candidate_ids
     assert all(len(p.candidate_ids) == 10 for p in ps.pools)     # the other 9 images stand in
     skipped = ps.manifest["dropped"]["negatives"]["dropped"]["same image bytes as the query's image"]
     assert skipped == {"count": 2, "examples": [f"q-{a}: img-{b}", f"q-{b}: img-{a}"]}

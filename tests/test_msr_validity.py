@@ -127,7 +127,10 @@ def test_checker_reproduces_the_old_failures_on_a_tampered_build(default_ps):
     k = victim.meta["provenance"]["also_replaced"][0]["segment_index"]
     replacement = victim.segments[k]
     victim.segments[k] = easy.segments[k]          # the restating sentence survives, as in 1.0
-    q0, q1 = [q for q in ps.queries if q.meta["dataset"] == "hotpotqa"][:2]
+    q0 = next(q for q in ps.queries if q.meta["dataset"] == "hotpotqa")
+    pool = next(p for p in ps.pools if p.query_id == q0.id and p.meta["difficulty"] == "easy")
+    other = next(cands[c].meta["record_id"] for c in pool.candidate_ids if c not in pool.relevant_ids)
+    q1 = next(q for q in ps.queries if q.meta["dataset"] == "hotpotqa" and q.meta["record_id"] == other)
     old = q1.segments
     q1.segments = list(q0.segments)
     try:
@@ -159,11 +162,12 @@ def test_checker_flags_broken_length_and_cpq_promises(default_ps):
 
 def test_validity_report_and_drop_counts_in_the_manifest(default_ps):
     m = default_ps.manifest
-    assert default_ps.task_version == TASK_VERSION == "1.1"
+    assert default_ps.task_version == TASK_VERSION == "1.2"
     v = m["validity"]
     assert v["ok"] and v["violations"] == 0
     assert {"hard_chain_broken", "only_labelled_answers", "length_promises", "candidates_per_query",
-            "replacement_boundary", "distinct_questions"} == set(v["invariants"])
+            "replacement_boundary", "distinct_questions", "label_blind", "label_is_own_record"} == set(v["invariants"])
+    assert v["leak_audit"]["leaks"] == [] and "Binomial" in v["leak_audit"]["rule"]
     assert v["checked"]["hard_chain_broken"] == sum(c.meta["difficulty"] == "hard" for c in default_ps.candidates)
     assert v["checked"]["replacement_boundary"] > 100
     hv = m["dropped"]["hard_variants"]
@@ -398,3 +402,75 @@ def test_records_another_record_would_answer_are_dropped_before_pooling(tmp_path
     assert dropped["asks the same question as record '…'"]["count"] == 1
     assert dropped["another record holds all of its evidence ('…')"]["count"] == 2
     assert ps.manifest["validity"]["ok"]
+
+
+# ---- Hard variants judged by what remains (issue 24): the needed fact in a sentence HotpotQA left unmarked ----
+
+VALE = {"_id": "vale", "question": "Orrin Vale served as the secretary of the Harbour Lights Commission under which "
+                                   "Governor of Westmarch?", "answer": "Edda Holloway",
+        "supporting_facts": [["Orrin Vale", 0], ["Edda Holloway", 0]],   # only each paragraph's first sentence
+        "context": [["Orrin Vale", ["Orrin Vale (1931–2009) was a newspaper reporter from Kettering Cross.",
+                                    "He was the secretary of Governor Edda Holloway's Harbour Lights Commission "
+                                    "from 1962 to 1966.",
+                                    "In later life he taught at a small college near the coast."]],
+                    ["Edda Holloway", ["Edda Holloway (1904–1990) was a lawyer and politician from Westmarch.",
+                                       "She served as the ninth Governor of Westmarch from 1959 to 1967.",
+                                       "Her papers are kept in the state archive at Dunmore."]],
+                    ["Saltmarsh Ferry", ["The Saltmarsh Ferry crosses the estuary twice a day.",
+                                         "It was first licensed in 1871."]]]}
+
+
+def _unmarked_needed(r):
+    """Indices of Vale's and Holloway's second sentences: unmarked, yet each ties the question to the answer."""
+    return {i for i, u in enumerate(r.units) if not u.is_evidence and isinstance(u.segment, Text)
+            and ("Harbour Lights Commission" in u.segment.text or "Governor of Westmarch" in u.segment.text)}
+
+
+def test_a_hard_variant_keeping_an_unmarked_needed_fact_is_repaired_or_dropped():
+    """Replacing only the marked first sentences leaves 'secretary of Governor Edda Holloway's Harbour Lights
+    Commission' (and 'Governor of Westmarch' in Holloway's paragraph): still answered. Before issue 24 the plan
+    replaced the marked sentence alone."""
+    from mmbench.builders.parts.evidence_chain import chain_leaks
+    from mmbench.builders.parts.hard_variants import _blanked, chain_units, plan_variants
+    from mmbench.builders.sources.hotpotqa import hotpot_record
+
+    r = hotpot_record(VALE, UnifiedTokenCounter.default())
+    needed = _unmarked_needed(r)
+    assert len(needed) == 2
+    original = chain_units(r.units)
+    for span in r.evidence_indices:   # the variant that replaces only a marked sentence still answers
+        assert chain_leaks(original, _blanked(original, {span}), [span], r.question, r.answer)
+    plans, dropped = plan_variants(r, 0)
+    assert plans or dropped
+    for which, removed in plans.items():
+        assert needed <= set(removed), (which, removed)
+        assert not chain_leaks(original, _blanked(original, set(removed)), removed, r.question, r.answer)
+
+
+def test_msr_built_from_the_record_keeps_no_hard_variant_that_answers(tmp_path):
+    hp = tmp_path / "hotpot.json"
+    hp.write_text(json.dumps([VALE] + sr.hotpot_records(0, 12)))
+    ps = build("real", tmp_path / "out", hotpotqa=str(hp), **{**KW, "queries_per_dataset": 13})
+    why = {d["query_id"]: d["reason"] for d in ps.builder["query_filter"]["decisions"]}
+    assert ps.manifest["validity"]["ok"]
+    vale_hard = [c for c in ps.candidates if c.meta["record_id"] == "vale" and c.meta["difficulty"] == "hard"]
+    assert "vale" in {q.meta["record_id"] for q in ps.queries} and vale_hard, why.get("vale")   # kept, repaired
+    for c in ps.candidates:
+        if c.meta["record_id"] == "vale" and c.meta["difficulty"] == "hard":
+            text = " ".join(s.text for s in c.segments if isinstance(s, Text))
+            assert "Harbour Lights Commission" not in text and "Governor of Westmarch" not in text, c.id
+
+
+def test_mmdocrag_layout_sample_records_are_distinct_reports_with_evidence_anywhere():
+    """Before issue 24, sample-md-003 and sample-md-013 were one company's report (each answering the other's
+    question), and every record's evidence sat on its first pages (the first 3.4 % of a candidate)."""
+    recs, _ = sr.mmdocrag_records(0, 17)   # the default sample's count (12 queries, the filter's margin)
+    strong = [r for r in recs if r["question"] != "What does this say?"]
+    assert len({r["doc_name"] for r in recs}) == len(recs)
+    assert len({r["answer_short"].split("; ")[1] for r in strong}) == len(strong)   # distinct chief executives
+    where = []
+    for r in strong:
+        quotes = sorted(r["text_quotes"] + r["img_quotes"], key=lambda q: (q["page_id"], q["layout_id"]))
+        order = [q["quote_id"] for q in quotes]
+        where += [order.index(g) / (len(order) - 1) for g in r["gold_quotes"] if g != "text1"]
+    assert max(where) > 0.6 and sum(w > 0.3 for w in where) >= len(where) / 3, sorted(where)

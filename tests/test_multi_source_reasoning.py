@@ -44,7 +44,7 @@ def test_subsets_and_constant_candidates_per_query(ps):
         assert p.subset == f"{p.meta['dataset']}/{p.meta['difficulty']}/{p.meta['length_bin']}"
         assert all(cands[c].meta["length_bin"] == p.meta["length_bin"] for c in p.candidate_ids)
         if p.meta["difficulty"] == "hard":   # own broken variants first, the relevant one intact
-            own = [c for c in p.candidate_ids if c.startswith(p.relevant_ids[0] + "-hard-")]
+            own = [c for c in p.candidate_ids if cands[c].meta["provenance"].get("counterpart") == p.relevant_ids[0]]
             assert len(own) == p.meta["own_variants"] >= 1
         else:
             assert all(cands[c].meta["difficulty"] == "easy" for c in p.candidate_ids)

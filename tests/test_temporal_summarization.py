@@ -293,7 +293,7 @@ def test_queries_and_manifest(built):
     assert {v["segmentation"] for v in videos.values()} == {"annotations", "shots"}
     # sample_02 carries a whole-video caption that the 0.5 s filter drops, and its query leaves it out
     assert any("overlaps a kept event" in d["reason"] for d in videos["sample_02"]["events_dropped"])
-    q2 = loaded.query_by_id()["q-sample_02"]
+    q2 = next(q for q in loaded.queries if q.meta["video_id"] == "sample_02")
     assert "one after another" not in q2.segments[0].text
 
 
@@ -656,3 +656,19 @@ def test_hard_permutation_must_tell_another_caption_sequence(built):
     target.meta["captions"] = ["a dog runs", "it sits", "a dog runs"]
     report = validate(bad)
     assert any(v.invariant == "hard_permutation" and "same caption sequence" in v.detail for v in report.violations)
+
+
+def test_shot_detector_splits_the_unannotated_sample_videos_scenes():
+    """sample_14 (no timestamps, so shots segment it): orange-and-white stripes for 7 s, then a blue square growing
+    on white for 49 s, then a pink triangle on light blue. The stripes-to-square cut changes the colour histogram by
+    about 0.47 (< the 0.5 threshold) and was merged before issue 24; the adaptive rule splits it."""
+    from mmbench.builders.sources import sample_videos as sv
+
+    captions = [c for _, _, c in sv.SCENES]
+    plan = [(captions.index("Orange and white stripes scroll slowly downwards"), 7),
+            (next(i for i, c in enumerate(captions) if c.startswith("A blue square")), 49),
+            (next(i for i, c in enumerate(captions) if c.startswith("A pink triangle")), 20)]
+    frames = list(sv._render(plan, np.random.default_rng(0)))[::sv.FPS]   # 1 frame per second, as sampled
+    times = [float(t) for t in range(len(frames))]
+    shots = detect_shots([colour_histogram(f) for f in frames], times, float(len(frames)))
+    assert [s.start for s in shots] == [0.0, 7.0, 56.0]

@@ -336,4 +336,25 @@ def test_cli_real_build_prints_what_it_read_kept_and_dropped(real_files, tmp_pat
     assert "NeedleBench lines: 9 read -> 9 kept" in printed
     assert "NeedleBench questions made into families: 9 read -> 5 kept" in printed
     assert "dropped 3: shares its question with an earlier needle" in printed
-    assert "validity: 9 invariants checked, 0 violations" in printed
+    assert "validity: 10 invariants checked, 0 violations" in printed   # the 9 of before and label_blind
+
+
+@pytest.mark.parametrize("wrapped,expected", [
+    ("The answer to the question 'Which band was the first to perform on the Moon?' was",
+     "Which band was the first to perform on the Moon?"),
+    ("The answer to the question \u201cWho is the chief archivist of Harrow City?\u201d is ______."
+     + FORMAT.format("The answer is ______."), "Who is the chief archivist of Harrow City?"),
+    ("What was the answer to the question 'What legendary object lies beneath Kestrel Island?'",
+     "What legendary object lies beneath Kestrel Island?"),
+    ("\u95ee\u9898\u201c\u54ea\u652f\u4e50\u961f\u6700\u5148\u5728\u6708\u7403\u4e0a\u6f14\u51fa\uff1f\u201d\u7684\u7b54\u6848\u662f",
+     "\u54ea\u652f\u4e50\u961f\u6700\u5148\u5728\u6708\u7403\u4e0a\u6f14\u51fa\uff1f"),
+])
+def test_answer_stem_wrappers_are_stripped_from_needlebench_questions(tmp_path, wrapped, expected):
+    """Before issue 24 the wrapper stayed: every query shared 'The answer to the question' and a trailing 'was'."""
+    lang = "Chinese" if expected[0] > "\u3000" else "English"
+    path = tmp_path / "needles.jsonl"
+    path.write_text(json.dumps({"needle": "n", "retrieval_question": wrapped, "arg2": "x", "language": lang},
+                               ensure_ascii=False) + "\n")
+    (rec,) = read_needlebench(path, language=lang)
+    assert rec.question == expected
+    assert strip_format_instruction(expected) == expected   # an unwrapped question is left as it is

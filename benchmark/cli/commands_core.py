@@ -262,6 +262,8 @@ def cmd_validate(args: argparse.Namespace) -> int:
         n = report.checked.get(name, 0)
         bad = report.counts().get(name, 0)
         print(f"{'FAIL' if bad else 'ok  '} {name} ({n} checked{f', {bad} broken' if bad else ''}): {text}")
+    if report.leak_audit:
+        print(f"leak audit: {report.leak_audit['rule']}")
     for v in report.violations[:20]:
         print(f"  {v.line()}")
     if len(report.violations) > 20:

@@ -21,6 +21,11 @@ def register(sub: argparse._SubParsersAction) -> None:
                         "(needs --out); card: write the pool set's own README.md dataset card in place")
     p.add_argument("--out", type=Path, help="folder to write for --format mteb (new, empty or an earlier export)")
     p.add_argument("--overwrite", action="store_true", help="replace an earlier export at --out")
+    p.add_argument("--limit", type=int, default=None,
+                   help="export only the items `mmbench run --limit N` evaluates (default: all items)")
+    p.add_argument("--seed", type=int, default=0,
+                   help="tie-break seed, as `mmbench run --seed`: corpus ids are ordered so mteb breaks equal "
+                        "scores the way mmbench does with this seed (default: 0)")
     p.set_defaults(func=cmd_export)
 
 
@@ -37,7 +42,7 @@ def cmd_export(args: argparse.Namespace) -> int:
             print(f"{add_card(ps.root, ps.manifest)}: dataset card for {ps.task} v{ps.task_version} "
                   f"(datasets.load_dataset(folder, 'queries'|'candidates'|'pools'))")
             return 0
-        summary = write_mteb_layout(ps, args.out, overwrite=args.overwrite)
+        summary = write_mteb_layout(ps, args.out, overwrite=args.overwrite, limit=args.limit, seed=args.seed)
     except (PoolSetError, ExportError, ValueError) as exc:
         raise CLIError(str(exc)) from None
     n = {part: sum(s.get(part, 0) for sub in summary["subsets"].values() for s in sub.values())

@@ -6,19 +6,29 @@ and split as parquet files named by a dataset card::
 
     README.md                     configs (below), task name, main score, source pool set hash
     mteb_export.json              what the export holds and what the text+image mapping dropped
-    <cfg>corpus/<split>.parquet   id, text[, image], media
-    <cfg>queries/<split>.parquet  id, text[, image], media
-    <cfg>qrels/<split>.parquet    query-id, corpus-id, score
-    <cfg>top_ranked/<split>.parquet  query-id, corpus-ids (the pool each query is ranked in)
+    <cfg>corpus/<split>-<tag>.parquet   id, text[, image], media (one row per pool and candidate, see below)
+    <cfg>queries/<split>-<tag>.parquet  id, text[, image], media
+    <cfg>qrels/<split>-<tag>.parquet    query-id, corpus-id, score
+    <cfg>top_ranked/<split>-<tag>.parquet  query-id, corpus-ids (the pool each query is ranked in)
+
+`<tag>` is 12 hex digits of SHA-256 over (pool set hash, limit, seed): `datasets` caches a local folder by
+its name and data-file paths only, so a later export to a folder of the same name would otherwise load the
+earlier one's cached rows.
     media/                        every image and frame a row names (copied from the pool set)
 
 `<cfg>` is empty for mteb's "default" subset (configs `corpus`, `queries`, `default` (qrels),
 `top_ranked`) and `<subset>-` otherwise, as `mteb.abstasks.retrieval_dataset_loaders` expects.
-`media` lists a document's images and video frames in reading order as paths relative to the
-export folder; `image` (tasks with images) is the first image, the one mteb's encoders see.
+`media` lists a document's images in reading order as a JSON list of paths relative to the export
+folder; `image` (tasks with images) is the first image, the one mteb's encoders see.
+
+mteb breaks equal scores by descending document id, mmbench by a permutation seeded per pool item. So each
+candidate is written once per pool, with the id `<item no>.<tie key>~<candidate id>` whose order within the
+pool is mmbench's tie-break order for the export's seed: a stock mteb retrieval task over the folder ranks
+every pool as `mmbench run --seed S` does. A task whose documents mteb's rows cannot hold (a video) is refused.
 """
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import re
@@ -33,6 +43,7 @@ import yaml
 from mmbench.data.documents import Document, Image, Video
 from mmbench.data.media import atomic_write_bytes, default_mode
 from mmbench.data.poolset import PoolSet
+from mmbench.interop.mteb_task import candidate_of
 
 MARKER = "mteb_export.json"
 SPLIT_NAME = re.compile(r"^\w+(\.\w+)*$")   # what `datasets` accepts as a split name
@@ -72,20 +83,33 @@ def media_paths(doc: Document) -> list[str]:
     return out
 
 
-def write_mteb_layout(ps: PoolSet, out: Path, overwrite: bool = False) -> dict[str, Any]:
-    """Write `ps` (loaded from its folder) in mteb's layout at `out`, atomically; returns the summary."""
+def write_mteb_layout(ps: PoolSet, out: Path, overwrite: bool = False, limit: int | None = None,
+                      seed: int = 0) -> dict[str, Any]:
+    """Write `ps` (loaded from its folder) in mteb's layout at `out`, atomically; returns the summary.
+
+    `limit` and `seed` mean what they mean to `mmbench run`: the same items, ties broken the same way."""
     from mmbench.interop.mteb_task import export_mteb_task
 
     out = Path(out)
     _check_target(out, overwrite)
+    refuse_unrepresentable(ps)
     try:
-        task = export_mteb_task(ps)
+        task = export_mteb_task(ps, limit=limit, seed=seed)
         task.load_data()
     except ValueError as exc:
         raise ExportError(f"{ps.root}: cannot be laid out as an mteb task ({exc})") from None
     out.parent.mkdir(parents=True, exist_ok=True)
     with _quiet_datasets():
-        return _write(ps, task, out)
+        return _write(ps, task, out, limit, seed)
+
+
+def refuse_unrepresentable(ps: PoolSet) -> None:
+    """One line naming what mteb's retrieval rows (one text, one image) cannot hold, for a task whose documents
+    need it: a video (its frames in time order) is not an image, so a Temporal Summarization pool set is refused."""
+    for doc in [*ps.queries, *ps.candidates]:
+        if any(isinstance(s, Video) for s in doc.segments):
+            raise ExportError(f"{ps.root}: {ps.task} document {doc.id!r} is a video; mteb's retrieval rows hold one "
+                              "text and one image, not frames in time order, so this task is not exported")
 
 
 @contextmanager
@@ -102,11 +126,39 @@ def _quiet_datasets():
             ds_logging.enable_progress_bar()
 
 
-def _write(ps: PoolSet, task: Any, out: Path) -> dict[str, Any]:
+def _per_pool_corpus(corpus, top_ranked: dict[str, list[str]], relevant: dict[str, dict[str, int]], seed: int):
+    """One corpus row per (pool, candidate), ids sorted in mmbench's tie-break order within each pool.
+
+    mteb (pytrec_eval) orders equal scores by descending document id; mmbench orders them by a permutation
+    seeded from (seed, item id) (`mmbench.running.runner.rank`). A candidate shared by several pools gets one
+    copy per pool, whose id puts it where mmbench's permutation puts it there."""
+    from mmbench.interop.mteb_task import pool_doc_id
+    from mmbench.running.runner import tiebreak_keys
+
+    row_of = {cid: k for k, cid in enumerate(corpus["id"])}
+    rows, ids, pools, qrels = [], [], {}, {}
+    for no, item in enumerate(sorted(top_ranked)):
+        cands = list(top_ranked[item])
+        keys = tiebreak_keys(item, len(cands), seed)
+        width = len(cands)
+        new = [pool_doc_id(no, width - 1 - int(t), c) for c, t in zip(cands, keys)]
+        rows += [row_of[c] for c in cands]
+        ids += new
+        pools[item] = new
+        qrels[item] = {n: relevant.get(item, {}).get(c, 0) for n, c in zip(new, cands)
+                       if relevant.get(item, {}).get(c, 0)}
+    copied = corpus.select(rows).remove_columns("id").add_column("id", ids)
+    return copied.select_columns(["id", *[c for c in copied.column_names if c != "id"]]), pools, qrels
+
+
+def _write(ps: PoolSet, task: Any, out: Path, limit: int | None = None, seed: int = 0) -> dict[str, Any]:
     from datasets import Dataset, Features, Sequence, Value
 
     queries, candidates = ps.query_by_id(), ps.candidate_by_id()
     item_query = {p.id: p.query_id for p in ps.pools}
+    # `datasets` caches a local folder by its name and its data-file paths, not their contents: file names
+    # that differ per export keep a second export to a folder of the same name from loading the first's cache
+    tag = hashlib.sha256(f"{ps.content_hash}:{limit}:{seed}".encode()).hexdigest()[:12]
     tmp = Path(tempfile.mkdtemp(dir=out.parent, prefix=f".{out.name}.exporting."))
     configs: dict[str, list[dict[str, str]]] = {}
     renamed: dict[str, str] = {}   # mteb split -> the name written (`datasets` refuses some characters)
@@ -124,11 +176,14 @@ def _write(ps: PoolSet, task: Any, out: Path) -> dict[str, Any]:
                     raise ExportError(f"pool set {ps.root}: splits {mteb_split!r} and another both become {split!r}")
                 if split != mteb_split:
                     renamed[mteb_split] = split
-                corpus = _with_media(data["corpus"], lambda i: candidates[i], refs)
+                copied, pools, relevant = _per_pool_corpus(data["corpus"], data["top_ranked"],
+                                                           data["relevant_docs"], seed)
+                corpus = _with_media(copied, lambda i: candidates[candidate_of(i)], refs)
                 qs = _with_media(data["queries"], lambda i: queries[item_query.get(i, i)], refs)
+                data = {**data, "top_ranked": pools}
                 qrels = Dataset.from_list(
                     [{"query-id": q, "corpus-id": c, "score": int(s)}
-                     for q, rel in sorted(data["relevant_docs"].items()) for c, s in sorted(rel.items())],
+                     for q, rel in sorted(relevant.items()) for c, s in sorted(rel.items())],
                     features=Features({"query-id": Value("string"), "corpus-id": Value("string"),
                                        "score": Value("int32")}))
                 parts = {"corpus": corpus, "queries": qs, "qrels": qrels}
@@ -137,7 +192,7 @@ def _write(ps: PoolSet, task: Any, out: Path) -> dict[str, Any]:
                         [{"query-id": q, "corpus-ids": list(c)} for q, c in sorted(data["top_ranked"].items())],
                         features=Features({"query-id": Value("string"), "corpus-ids": Sequence(Value("string"))}))
                 for part, ds in parts.items():
-                    rel = f"{_folder(subset, part)}/{split}.parquet"
+                    rel = f"{_folder(subset, part)}/{split}-{tag}.parquet"
                     (tmp / rel).parent.mkdir(parents=True, exist_ok=True)
                     ds.to_parquet(str(tmp / rel))
                     configs.setdefault(_config(subset, part), []).append({"split": split, "path": rel})
@@ -152,6 +207,9 @@ def _write(ps: PoolSet, task: Any, out: Path) -> dict[str, Any]:
                    "revision": task.metadata.dataset["revision"], "type": task.metadata.type,
                    "source": {"task": ps.task, "task_version": ps.task_version, "content_hash": ps.content_hash},
                    "subsets": counts, "renamed_splits": renamed, "media_files": len(refs),
+                   "limit": limit, "seed": seed,
+                   "tie_break": "one corpus row per (pool, candidate); within a pool, ids sort descending in "
+                                f"mmbench's tie-break order for seed {seed} (mteb orders equal scores by descending id)",
                    "dropped_by_text_image_mapping": {k: task.export_report[k] for k in
                                                      ("documents", "dropped_images", "dropped_videos")}}
         atomic_write_bytes(tmp / MARKER, (json.dumps(summary, indent=2, sort_keys=True) + "\n").encode())
@@ -166,13 +224,14 @@ def _write(ps: PoolSet, task: Any, out: Path) -> dict[str, Any]:
 
 
 def _with_media(ds, doc_of, refs: set[str]):
-    """Add the `media` column: the paths (relative to the export) of a row's images and frames."""
+    """Add the `media` column: the paths (relative to the export) of a row's images and frames, in reading
+    order, as a JSON list in a string (mteb's loader cannot turn lists of different lengths into arrays)."""
     paths = [media_paths(doc_of(i)) for i in ds["id"]]
     for p in paths:
         refs.update(p)
-    from datasets import Sequence, Value
+    from datasets import Value
 
-    return ds.add_column("media", paths, feature=Sequence(Value("string")))
+    return ds.add_column("media", [json.dumps(p) for p in paths], feature=Value("string"))
 
 
 def _check_target(out: Path, overwrite: bool) -> None:

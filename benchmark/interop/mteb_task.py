@@ -23,6 +23,20 @@ from mmbench.models.base import EmbeddingModel
 from mmbench.models.mteb_bridge import task_metadata, to_mteb_row
 
 
+POOL_DOC_SEP = "~"   # an exported folder's corpus id: "<item no>.<tie key>~<candidate id>"
+
+
+def pool_doc_id(item_no: int, tie_key: int, candidate_id: str) -> str:
+    """A corpus id of an exported folder: one copy of a candidate per pool, so that ids sort (descending, as
+    mteb's scoring breaks ties) in mmbench's tie-break order within the pool; the candidate id follows `~`."""
+    return f"{item_no:06d}.{tie_key:06d}{POOL_DOC_SEP}{candidate_id}"
+
+
+def candidate_of(doc_id: str) -> str:
+    """The pool set's candidate id of a corpus id (itself, or what follows `~` in an exported folder's id)."""
+    return doc_id.split(POOL_DOC_SEP, 1)[1] if POOL_DOC_SEP in doc_id else doc_id
+
+
 def export_mteb_task(poolset: Any, name: str | None = None, with_images: bool | None = None,
                      limit: int | None = None, seed: int = 0):
     """An mteb retrieval task over a pool set (a `PoolSet` or its folder), ranked as mmbench ranks it.
@@ -161,7 +175,8 @@ def mmbench_encoder(model: EmbeddingModel, poolset: Any, limit: int | None = Non
 
     from mmbench.results.mteb_layout import mteb_model_name
     from mmbench.data.poolset import PoolSet, load_poolset
-    from mmbench.running.runner import EncodeStats, RunOptions, encode_documents
+    from mmbench.running.runner import SCORE_DECIMALS, EncodeStats, RunOptions, encode_documents
+    from mmbench.running.views import model_view
     from mmbench.data.selection import select_by_cost as select_items
 
     if hasattr(poolset, "mmbench_poolset"):  # a task from export_mteb_task: its pool set and limit
@@ -172,6 +187,13 @@ def mmbench_encoder(model: EmbeddingModel, poolset: Any, limit: int | None = Non
     media = ps.media if ps.root is not None else None
     model.fit([docs[c] for c in sorted({c for p in select_items(ps.pools, limit) for c in p.candidate_ids})], media)
     card = model.card
+
+    seen: dict[tuple[str, str], Any] = {}   # (role, what the model sees) -> its vector
+
+    def _view_key(doc: Document) -> str:
+        view, _ = model_view(doc, model)
+        return repr([(s.kind, getattr(s, "text", None), getattr(s, "ref", None), getattr(s, "frames", None))
+                     for s in view.segments])
 
     class MmbenchEncoder(AbsEncoder):
         def __init__(self) -> None:
@@ -186,17 +208,40 @@ def mmbench_encoder(model: EmbeddingModel, poolset: Any, limit: int | None = Non
         def encode(self, inputs, *, task_metadata, hf_split, hf_subset, prompt_type=None, **kwargs: Any):
             role = "query" if prompt_type == PromptType.query else "document"
             ids = [i for batch in inputs for i in batch["id"]]
-            chosen: Sequence[Document] = [queries[by_item[i]] for i in ids] if role == "query" else [docs[i] for i in ids]
-            stats = EncodeStats()
-            vectors, _ = encode_documents(chosen, role, model, ps, RunOptions(batch_tokens=batch_tokens, use_cache=False,
-                                                                              progress=False), stats)
-            if stats.failures:
-                first = next(iter(stats.failures.items()))
-                raise RuntimeError(f"{card.name}: {len(stats.failures)} documents failed to encode ({first[0]}: {first[1]})")
-            rows = [vectors[d.id] for d in chosen]
+            chosen: Sequence[Document] = [queries[by_item[i]] for i in ids] if role == "query" else \
+                [docs[candidate_of(i)] for i in ids]
+            # documents the model sees alike (a candidate copied into several pools, Easy/Hard twins the
+            # middle-truncation makes identical) get one vector, bit for bit: mmbench's rounding makes them a tie
+            # broken by its permutation, and mteb must see the same tie to break it by the ids that encode it
+            keys = [(role, _view_key(d)) for d in chosen]
+            todo = list({k: d for k, d in zip(keys, chosen) if k not in seen}.items())
+            if todo:
+                stats = EncodeStats()
+                vectors, _ = encode_documents([d for _, d in todo], role, model, ps,
+                                              RunOptions(batch_tokens=batch_tokens, use_cache=False, progress=False),
+                                              stats)
+                if stats.failures:
+                    first = next(iter(stats.failures.items()))
+                    raise RuntimeError(f"{card.name}: {len(stats.failures)} documents failed to encode "
+                                       f"({first[0]}: {first[1]})")
+                seen.update({k: vectors[d.id] for k, d in todo})
+            rows = [seen[k] for k in keys]
             if rows and sp.issparse(rows[0]):  # sparse lexical vectors: mteb scores dense arrays
-                return sp.vstack(rows).toarray().astype(np.float32)
-            return np.stack([np.asarray(v, dtype=np.float32) for v in rows])
+                return sp.vstack(rows).toarray().astype(np.float64)
+            return np.stack([np.asarray(v, dtype=np.float64) for v in rows])
+
+        def similarity(self, embeddings1, embeddings2):
+            """Scores as `mmbench run` computes them (float64, cosine or dot) and rounds them (SCORE_DECIMALS), so
+            the scores mmbench calls a tie are equal here too: a BLAS product of equal vectors can differ in the
+            last bit with the row it sits in, and mteb would order such near-ties by noise, not by the ids."""
+            import torch
+
+            a = np.atleast_2d(np.asarray(embeddings1, dtype=np.float64))
+            b = np.atleast_2d(np.asarray(embeddings2, dtype=np.float64))
+            if card.similarity == "cosine":
+                a = a / np.maximum(np.linalg.norm(a, axis=1, keepdims=True), 1e-12)
+                b = b / np.maximum(np.linalg.norm(b, axis=1, keepdims=True), 1e-12)
+            return torch.from_numpy(np.round(a @ b.T, SCORE_DECIMALS))
 
     return MmbenchEncoder()
 

@@ -304,10 +304,13 @@ def rank(item_id: str, candidate_ids: Sequence[str], scores: np.ndarray, seed: i
     order = np.argsort(keys, kind="stable")
     if np.all(np.isfinite(keys)) and not np.any(np.diff(keys[order]) == 0):
         return order
+    return np.lexsort((tiebreak_keys(item_id, len(candidate_ids), seed), keys))
+
+
+def tiebreak_keys(item_id: str, n: int, seed: int) -> np.ndarray:
+    """The seeded permutation `rank` orders equal scores by (lower first), for a pool of n candidates."""
     digest = hashlib.sha256(f"{seed}:{item_id}".encode()).digest()
-    rng = np.random.default_rng(int.from_bytes(digest[:8], "little"))
-    tiebreak = rng.permutation(len(candidate_ids))
-    return np.lexsort((tiebreak, keys))
+    return np.random.default_rng(int.from_bytes(digest[:8], "little")).permutation(n)
 
 
 def run_poolset(ps: PoolSet, model: EmbeddingModel, options: RunOptions) -> tuple[pd.DataFrame, pd.DataFrame, dict[str, Any]]:

@@ -13,6 +13,10 @@ from typing import Iterable
 from mmbench.builders.parts.validity import Violation, normalise_question, query_text
 from mmbench.data.poolset import PoolSet
 
+# candidate metadata that records how a candidate was built (read by these checks, by no evaluator); the leak
+# audit scores these columns but does not fail on them
+PROVENANCE_COLUMNS = ("image_id", "caption_index")
+
 INVARIANTS: dict[str, str] = {
     "one_relevant_image": "each query has exactly one relevant candidate, the image whose caption (at the stated "
                           "caption index) the query is",
@@ -38,6 +42,7 @@ def _expected_size(ps: PoolSet) -> int | None:
 
 def check(ps: PoolSet, checked: dict[str, int]) -> Iterable[Violation]:
     queries, cands = ps.query_by_id(), ps.candidate_by_id()
+    image_of = {c.meta.get("image_id"): c.id for c in ps.candidates}
     size = _expected_size(ps)
     for name in INVARIANTS:
         checked[name] = checked.get(name, 0) + len(ps.pools)
@@ -46,7 +51,7 @@ def check(ps: PoolSet, checked: dict[str, int]) -> Iterable[Violation]:
         text = query_text(q)
         key = normalise_question(text)
         image_id = q.meta.get("image_id")
-        want = f"img-{image_id}"
+        want = image_of.get(image_id, f"the image {image_id!r}")
         if item.relevant_ids != [want]:
             yield Violation("one_relevant_image", item.id, f"relevant ids {item.relevant_ids}, expected [{want!r}] "
                                                            f"(the image of query {item.query_id})")

@@ -13,6 +13,10 @@ from mmbench.builders.parts.validity import Violation, normalise_question, query
 from mmbench.data.documents import Document
 from mmbench.data.poolset import PoolSet
 
+# candidate metadata that records how a candidate was built (read by these checks, by no evaluator); the leak
+# audit scores these columns but does not fail on them
+PROVENANCE_COLUMNS = ("record_id", "difficulty")
+
 INVARIANTS: dict[str, str] = {
     "single_answer": "each item labels exactly one candidate, the query's own undamaged document, and no other "
                      "candidate holds the whole of that document",

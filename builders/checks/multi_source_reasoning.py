@@ -24,8 +24,14 @@ INVARIANTS: dict[str, str] = {
     "length_promises": "every candidate is within the stated tolerance of its pool length, a Hard variant has "
                        "exactly its Easy counterpart's length, and evidence keeps its relative position",
     "candidates_per_query": "every pool has the stated number of distinct candidates and exactly one relevant",
+    "label_is_own_record": "every pool's relevant candidate is the undamaged context of the query's own record, "
+                           "at the pool's length",
     "replacement_boundary": "every replacement text ends at a sentence end or a word boundary of its donor text",
 }
+
+# candidate metadata that records how a candidate was built (read by these checks, by no evaluator); the leak
+# audit scores these columns but does not fail on them
+PROVENANCE_COLUMNS = ("record_id", "difficulty")
 
 SENTENCE_END = re.compile(r"""[.!?…]["')\]]*$""")
 
@@ -82,6 +88,7 @@ def check(ps: PoolSet, checked: dict[str, int]) -> Iterable[Violation]:
     yield from _only_labelled(ps, cands, checked)
     yield from _lengths(ps, cands, b, checked)
     yield from _cpq(ps, b, checked)
+    yield from _own_label(ps, cands, checked)
     yield from _boundaries(ps, checked)
 
 
@@ -160,6 +167,24 @@ def _cpq(ps: PoolSet, b: dict, checked: dict[str, int]) -> Iterable[Violation]:
         if len(p.relevant_ids) != 1 or p.relevant_ids[0] not in p.candidate_ids:
             yield Violation("candidates_per_query", p.id, f"relevant {p.relevant_ids} is not one of its candidates")
     checked["candidates_per_query"] = len(ps.pools)
+
+
+def _own_label(ps: PoolSet, cands: dict[str, Document], checked: dict[str, int]) -> Iterable[Violation]:
+    """The labelled candidate is the query's own record, undamaged, at the pool's length (a label moved to
+    another record's candidate would score a model for finding the wrong document)."""
+    queries = ps.query_by_id()
+    for p in ps.pools:
+        q = queries[p.query_id]
+        for rid in p.relevant_ids:
+            m = cands[rid].meta if rid in cands else {}
+            own = (q.meta.get("dataset"), q.meta.get("record_id"))
+            if (m.get("dataset"), m.get("record_id")) != own:
+                yield Violation("label_is_own_record", p.id, f"labelled {rid} comes from record "
+                                                             f"{m.get('record_id')!r}, not the query's {own[1]!r}")
+            elif m.get("difficulty") != "easy" or m.get("length_bin") != p.meta.get("length_bin"):
+                yield Violation("label_is_own_record", p.id, f"labelled {rid} is not the query's undamaged context "
+                                                             f"at {p.meta.get('length_bin')}")
+    checked["label_is_own_record"] = len(ps.pools)
 
 
 def _boundaries(ps: PoolSet, checked: dict[str, int]) -> Iterable[Violation]:

@@ -14,6 +14,10 @@ from mmbench.builders.parts.validity import Violation
 from mmbench.data.documents import Document, Video
 from mmbench.data.poolset import PoolSet
 
+# candidate metadata that records how a candidate was built (read by these checks, by no evaluator); the leak
+# audit scores these columns but does not fail on them
+PROVENANCE_COLUMNS = ("video_id", "captions", "perturbation", "event_order", "blocks")
+
 INVARIANTS: dict[str, str] = {
     "one_answer": "each pool labels exactly one candidate, the unperturbed video of its query, and no other "
                   "candidate shows that video's frames in their original order",

@@ -18,6 +18,10 @@ from mmbench.data.poolset import PoolSet
 LENGTH_TOLERANCE = 0.10   # a candidate's unified length lies within ±10 % of its bin's nominal length
 DEPTH_TOLERANCE = 0.05    # measured anchor depth lies within ±0.05 of the requested depth
 
+# candidate metadata that records how a candidate was built (read by these checks, by no evaluator); the leak
+# audit scores these columns but does not fail on them
+PROVENANCE_COLUMNS = ("needle_id", "entity", "family")
+
 INVARIANTS: dict[str, str] = {
     "one_relevant": "each item has exactly one relevant candidate; it is among the item's candidates and holds the "
                     "query's own needle",

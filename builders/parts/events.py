@@ -34,6 +34,9 @@ from mmbench.builders.sources.records import Event
 ANTI_OVERLAP_S = 0.5
 SHOT_THRESHOLD = 0.5     # total-variation distance between consecutive 1-FPS colour histograms
 MIN_SHOT_S = 2.0         # a detected shot lasts at least this long
+ADAPTIVE_MIN = 0.2       # a smaller change is never a cut
+ADAPTIVE_RATIO = 3.0     # ... a change this many times the mean change around it is one
+ADAPTIVE_WINDOW = 2      # steps on either side that make "around"
 
 
 @dataclass(frozen=True)
@@ -106,15 +109,22 @@ def segment_events(events: Sequence[Event], duration: float, times: Sequence[flo
 
 def detect_shots(histograms: Sequence[np.ndarray], times: Sequence[float], duration: float,
                  threshold: float = SHOT_THRESHOLD, min_shot_s: float = MIN_SHOT_S) -> list[Event]:
-    """Shot boundaries where consecutive 1-FPS colour histograms differ by more than `threshold` (total variation).
+    """Shot boundaries where consecutive 1-FPS colour histograms differ by more than `threshold` (total variation),
+    or by at least ADAPTIVE_MIN and ADAPTIVE_RATIO times the mean change of the ADAPTIVE_WINDOW steps on either
+    side: a cut between two scenes on similar backgrounds (white stripes, then a small square on white) changes
+    less than `threshold` but far more than anything within either scene.
 
     A boundary closer than `min_shot_s` to the previous one (or to the end) is ignored, so a flash
     or a gradual change does not split a shot into fragments.
     """
+    diffs = [0.5 * float(np.abs(histograms[k] - histograms[k - 1]).sum()) for k in range(1, len(histograms))]
     starts = [0.0]
     for k in range(1, len(histograms)):
-        d = 0.5 * float(np.abs(histograms[k] - histograms[k - 1]).sum())
-        if d > threshold and times[k] - starts[-1] >= min_shot_s and duration - times[k] >= min_shot_s:
+        d = diffs[k - 1]
+        around = diffs[max(0, k - 1 - ADAPTIVE_WINDOW):k - 1] + diffs[k:k + ADAPTIVE_WINDOW]
+        calm = float(np.mean(around)) if around else 0.0
+        cut = d > threshold or (d >= ADAPTIVE_MIN and d >= ADAPTIVE_RATIO * calm)
+        if cut and times[k] - starts[-1] >= min_shot_s and duration - times[k] >= min_shot_s:
             starts.append(float(times[k]))
     ends = starts[1:] + [duration]
     return [Event(s, e) for s, e in zip(starts, ends)]

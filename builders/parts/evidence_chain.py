@@ -19,6 +19,9 @@ chain can survive:
   Gallowglass (born 1970) ... grew up in Westermoor." in the same paragraph.
 * ``image survives``: the replaced image (content-addressed, so same pixels = same ref) is still
   in the candidate.
+* ``answer reachable``: whatever the source marked, a remaining unit tied to the question (sharing two of
+  its distinctive values) writes an answer part, or belongs to the paragraph the answer part names: the
+  answer is reached from what is left (HotpotQA marks only a paragraph's first sentences as supporting).
 * ``span not needed``: the answer is searchable, yet the span carries no part of it and shares
   no distinctive value with any other evidence unit: the remaining evidence answers without it.
 
@@ -147,6 +150,7 @@ def chain_leaks(original: Sequence[ChainUnit], variant: Sequence[ChainUnit], rep
             img = next((k for k in gold_images if k not in replaced), None)
             if img is not None:
                 reasons.append(Leak(f"answer survives: {p!r} is shown by a gold image that remains", img))
+    reasons += _reachable(variant, left_text, parts, q_values, reasons)
     for i, g in zip(replaced, gone):
         if g.text is None:
             same = next((k for k, u in enumerate(variant) if g.ref is not None and u.ref == g.ref), None)
@@ -171,6 +175,29 @@ def chain_leaks(original: Sequence[ChainUnit], variant: Sequence[ChainUnit], rep
             reasons.append(Leak("span not needed: it carries no part of the answer and no link to the other "
                                 "evidence, which still answers"))
     return reasons
+
+
+def _reachable(variant: Sequence[ChainUnit], left_text, parts: list[str], q_values: set[str],
+               found: list[Leak]) -> list[Leak]:
+    """Answers reachable from what is left, whatever the source marked as supporting: a remaining unit tied to
+    the question (it shares at least two of the question's distinctive values, all of them when it has only one)
+    that writes an answer part, or that sits in a paragraph whose title is the answer part. HotpotQA marks only
+    some sentences of a paragraph; the fact a question needs can sit in one it left unmarked."""
+    out = []
+    said = {k for lk in found if lk.reason.startswith("answer") for k in [lk.unit]}
+    for p in parts:
+        qv = q_values - set(p.split())
+        if not qv:
+            continue
+        need = min(2, len(qv))
+        for k, u, t in left_text:
+            if k in said or len(qv & _words(u.text)) < need:
+                continue
+            if has_phrase(t, p) or (u.subject and norm(u.subject) == p):
+                tie = sorted(qv & _words(u.text))
+                out.append(Leak(f"answer reachable: {_snip(u.text)!r} ties {tie} of the question to {p!r}", k))
+                break
+    return out
 
 
 def _snip(text: str, n: int = 70) -> str:

@@ -105,6 +105,8 @@ def audit_hard(auditor: HardAuditor, r: ReasoningRecord, variants: dict[str, lis
 
 
 def reason_kind(reason: str) -> str:
+    if reason.startswith("answer reachable"):
+        return "answer reachable from what remains"
     return {"answer": "answer survives elsewhere", "fact": "replaced fact restated elsewhere",
             "image": "replaced gold image survives", "span": "span not needed: the remaining evidence answers"
             }.get(reason.split()[0], reason.split(":")[0])

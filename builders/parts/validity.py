@@ -19,6 +19,8 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any, Iterable
 
+from mmbench.builders.checks import leaks
+from mmbench.builders.parts.blinding import blind
 from mmbench.data.drops import DropLog
 from mmbench.data.poolset import PoolSet, PoolSetError, write_poolset
 
@@ -26,6 +28,8 @@ MAX_LISTED = 50  # violations listed in a manifest; the count is always complete
 
 COMMON_INVARIANTS = {
     "distinct_questions": "queries ranked against the same candidates ask different questions (normalised text)",
+    "label_blind": "no label-blind baseline (stored position, ids, length, one metadata column) scores a subset's "
+                   "P@1 further from chance than a two-sided binomial test allows at p < 1e-6 (mmbench.builders.checks.leaks)",
 }
 
 
@@ -45,6 +49,7 @@ class ValidityReport:
     invariants: dict[str, str]
     violations: list[Violation] = field(default_factory=list)
     checked: dict[str, int] = field(default_factory=dict)  # invariant -> how many things were checked
+    leak_audit: dict[str, Any] = field(default_factory=dict)  # leaks.summary of the label-blind baselines
 
     @property
     def ok(self) -> bool:
@@ -57,7 +62,7 @@ class ValidityReport:
         return {"ok": self.ok, "invariants": dict(sorted(self.invariants.items())),
                 "checked": dict(sorted(self.checked.items())), "violations": len(self.violations),
                 "violations_by_invariant": self.counts(),
-                "listed": [v.__dict__ for v in self.violations[:MAX_LISTED]]}
+                "listed": [v.__dict__ for v in self.violations[:MAX_LISTED]], "leak_audit": self.leak_audit}
 
     def summary_line(self) -> str:
         if self.ok:
@@ -100,6 +105,10 @@ def validate(ps: PoolSet, module: ModuleType | None) -> ValidityReport:
     report = ValidityReport(task=ps.task, invariants=invariants)
     report.violations.extend(check_distinct_questions(ps))
     report.checked["distinct_questions"] = len(ps.pools)
+    scores = leaks.audit(ps, getattr(module, "PROVENANCE_COLUMNS", ()) if module else ())
+    report.leak_audit = leaks.summary(scores)
+    report.violations.extend(Violation("label_blind", s.subset, s.line()) for s in scores if s.leaks)
+    report.checked["label_blind"] = len(scores)
     if module is not None:
         report.violations.extend(module.check(ps, report.checked))
     unknown = {v.invariant for v in report.violations} - set(invariants)
@@ -111,7 +120,9 @@ def validate(ps: PoolSet, module: ModuleType | None) -> ValidityReport:
 def write_valid_poolset(ps: PoolSet, out: Path, checks: ModuleType | None, media_from: Path | None = None,
                         drops: dict[str, DropLog] | None = None) -> Path:
     """Check the finished records with the common and the task's `checks`, refuse an invalid pool set, and
-    write it with its validity report."""
+    write it with its validity report. The ids are made opaque and each pool's candidates put in a seeded
+    order first (`blinding.blind`), so nothing but the labels says which candidate is relevant."""
+    blind(ps)
     report = validate(ps, checks)
     if not report.ok:
         raise PoolSetError(f"refusing to write an invalid {ps.task} pool set: {report.summary_line()}")

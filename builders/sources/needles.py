@@ -143,10 +143,29 @@ class ImageNeedleRecord:
     path: Path          # the needle image, resolved under the image root
 
 
+# A question wrapped in an answer stem: "The answer to the question 'Which band ...?' was" (and "is", "What was
+# the answer to the question '...'?", a trailing blank or colon), and the Chinese "问题“…”的答案是".
+QUOTES = "'\"\u2018\u2019\u201c\u201d\u300c\u300d"
+WRAPPED = re.compile(rf"^(?:what\s+(?:was|is)\s+)?the\s+answer\s+to\s+the\s+question\s*[:,]?\s*[{QUOTES}](?P<q>.+)"
+                     rf"[{QUOTES}]\s*(?:(?:was|is)\b)?\s*[_.…:?]*\s*$", re.I | re.S)
+WRAPPED_ZH = re.compile(rf"^问题\s*[{QUOTES}](?P<q>.+)[{QUOTES}]\s*的答案(?:是)?\s*[_.…:：？?]*\s*$", re.S)
+
+
+def strip_wrapper(question: str) -> str:
+    """The question inside an answer-stem wrapper (see WRAPPED), else the text as given."""
+    q = question.strip()
+    for pattern in (WRAPPED, WRAPPED_ZH):
+        m = pattern.match(q)
+        if m:
+            return m.group("q").strip()
+    return q
+
+
 def strip_format_instruction(question: str) -> str:
-    """NeedleBench appends how to phrase the answer; a retrieval query keeps only the question."""
+    """NeedleBench appends how to phrase the answer, and some files wrap the question in an answer stem ("The answer
+    to the question '…' was"); a retrieval query keeps only the question."""
     q = FORMAT_INSTRUCTION.sub("", question.strip())
-    return FORMAT_INSTRUCTION_ZH.sub("", q).strip()
+    return strip_wrapper(FORMAT_INSTRUCTION_ZH.sub("", q).strip())
 
 
 def _malformed(drops: DropLog | None, where: str, field_name: str, problem: str) -> None:

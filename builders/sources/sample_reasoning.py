@@ -242,8 +242,10 @@ def table_image(title: str, rows: list[tuple[str, str]], size=(384, 224)) -> PIL
 def mmdocrag_records(seed: int, n: int) -> tuple[list[dict], dict[str, PILImage.Image]]:
     """`n` records in MMDocRAG's JSONL layout, plus the images their `img_path`s name."""
     records, images = [], {}
+    taken: set[str] = set()   # names of every record so far: no two reports are about one company or person
     for i in range(n):
         w = _World(_rng(seed, "mmdocrag", i))
+        w.used = taken
         r = w.rng
         ceo = w.person()
         c = w.company(w.person())
@@ -261,19 +263,25 @@ def mmdocrag_records(seed: int, n: int) -> tuple[list[dict], dict[str, PILImage.
                  f"Dividends of {int(r.integers(5, 60))} cents per share were paid in two instalments.",
                  "Segment reporting follows the internal structure used by the management team.",
                  "The outlook section describes expected demand in the coming financial year."]
+        # the evidence (the CEO sentence, the revenue chart) sits anywhere in the report, as in HotpotQA, not
+        # always on its first page: a seeded place for each
+        ceo_at = int(r.integers(1, len(texts)))
+        texts.insert(ceo_at, texts.pop(1))
         text_quotes = [{"quote_id": f"text{k + 1}", "type": "text", "text": t, "page_id": k // 3 + 1,
                         "layout_id": (k % 3) * 2 + 1} for k, t in enumerate(texts)]
         img_specs = [("revenue", f"{c['name']} revenue by year (million dollars)"),
                      ("staff", f"{c['name']} staff by site"),
                      ("board", f"{c['name']} board committees"),
                      ("market", f"{c['name']} market share by region (percent)")]
+        chart_at = int(r.integers(len(img_specs)))
+        img_specs.insert(chart_at, img_specs.pop(0))
         img_quotes = []
         for k, (key, desc) in enumerate(img_specs):
             path = f"{rid}/{key}.png"
             if key == "revenue":
                 images[path] = bar_chart(desc, [str(y)[2:] for y in years], revenue, seed * 7919 + i)
             elif key == "board":
-                images[path] = table_image(desc, [("Audit", ceo['name'] if k % 2 else "A. Rowe"), ("Risk", "P. Imre"),
+                images[path] = table_image(desc, [("Audit", "A. Rowe"), ("Risk", "P. Imre"),
                                                   ("Pay", "L. Okafor"), ("Nomination", "S. Brandt")])
             else:
                 vals = [int(v) for v in r.integers(5, 60, 4)]
@@ -285,7 +293,8 @@ def mmdocrag_records(seed: int, n: int) -> tuple[list[dict], dict[str, PILImage.
         else:
             q = (f"How much revenue did {c['name']} report in {years[ask]} according to its revenue chart, "
                  f"and who is its chief executive officer?")
-            gold = ["image1", "text2"] if i % 2 == 0 else ["text1", "image1", "text2"]
+            ceo_quote, chart = f"text{ceo_at + 1}", f"image{chart_at + 1}"
+            gold = [chart, ceo_quote] if i % 2 == 0 else ["text1", chart, ceo_quote]
         records.append({"q_id": rid, "doc_name": f"{c['name']} annual report", "domain": "sample",
                         "question": q, "question_type": "multi-hop", "text_quotes": text_quotes,
                         "img_quotes": img_quotes, "gold_quotes": gold,

@@ -7,8 +7,9 @@ The corpus is real prose that ships with Python: the Language Reference topics o
 
 `natural_reports(bins, per_bin, counter)` cuts consecutive, disjoint runs of corpus paragraphs
 whose own length falls inside each bin's range (spread over the range, never padded), so every
-bin gets its own documents. `natural_paged_documents` does the same for page-image documents by
-page count, each followed by its own unseen extension pages. `pydoc_reports()` keeps the short
+bin gets its own documents; within each bin the two genres (Language Reference, docstrings)
+alternate. `natural_paged_documents` does the same for page-image documents by page count,
+each followed by its own unseen extension pages. `pydoc_reports()` keeps the short
 (about 2K-token) reports of earlier versions for tests of the readers.
 
 Each report gets a project-written summary that draws on its opening, middle and closing parts, so
@@ -186,18 +187,23 @@ def corpus_paragraphs():
 
     A paragraph is given once: the topics repeat each other ('compound' holds 'if', 'while', ...)
     and docstrings repeat boilerplate, and a repeat would let one document quote another."""
+    reference, docstrings = corpus_streams()
+    yield from reference
+    yield from docstrings
+
+
+def corpus_streams():
+    """The two genres of the corpus as two streams sharing one 'seen' set: (Language Reference, docstrings)."""
     seen: set[str] = set()
 
-    def fresh(name, paras):
-        for p in paras:
-            if p not in seen:
-                seen.add(p)
-                yield name, p
+    def fresh(pairs):
+        for name, paras in pairs:
+            for p in paras:
+                if p not in seen:
+                    seen.add(p)
+                    yield name, p
 
-    for name, text in _topics():
-        yield from fresh(name, _paragraphs(text))
-    for name, paras in _stdlib_modules():
-        yield from fresh(name, paras)
+    return (fresh((name, _paragraphs(text)) for name, text in _topics()), fresh(_stdlib_modules()))
 
 
 def _spread(j: int) -> float:
@@ -239,13 +245,17 @@ def natural_reports(bins: Sequence[tuple[int, int]], per_bin: int, token_count) 
     `_with_excerpt`), cut from consecutive, disjoint corpus text; ids say the bin and the number."""
     from mmbench.data.tokens import length_label
 
-    stream = corpus_paragraphs()
+    streams = corpus_streams()
     reports = []
     for b, (lo, hi) in enumerate(bins):
         n, excerpt = _with_excerpt(b, len(bins), per_bin)
         made = 0
         while made < n:
-            got = _cut(stream, token_count, lo, hi, _spread(made))
+            # both genres in every bin, so length is not confounded with one kind of text: a third of the
+            # documents from the Language Reference (too short to give half of every bin), the rest docstrings
+            first = 0 if (b + made) % 3 == 0 else 1
+            got = _cut(streams[first], token_count, lo, hi, _spread(made)) or \
+                _cut(streams[1 - first], token_count, lo, hi, _spread(made))
             if got is None:
                 raise ValueError(f"the sample corpus ran out of text for the ({lo}, {hi}] bin; use fewer queries")
             names, ps = got
@@ -332,7 +342,7 @@ def natural_paged_documents(bins: Sequence[tuple[int, int]], per_bin: int, size:
     from mmbench.data.tokens import image_tokens
 
     per_page = image_tokens(*size)
-    stream = corpus_paragraphs()
+    streams = corpus_streams()
     for b, (lo, hi) in enumerate(bins):
         first, last = lo // per_page + 1, hi // per_page
         if first > last:
@@ -341,7 +351,11 @@ def natural_paged_documents(bins: Sequence[tuple[int, int]], per_bin: int, size:
         made = 0
         while made < n:
             pages = first + round(_spread(made) * (last - first))
+            stream = streams[(b + made) % 2]   # the genres alternate within a bin, as in natural_reports
             doc = _take_pages(stream, pages, size, scale)
+            if doc is None:
+                stream = streams[1 - (b + made) % 2]
+                doc = _take_pages(stream, pages, size, scale)
             ext = _take_pages(stream, pages // 2 + 1, size, scale)
             if doc is None or ext is None:
                 raise ValueError(f"the sample corpus ran out of text for the ({lo}, {hi}] page bin; use fewer queries")

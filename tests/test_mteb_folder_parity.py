@@ -1,0 +1,113 @@
+"""`mmbench export --format mteb` folders run under a stock mteb retrieval task (mteb's own loader and scoring,
+no mmbench task class) and give `mmbench run`'s numbers, ties included; a video task is refused in one line.
+
+mteb rounds most of its averages to 5 decimals; a metric agrees when it equals mmbench's to 1e-6, or equals
+mmbench's rounded to 5 decimals (what mteb stores). Before issue 24 the folders of Multi-Source Reasoning and
+Logical Summarization did not load (a `media` column of lists of different lengths), and with it dropped the
+numbers differed (mteb orders equal scores by document id, mmbench by a seeded permutation)."""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+mteb = pytest.importorskip("mteb")
+
+from mmbench.cli import main  # noqa: E402
+from mmbench.data.poolset import load_poolset  # noqa: E402
+from mmbench.evaluators.metrics import metric_names  # noqa: E402
+from mmbench.interop.mteb_task import export_mteb_task, mmbench_encoder  # noqa: E402
+from mmbench.models.registry import load_model  # noqa: E402
+from mmbench.running.runner import RunOptions, run_poolset  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def msr_small(tmp_path_factory):
+    from mmbench.builders.multi_source_reasoning import build
+
+    out = tmp_path_factory.mktemp("msr") / "msr"
+    build("sample", out, seed=0, lengths=(2048,), queries_per_dataset=8, candidates_per_query=4, progress=False)
+    return out
+
+
+@pytest.fixture(scope="module")
+def ls_small(tmp_path_factory):
+    from mmbench.builders.logical_summarization import build
+
+    out = tmp_path_factory.mktemp("ls") / "ls"
+    build("sample", out, seed=0, lengths=(2048, 4096), queries_per_dataset=4, candidates_per_query=3, lookalikes=2,
+          progress=False)
+    return out
+
+
+def _stock_task(folder, ps):
+    """A plain mteb AbsTaskRetrieval whose metadata points at the folder: mteb's loader, mteb's scoring."""
+    from mteb.abstasks.retrieval import AbsTaskRetrieval
+
+    class FromFolder(AbsTaskRetrieval):
+        metadata = export_mteb_task(ps).metadata.model_copy(update={"dataset": {"path": str(folder),
+                                                                                "revision": "local"}})
+    return FromFolder()
+
+
+def _agree(ours: float, theirs: float) -> bool:
+    return abs(theirs - ours) <= 1e-6 or abs(theirs - round(ours, 5)) <= 1e-9
+
+
+@pytest.mark.parametrize("model", ["bm25", "minilm"])
+@pytest.mark.parametrize("limit", [None, 5])
+@pytest.mark.parametrize("which", ["msr", "ls"])
+def test_stock_mteb_on_the_exported_folder_gives_mmbenchs_numbers(which, limit, model, msr_small, ls_small,
+                                                                  tmp_path, capsys):
+    src = msr_small if which == "msr" else ls_small
+    out = tmp_path / "exported"
+    assert main(["export", str(src), "--out", str(out), *(["--limit", str(limit)] if limit else [])]) == 0
+    capsys.readouterr()
+    ps = load_poolset(src)
+    res = mteb.evaluate(mmbench_encoder(load_model(model), ps, limit=limit), _stock_task(out, ps), cache=None,
+                        show_progress_bar=False)
+    (theirs,) = res.task_results[0].scores["test"]
+    per_query, _, _ = run_poolset(ps, load_model(model), RunOptions(use_cache=False, progress=False, limit=limit))
+    ours = per_query[metric_names()].mean().to_dict()
+    compared = [n for n in metric_names() if n in theirs]
+    assert {"precision_at_1", "ndcg_at_10", "mrr_at_10"} <= set(compared)
+    bad = {n: (ours[n], theirs[n]) for n in compared if not _agree(ours[n], theirs[n])}
+    assert not bad, bad
+    summary = json.loads((out / "mteb_export.json").read_text())
+    assert summary["limit"] == limit and summary["seed"] == 0
+
+
+def test_ties_follow_mmbenchs_seeded_order_not_the_document_ids(msr_small, tmp_path, capsys):
+    """A constant encoder ties every candidate: P@1 is then decided by the tie-break alone, and mteb on the
+    folder gives mmbench's value for two seeds (and the two seeds differ, so the order is really the seeded one)."""
+    from mmbench.models.mteb_bridge import MtebEncoderModel
+    from mteb_helpers import BagOfWords
+
+    ps = load_poolset(msr_small)
+    seen = []
+    for seed in (0, 7):
+        out = tmp_path / f"seed{seed}"
+        assert main(["export", str(msr_small), "--out", str(out), "--seed", str(seed)]) == 0
+        capsys.readouterr()
+        (theirs,) = mteb.evaluate(BagOfWords(constant=True), _stock_task(out, ps), cache=None,
+                                  show_progress_bar=False).task_results[0].scores["test"]
+        per_query, _, _ = run_poolset(ps, MtebEncoderModel(BagOfWords(constant=True)), RunOptions(use_cache=False, progress=False,
+                                                                                   seed=seed))
+        ours = per_query["precision_at_1"].mean()
+        assert _agree(ours, theirs["precision_at_1"]), (seed, ours, theirs["precision_at_1"])
+        seen.append(ours)
+    assert seen[0] != seen[1]
+
+
+def test_a_video_task_is_refused_in_one_line(tmp_path, capsys):
+    from mmbench.data.documents import Document, Text, Video
+    from mmbench.data.poolset import PoolItem, PoolSet
+    from mmbench.interop.mteb_folder import ExportError, refuse_unrepresentable
+
+    video = Document(id="c-1", segments=[Video(frames=("a.jpg", "b.jpg"), fps=1.0, width=8, height=8)], tokens=4)
+    ps = PoolSet(task="temporal_summarization", task_version="x", queries=[Document(id="q-1", segments=[Text("x")])],
+                 candidates=[video], pools=[PoolItem("i", "q-1", "s", ["c-1"], ["c-1"])])
+    with pytest.raises(ExportError, match="document 'c-1' is a video; mteb's retrieval rows hold one text and one "
+                                          "image, not frames in time order") as exc:
+        refuse_unrepresentable(ps)
+    assert "\n" not in str(exc.value)
