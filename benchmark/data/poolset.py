@@ -172,22 +172,23 @@ def build_scratch(out: Path) -> Iterator[Path]:
 
 
 def compute_content_hash(ps: PoolSet) -> str:
-    """SHA-256 over the task identity and every record, in a canonical order."""
+    """SHA-256 over the task identity and every record, in a canonical order (by id).
+
+    Records are serialised one at a time, so hashing a pool set of 128K-token documents holds one record's
+    JSON beside the documents, not a second copy of every table.
+    """
     h = hashlib.sha256()
     h.update(json.dumps({"task": ps.task, "task_version": ps.task_version}, sort_keys=True).encode())
-    for table, rows in _records(ps).items():
+    for table, items in _tables(ps).items():
         h.update(table.encode())
-        for row in sorted(rows, key=lambda r: r["id"]):
-            h.update(json.dumps(row, sort_keys=True, ensure_ascii=False).encode("utf-8"))
+        for item in sorted(items, key=lambda x: x.id):
+            h.update(json.dumps(item.to_record(), sort_keys=True, ensure_ascii=False).encode("utf-8"))
     return h.hexdigest()
 
 
-def _records(ps: PoolSet) -> dict[str, list[dict[str, Any]]]:
-    return {
-        "queries": [d.to_record() for d in ps.queries],
-        "candidates": [d.to_record() for d in ps.candidates],
-        "pools": [p.to_record() for p in ps.pools],
-    }
+def _tables(ps: PoolSet) -> dict[str, list[Any]]:
+    """The records of each table (documents or pool items), not yet serialised."""
+    return {"queries": ps.queries, "candidates": ps.candidates, "pools": ps.pools}
 
 
 def write_poolset(ps: PoolSet, out: Path, media_from: Path | None = None,
@@ -222,12 +223,13 @@ def write_poolset(ps: PoolSet, out: Path, media_from: Path | None = None,
 def _write_contents(ps: PoolSet, tmp: Path, media_from: Path | None,
                     extra_manifest: dict[str, Any] | None) -> list[str]:
     """Tables, referenced media and the manifest of `ps`, written into the folder `tmp`."""
-    records = _records(ps)
     table_digests = {}
-    for table, rows in records.items():
-        rows = sorted(rows, key=lambda r: r["id"])
-        pq.write_table(pa.Table.from_pylist(rows, schema=_SCHEMAS[table]), tmp / f"{table}.parquet",
-                       compression="zstd")
+    for table, items in _tables(ps).items():   # one table's rows at a time, freed before the next
+        rows = [x.to_record() for x in sorted(items, key=lambda x: x.id)]
+        arrow = pa.Table.from_pylist(rows, schema=_SCHEMAS[table])
+        del rows
+        pq.write_table(arrow, tmp / f"{table}.parquet", compression="zstd")
+        del arrow
         table_digests[f"{table}.parquet"] = "sha256:" + _file_sha256(tmp / f"{table}.parquet").hex()
     refs = sorted(_media_refs(ps.queries + ps.candidates))
     if refs:
