@@ -151,3 +151,23 @@ def test_report_marks_length_steps_below_their_floor():
     maps = heatmap_numbers(grounding_per_query(seed=2), "m", "precision_at_5")
     lines = heatmap_floor_lines(maps)
     assert lines and "below their resolution floor" in lines[0]
+
+
+def test_design_floors_are_written_into_the_manifest_at_build_time(vg_tiny):
+    """The built pool set states its resolution floors (outside the content hash), one per group a reader compares."""
+    import json
+
+    from mmbench.data.poolset import load_poolset
+    from mmbench.data.selection import design_groups
+    from mmbench.evaluators.stats.floors import design_floor
+
+    manifest = json.loads((vg_tiny / "manifest.json").read_text())
+    floors = manifest["resolution_floors"]
+    ps = load_poolset(vg_tiny)
+    groups = design_groups(ps.pools)
+    assert set(floors["groups"]) == set(groups) and floors["alpha"] == 0.05 and floors["power"] == 0.8
+    for name, n in groups.items():
+        assert floors["groups"][name] == {"n": n, "mde": design_floor(n).mde}
+    assert 0 < floors["groups"]["all"]["mde"] < 1
+    card = (vg_tiny / "README.md").read_text()
+    assert f"differ by at least {floors['groups']['all']['mde']:.3f}" in card   # the dataset card states it too

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from mmbench.cli.commands_core import float_in, load_includes, model_options
 from mmbench.common.errors import CLIError
-from mmbench.running.verify_backend import DEFAULT_MIN_COSINE, DEFAULT_MIN_TOP1_AGREEMENT
+from mmbench.running.parity_thresholds import DEFAULT_MIN_COSINE, DEFAULT_MIN_TOP1_AGREEMENT
 
 unit_interval = float_in(-1.0, 1.0, what="a number between -1 and 1")
 share = float_in(0.0, 1.0, what="a share between 0 and 1")

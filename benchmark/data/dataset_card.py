@@ -106,9 +106,20 @@ def card_text(manifest: dict[str, Any]) -> str:
         "`candidate_ids` and `relevant_ids` name rows of `candidates` and `query_id` a row of `queries`.", "",
         "Sources and their licences:", "",
         *(f"- `{name}`: {lic} ({manifest['sources'][name]})" for name, lic in licences.items()), "",
+        *_floor_lines(manifest.get("resolution_floors")),
         "Builder parameters, seed and drop counts are in `manifest.json`.", "",
     ]
     return "\n".join(lines)
+
+
+def _floor_lines(floors: dict[str, Any] | None) -> list[str]:
+    """The design-time resolution floor of all items, and where the per-group floors are."""
+    overall = ((floors or {}).get("groups") or {}).get("all") or {}
+    if overall.get("mde") is None:
+        return []
+    return [f"Resolution floor: with all {overall['n']} items, two models' main scores (0/1 per item) must differ "
+            f"by at least {overall['mde']:.3f} to be told apart with {floors['power']:.0%} power at alpha "
+            f"{floors['alpha']}; per subset, axis value and cell in `manifest.json` (`resolution_floors`).", ""]
 
 
 def is_mmbench_card(path: Path) -> bool:

@@ -51,13 +51,7 @@ def _rate(n: float, seconds: float) -> float | None:
 
 
 def current_rss_mb() -> float:
-    """Resident memory of this process now (psutil when installed, else /proc; 0 where neither works)."""
-    try:
-        import psutil
-
-        return psutil.Process().memory_info().rss / MB
-    except ImportError:
-        pass
+    """Resident memory of this process now (from /proc; 0 where it cannot be read)."""
     try:
         with open("/proc/self/statm") as fh:
             return int(fh.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / MB

@@ -28,10 +28,9 @@ import numpy as np
 from mmbench.data.documents import Document, segments_from_json
 from mmbench.data.media import MediaStore
 from mmbench.models.base import EmbeddingModel, Role
+from mmbench.running.parity_thresholds import DEFAULT_MIN_COSINE, DEFAULT_MIN_TOP1_AGREEMENT
 from mmbench.running.views import model_view
 
-DEFAULT_MIN_COSINE = 0.99
-DEFAULT_MIN_TOP1_AGREEMENT = 1.0
 CERTIFICATE_KIND = "mmbench.backend_certificate"
 
 

@@ -22,6 +22,8 @@ from typing import Any, Iterable
 from mmbench.builders.checks import leaks
 from mmbench.builders.parts.blinding import blind
 from mmbench.data.drops import DropLog
+from mmbench.data.selection import design_groups
+from mmbench.evaluators.stats.floors import DEFAULT_ALPHA, DEFAULT_POWER, design_floor
 from mmbench.data.poolset import PoolSet, PoolSetError, write_poolset
 
 MAX_LISTED = 50  # violations listed in a manifest; the count is always complete
@@ -126,5 +128,16 @@ def write_valid_poolset(ps: PoolSet, out: Path, checks: ModuleType | None, media
     report = validate(ps, checks)
     if not report.ok:
         raise PoolSetError(f"refusing to write an invalid {ps.task} pool set: {report.summary_line()}")
-    extra = {"validity": report.to_dict(), "dropped": {k: v.to_dict() for k, v in (drops or {}).items()}}
+    extra = {"validity": report.to_dict(), "dropped": {k: v.to_dict() for k, v in (drops or {}).items()},
+             "resolution_floors": design_floors(ps)}
     return write_poolset(ps, out, media_from=media_from, extra_manifest=extra)
+
+
+def design_floors(ps: PoolSet) -> dict[str, Any]:
+    """The design-time resolution floor of every group a reader compares on (all items, each subset and axis
+    value, each length x depth cell): the smallest paired difference in a 0/1 main metric that the group's items
+    detect with 80 % power at alpha 0.05, assuming two models disagree on half the items. In the manifest, outside
+    the content hash."""
+    groups = design_groups(ps.pools)
+    return {"alpha": DEFAULT_ALPHA, "power": DEFAULT_POWER, "basis": "design (discordance 0.5)",
+            "groups": {name: {"n": n, "mde": design_floor(n).mde} for name, n in groups.items()}}
