@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import os
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -9,6 +10,8 @@ import pytest
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+# `datasets` caches local folders by name: a cache left by an earlier run must not answer for this one
+os.environ.setdefault("HF_DATASETS_CACHE", tempfile.mkdtemp(prefix="mmbench-tests-datasets-"))
 
 
 @pytest.fixture(autouse=True)

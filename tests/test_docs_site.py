@@ -84,7 +84,8 @@ def test_search_finds_a_command(page, base_url):
     page.goto(f"{base_url}/index.html")
     page.wait_for_load_state("load")
     page.click("input.md-search__input")          # the header's search box (desktop width)
-    for query, where in (("mmbench sweep", "running-at-scale"), ("mmbench leaderboard submit", "leaderboards")):
+    for query, where in (("sweep", "running-at-scale"), ("verify-backend", "verify-backend"),
+                         ("leaderboard submit", "leaderboards")):
         page.fill("input.md-search__input", "")
         page.locator("input.md-search__input").press_sequentially(query)   # typed: search listens to keys
         page.wait_for_function("""where => [...document.querySelectorAll('.md-search-result__item a')]

@@ -11,7 +11,7 @@ and split as parquet files named by a dataset card::
     <cfg>qrels/<split>-<tag>.parquet    query-id, corpus-id, score
     <cfg>top_ranked/<split>-<tag>.parquet  query-id, corpus-ids (the pool each query is ranked in)
 
-`<tag>` is 12 hex digits of SHA-256 over (pool set hash, limit, seed): `datasets` caches a local folder by
+`<tag>` is 12 hex digits of SHA-256 over (pool set hash, limit, seed, the selected item ids): `datasets` caches a local folder by
 its name and data-file paths only, so a later export to a folder of the same name would otherwise load the
 earlier one's cached rows.
     media/                        every image and frame a row names (copied from the pool set)
@@ -43,6 +43,7 @@ import yaml
 from mmbench.data.documents import Document, Image, Video
 from mmbench.data.media import atomic_write_bytes, default_mode
 from mmbench.data.poolset import PoolSet
+from mmbench.data.selection import select_by_cost
 from mmbench.interop.mteb_task import candidate_of
 
 MARKER = "mteb_export.json"
@@ -158,7 +159,8 @@ def _write(ps: PoolSet, task: Any, out: Path, limit: int | None = None, seed: in
     item_query = {p.id: p.query_id for p in ps.pools}
     # `datasets` caches a local folder by its name and its data-file paths, not their contents: file names
     # that differ per export keep a second export to a folder of the same name from loading the first's cache
-    tag = hashlib.sha256(f"{ps.content_hash}:{limit}:{seed}".encode()).hexdigest()[:12]
+    chosen = ",".join(p.id for p in select_by_cost(ps.pools, limit))   # what `--limit` selects may change
+    tag = hashlib.sha256(f"{ps.content_hash}:{limit}:{seed}:{chosen}".encode()).hexdigest()[:12]
     tmp = Path(tempfile.mkdtemp(dir=out.parent, prefix=f".{out.name}.exporting."))
     configs: dict[str, list[dict[str, str]]] = {}
     renamed: dict[str, str] = {}   # mteb split -> the name written (`datasets` refuses some characters)
