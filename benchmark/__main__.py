@@ -1,5 +1,7 @@
+"""`python -m mmbench`: the mmbench command line."""
 import sys
 
 from mmbench.cli import main
 
-sys.exit(main())
+if __name__ == "__main__":
+    sys.exit(main())
