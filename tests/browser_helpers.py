@@ -1,7 +1,8 @@
 """Headless Chromium for the browser tests: Debian's chromium driven by playwright, a static folder served
 on loopback, and a page that records console errors, page errors and failed requests in `page.problems`.
 
-Used by tests/test_leaderboard_site.py and tests/test_docs_site.py. The tests skip, saying why, where
+Used by tests/test_leaderboard_site.py and tests/test_docs_site.py, which import the fixtures `base_url`,
+`browser` and `page` from here. The tests skip, saying why, where
 /usr/bin/chromium or the playwright package is missing (`.ci/run` installs chromium; never `playwright install`).
 """
 from __future__ import annotations
@@ -67,3 +68,24 @@ def watched_page(browser):
         yield pg
     finally:
         context.close()
+
+
+# The fixtures both browser tests use; a test module imports them beside its own `site` fixture (the folder
+# to serve) and its own skip marks.
+@pytest.fixture(scope="module")
+def base_url(site):
+    with serve(site) as url:
+        yield url
+
+
+@pytest.fixture(scope="module")
+def browser():
+    playwright_api = pytest.importorskip("playwright.sync_api", reason="the playwright Python package is not installed")
+    with chromium(playwright_api) as b:
+        yield b
+
+
+@pytest.fixture
+def page(browser):
+    with watched_page(browser) as pg:
+        yield pg

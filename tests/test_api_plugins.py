@@ -206,23 +206,25 @@ def _one_error_line(capsys) -> str:
     return err[0]
 
 
+def _run_user_factory(tmp_path, monkeypatch, vg_tiny, capsys, module: str, source: str) -> str:
+    """`mmbench run --model <module>:make` with `source` as the module: it must exit 2 with one error line."""
+    (tmp_path / f"{module}.py").write_text(source)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    assert main(["run", "--task", "visual_grounding", "--data", str(vg_tiny), "--model", f"{module}:make",
+                 "--output", str(tmp_path / "res"), "--quiet", "--no-cache"]) == 2
+    return _one_error_line(capsys)
+
+
 def test_a_factory_module_with_a_syntax_error_is_one_line(tmp_path, monkeypatch, clean_registries, vg_tiny, capsys):
     """Issue 26 #7: a traceback before."""
-    (tmp_path / "user_broken.py").write_text("def make(:\n    pass\n")
-    monkeypatch.syspath_prepend(str(tmp_path))
-    assert main(["run", "--task", "visual_grounding", "--data", str(vg_tiny), "--model", "user_broken:make",
-                 "--output", str(tmp_path / "res"), "--quiet", "--no-cache"]) == 2
-    line = _one_error_line(capsys)
+    line = _run_user_factory(tmp_path, monkeypatch, vg_tiny, capsys, "user_broken", "def make(:\n    pass\n")
     assert "user_broken:make" in line and "user_broken.py, line 1: SyntaxError" in line
 
 
 def test_a_factory_that_raises_is_named(tmp_path, monkeypatch, clean_registries, vg_tiny, capsys):
     """Issue 26 #7: the error did not name the factory before."""
-    (tmp_path / "user_raising.py").write_text("def make(**options):\n    raise RuntimeError('no GPU here')\n")
-    monkeypatch.syspath_prepend(str(tmp_path))
-    assert main(["run", "--task", "visual_grounding", "--data", str(vg_tiny), "--model", "user_raising:make",
-                 "--output", str(tmp_path / "res"), "--quiet", "--no-cache"]) == 2
-    line = _one_error_line(capsys)
+    line = _run_user_factory(tmp_path, monkeypatch, vg_tiny, capsys, "user_raising",
+                             "def make(**options):\n    raise RuntimeError('no GPU here')\n")
     assert "model factory 'user_raising:make' raised RuntimeError: no GPU here" in line and "line 2" in line
 
 

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from browser_helpers import NEEDS_CHROMIUM, chromium, serve, watched_page
+from browser_helpers import NEEDS_CHROMIUM, base_url, browser, page  # noqa: F401 - fixtures
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -27,24 +27,6 @@ def site(tmp_path_factory) -> Path:
                           timeout=300)
     assert done.returncode == 0, f"mkdocs build --strict failed:\n{done.stderr[-3000:]}"
     return out
-
-
-@pytest.fixture(scope="module")
-def base_url(site):
-    with serve(site) as url:
-        yield url
-
-
-@pytest.fixture(scope="module")
-def browser():
-    with chromium(playwright_api) as b:
-        yield b
-
-
-@pytest.fixture
-def page(browser):
-    with watched_page(browser) as pg:
-        yield pg
 
 
 def test_home_page_renders_with_its_navigation(page, base_url):

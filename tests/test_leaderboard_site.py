@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from browser_helpers import NEEDS_CHROMIUM, chromium, serve, watched_page
+from browser_helpers import NEEDS_CHROMIUM, base_url, browser, page, serve  # noqa: F401 - fixtures
 from leaderboard_helpers import HOSTILE_NAME, make_results, official_registry
 from mmbench.cli import main
 from mmbench.leaderboards.modelmeta import display_name
@@ -49,24 +49,6 @@ def artefacts(tmp_path_factory) -> Path:
     folder = tmp_path_factory.mktemp("leaderboard-screenshots")
     print(f"\nleaderboard screenshots: {folder}")
     return folder
-
-
-@pytest.fixture(scope="module")
-def base_url(site):
-    with serve(site) as url:
-        yield url
-
-
-@pytest.fixture(scope="module")
-def browser():
-    with chromium(playwright_api) as b:
-        yield b
-
-
-@pytest.fixture
-def page(browser):
-    with watched_page(browser) as pg:
-        yield pg
 
 
 def _rows(page, table_id: str, key: str) -> list[tuple[str, str]]:
