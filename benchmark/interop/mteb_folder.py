@@ -43,7 +43,6 @@ import yaml
 from mmbench.data.documents import Document, Image, Video
 from mmbench.data.media import atomic_write_bytes, default_mode
 from mmbench.data.poolset import PoolSet
-from mmbench.data.selection import select_by_cost
 from mmbench.interop.mteb_task import candidate_of
 
 MARKER = "mteb_export.json"
@@ -159,7 +158,8 @@ def _write(ps: PoolSet, task: Any, out: Path, limit: int | None = None, seed: in
     item_query = {p.id: p.query_id for p in ps.pools}
     # `datasets` caches a local folder by its name and its data-file paths, not their contents: file names
     # that differ per export keep a second export to a folder of the same name from loading the first's cache
-    chosen = ",".join(p.id for p in select_by_cost(ps.pools, limit))   # what `--limit` selects may change
+    chosen = ",".join(sorted(item for splits in task.dataset.values() for data in splits.values()
+                             for item in data["top_ranked"]))   # the exported items: what `--limit` selects may change
     tag = hashlib.sha256(f"{ps.content_hash}:{limit}:{seed}:{chosen}".encode()).hexdigest()[:12]
     tmp = Path(tempfile.mkdtemp(dir=out.parent, prefix=f".{out.name}.exporting."))
     configs: dict[str, list[dict[str, str]]] = {}
