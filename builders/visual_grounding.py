@@ -249,8 +249,9 @@ def assemble(needles: Sequence[Needle], background: Background, counter: Unified
         for family in dict.fromkeys(nd.family for nd in cell_needles):
             anchor_cost = max(counter.segment(anchors[nd.id]) for nd in cell_needles if nd.family == family)
             rng = _rng(seed, kind, bg, length, family)
-            units_by_family[family] = clean_background(background, bg, length - anchor_cost, length, rng, forbidden,
-                                                       f"{kind}/{bg}/{length_label(length)}/{family}")
+            units = clean_background(background, bg, length - anchor_cost, length, rng, forbidden,
+                                     f"{kind}/{bg}/{length_label(length)}/{family}")
+            units_by_family[family] = Haystack.of(units, background, counter)
         for depth in params.depths:
             cell_ids = []
             for nd in cell_needles:
@@ -314,33 +315,53 @@ def background_units(bg: Background, modality: str, target: int, length: int, rn
     return units
 
 
-def place_anchor(units: list, anchor: Segment, depth: float, bg: Background, counter: UnifiedTokenCounter) -> Document:
+@dataclass(frozen=True)
+class Haystack:
+    """A family's background, prepared once for all its candidates (every depth, every member).
+
+    Each unit is decoded and counted once; the candidates share these segment objects and only the unit
+    the anchor cuts is decoded again. At 128K tokens this keeps one copy of a family's background text in
+    memory instead of one per candidate, and counts its tokens once instead of thirty times.
+    """
+    units: list               # ("text", token ids) or ("image", Image), as drawn
+    costs: list[int]          # background tokens of each unit (ids for text, the image's cost for images)
+    segments: list[Segment]   # each whole unit as a segment
+    counts: list[int]         # unified tokens of each whole-unit segment
+
+    @classmethod
+    def of(cls, units: list, bg: Background, counter: UnifiedTokenCounter) -> "Haystack":
+        costs = [len(u[1]) if u[0] == "text" else image_tokens(u[1].width, u[1].height) for u in units]
+        segments = [Text(bg.tokenizer.decode(payload)) if kind == "text" else payload for kind, payload in units]
+        return cls(units, costs, segments, [counter.segment(s) for s in segments])
+
+
+def place_anchor(hay: Haystack, anchor: Segment, depth: float, bg: Background,
+                 counter: UnifiedTokenCounter) -> Document:
     """Insert `anchor` at `depth` of the background (token position, cut at a word boundary)."""
-    costs = [len(u[1]) if u[0] == "text" else image_tokens(u[1].width, u[1].height) for u in units]
-    total = sum(costs)
-    target = round(depth * total)
+    target = round(depth * sum(hay.costs))
     segments: list[Segment] = []
+    counts: list[int] = []
     pos = 0
     placed = False
-    for (kind, payload), cost in zip(units, costs):
+    for i, ((kind, payload), cost) in enumerate(zip(hay.units, hay.costs)):
         if not placed and pos + cost >= target:
             if kind == "text":
                 cut = _snap(payload, target - pos, bg)
-                if cut > 0:
-                    segments.append(Text(bg.tokenizer.decode(payload[:cut])))
-                segments.append(anchor)
-                if cut < len(payload):
-                    segments.append(Text(bg.tokenizer.decode(payload[cut:])))
+                pieces = [Text(bg.tokenizer.decode(payload[:cut])) if cut > 0 else None, anchor,
+                          Text(bg.tokenizer.decode(payload[cut:])) if cut < len(payload) else None]
+                new = [p for p in pieces if p is not None]
             else:
-                before = target - pos <= cost / 2
-                segments.extend([anchor, payload] if before else [payload, anchor])
+                new = [anchor, payload] if target - pos <= cost / 2 else [payload, anchor]
+            segments += new
+            counts += [hay.counts[i] if s is payload else counter.segment(s) for s in new]
             placed = True
         else:
-            segments.append(Text(bg.tokenizer.decode(payload)) if kind == "text" else payload)
+            segments.append(hay.segments[i])
+            counts.append(hay.counts[i])
         pos += cost
     if not placed:
         segments.append(anchor)
-    counts = [counter.segment(s) for s in segments]
+        counts.append(counter.segment(anchor))
     index = next(i for i, s in enumerate(segments) if s is anchor)
     before_tokens = sum(counts[:index])
     total_tokens = sum(counts)

@@ -1,10 +1,12 @@
 """Time and memory of a reduced long-context build, and the speed of token counting at 64K and 128K.
 
-Usage: python perf/long_build.py [--lengths 131072] [--needles-per-kind 2] [--out DIR]
+Usage: python perf/long_build.py [--lengths 131072] [--needles-per-kind 2] [--depths 0.5] [--full] [--out DIR]
 
 Builds Visual Grounding's long cells (`--param lengths=[...] --param depths=[0.5] --param needles_per_kind=N`,
 text and image backgrounds as the sample does), validates the result, and prints:
-  * wall time of the build and of validation, peak RSS of this process (getrusage), disk use of the pool set;
+  * wall time of the build and of loading + verifying + validating it, and disk use of the pool set;
+  * the peak RSS of each phase, and that growth divided by one copy of the documents (their serialised
+    segments): the number of copies of the documents a phase holds at its worst, comparable across machines;
   * unified token counting (mmbench.data.tokens.UnifiedTokenCounter) of one text of each length: seconds per
     call and tokens per second, and the traced peak of Python allocations during one count (tracemalloc),
     which shows how many copies of the text a count holds (a 128K-token text is about 0.5 MB of characters).
@@ -13,9 +15,14 @@ Figures vary between machines; compare them on one machine.
 from __future__ import annotations
 
 import argparse
+import json
+import os
 import resource
 import shutil
+import subprocess
+import sys
 import tempfile
+import threading
 import time
 import tracemalloc
 from pathlib import Path
@@ -46,36 +53,108 @@ def count_speed(lengths: list[int]) -> None:
               f"text {_mb(len(text.encode()))}, traced peak during the count {_mb(peak)}")
 
 
+class PeakRSS:
+    """Peak resident memory of this process during a `with` block, sampled every 20 ms from /proc (Linux;
+    elsewhere the process-wide getrusage maximum)."""
+
+    def __init__(self) -> None:
+        self.peak = self.start = _rss()
+
+    def __enter__(self) -> "PeakRSS":
+        self.start = self.peak = _rss()
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._poll, daemon=True)
+        self._thread.start()
+        return self
+
+    def _poll(self) -> None:
+        while not self._stop.wait(0.02):
+            self.peak = max(self.peak, _rss())
+
+    def __exit__(self, *exc) -> None:
+        self._stop.set()
+        self._thread.join()
+        self.peak = max(self.peak, _rss())
+
+
+def _rss() -> int:
+    try:
+        return int(Path("/proc/self/statm").read_text().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+    except OSError:
+        return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+
+
+def build_phase(out: Path, lengths: list[int], depths: list[float], needles_per_kind: int) -> dict:
+    from mmbench.tasks import get_task
+
+    t0 = time.perf_counter()
+    with PeakRSS() as mem:
+        get_task("visual_grounding").build("sample", out, seed=0, lengths=tuple(lengths), depths=tuple(depths),
+                                           needles_per_kind=needles_per_kind, progress=False)
+    return {"seconds": time.perf_counter() - t0, "start": mem.start, "peak": mem.peak}
+
+
+def check_phase(out: Path) -> dict:
+    from mmbench.data.poolset import load_poolset
+    from mmbench.tasks.validation import validate
+
+    t0 = time.perf_counter()
+    with PeakRSS() as mem:
+        ps = load_poolset(out, verify=True)
+        report = validate(ps)
+    tokens = [d.tokens for d in ps.candidates]
+    # one copy of the documents, as their serialised records: the baseline both phases' growth is divided by
+    one_copy = sum(len(d.to_record()["segments"]) for d in ps.queries + ps.candidates)
+    return {"seconds": time.perf_counter() - t0, "start": mem.start, "peak": mem.peak, "one_copy": one_copy,
+            "candidates": len(ps.candidates), "items": len(ps.pools), "min_tokens": min(tokens),
+            "max_tokens": max(tokens), "valid": report.ok, "summary": report.summary_line()}
+
+
+def _in_child(*args: str) -> dict:
+    """Run one phase in a fresh interpreter, so each phase's peak starts from a clean process."""
+    done = subprocess.run([sys.executable, __file__, *args], check=True, capture_output=True, text=True)
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--lengths", type=int, nargs="+", default=[131072])
     ap.add_argument("--needles-per-kind", type=int, default=2)
+    ap.add_argument("--depths", type=float, nargs="+", default=[0.5])
+    ap.add_argument("--full", action="store_true",
+                    help="the full sample with all ten bins (256 ... 128K), every depth, 25 needles per kind")
     ap.add_argument("--out", type=Path, default=None, help="keep the pool set here (default: a temporary folder)")
+    ap.add_argument("--phase", choices=["build", "check"], help=argparse.SUPPRESS)  # a child's one phase
     args = ap.parse_args()
-
-    from mmbench.tasks import get_task
-    from mmbench.tasks.validation import validate
+    if args.full:
+        args.lengths = [256 * 2 ** i for i in range(10)]
+        args.needles_per_kind, args.depths = 25, [0.0, 0.2, 0.4, 0.6, 0.8, 1.0]
+    if args.phase == "build":
+        print(json.dumps(build_phase(args.out, args.lengths, args.depths, args.needles_per_kind)))
+        return
+    if args.phase == "check":
+        print(json.dumps(check_phase(args.out)))
+        return
 
     count_speed(sorted({65536, 131072, *args.lengths}))
     tmp = None if args.out else Path(tempfile.mkdtemp(prefix="mmbench-long-"))
     out = args.out or tmp / "vg_long"
     try:
-        t0 = time.perf_counter()
-        get_task("visual_grounding").build("sample", out, seed=0, lengths=tuple(args.lengths), depths=(0.5,),
-                                           needles_per_kind=args.needles_per_kind, progress=False)
-        build_s = time.perf_counter() - t0
-        from mmbench.data.poolset import load_poolset
-
-        t0 = time.perf_counter()
-        ps = load_poolset(out, verify=True)
-        report = validate(ps)
-        check_s = time.perf_counter() - t0
+        shape = ["--lengths", *map(str, args.lengths), "--depths", *map(str, args.depths),
+                 "--needles-per-kind", str(args.needles_per_kind)]
+        built = _in_child("--phase", "build", "--out", str(out), *shape)
+        checked = _in_child("--phase", "check", "--out", str(out), *shape)
         disk = sum(p.stat().st_size for p in out.rglob("*") if p.is_file())
-        tokens = [d.tokens for d in ps.candidates]
-        print(f"build lengths={args.lengths} needles_per_kind={args.needles_per_kind}: {build_s:.1f} s; "
-              f"load+verify+validate {check_s:.1f} s; {len(ps.candidates)} candidates of {min(tokens)}-{max(tokens)} "
-              f"unified tokens; {len(ps.pools)} items; disk {_mb(disk)}; valid: {report.ok} ({report.summary_line()})")
-        print(f"peak RSS of this process: {_mb(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024)}")
+        print(f"build lengths={args.lengths} depths={args.depths} needles_per_kind={args.needles_per_kind}: "
+              f"{built['seconds']:.1f} s; load+verify+validate {checked['seconds']:.1f} s; {checked['candidates']} "
+              f"candidates of {checked['min_tokens']}-{checked['max_tokens']} unified tokens; {checked['items']} "
+              f"items; disk {_mb(disk)}; valid: {checked['valid']} ({checked['summary']})")
+        one_copy = checked["one_copy"]
+        print(f"one copy of the documents (serialised segments): {_mb(one_copy)}")
+        for name, mem in (("build", built), ("load+verify+validate", checked)):
+            grown = mem["peak"] - mem["start"]
+            print(f"{name} (own process): peak RSS {_mb(mem['peak'])} ({_mb(grown)} above its start) = "
+                  f"{grown / max(one_copy, 1):.2f}x one copy of the documents")
     finally:
         if tmp is not None:
             shutil.rmtree(tmp, ignore_errors=True)

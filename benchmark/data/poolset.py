@@ -39,6 +39,9 @@ MANIFEST = "manifest.json"
 POOLSET_FORMAT = "mmbench-poolset/1"
 TABLES = ("queries", "candidates", "pools")
 TABLE_DIGESTS = "table_digests"  # manifest field: each table file's SHA-256 as built, and their seal
+GROUP_BYTES = 8 * 2**20   # serialised characters per Parquet row group (see _write_table)
+GROUP_ROWS = 65536
+READ_BATCH_ROWS = 64       # rows parsed at a time when a table is loaded (see _read_rows)
 
 
 class PoolSetError(RuntimeError):
@@ -224,12 +227,8 @@ def _write_contents(ps: PoolSet, tmp: Path, media_from: Path | None,
                     extra_manifest: dict[str, Any] | None) -> list[str]:
     """Tables, referenced media and the manifest of `ps`, written into the folder `tmp`."""
     table_digests = {}
-    for table, items in _tables(ps).items():   # one table's rows at a time, freed before the next
-        rows = [x.to_record() for x in sorted(items, key=lambda x: x.id)]
-        arrow = pa.Table.from_pylist(rows, schema=_SCHEMAS[table])
-        del rows
-        pq.write_table(arrow, tmp / f"{table}.parquet", compression="zstd")
-        del arrow
+    for table, items in _tables(ps).items():
+        _write_table(sorted(items, key=lambda x: x.id), _SCHEMAS[table], tmp / f"{table}.parquet")
         table_digests[f"{table}.parquet"] = "sha256:" + _file_sha256(tmp / f"{table}.parquet").hex()
     refs = sorted(_media_refs(ps.queries + ps.candidates))
     if refs:
@@ -261,6 +260,29 @@ def _write_contents(ps: PoolSet, tmp: Path, media_from: Path | None,
 
     write_card(tmp, ps.manifest)  # README.md: `datasets.load_dataset(out, "queries")` reads the tables
     return refs
+
+
+def _write_table(items: list[Any], schema: pa.Schema, path: Path) -> None:
+    """Write records to one Parquet file a row group at a time.
+
+    A row group closes once its serialised rows reach GROUP_BYTES (or GROUP_ROWS rows), so writing a table
+    of 128K-token documents holds one group's JSON and Arrow buffers beside the documents, never a second
+    and third copy of the whole table. The grouping depends only on the records, so the file is the same
+    on every machine.
+    """
+    with pq.ParquetWriter(path, schema, compression="zstd") as writer:
+        rows: list[dict[str, Any]] = []
+        size = 0
+        for item in items:
+            record = item.to_record()
+            rows.append(record)
+            size += sum(len(v) for v in record.values() if isinstance(v, str))
+            if size >= GROUP_BYTES or len(rows) >= GROUP_ROWS:
+                writer.write_table(pa.Table.from_pylist(rows, schema=schema))
+                rows, size = [], 0
+        if rows or not items:
+            writer.write_table(pa.Table.from_pylist(rows, schema=schema))
+    pa.default_memory_pool().release_unused()
 
 
 def _swap_into_place(tmp: Path, out: Path) -> None:
@@ -307,27 +329,24 @@ def load_poolset(root: Path, verify: bool = False) -> PoolSet:
     for key in ("task", "task_version", "content_hash"):
         if key not in manifest:
             raise PoolSetError(f"{manifest_path}: missing field {key!r}")
-    tables, digests = {}, {}
+    raw, digests = {}, {}
     for table in TABLES:
         path = root / f"{table}.parquet"
         if not path.is_file():
             raise PoolSetError(f"pool set {root}: {path.name} is missing")
-        raw = path.read_bytes()  # digested and parsed from the same bytes: what is checked is what is scored
-        digests[path.name] = "sha256:" + hashlib.sha256(raw).hexdigest()
-        try:
-            tables[table] = pq.read_table(pa.BufferReader(raw)).to_pylist()
-        except Exception as exc:  # pyarrow raises several types for corrupt files
-            raise PoolSetError(f"{path}: unreadable parquet ({exc})") from exc
+        raw[table] = path.read_bytes()  # digested and parsed from the same bytes: what is checked is what is scored
+        digests[path.name] = "sha256:" + hashlib.sha256(raw[table]).hexdigest()
     # tables that are the bytes the build wrote (their digests sealed with the manifest's claim) hold records
     # the build serialised itself: their segments are decoded when first used; any other table, now
     recorded = manifest.get(TABLE_DIGESTS)
     sealed = isinstance(recorded, dict) and recorded.get("seal") == _seal(manifest, digests)
     parse_document = RecordDocument.from_sealed_record if sealed else Document.from_record
+    parsers = {"queries": parse_document, "candidates": parse_document, "pools": PoolItem.from_record}
+    records = {table: _parse_rows(root / f"{table}.parquet", _read_rows(root / f"{table}.parquet", raw.pop(table)),
+                                  parsers[table]) for table in TABLES}
     ps = PoolSet(
         task=manifest["task"], task_version=manifest["task_version"],
-        queries=_parse_rows(root / "queries.parquet", tables["queries"], parse_document),
-        candidates=_parse_rows(root / "candidates.parquet", tables["candidates"], parse_document),
-        pools=_parse_rows(root / "pools.parquet", tables["pools"], PoolItem.from_record),
+        queries=records["queries"], candidates=records["candidates"], pools=records["pools"],
         builder=manifest.get("builder", {}), seed=manifest.get("seed", 0),
         sources=manifest.get("sources", {}), root=root, manifest=manifest, table_digests=digests,
     )
@@ -393,7 +412,17 @@ def check_content_hash(ps: PoolSet) -> None:
                            f"records {actual[:12]}): its tables were changed after the build; rebuild it")
 
 
-def _parse_rows(path: Path, rows: list[dict[str, Any]], parse: Callable[[dict[str, Any]], Any]) -> list[Any]:
+def _read_rows(path: Path, raw: bytes) -> Iterator[dict[str, Any]]:
+    """The rows of one Parquet table, a batch at a time: parsing a table of 128K-token documents holds one
+    batch of rows beside the parsed records, not the whole table as Arrow and again as Python rows."""
+    try:
+        for batch in pq.ParquetFile(pa.BufferReader(raw)).iter_batches(batch_size=READ_BATCH_ROWS):
+            yield from batch.to_pylist()
+    except Exception as exc:  # pyarrow raises several types for corrupt files
+        raise PoolSetError(f"{path}: unreadable parquet ({exc})") from exc
+
+
+def _parse_rows(path: Path, rows: Iterable[dict[str, Any]], parse: Callable[[dict[str, Any]], Any]) -> list[Any]:
     """Records of one table; a malformed row is a PoolSetError naming the file and the row."""
     out = []
     for i, row in enumerate(rows):
