@@ -10,9 +10,10 @@ keeps the results in memory until `write` is called.
 """
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterator, Mapping, Sequence
+from typing import Any, Callable, Iterator, Mapping, Sequence
 
 import pandas as pd
 
@@ -155,7 +156,8 @@ class Evaluation(Mapping[str, Result]):
 
 def evaluate(model: EmbeddingModel | str, tasks: str | Sequence[Any], *, data: Any = None, limit: int | None = None,
              seed: int = 0, cache_dir: Path | str | None = None, batch_tokens: int = 32768, progress: bool = False,
-             price_per_token: float | None = None, **model_options: Any) -> Evaluation:
+             price_per_token: float | None = None, clock: Callable[[], float] = time.perf_counter,
+             **model_options: Any) -> Evaluation:
     """Evaluate `model` (an `EmbeddingModel`, or a name for `load_model`) on `tasks`.
 
     `tasks`: a task or benchmark name ("mmlongembed"), a comma-separated list, a `TaskSpec`, or a list of
@@ -164,14 +166,20 @@ def evaluate(model: EmbeddingModel | str, tasks: str | Sequence[Any], *, data: A
     `cache_dir` is given (a model whose code changes under the same card would otherwise read stale
     vectors). `limit`, `seed` and `price_per_token` mean what they mean to `mmbench run` (the last adds the
     cost per 1,000 documents to each result's efficiency record).
+
+    Each result's efficiency record holds the model's load time (`load_seconds`), as `mmbench run`'s does: measured
+    here when the model is given by name, or by `load_model` when it came from there; None for a model object
+    built otherwise (its load was not watched). `clock` (seconds, default `time.perf_counter`) is what the load
+    and the encoding are timed with; tests pass a fake one.
     """
     from mmbench.running.evaluation import evaluate_in_memory
+    from mmbench.running.model_loading import load_model_explained
     from mmbench.running.poolsets import resolve_poolset
     from mmbench.running.runner import RunOptions
     from mmbench.tasks import resolve_tasks
 
     if isinstance(model, str):
-        requested, model = model, load_model(model, **model_options)
+        requested, model = model, load_model_explained(model, model_options, clock)
     elif model_options:
         raise TypeError(f"model options {sorted(model_options)} apply only when the model is given by name")
     else:
@@ -181,7 +189,7 @@ def evaluate(model: EmbeddingModel | str, tasks: str | Sequence[Any], *, data: A
         raise ValueError("one pool-set folder for several tasks: give data as a mapping task -> folder")
     options = RunOptions(batch_tokens=batch_tokens, cache_dir=Path(cache_dir) if cache_dir else None,
                          use_cache=cache_dir is not None, limit=limit, progress=progress, seed=seed,
-                         price_per_token=price_per_token)
+                         price_per_token=price_per_token, clock=clock)
     out = Evaluation(model=model.card.name)
     for spec in specs:
         where = data.get(spec.name) if isinstance(data, Mapping) else data

@@ -25,6 +25,7 @@ from typing import Any, Sequence
 
 from mmbench.evaluators.reports import figures
 from mmbench.evaluators.reports.lengths import effective_length_entry
+from mmbench.evaluators.stats.effective_length import tolerance_statement
 from mmbench.evaluators.reports.report import HEATMAP_METRIC, heatmap_numbers, length_curve_numbers
 from mmbench.data.media import atomic_write_bytes
 from mmbench.results.store import load_results
@@ -342,6 +343,16 @@ def _seen_block(shares: dict[str, Any], modalities_seen: Any) -> str:
     return f'<h2>What the model saw</h2><table class="identity" id="model-seen"><tbody>{cells}</tbody></table>'
 
 
+def effective_context_html(eff: dict, metric: str, figure: str) -> str:
+    """A model page's effective-context section: the value, how it was read (window, tolerance and how the
+    tolerance was chosen) and the figure at `figure`."""
+    value = f"{'at least ' if eff['censored'] else ''}{eff['effective_tokens']} tokens"
+    return (f'<h2>Effective context</h2><p class="desc" id="effective-context">{esc(value)}: the longest consumed '
+            f'length before the mean {metric} of {eff["window"]} consecutive items falls more than the tolerance below '
+            f'its score over the shortest {eff["window"]} items ({eff["reference"]:.3f}). '
+            f'Tolerance: {esc(tolerance_statement(eff))}.</p>{_figure(figure, f"{metric} against consumed tokens")}')
+
+
 def _model_figures(e: Entry, out: Path, loader) -> list[str]:
     pq = loader(e).per_query
     label = _figure_label(display_name(e.model_name))
@@ -360,9 +371,5 @@ def _model_figures(e: Entry, out: Path, loader) -> list[str]:
     if eff["effective_tokens"] is not None:
         name = f"{e.slug}-effective-length.png"
         figures.effective_length_figure([eff], out / "img" / name, MAIN)
-        value = f"{'at least ' if eff['censored'] else ''}{eff['effective_tokens']} tokens"
-        html_parts.append(f'<h2>Effective context</h2><p class="desc" id="effective-context">{esc(value)}: the longest '
-                          f'consumed length before {MAIN} falls more than {eff["tolerance"]} below its score over the '
-                          f'shortest {eff["window"]} items ({eff["reference"]:.3f}).</p>'
-                          f'{_figure(f"../img/{name}", f"{MAIN} against consumed tokens")}')
+        html_parts.append(effective_context_html(eff, MAIN, f"../img/{name}"))
     return html_parts

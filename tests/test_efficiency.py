@@ -1,6 +1,7 @@
-"""The efficiency record of a run: a model of known cost per token, API counts and cost, what boards accept."""
-import time
+"""The efficiency record of a run: a model of known cost per token, API counts and cost, what boards accept.
 
+No test here reads the wall clock: the meter and the lazy loader take a `clock`, and the fake models advance a
+`FakeClock` by a known cost per token, so the recovered rates and load times are exact."""
 import numpy as np
 import pandas as pd
 import pytest
@@ -14,17 +15,30 @@ from mmbench.running.runner import RunOptions, run_poolset
 SECONDS_PER_TOKEN = 1e-4
 
 
-class PacedModel(EmbeddingModel):
-    """Sleeps a fixed time per whitespace word (its seen tokens: it states no tokenizer) and per batch."""
+class FakeClock:
+    """Seconds that pass only when a fake model says so."""
 
-    def __init__(self, per_token: float = SECONDS_PER_TOKEN, per_batch: float = 0.0) -> None:
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        return self.now
+
+    def advance(self, seconds: float) -> None:
+        self.now += seconds
+
+
+class PacedModel(EmbeddingModel):
+    """Takes a fixed time per whitespace word (its seen tokens: it states no tokenizer) and per batch, on `clock`."""
+
+    def __init__(self, clock: FakeClock, per_token: float = SECONDS_PER_TOKEN, per_batch: float = 0.0) -> None:
         self.card = ModelCard(name="paced", family="test", modalities=frozenset({"text"}), max_tokens=None, dim=8,
                               settings={"per_token": per_token})
-        self.per_token, self.per_batch = per_token, per_batch
+        self.clock, self.per_token, self.per_batch = clock, per_token, per_batch
 
     def encode(self, documents, role, media):
         words = [sum(len(s.text.split()) for s in d.segments if isinstance(s, Text)) for d in documents]
-        time.sleep(self.per_token * sum(words) + self.per_batch)
+        self.clock.advance(self.per_token * sum(words) + self.per_batch)
         out = np.ones((len(documents), 8), dtype=np.float32)
         out[:, 0] = np.arange(len(documents)) + np.asarray(words)
         return out
@@ -32,11 +46,15 @@ class PacedModel(EmbeddingModel):
 
 def test_a_model_of_known_cost_per_token_is_measured_within_five_percent(vg_tiny):
     ps = load_poolset(vg_tiny)
-    _, seen, info = run_poolset(ps, PacedModel(), RunOptions(use_cache=False, progress=False, batch_tokens=4096))
+    clock = FakeClock()
+    _, seen, info = run_poolset(ps, PacedModel(clock), RunOptions(use_cache=False, progress=False, batch_tokens=4096,
+                                                                  clock=clock))
     eff = info["efficiency"]
     assert eff["tokens"] == int(seen["seen_tokens"].clip(lower=1).sum())
     assert eff["documents"] == len(seen)
-    assert eff["tokens_per_second"] == pytest.approx(1 / SECONDS_PER_TOKEN, rel=0.05)
+    assert eff["tokens_per_second"] == pytest.approx(1 / SECONDS_PER_TOKEN, rel=0.05)   # the issue's check
+    assert eff["seconds"] == pytest.approx(clock.now, abs=1e-6)   # every second the model took, and only those
+    assert eff["tokens_per_second"] == pytest.approx(eff["tokens"] / clock.now, rel=1e-3)
     assert eff["device"] == "cpu" and eff["backend"] == "test"
     assert eff["peak_rss_mb"] > 0 and eff["time_to_first_vector_seconds"] > 0
     assert eff["batches"]["count"] == info["encode"]["batches"]
@@ -51,37 +69,40 @@ def test_load_time_is_reported_and_kept_out_of_the_encoding_rate(vg_tiny):
     the load is reported, and the encoding rate does not carry it."""
     from mmbench.running.lazy_model import LazyModel
 
-    real = PacedModel()
+    clock = FakeClock()
+    real = PacedModel(clock)
 
     def loader():
-        time.sleep(0.5)
+        clock.advance(0.5)
         return real
 
-    lazy = LazyModel(real.card, loader, lambda m: None)
-    _, _, info = run_poolset(load_poolset(vg_tiny), lazy, RunOptions(use_cache=False, progress=False))
+    lazy = LazyModel(real.card, loader, lambda m: None, clock=clock)
+    _, _, info = run_poolset(load_poolset(vg_tiny), lazy, RunOptions(use_cache=False, progress=False, clock=clock))
     eff = info["efficiency"]
-    assert eff["load_seconds"] == pytest.approx(0.5, abs=0.1)
+    assert eff["load_seconds"] == 0.5
     assert eff["tokens_per_second"] == pytest.approx(1 / SECONDS_PER_TOKEN, rel=0.05)
+    assert eff["seconds"] == pytest.approx(clock.now - 0.5, abs=1e-6)   # the load is not encoding time
     assert eff["time_to_first_vector_seconds"] > 0.5
 
 
 def test_weights_loading_inside_a_batch_are_taken_out_of_its_time():
-    model = PacedModel(per_token=0)
-    meter = EfficiencyMeter(model, {"a": "1k"})
+    clock = FakeClock()
+    model = PacedModel(clock, per_token=0)
+    meter = EfficiencyMeter(model, {"a": "1k"}, clock=clock)
     meter.start()
-    time.sleep(0.4)
+    clock.advance(0.4)
     model.load_seconds = 0.3          # the adapter loaded its weights during this batch
     meter.batch(["a"], [1000], 1000)
     eff = meter.record()
     assert eff["load_seconds"] == 0.3
-    assert eff["seconds"] == pytest.approx(0.1, abs=0.05)
-    assert eff["time_to_first_vector_seconds"] >= 0.4   # the first vector waited for the load
+    assert eff["seconds"] == pytest.approx(0.1, abs=1e-9)
+    assert eff["time_to_first_vector_seconds"] == pytest.approx(0.4, abs=1e-9)   # the first vector waited for the load
 
 
 def test_cost_per_thousand_documents_follows_the_stated_price(vg_tiny):
     ps = load_poolset(vg_tiny)
     opts = RunOptions(use_cache=False, progress=False, price_per_token=2e-6)
-    _, seen, info = run_poolset(ps, PacedModel(per_token=0), opts)
+    _, seen, info = run_poolset(ps, PacedModel(FakeClock(), per_token=0), opts)
     eff = info["efficiency"]
     want = 1000 * 2e-6 * seen["seen_tokens"].clip(lower=1).sum() / len(seen)
     assert eff["cost_per_1k_documents"] == pytest.approx(want)
@@ -94,20 +115,21 @@ class _Client:
 
 
 def test_api_requests_and_retries_are_counted_for_the_run_only():
-    model = PacedModel(per_token=0)
+    clock = FakeClock()
+    model = PacedModel(clock, per_token=0)
     model.client = _Client()
     model.client.requests_sent, model.client.retries = 7, 1   # calls made before the run do not count
-    meter = EfficiencyMeter(model, {"a": "1k", "b": "2k"})
+    meter = EfficiencyMeter(model, {"a": "1k", "b": "2k"}, clock=clock)
     meter.start()
     model.client.requests_sent, model.client.retries = 12, 3
-    time.sleep(0.3)
+    clock.advance(0.3)
     meter.batch(["a", "b"], [1000, 2000], 4000)
     eff = meter.record()
     assert eff["api"] == {"requests": 5, "retries": 2}
     assert eff["by_length_bin"]["1k"]["tokens"] == 1000 and eff["by_length_bin"]["2k"]["tokens"] == 2000
     assert list(eff["by_length_bin"]) == ["1k", "2k"]
     # the batch's time is shared by tokens: the 2k document took two thirds of it
-    assert eff["by_length_bin"]["2k"]["seconds"] == pytest.approx(2 * eff["by_length_bin"]["1k"]["seconds"], rel=1e-3)
+    assert eff["by_length_bin"]["1k"]["seconds"] == pytest.approx(0.1) and eff["by_length_bin"]["2k"]["seconds"] == pytest.approx(0.2)
 
 
 def test_bins_of_documents_takes_each_documents_first_pool():
@@ -139,12 +161,13 @@ def _results(vg_tiny, device: str = "cpu", name: str = "paced"):
 
     from mmbench.running.evaluation import evaluate_in_memory
 
-    model = PacedModel(per_token=1e-6)
+    clock = FakeClock()
+    model = PacedModel(clock, per_token=1e-6)
     model.card = dataclasses.replace(model.card, name=name)
     if device != "cpu":
         model.device = device
     return evaluate_in_memory("visual_grounding", load_poolset(vg_tiny), model,
-                              RunOptions(use_cache=False, progress=False), name)
+                              RunOptions(use_cache=False, progress=False, clock=clock), name)
 
 
 def test_show_compare_and_report_state_the_efficiency_record(vg_tiny):
@@ -185,3 +208,26 @@ def test_the_board_has_an_efficiency_table_naming_devices(vg_tiny, tmp_path):
     assert "measured on 2 devices" in table.description
     assert {"tokens_per_second", "peak_rss_mb", "cost_per_1k_documents"} <= {c.key for c in table.columns}
     assert efficiency_table(entries[:0], lambda e: runs[e.id]) is None
+
+
+def test_the_api_records_the_load_time_of_a_model_it_loads(vg_tiny, monkeypatch):
+    """`mmbench.evaluate` with a model by name times the load on its clock, as `mmbench run` does, and keeps it
+    out of the encoding rate; a model object built by the caller has no load time to report."""
+    import mmbench
+    from mmbench.models import registry
+
+    monkeypatch.setattr(registry, "_REGISTRY", dict(registry._REGISTRY))   # the test's model is gone afterwards
+    clock = FakeClock()
+
+    def slow_to_load():
+        clock.advance(2.5)
+        return PacedModel(clock)
+
+    mmbench.register_model("paced-test", slow_to_load)
+    ev = mmbench.evaluate("paced-test", "visual_grounding", data=vg_tiny, clock=clock)
+    eff = ev["visual_grounding"].run.info["efficiency"]
+    assert eff["load_seconds"] == 2.5
+    assert eff["seconds"] == pytest.approx(clock.now - 2.5, abs=1e-6)
+    assert eff["tokens_per_second"] == pytest.approx(1 / SECONDS_PER_TOKEN, rel=0.05)
+    built = mmbench.evaluate(PacedModel(clock), "visual_grounding", data=vg_tiny, clock=clock)
+    assert built["visual_grounding"].run.info["efficiency"]["load_seconds"] is None

@@ -97,9 +97,9 @@ def test_honest_tables_read_as_before(setup):
 def test_a_small_file_of_repeated_long_strings_is_refused_in_bounded_memory():
     """Issue 26 #4: a few KB whose one long string repeats on every row (a dictionary page, without the Arrow
     schema) decoded batch by batch up to the 1 GiB budget: ~3.6 GB of memory and ~19 s before the refusal.
-    Text columns are now measured as dictionaries; the refusal comes before any of them is expanded."""
+    Text columns are now measured as dictionaries; the refusal comes before any of them is expanded.
+    (Its time, against an honest read: perf/parquet_refusal.py.)"""
     import resource
-    import time
 
     n = 4000
     junk = pa.DictionaryArray.from_arrays(pa.array(np.zeros(n, np.int32)), pa.array(["x" * (512 << 10)]))
@@ -109,10 +109,8 @@ def test_a_small_file_of_repeated_long_strings_is_refused_in_bounded_memory():
     data = sink.getvalue()
     assert len(data) < 32 * 1024
     before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    start = time.perf_counter()
     with pytest.raises(SubmissionRejected, match="decodes to more than 1073741824 bytes"):
         read_parquet(data, "per_query.parquet", Limits())
-    assert time.perf_counter() - start < 5
     assert resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before < 300 * 1024  # KiB: under 300 MB more
 
 

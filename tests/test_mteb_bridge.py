@@ -57,10 +57,10 @@ def test_mteb_model_from_a_local_folder():
 
 
 def test_mteb_model_unreachable_fails_fast_with_exit_2(monkeypatch, capsys, vg_tiny):
-    """No network and no HF_HUB_OFFLINE: the hub probe fails, loading runs offline, the CLI exits 2 in seconds
-    (before: minutes of hub retries, then exit 1)."""
+    """No network and no HF_HUB_OFFLINE: the hub probe fails, loading runs offline, the CLI exits 2 at once
+    (before: minutes of hub retries, then exit 1). Not timed (tests never are): the connection attempts are
+    counted, and the probe's is the only one."""
     import socket
-    import time
 
     from huggingface_hub import constants
 
@@ -68,14 +68,17 @@ def test_mteb_model_unreachable_fails_fast_with_exit_2(monkeypatch, capsys, vg_t
 
     monkeypatch.setattr(constants, "HF_HUB_OFFLINE", False)
 
+    attempts = []
+
     def no_network(*args, **kwargs):
+        attempts.append(args[0] if args else kwargs.get("address"))
         raise OSError("network is unreachable (test)")
 
     monkeypatch.setattr(socket, "create_connection", no_network)
-    start = time.perf_counter()
     code = main(["run", "--task", "visual_grounding", "--model", "mteb:intfloat/e5-small-v2", "--data", str(vg_tiny),
                  "--quiet", "--no-cache"])
-    assert code == 2 and time.perf_counter() - start < 30
+    assert code == 2
+    assert len(attempts) == 1   # the hub probe, once; loading then ran offline (the message below says so)
     err = capsys.readouterr().err
     assert "could not load model 'mteb:intfloat/e5-small-v2'" in err and "the hub is unreachable" in err
     assert "--model mteb:DIR" in err

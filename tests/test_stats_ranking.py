@@ -1,8 +1,6 @@
 """Rank intervals, tiers and resolution floors on synthetic per-item data with known effects."""
 from __future__ import annotations
 
-import time
-
 import numpy as np
 import pytest
 from scipy import stats
@@ -74,12 +72,16 @@ def test_competition_ranks_match_scipy_min_rank():
     assert competition_ranks(s).tolist() == stats.rankdata(-s, method="min").astype(int).tolist()
 
 
-def test_ranking_is_fast_for_dozens_of_models():
+def test_ranking_handles_dozens_of_models():
+    """40 models on the sample builds' item counts (its time: perf/ranking_scale.py)."""
     rng = np.random.default_rng(5)
     tasks = [(rng.random((40, n)) < rng.random((40, 1))).astype(float) for n in (7200, 144, 500, 300, 1000)]
-    start = time.perf_counter()
     r = rank_models([f"m{i}" for i in range(40)], tasks, resamples=1000, seed=0)
-    assert time.perf_counter() - start < 20 and len(r.tiers) == 40
+    assert len(r.tiers) == 40 and r.models == [f"m{i}" for i in range(40)]
+    scores = np.mean([t.mean(axis=1) for t in tasks], axis=0)   # the mean over tasks of each task's mean
+    assert np.allclose(r.scores, scores)
+    assert r.ranks == stats.rankdata(-scores, method="min").astype(int).tolist()
+    assert all(lo <= rank <= hi for lo, rank, hi in zip(r.rank_low, r.ranks, r.rank_high))
 
 
 def _simulated_power(n, psi, delta, rng, draws=10_000):

@@ -72,17 +72,18 @@ def format_summary(res: RunResults, axes: Sequence[str], metric: str = "precisio
 
 def effective_context_lines(res: RunResults, metric: str) -> list[str]:
     """The run's effective context by consumed tokens (evaluators.stats.effective_length), when it has enough items."""
-    from mmbench.evaluators.stats.effective_length import run_effective_length
+    from mmbench.evaluators.stats.effective_length import run_effective_length, tolerance_statement
 
     if metric not in res.per_query.columns or "relevant_ids" not in res.per_query.columns:
         return []
     e = run_effective_length(res.per_query, res.seen, metric)
     if e.effective_tokens is None:
         return []
-    how = (f"{metric} within {e.tolerance} of its score over the shortest {e.window} items ({e.reference:.3f}), "
-           f"by tokens consumed")
+    how = (f"{metric} within {tolerance_statement(e.to_dict())} of its score over the shortest {e.window} items "
+           f"({e.reference:.3f}), by tokens consumed")
     if e.censored:
-        return [f"effective context ({how}): at least {e.effective_tokens} tokens (no drop up to the longest item)"]
+        return [f"effective context ({how}): at least {e.effective_tokens} tokens (no drop beyond the tolerance up to "
+                "the longest item)"]
     return [f"effective context ({how}): {e.effective_tokens} tokens (first drop at {e.first_drop_tokens}; "
             f"longest consumed {e.max_tokens})"]
 

@@ -9,6 +9,9 @@ and backend they were taken on, and nothing recomputes them (leaderboards accept
 A batch's time is shared among its documents in proportion to their tokens, so a batch that mixes two bins
 gives each bin the part of the time its tokens took. A model that loads its weights on first use (a lazy
 model) has that load time taken out of the batch that triggered it and reported as `load_seconds`.
+
+Every time is read from the meter's `clock` (default `time.perf_counter`); tests give it a fake clock that
+their fake model advances by a known cost per token, so what they check is exact and cannot flake.
 """
 from __future__ import annotations
 
@@ -17,7 +20,7 @@ import resource
 import sys
 import time
 from dataclasses import dataclass, field
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 from mmbench.evaluators.ordering import label_key
 
@@ -120,6 +123,7 @@ class EfficiencyMeter:
     sizes: list[int] = field(default_factory=list)
     batch_tokens: list[int] = field(default_factory=list)
     first_vector_seconds: float | None = None
+    clock: Callable[[], float] = time.perf_counter   # seconds, monotonic; injectable for tests
     _started: float | None = None
     _last: float = 0.0
     _load_seen: float | None = None
@@ -127,7 +131,7 @@ class EfficiencyMeter:
 
     def start(self) -> None:
         """Mark the start of encoding (the first call counts; later calls only restart the batch clock)."""
-        now = time.perf_counter()
+        now = self.clock()
         if self._started is None:
             self._started = now
             self._load_seen = load_seconds_of(self.model)
@@ -139,7 +143,7 @@ class EfficiencyMeter:
 
     def batch(self, doc_ids: Sequence[str], tokens: Sequence[int], padded: int) -> None:
         """One finished batch: its documents, each one's seen tokens, and its padded token count."""
-        now = time.perf_counter()
+        now = self.clock()
         seconds = now - self._last
         self._last = now
         load = load_seconds_of(self.model)

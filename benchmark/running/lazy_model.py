@@ -94,8 +94,9 @@ class LazyModel(EmbeddingModel):
     cacheable = True  # only cacheable models are remembered
 
     def __init__(self, card: ModelCard, loader: Callable[[], EmbeddingModel], on_load: Callable[[EmbeddingModel], None],
-                 remembered_weights: dict[str, Any] | None = None):
+                 remembered_weights: dict[str, Any] | None = None, clock: Callable[[], float] = time.perf_counter):
         self.card = card
+        self._clock = clock  # times the load (`load_seconds`); injectable for tests
         self._loader, self._on_load = loader, on_load
         self._real: EmbeddingModel | None = None
         self._name: str | None = None  # --model-name: given to the loaded model's card too
@@ -116,9 +117,9 @@ class LazyModel(EmbeddingModel):
     @property
     def real(self) -> EmbeddingModel:
         if self._real is None:
-            start = time.perf_counter()
+            start = self._clock()
             self._real = self._loader()
-            self.load_seconds = time.perf_counter() - start  # measured here: the efficiency record reads it
+            self.load_seconds = self._clock() - start  # measured here: the efficiency record reads it
             self._on_load(self._real)  # remembers the model's own card (the memo is keyed by the request)
             if self._name is not None:  # renamed: compared, cached and reported under the given name
                 self._real.card = dataclasses.replace(self._real.card, name=self._name)

@@ -12,7 +12,7 @@ import logging
 import time
 from dataclasses import dataclass, field, fields
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 import numpy as np
 import pandas as pd
@@ -49,6 +49,7 @@ class RunOptions:
     executor: Any = None  # where batches are encoded (None: this process; see mmbench.running.executors)
     price_per_token: float | None = None  # stated price (USD) per encoded token: results then hold cost per 1,000 documents
     certificate: dict[str, Any] | None = None  # a backend parity certificate (verify-backend) the run carries
+    clock: Callable[[], float] = time.perf_counter  # the efficiency record's clock (tests inject a fake one)
 
 
 @dataclass
@@ -336,7 +337,7 @@ def _run_poolset(ps: PoolSet, model: EmbeddingModel, options: RunOptions) -> tup
     if executor_name != "local" and not shardable(model):
         raise CLIError(f"model {model.card.name!r} is fitted on this run's candidates (like BM25), so it cannot be "
                        f"encoded by --executor {executor_name} workers; run it with --executor local")
-    meter = EfficiencyMeter(model, bins_of_documents(items), options.price_per_token)
+    meter = EfficiencyMeter(model, bins_of_documents(items), options.price_per_token, clock=options.clock)
     model.fit(c_docs, ps.media if ps.root is not None else None)
     c_vecs, c_seen = encode_documents(c_docs, "document", model, ps, options, stats, meter)
     document_seconds = stats.seconds

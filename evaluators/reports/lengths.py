@@ -11,14 +11,15 @@ import numpy as np
 import pandas as pd
 
 from mmbench.evaluators.ordering import label_key
-from mmbench.evaluators.stats.effective_length import DEFAULT_TOLERANCE, DEFAULT_WINDOW, run_effective_length
+from mmbench.evaluators.stats.effective_length import run_effective_length, tolerance_statement
 
 from mmbench.evaluators.reports.common import fmt, md_table
 
 
 def effective_length_entry(per_query: pd.DataFrame, seen: pd.DataFrame, label: str, metric: str,
-                           tolerance: float = DEFAULT_TOLERANCE, window: int = DEFAULT_WINDOW) -> dict[str, Any]:
-    """One run's effective context and consumed-length curve, JSON-ready."""
+                           tolerance: float | None = None, window: int | None = None) -> dict[str, Any]:
+    """One run's effective context and consumed-length curve, JSON-ready (`tolerance` None: the resolution
+    floor of its window; `window` None: a tenth of its items, at least 20)."""
     return {"label": label, "metric": metric, **run_effective_length(per_query, seen, metric, tolerance, window).to_dict()}
 
 
@@ -53,12 +54,15 @@ def lengths_markdown(effective: Sequence[dict[str, Any]], truncation: Sequence[d
         lines += ["### Effective context (score against consumed tokens)", "",
                   f"Items are ordered by the tokens the model consumed for their relevant document (seen.parquet, after "
                   f"resizing, frame caps and truncation), not by their nominal bin. Reference: the mean {e0['metric']} of "
-                  f"the shortest {e0['window']} items. The effective context is the longest consumed length before the "
-                  f"first window of {e0['window']} consecutive items whose mean falls more than {e0['tolerance']} (a "
-                  "fixed tolerance) below the reference; inside that window the drop is placed by binary segmentation. "
-                  "`≥`: the score never dropped, the model may reach further than the data goes.", "",
-                  md_table(["model", "items", "reference", "effective context (tokens)", "first drop at", "longest consumed"],
-                           [[e["label"], e["n_items"], fmt(e["reference"]),
+                  "each model's shortest `window` items. The effective context is the longest consumed length before the "
+                  "first window of `window` consecutive items whose mean falls more than the tolerance below the "
+                  "reference; inside that window the drop is placed by binary segmentation. The tolerance column says "
+                  "how it was chosen: by default the resolution floor of a window against the reference (the smallest "
+                  "drop `window` items can tell from chance), else a fixed value. `≥`: the score never fell by more "
+                  "than the tolerance, the model may reach further than the data goes.", "",
+                  md_table(["model", "items", "window", "reference", "tolerance", "effective context (tokens)",
+                            "first drop at", "longest consumed"],
+                           [[e["label"], e["n_items"], e["window"], fmt(e["reference"]), tolerance_statement(e),
                              "–" if e["effective_tokens"] is None else f"{'≥ ' if e['censored'] else ''}{e['effective_tokens']}",
                              "–" if e["first_drop_tokens"] is None else e["first_drop_tokens"],
                              "–" if e["max_tokens"] is None else e["max_tokens"]] for e in effective]), ""]
