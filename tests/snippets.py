@@ -10,8 +10,8 @@ A snippet that cannot run here is marked by an HTML comment directly above its b
 
     <!-- snippet: KIND[, KIND] [-- reason] -->
 
-- needs-network: needs the model hub, a dataset hub or an API. Each of its commands must fail fast (within
-  FAST_S) with exit code 2 and mmbench's one-line error naming what it could not reach. Skipped, with
+- needs-network: needs the model hub, a dataset hub or an API. Each of its commands must fail by itself (a
+  hang guard of 3 x FAST_S kills it otherwise) with exit code 2 and mmbench's one-line error naming what it could not reach. Skipped, with
   the reason, on a machine that does reach the network.
 - needs-data: needs a downloaded release that is not shipped. Each command must fail fast with exit 2 and
   mmbench's error naming the missing file or folder.
@@ -42,7 +42,7 @@ CI = ROOT / ".ci" / "run"
 LANGUAGES = {"bash": "shell", "sh": "shell", "console": "shell", "python": "python"}
 KINDS = {"needs-network", "needs-data", "install", "slow", "skip"}
 MARK = re.compile(r"<!--\s*snippet:\s*(?P<kinds>[\w\s,-]*?)\s*(?:--\s*(?P<reason>.*?)\s*)?-->")
-FAST_S = 60          # a marked command must give up within this (the hub's retries alone take ~30 s)
+FAST_S = 60          # a marked command gives up well within 3x this (the hub's retries alone take ~30 s)
 SNIPPET_TIMEOUT_S = 900
 SLOW = os.environ.get("MMBENCH_README_SLOW") == "1"
 # what mmbench says when it cannot reach a hub or an API
@@ -199,12 +199,15 @@ def exercise(snippet: Snippet, workspace, where: str = "README") -> None:
     assert snippet.language == "shell", f"{snippet.id}: only shell snippets may be marked {marked}"
     errors = []
     for command in shell_commands(code):
-        done, seconds = run(command, "shell", workspace, timeout=FAST_S * 3)
+        try:  # a hang guard, not a speed check: mmbench must give up by itself, not be killed
+            done, _ = run(command, "shell", workspace, timeout=FAST_S * 3)
+        except subprocess.TimeoutExpired:
+            raise AssertionError(f"{where} line {snippet.line}: `{command}` did not give up within "
+                                 f"{FAST_S * 3}s") from None
         err = done.stderr.strip().splitlines()
         at = f"{where} line {snippet.line}: `{command}`"
         assert done.returncode == 2, f"{at}: exit {done.returncode}, not 2\n{tail(done.stdout)}\n{tail(done.stderr)}"
         assert err and err[-1].startswith("mmbench: error: "), f"{at}: no mmbench error line:\n{tail(done.stderr)}"
-        assert seconds < FAST_S, f"{at}: took {seconds:.0f}s to fail (more than {FAST_S}s)"
         errors.append(err[-1])
     if "needs-network" in marked:  # later commands may fail for want of what the first could not fetch
         assert any(OFFLINE_WORDS.search(e) for e in errors), \
