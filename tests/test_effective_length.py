@@ -195,6 +195,11 @@ def test_report_and_show_name_the_effective_context_and_the_truncated_share(tmp_
     shown = format_summary(run, ("length_bin",), "precision_at_1")
     assert f"effective context (precision_at_1 within {stated} of its score over the shortest 30 items" in shown
     assert f": {eff['effective_tokens']} tokens" in shown
+    # show's length-bin table carries the truncated share per bin, the same numbers as the report's
+    table = shown[shown.index("precision_at_1 by length_bin"):].splitlines()
+    header, row = table[1].split(), next(r for r in table if r.startswith("truncated share")).split()[2:]
+    assert dict(zip(header[1:], map(float, row))) == pytest.approx(shares, abs=5e-4)   # printed to 3 places
+    assert "truncated share: the share of the bin's documents" in shown
     fixed = effective_length_entry(run.per_query, run.seen, "dropper", "precision_at_1", tolerance=0.05)
     assert tolerance_statement(fixed) == "0.05 (a fixed tolerance)" and fixed["effective_tokens"] == eff["effective_tokens"]
 

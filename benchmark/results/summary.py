@@ -55,11 +55,17 @@ def format_summary(res: RunResults, axes: Sequence[str], metric: str = "precisio
             continue
         table = pivot(pq, axis, metric)
         table.loc["floor (MDE)"] = floor_row(pq, axis)
+        truncated = truncated_row(res, axis)
+        if truncated is not None:
+            table.loc["truncated share"] = truncated
         lines.append("")
         lines.append(f"{metric} by {axis}")
         lines.append(table.to_string(float_format=lambda x: f"{x:.3f}"))
         lines.append("floor (MDE): the smallest paired difference between two models this column's items can detect "
                      "(alpha 0.05, power 0.8, design-time; NaN: too few items to detect any difference)")
+        if truncated is not None:
+            lines.append("truncated share: the share of the bin's documents the model saw middle-truncated to its "
+                         "window (seen.parquet)")
     failures = info.get("failures") or {}
     if failures:
         lines.append("")
@@ -146,6 +152,18 @@ def _overall(res: RunResults) -> list[str]:
 
 def _fmt(v) -> str:
     return "n/a" if v is None else f"{v:.3f}"
+
+
+def truncated_row(res: RunResults, axis: str) -> pd.Series | None:
+    """On the length-bin table: the share of each bin's documents the model saw truncated (None elsewhere)."""
+    from mmbench.evaluators.truncated_share import truncated_share_by_bin
+
+    if axis != "length_bin" or res.seen is None:
+        return None
+    shares = truncated_share_by_bin(res.per_query, res.seen, res.model_name)
+    if shares is None:
+        return None
+    return pd.Series(dict(zip(shares["bins"], shares["truncated_share"])), dtype=float)
 
 
 def floor_row(per_query: pd.DataFrame, axis: str) -> pd.Series:

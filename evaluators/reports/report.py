@@ -16,7 +16,8 @@ from mmbench.evaluators.stats.robustness import MODALITIES, THRESHOLDS
 from mmbench.results.store import RunResults
 
 from mmbench.evaluators.reports import figures
-from mmbench.evaluators.reports.lengths import effective_length_entry, lengths_markdown, truncated_share_by_bin
+from mmbench.evaluators.reports.lengths import effective_length_entry, lengths_markdown
+from mmbench.evaluators.truncated_share import truncated_share_by_bin
 from mmbench.evaluators.reports.efficiency import efficiency_markdown, efficiency_rows
 from mmbench.evaluators.reports.common import CI_METRICS, averages, fmt, fmt_ci, fmt_p, md_table, metric_ci, run_labels, scored, subset_order
 
