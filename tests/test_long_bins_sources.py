@@ -162,3 +162,31 @@ def test_visual_grounding_builds_a_64k_text_haystack_from_a_short_obelics_text_a
     assert {c.meta["length_bin"] for c in ps.candidates} == {"2k", "64k"} and validate(ps).ok
     short = get_task("visual_grounding").build("real", tmp_path / "vg2", seed=0, lengths=(1024, 2048), **common)
     assert "haystack_text" not in short.manifest["dropped"]
+
+
+def test_logical_summarization_counts_page_documents_per_bin_in_its_refusal(tmp_path):
+    """MMLongBench layout (JSONL of page image paths, page text): three documents of 5-8 pages and two of 35-40
+    pages of 1024 tokens; 64k needs three long documents and 128k has none."""
+    from mmbench.builders.sources.sample_reports import natural_paged_documents
+
+    docs = list(natural_paged_documents([(4096, 8192), (32768, 65536)], 3, size=(1024, 1024)))[:5]
+    rows = []
+    for d in docs:
+        paths = {}
+        for kind, pages in (("pages", d.pages), ("extended_pages", d.extension)):
+            paths[kind] = [f"{d.id}/{kind}{k:03d}.png" for k in range(len(pages))]
+            for rel, page in zip(paths[kind], pages):
+                (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+                page.save(tmp_path / rel)
+        rows.append({"id": d.id, "summary": d.summary, **paths, "page_texts": d.page_texts})
+    (tmp_path / "summ.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    assert [len(d.pages) * 1024 > 32768 for d in docs] == [False] * 3 + [True] * 2
+    with pytest.raises(ValueError) as err:
+        build_ls("real", tmp_path / "o", lengths=LONG, datasets=("mmlongbench",), queries_per_dataset=3,
+                 candidates_per_query=3, mmlongbench=str(tmp_path / "summ.jsonl"), mmlongbench_images=str(tmp_path),
+                 progress=False)
+    assert str(err.value) == (
+        "mmlongbench bin 64k = (32768, 65536]: 2 documents fit, 3 are needed (candidates_per_query); add documents, "
+        "lower candidates_per_query or leave the bin out of lengths; mmlongbench documents measured per bin: "
+        "64k: 2 long enough, 3 too short, 2 kept of 3 needed (not built); "
+        "128k: 0 long enough, 5 too short, 0 kept of 3 needed (not built)")
