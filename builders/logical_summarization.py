@@ -177,6 +177,7 @@ def _text_pools(reports: list[Report], fill: Filler, counter, o: PoolOptions, sh
         units = [text_unit(counter, p, source=f"{ds}:{r.id}#p{j}") for j, p in enumerate(r.paragraphs)]
         n = sum(u.tokens for u in units)
         placements, why = o.placements(n)
+        o.measure(log, n, placements)
         if not placements:
             decisions.append(Decision(r.id, ds, False, "rules", f"report of {n} tokens: {why}", d.details))
             log.drop(why, f"{r.id} ({n} tokens)")
@@ -203,7 +204,7 @@ def _text_pools(reports: list[Report], fill: Filler, counter, o: PoolOptions, sh
             return list(p.units)
         return pad(p.units, pl.target, fill, seeded_rng(o.seed, "pad", ds, p.rid, pl.bin.nominal))
 
-    candidates, pools = assemble(ds, kept, o, padded, fill.name, ("pad", "replace_part"))
+    candidates, pools = assemble(ds, kept, o, padded, fill.name, ("pad", "replace_part"), log)
     info = {"lookalike_index": index.params, "selected": [p.rid for p in kept], "bins": bin_members(kept, o),
             "failed_variants": {p.rid: [k for k, v in p.variants.items() if v is None] for p in kept
                                 if any(v is None for v in p.variants.values())}}

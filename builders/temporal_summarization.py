@@ -35,7 +35,7 @@ from mmbench.builders.checks import temporal_summarization as checks
 from mmbench.data.documents import Document, Text, Video
 from mmbench.data.media import MediaStore
 from mmbench.common.http_client import APIError
-from mmbench.data.drops import DropLog
+from mmbench.data.drops import DropLog, bin_counts_text
 from mmbench.builders.parts.validity import write_valid_poolset
 from mmbench.data.poolset import build_scratch, PoolItem, PoolSet, source_fingerprint
 from mmbench.data.tokens import UnifiedTokenCounter, image_tokens
@@ -47,7 +47,8 @@ from mmbench.builders.parts.events import ANTI_OVERLAP_S, SHOT_THRESHOLD, Droppe
 from mmbench.builders.sources.activitynet import VideoRecord, read_activitynet
 from mmbench.builders.sources.sample_videos import MIN_SCENE_S, make_sample_videos, spread_durations
 from mmbench.builders.sources.youku import read_youku
-from mmbench.builders.parts.video_bins import bin_of, bin_ranges, frame_range
+from mmbench.builders.parts.video_bins import bin_of, bin_ranges, frame_range, measure_bins
+from mmbench.builders.parts.video_drops import count_drops
 from mmbench.builders.parts.video import MAX_FRAME_PIXELS, MIN_FRAME_PIXELS, VideoReadError, colour_histogram, fit_frame_size, \
     letterbox_frame, open_video, resize_frame
 
@@ -167,7 +168,7 @@ def build(source: str, out: Path, seed: int = 0, lengths: Sequence[int] = LENGTH
                   f"listed in the manifest's builder.failures)", file=sys.stderr)
         files.check_share(MAX_MISSING_SHARE, params.allow_missing, where)
         ps, excluded = assemble(processed, counter, params, seed, rewriter, failures)
-        drops = {"files": files, **count_drops(processed, ps, excluded, failures)}
+        drops = {"files": files, **count_drops(processed, ps, excluded, failures, params)}
         ps.sources = sources
         ranges = params.ranges
         ps.builder = {
@@ -201,36 +202,6 @@ def _boolean(value: Any, name: str) -> bool:
     if isinstance(value, int) and value in (0, 1):
         return bool(value)
     raise ValueError(f"{name} must be true or false, got {value!r}")
-
-
-def count_drops(processed: Sequence[ProcessedVideo], ps: PoolSet, excluded: list[dict],
-                failures: list[dict]) -> dict[str, DropLog]:
-    """Readable videos -> videos in a bin -> videos that are a query, each step with a count per reason."""
-    used_videos = {c.meta["video_id"] for c in ps.candidates}
-    queries = {q.meta["video_id"] for q in ps.queries}
-    binned, asked = DropLog("decoded videos (length bins)"), DropLog("videos in a bin (queries)")
-    for pv in processed:
-        vid = pv.record.id
-        if not pv.renders:
-            binned.drop(_drop_kind(vid, excluded, failures), vid)
-            continue
-        binned.keep()
-        if vid in queries:
-            asked.keep()
-        else:
-            kind = _drop_kind(vid, [e for e in excluded if e["kind"] != "cannot reach a bin's length"], failures)
-            asked.drop(kind + (" (still an Easy distractor)" if vid in used_videos else ""), vid)
-    return {"bins": binned, "queries": asked}
-
-
-def _drop_kind(vid: str, excluded: list[dict], failures: list[dict]) -> str:
-    """Why a video is in no bin or is no query: its first exclusion's kind (or its rewrite failure)."""
-    for e in excluded:
-        if e["video_id"] == vid:
-            return e["kind"]
-    if any(f["video_id"] == vid for f in failures):
-        return "query rewrite failed"
-    return "not drawn into any pool"
 
 
 def _check_params(p: TSParams, source: str, base_url: str | None) -> None:
@@ -425,8 +396,13 @@ def assemble(processed: Sequence[ProcessedVideo], counter: UnifiedTokenCounter, 
                     meta={"length_bin": label, "length_tokens": L, "difficulty": diff, "dataset": dataset,
                           "video_id": vid, "n_events": len(pv.segments), **_length_meta(L, p, ranges)}))
     if not pools:
+        reach = ""
+        if p.length_control == "duration":
+            log = DropLog("decoded videos")
+            measure_bins(log, (pv.info["tokens"] for pv in processed), ranges)
+            reach = f"; decoded videos per length bin: {bin_counts_text(log.bins)}"
         raise ValueError(f"no pool could be built: {len(processed)} videos decoded, {len(failures)} failed, "
-                         f"{len(excluded)} exclusions (first: {(failures + excluded)[:2]})")
+                         f"{len(excluded)} exclusions (first: {(failures + excluded)[:2]}){reach}")
     used = {p.query_id for p in pools}
     ps = PoolSet(task=TASK_NAME, task_version=TASK_VERSION, queries=[q for q in queries.values() if q.id in used],
                  candidates=list(candidates.values()), pools=pools, seed=seed)

@@ -36,7 +36,7 @@ from mmbench.data.poolset import build_scratch, PoolItem, PoolSet, source_finger
 from mmbench.data.tokens import UnifiedTokenCounter, image_tokens
 
 from mmbench.builders.parts.needle_families import IMAGE_DESCRIPTOR, image_families, text_families
-from mmbench.builders.sources.backgrounds import Background, obelics_background, sample_background
+from mmbench.builders.sources.backgrounds import Background, obelics_background, sample_background, text_reach
 from mmbench.builders.sources.needles import (Needle, needlebench_fingerprint, read_mmniah_image_needles, read_needlebench,
                               sample_needles)
 
@@ -92,6 +92,9 @@ def build(source: str, out: Path, seed: int = 0, lengths: Sequence[int] = LENGTH
         for name, log in drops.items():
             if name in paths:
                 log.check_share(MAX_DROP_SHARE, allow_missing, str(paths[name]))
+        reach = text_reach(background, params.lengths) if "text" in params.backgrounds else None
+        if reach is not None:
+            drops["haystack_text"] = reach
         ps = assemble(needles, background, counter, media, params, seed, progress)
         check_tolerances(ps.candidates)
         ps.sources = sources

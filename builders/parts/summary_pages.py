@@ -54,6 +54,7 @@ def page_pools(docs: Iterable[PagedDocument], fill: Filler, counter, media: Medi
                            {"rule": "unchecked"})
         n = sum(image_tokens(*page.size) for page in d.pages)
         placements, why = o.placements(n, step=-(-d.pages[0].width // 32))
+        o.measure(log, n, placements)
         if not placements:
             decisions.append(Decision(d.id, ds, False, "rules", f"{len(d.pages)} pages of {n} tokens: {why}",
                                       dec.details))
@@ -92,7 +93,7 @@ def page_pools(docs: Iterable[PagedDocument], fill: Filler, counter, media: Medi
         size = (p.units[0].segment.width, p.units[0].segment.height)
         return pad_pages(p.units, pl.target, make_page, size, seeded_rng(o.seed, "pad", ds, p.rid, pl.bin.nominal))
 
-    candidates, pools = assemble(ds, kept, o, padded, fill.name, ("pad_pages", "replace_pages"))
+    candidates, pools = assemble(ds, kept, o, padded, fill.name, ("pad_pages", "replace_pages"), log)
     info = {"selected": [p.rid for p in kept], "bins": bin_members(kept, o), "macro_level_unchecked": unchecked,
             "failed_variants": {p.rid: [k for k, v in p.variants.items() if v is None] for p in kept
                                 if any(v is None for v in p.variants.values())}}

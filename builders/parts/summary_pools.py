@@ -19,7 +19,7 @@ from mmbench.builders.parts.expansion import Unit, replace_units
 from mmbench.builders.parts.length_bins import Bin, Placement, no_bin_reason, place
 from mmbench.builders.parts.pools import candidate_doc, candidate_meta, easy_hard_pools, unit_log
 from mmbench.builders.parts.query_filter import Decision
-from mmbench.data.drops import DropLog
+from mmbench.data.drops import DropLog, bin_counts_text
 
 PARTS = {"first_25": (0.0, 0.25), "last_25": (0.75, 1.0), "middle_50": (0.25, 0.75)}
 
@@ -84,6 +84,15 @@ class PoolOptions:
         key = "all" if self.mode == "padding" else placements[0].bin.label
         counts[key] = counts.get(key, 0) + 1
 
+    def measure(self, log: DropLog, n: int, placements: list[Placement]) -> None:
+        """Natural mode: count a document of `n` own tokens against every bin, long enough for it (its own
+        length past the bin's lower bound, or lifted into it by the allowed filler) or too short."""
+        if self.mode != "natural":
+            return
+        placed = {pl.bin for pl in placements}
+        for b in self.bins:
+            log.measure(b.label, n > b.lo or b in placed)
+
 
 def query_doc(ds: str, p: Placed, counter) -> Document:
     return Document(id=f"q-{ds}-{p.rid}", segments=[Text(p.summary)], tokens=counter.text(p.summary),
@@ -131,15 +140,31 @@ def bin_members(kept: list[Placed], o: PoolOptions) -> dict[str, list[str]]:
 
 # ---- candidates and pools -----------------------------------------------------------------
 
-def assemble(ds: str, kept: list[Placed], o: PoolOptions, padded, filler_name: str, ops: tuple[str, str]):
-    """Each kept document's Easy candidate and Hard variants in each bin it is placed in, and the pools."""
+def note_bins(log: DropLog, kept: list[Placed], o: PoolOptions) -> None:
+    """Natural mode: each bin's kept documents against the candidates_per_query it needs to be built."""
+    if o.mode != "natural":
+        return
+    for b in o.bins:
+        n = sum(1 for p in kept for pl in p.placements if pl.bin == b)
+        log.note_bin(b.label, kept=n, needed=o.C, built=n >= o.C)
+
+
+def assemble(ds: str, kept: list[Placed], o: PoolOptions, padded, filler_name: str, ops: tuple[str, str],
+             log: DropLog | None = None):
+    """Each kept document's Easy candidate and Hard variants in each bin it is placed in, and the pools. A bin
+    with fewer than candidates_per_query documents refuses the build (an empty or thin bin would silently
+    change what the task measures); the error carries the per-bin counts of `log`."""
     candidates, pools = [], []
+    if log is not None:
+        note_bins(log, kept, o)
     for b in tqdm(o.bins, desc=f"{ds} bins", disable=not o.progress):
         here = [(p, pl) for p in kept for pl in p.placements if pl.bin == b]
         if len(here) < o.C:
+            counts = f"; {log.what} measured per bin: {bin_counts_text(log.bins)}" if log is not None and log.bins \
+                else ""
             raise ValueError(f"{ds} bin {b.describe()}: {len(here)} documents fit, {o.C} are needed "
                              f"(candidates_per_query); add documents, lower candidates_per_query or leave the bin "
-                             "out of lengths")
+                             f"out of lengths{counts}")
         relevant, hard = {}, {}
         for p, pl in here:
             units = padded(p, pl)

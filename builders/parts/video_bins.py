@@ -8,7 +8,10 @@ of neighbouring nominal lengths (the outer edges mirrored), so for 8K/16K/32K th
 from __future__ import annotations
 
 import math
-from typing import Sequence
+from typing import Iterable, Sequence
+
+from mmbench.data.drops import DropLog
+from mmbench.data.tokens import length_label
 
 
 def bin_ranges(lengths: Sequence[int]) -> dict[int, tuple[int, int]]:
@@ -31,3 +34,13 @@ def frame_range(token_range: tuple[int, int], tokens_per_frame: int) -> tuple[in
 
 def bin_of(tokens: int, ranges: dict[int, tuple[int, int]]) -> int | None:
     return next((L for L, (lo, hi) in ranges.items() if lo <= tokens < hi), None)
+
+
+def measure_bins(log: DropLog, lengths: Iterable[int], ranges: dict[int, tuple[int, int]]) -> None:
+    """Count each decoded video's length (`lengths`, unified tokens) against every bin: long enough when it
+    reaches the bin's lower edge, too short otherwise."""
+    lengths = list(lengths)
+    for L, (lo, _) in sorted(ranges.items()):
+        log.note_bin(length_label(L))          # a bin is listed even when no video was decoded
+        for n in lengths:
+            log.measure(length_label(L), n >= lo)

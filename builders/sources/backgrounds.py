@@ -8,7 +8,7 @@ from __future__ import annotations
 import io
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Sequence
 
 import numpy as np
 from PIL import Image as PILImage, UnidentifiedImageError
@@ -16,7 +16,7 @@ from PIL import Image as PILImage, UnidentifiedImageError
 from mmbench.data.drops import DropLog
 from mmbench.data.documents import Image
 from mmbench.data.media import MediaStore
-from mmbench.data.tokens import TextTokenizer
+from mmbench.data.tokens import TextTokenizer, length_label
 
 from mmbench.builders.sources import procedural
 
@@ -65,6 +65,20 @@ class Background:
             img = self.make_image(key[0], side)
             self._stored[key] = self.media.put_image(img, format="JPEG")
         return self._stored[key]
+
+
+def text_reach(bg: Background, lengths: Sequence[int]) -> DropLog | None:
+    """When a requested bin is longer than the haystack text, a text haystack of that bin wraps around and
+    repeats part of it: the text counted per bin as long enough or too short (None when every bin fits)."""
+    n = len(bg.text_ids)
+    if all(L <= n for L in lengths):
+        return None
+    log = DropLog(f"haystack text ({n} tokens; a longer text haystack repeats part of it)")
+    log.keep()
+    for L in sorted(lengths):
+        log.measure(length_label(L), n >= L)
+        log.note_bin(length_label(L), built=True)
+    return log
 
 
 def sample_background(tokenizer: TextTokenizer, media: MediaStore, seed: int, pool_size: int = 48) -> Background:

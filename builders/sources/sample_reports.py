@@ -247,6 +247,7 @@ def natural_reports(bins: Sequence[tuple[int, int]], per_bin: int, token_count) 
 
     streams = corpus_streams()
     reports = []
+    wanted = [_with_excerpt(b, len(bins), per_bin)[0] for b in range(len(bins))]
     for b, (lo, hi) in enumerate(bins):
         n, excerpt = _with_excerpt(b, len(bins), per_bin)
         made = 0
@@ -257,7 +258,10 @@ def natural_reports(bins: Sequence[tuple[int, int]], per_bin: int, token_count) 
             got = _cut(streams[first], token_count, lo, hi, _spread(made)) or \
                 _cut(streams[1 - first], token_count, lo, hi, _spread(made))
             if got is None:
-                raise ValueError(f"the sample corpus ran out of text for the ({lo}, {hi}] bin; use fewer queries")
+                per_bin_made = ", ".join(f"{length_label(h)} {made if k == b else (wanted[k] if k < b else 0)} of "
+                                         f"{wanted[k]}" for k, (_, h) in enumerate(bins))
+                raise ValueError(f"the sample corpus ran out of text for the ({lo}, {hi}] bin; use fewer queries "
+                                 f"(reports of natural length made per bin: {per_bin_made})")
             names, ps = got
             summary = _summary(names, ps, excerpt and made == 4)
             if summary is None:

@@ -1,0 +1,50 @@
+"""Temporal Summarization's drop counts: readable videos -> videos in a bin -> videos that are a query.
+
+Each step is a `DropLog` with a count per reason; under duration control the bin step also counts,
+per requested length bin, the decoded videos long enough for it and those too short.
+"""
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+from mmbench.builders.parts.video_bins import measure_bins
+from mmbench.data.drops import DropLog
+from mmbench.data.poolset import PoolSet
+from mmbench.data.tokens import length_label
+
+
+def count_drops(processed: Sequence[Any], ps: PoolSet, excluded: list[dict],
+                failures: list[dict], p: Any = None) -> dict[str, DropLog]:
+    """Readable videos -> videos in a bin -> videos that are a query, each step with a count per reason; under
+    duration control also, per requested bin, the decoded videos long enough for it or too short, its
+    queries, and whether it was built (a bin no video fills is left out and named, not built thin)."""
+    used_videos = {c.meta["video_id"] for c in ps.candidates}
+    queries = {q.meta["video_id"] for q in ps.queries}
+    binned, asked = DropLog("decoded videos (length bins)"), DropLog("videos in a bin (queries)")
+    if p is not None and p.length_control == "duration":
+        measure_bins(binned, (pv.info["tokens"] for pv in processed), p.ranges)
+        for L in p.lengths:
+            n = len({item.meta["video_id"] for item in ps.pools if item.meta["length_tokens"] == L})
+            binned.note_bin(length_label(L), queries=n, built=n > 0)
+    for pv in processed:
+        vid = pv.record.id
+        if not pv.renders:
+            binned.drop(drop_kind(vid, excluded, failures), vid)
+            continue
+        binned.keep()
+        if vid in queries:
+            asked.keep()
+        else:
+            kind = drop_kind(vid, [e for e in excluded if e["kind"] != "cannot reach a bin's length"], failures)
+            asked.drop(kind + (" (still an Easy distractor)" if vid in used_videos else ""), vid)
+    return {"bins": binned, "queries": asked}
+
+
+def drop_kind(vid: str, excluded: list[dict], failures: list[dict]) -> str:
+    """Why a video is in no bin or is no query: its first exclusion's kind (or its rewrite failure)."""
+    for e in excluded:
+        if e["video_id"] == vid:
+            return e["kind"]
+    if any(f["video_id"] == vid for f in failures):
+        return "query rewrite failed"
+    return "not drawn into any pool"
