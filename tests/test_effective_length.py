@@ -216,3 +216,23 @@ def test_the_leaderboard_page_states_the_window_and_how_the_tolerance_was_chosen
     assert f"Tolerance: {tolerance_statement(eff)}." in html and "resolution floor of 30 items against 30" in html
     fixed = effective_length_entry(run.per_query, run.seen, "dropper", "precision_at_1", tolerance=0.05, window=20)
     assert "Tolerance: 0.05 (a fixed tolerance)." in effective_context_html(fixed, "precision_at_1", "x.png")
+
+
+def test_compare_puts_the_effective_context_and_truncated_share_side_by_side():
+    from mmbench.evaluators.reports.compare import compare_runs, comparison_markdown
+    from mmbench.evaluators.reports.lengths import effective_length_entry
+
+    a, b = _synthetic_run("dropper"), _synthetic_run("other")
+    b.per_query["precision_at_1"] = 1.0   # never drops: censored at the longest consumed length
+    data = compare_runs([a, b], resamples=200, ci_resamples=100)
+    eff = {e["label"]: e for e in data["lengths"]["effective_length"]}
+    assert len(eff) == 2
+    expected = effective_length_entry(a.per_query, a.seen, "x", "precision_at_1")["effective_tokens"]
+    (la, lb) = sorted(eff, key=lambda k: eff[k]["censored"])
+    assert eff[la]["effective_tokens"] == expected and not eff[la]["censored"]
+    assert eff[lb]["censored"] and eff[lb]["effective_tokens"] == int(max(a.seen["seen_tokens"]))
+    text = comparison_markdown(data)
+    assert "## Lengths" in text and "### Truncated share per length bin" in text
+    assert f"| {la} | 300 | 30 |" in text and f"| ≥ {eff[lb]['effective_tokens']} |" in text
+    shares = [dict(zip(t["bins"], t["truncated_share"])) for t in data["lengths"]["truncated_share"]]
+    assert [s["128k"] for s in shares] == [1.0, 1.0] and [s["1k"] for s in shares] == [0.0, 0.0]

@@ -31,6 +31,8 @@ from mmbench.results.store import RunResults
 from mmbench.evaluators.reports.common import (CI_METRICS, aligned_frames, averages, check_same_pool_set, fmt, fmt_ci, fmt_p, hit_at_1, md_table,
                      metric_ci, run_labels, subset_order)
 from mmbench.evaluators.reports.efficiency import efficiency_markdown, efficiency_rows
+from mmbench.evaluators.reports.lengths import effective_length_entry, lengths_markdown
+from mmbench.evaluators.truncated_share import truncated_share_by_bin
 from mmbench.evaluators.reports.timing import timing_markdown, timing_rows
 
 TEST_FAMILIES = ("ttest", "mcnemar", "wilcoxon")
@@ -90,8 +92,25 @@ def compare_runs(runs: Sequence[RunResults], *, metric: str = "precision_at_1", 
                      "sidedness": "two-sided"},
         "runs": out_runs, "pairs": pairs, "corrections": corrections, "timing": timing_rows(runs),
         "efficiency": efficiency_rows(runs),
+        "lengths": length_rows(runs, labels, metric),
         "chance": chance,
     }
+
+
+def length_rows(runs: Sequence[RunResults], labels: Sequence[str], metric: str) -> dict[str, list[dict[str, Any]]]:
+    """Each run's effective context (by consumed tokens) and truncated share per length bin, side by side;
+    over each run's own items, as in `show` (the window and tolerance say how each was read)."""
+    effective, truncated = [], []
+    for label, run in zip(labels, runs):
+        if run.seen is None or metric not in run.per_query.columns:
+            continue
+        entry = effective_length_entry(run.per_query, run.seen, label, metric)
+        if entry["effective_tokens"] is not None:
+            effective.append(entry)
+        share = truncated_share_by_bin(run.per_query, run.seen, label)
+        if share is not None:
+            truncated.append(share)
+    return {"effective_length": effective, "truncated_share": truncated}
 
 
 def draw_comparison_figures(data: dict[str, Any], out: Path) -> None:
@@ -232,6 +251,10 @@ def comparison_markdown(data: dict[str, Any]) -> str:
         lines += [timing_markdown(data["timing"])]
     if data.get("efficiency"):
         lines += [efficiency_markdown(data["efficiency"])]
+    lengths = data.get("lengths") or {}
+    if lengths.get("effective_length") or lengths.get("truncated_share"):
+        lines += ["## Lengths", "", lengths_markdown(lengths.get("effective_length") or [],
+                                                     lengths.get("truncated_share") or [])]
     return "\n".join(lines)
 
 
