@@ -32,6 +32,7 @@ from mmbench.data.tokens import UnifiedTokenCounter
 
 from mmbench.builders.parts.evidence_chain import chain_leaks
 from mmbench.builders.parts.expansion import Filler, Unit, expand, replace_units, start_positions
+from mmbench.builders.sources.backgrounds import text_reach
 from mmbench.builders.parts.hard_auditor import HardAuditor
 from mmbench.builders.parts.hard_variants import audit_hard, chain_units, plan_variants, reason_kind, replacements_for
 from mmbench.builders.parts.query_filter import RULES_VERSION, LLMAuditor, RuleFilter, decision_summary, filter_records
@@ -75,6 +76,10 @@ def build(source: str, out: Path, seed: int = 0, lengths: Sequence[int] = LENGTH
         rules = RuleFilter(max_context_tokens=lengths[0])
         queries, candidates, pools, decisions, selected = [], [], [], [], {}
         drops = {"records": DropLog("records"), "hard_variants": DropLog("Hard variants (record x slot x length)")}
+        reach = text_reach(fill.n_tokens, lengths, f"filler text {fill.name} ({fill.n_tokens} tokens; an expansion "
+                           "to a longer bin repeats part of it)")
+        if reach is not None:
+            drops["filler_text"] = reach
         for ds in datasets:
             recs = records[ds]
             order = seeded_rng(seed, "order", ds).permutation(len(recs)) if source != "sample" else range(len(recs))

@@ -92,7 +92,9 @@ def build(source: str, out: Path, seed: int = 0, lengths: Sequence[int] = LENGTH
         for name, log in drops.items():
             if name in paths:
                 log.check_share(MAX_DROP_SHARE, allow_missing, str(paths[name]))
-        reach = text_reach(background, params.lengths) if "text" in params.backgrounds else None
+        n_text = len(background.text_ids)
+        reach = text_reach(n_text, params.lengths, f"haystack text ({n_text} tokens; a longer text haystack repeats "
+                           "part of it)") if "text" in params.backgrounds else None
         if reach is not None:
             drops["haystack_text"] = reach
         ps = assemble(needles, background, counter, media, params, seed, progress)

@@ -190,3 +190,24 @@ def test_logical_summarization_counts_page_documents_per_bin_in_its_refusal(tmp_
         "lower candidates_per_query or leave the bin out of lengths; mmlongbench documents measured per bin: "
         "64k: 2 long enough, 3 too short, 2 kept of 3 needed (not built); "
         "128k: 0 long enough, 5 too short, 0 kept of 3 needed (not built)")
+
+
+def test_multi_source_reasoning_counts_a_filler_text_shorter_than_a_bin(tmp_path):
+    """A filler file of a few thousand tokens: the 8k expansions repeat part of it (built, valid, counted as
+    too short); the default filler (the Language Reference, about 106K tokens) covers 8k and records nothing."""
+    from mmbench.builders.sources.needles import sample_background_text
+    from mmbench.tasks import get_task
+
+    text = sample_background_text()[:12000]
+    (tmp_path / "filler.txt").write_text(text, encoding="utf-8")
+    n = len(UnifiedTokenCounter.default().tokenizer.encode(text))
+    assert 1000 <= n < 8192
+    common = dict(lengths=(8192,), queries_per_dataset=8, progress=False)
+    ps = get_task("multi_source_reasoning").build("sample", tmp_path / "msr", seed=0,
+                                                  filler=str(tmp_path / "filler.txt"), **common)
+    log = ps.manifest["dropped"]["filler_text"]
+    assert log["what"] == f"filler text filler.txt ({n} tokens; an expansion to a longer bin repeats part of it)"
+    assert log["length_bins"] == {"8k": {"long_enough": 0, "too_short": 1, "built": True}}
+    assert validate(ps).ok
+    default = get_task("multi_source_reasoning").build("sample", tmp_path / "msr2", seed=0, **common)
+    assert "filler_text" not in default.manifest["dropped"]

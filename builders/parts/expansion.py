@@ -119,6 +119,11 @@ class Filler:
             raise ValueError(f"filler corpus {name!r} is too small ({len(ids)} tokens; need at least 1000)")
         return cls(ids, tokenizer, name)
 
+    @property
+    def n_tokens(self) -> int:
+        """Length of the filler corpus in tokens."""
+        return len(self._bg.text_ids)
+
     def head_text(self, n_tokens: int) -> str:
         """The corpus's first `n_tokens` tokens as text (page-image filler renders it)."""
         return self.tokenizer.decode(self._bg.text_ids[:n_tokens])

@@ -67,16 +67,16 @@ class Background:
         return self._stored[key]
 
 
-def text_reach(bg: Background, lengths: Sequence[int]) -> DropLog | None:
-    """When a requested bin is longer than the haystack text, a text haystack of that bin wraps around and
-    repeats part of it: the text counted per bin as long enough or too short (None when every bin fits)."""
-    n = len(bg.text_ids)
-    if all(L <= n for L in lengths):
+def text_reach(n_tokens: int, lengths: Sequence[int], what: str) -> DropLog | None:
+    """When a requested bin is longer than a text corpus of `n_tokens` (a haystack, a filler), a document of
+    that bin built from it wraps around and repeats part of it: the corpus counted per bin as long enough
+    or too short, under the name `what` (None when every bin fits)."""
+    if all(L <= n_tokens for L in lengths):
         return None
-    log = DropLog(f"haystack text ({n} tokens; a longer text haystack repeats part of it)")
+    log = DropLog(what)
     log.keep()
     for L in sorted(lengths):
-        log.measure(length_label(L), n >= L)
+        log.measure(length_label(L), n_tokens >= L)
         log.note_bin(length_label(L), built=True)
     return log
 
