@@ -1,7 +1,8 @@
 """The documentation site, built with mkdocs as CI builds it, in a real headless browser.
 
-The home page, a task page and the API reference render without console errors or failed requests, and
-Material's search (which runs in the browser, with no server) finds a command.
+The home page, a task page and the API reference render without console errors or failed requests,
+Material's search (which runs in the browser, with no server) finds a command, and formulas are MathML the
+browser lays out (no TeX left on the page).
 """
 from __future__ import annotations
 
@@ -58,6 +59,21 @@ def test_the_api_reference_is_rendered_from_the_docstrings(page, base_url):
     text = page.inner_text("article")
     assert "Evaluate model (an EmbeddingModel, or a name for load_model) on tasks." in text   # evaluate's docstring
     assert "the task version, recorded in every pool set and result" in text                   # TaskSpec's
+    assert page.problems == []
+
+
+def test_formulas_are_rendered_as_mathml_not_left_as_tex(page, base_url):
+    page.goto(f"{base_url}/statistics-and-reports/")
+    page.wait_for_load_state("load")
+    formulas = page.locator("article .arithmatex math")
+    assert formulas.count() >= 20
+    widths = page.evaluate("Array.from(document.querySelectorAll('article .arithmatex math'))"
+                           ".map(m => m.getBoundingClientRect().width)")
+    assert min(widths) > 0, "a formula is not laid out"
+    text = page.inner_text("article")
+    assert "\\frac" not in text and "\\(" not in text and "\\binom" not in text
+    tex = page.locator("article .arithmatex").first.get_attribute("data-tex")
+    assert tex == "n"   # the first formula of the page, its TeX kept for copying
     assert page.problems == []
 
 
