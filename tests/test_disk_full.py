@@ -74,6 +74,7 @@ def test_a_full_disk_during_a_build_leaves_no_folder(tmp_path, monkeypatch, caps
         raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
 
     monkeypatch.setattr(pq, "write_table", full)
+    monkeypatch.setattr(pq.ParquetWriter, "write_table", full)   # pool-set tables are written a row group at a time
     out = tmp_path / "vg"
     rc = main(["build", "--task", "visual_grounding", "--out", str(out), "--param", "lengths=[256]",
                "--param", "backgrounds=[text]", "--param", "kinds=[text]", "--param", "needles_per_kind=2"])
