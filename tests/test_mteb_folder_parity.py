@@ -61,7 +61,8 @@ def test_stock_mteb_on_the_exported_folder_gives_mmbenchs_numbers(which, limit, 
                                                                   tmp_path, capsys):
     src = msr_small if which == "msr" else ls_small
     out = tmp_path / "exported"
-    assert main(["export", str(src), "--out", str(out), *(["--limit", str(limit)] if limit else [])]) == 0
+    assert main(["export", str(src), "--out", str(out), "--accept-image-loss",
+                 *(["--limit", str(limit)] if limit else [])]) == 0
     capsys.readouterr()
     ps = load_poolset(src)
     res = mteb.evaluate(mmbench_encoder(load_model(model), ps, limit=limit), _stock_task(out, ps), cache=None,
@@ -87,7 +88,7 @@ def test_ties_follow_mmbenchs_seeded_order_not_the_document_ids(msr_small, tmp_p
     seen = []
     for seed in (0, 7):
         out = tmp_path / f"seed{seed}"
-        assert main(["export", str(msr_small), "--out", str(out), "--seed", str(seed)]) == 0
+        assert main(["export", str(msr_small), "--out", str(out), "--seed", str(seed), "--accept-image-loss"]) == 0
         capsys.readouterr()
         (theirs,) = mteb.evaluate(BagOfWords(constant=True), _stock_task(out, ps), cache=None,
                                   show_progress_bar=False).task_results[0].scores["test"]
@@ -111,3 +112,4 @@ def test_a_video_task_is_refused_in_one_line(tmp_path, capsys):
                                           "image, not frames in time order") as exc:
         refuse_unrepresentable(ps)
     assert "\n" not in str(exc.value)
+
