@@ -6,6 +6,8 @@ Layout::
     queries.parquet      one row per query document
     candidates.parquet   one row per candidate document
     pools.parquet        one row per evaluation item: which candidates a query is ranked against
+    provenance.parquet   how each document was built (the task's provenance columns), kept out of the two
+                         document tables an evaluator reads; merged back into `meta` by `load_poolset`
     media/               content-addressed images and frames
     README.md            dataset card (benchmark/dataset_card.py): configs for the three tables, licences
 
@@ -38,6 +40,8 @@ log = logging.getLogger(__name__)
 MANIFEST = "manifest.json"
 POOLSET_FORMAT = "mmbench-poolset/1"
 TABLES = ("queries", "candidates", "pools")
+PROVENANCE_TABLE = "provenance"   # optional: pool sets that declare provenance columns
+PROVENANCE_COLUMNS = "provenance_columns"   # manifest field: the meta keys stored in provenance.parquet
 TABLE_DIGESTS = "table_digests"  # manifest field: each table file's SHA-256 as built, and their seal
 
 
@@ -89,6 +93,9 @@ class PoolSet:
     root: Path | None = None
     manifest: dict[str, Any] = field(default_factory=dict)
     table_digests: dict[str, str] = field(default_factory=dict)  # of the table files as loaded (load_poolset)
+    # meta keys that record how a document was built and can name its label (its source record, its image): written
+    # to provenance.parquet instead of the document tables, so a reader of those tables never sees them
+    provenance_columns: tuple[str, ...] = ()
 
     @property
     def content_hash(self) -> str:
@@ -224,13 +231,15 @@ def _write_contents(ps: PoolSet, tmp: Path, media_from: Path | None,
                     extra_manifest: dict[str, Any] | None) -> list[str]:
     """Tables, referenced media and the manifest of `ps`, written into the folder `tmp`."""
     table_digests = {}
+    kept: list[dict[str, Any]] = []   # provenance rows, split off the document tables
     for table, items in _tables(ps).items():   # one table's rows at a time, freed before the next
         rows = [x.to_record() for x in sorted(items, key=lambda x: x.id)]
-        arrow = pa.Table.from_pylist(rows, schema=_SCHEMAS[table])
+        if table != "pools" and ps.provenance_columns:
+            kept += _split_provenance(rows, table, ps.provenance_columns)
+        _write_table(tmp, table, rows, table_digests)
         del rows
-        pq.write_table(arrow, tmp / f"{table}.parquet", compression="zstd")
-        del arrow
-        table_digests[f"{table}.parquet"] = "sha256:" + _file_sha256(tmp / f"{table}.parquet").hex()
+    if ps.provenance_columns:
+        _write_table(tmp, PROVENANCE_TABLE, kept, table_digests)
     refs = sorted(_media_refs(ps.queries + ps.candidates))
     if refs:
         if media_from is None:
@@ -253,6 +262,7 @@ def _write_contents(ps: PoolSet, tmp: Path, media_from: Path | None,
                    "candidates_per_query": _candidates_per_query(ps.pools)},
         "content_hash": compute_content_hash(ps),
         "format": POOLSET_FORMAT,
+        **({PROVENANCE_COLUMNS: sorted(ps.provenance_columns)} if ps.provenance_columns else {}),
         **(extra_manifest or {}),
     }
     ps.manifest[TABLE_DIGESTS] = {"files": table_digests, "seal": _seal(ps.manifest, table_digests)}  # not hashed
@@ -261,6 +271,44 @@ def _write_contents(ps: PoolSet, tmp: Path, media_from: Path | None,
 
     write_card(tmp, ps.manifest)  # README.md: `datasets.load_dataset(out, "queries")` reads the tables
     return refs
+
+
+def _write_table(folder: Path, table: str, rows: list[dict[str, Any]], digests: dict[str, str]) -> None:
+    arrow = pa.Table.from_pylist(rows, schema=_SCHEMAS[table])
+    pq.write_table(arrow, folder / f"{table}.parquet", compression="zstd")
+    del arrow
+    digests[f"{table}.parquet"] = "sha256:" + _file_sha256(folder / f"{table}.parquet").hex()
+
+
+def _split_provenance(rows: list[dict[str, Any]], table: str, columns: Iterable[str]) -> list[dict[str, Any]]:
+    """Take the provenance `columns` out of each record's meta (in place); their rows for provenance.parquet."""
+    columns = set(columns)
+    out = []
+    for row in rows:
+        meta = json.loads(row["meta"])
+        apart = {k: v for k, v in meta.items() if k in columns}
+        if apart:
+            row["meta"] = json.dumps({k: v for k, v in meta.items() if k not in columns}, sort_keys=True,
+                                     ensure_ascii=False)
+            out.append({"table": table, "id": row["id"], "meta": json.dumps(apart, sort_keys=True, ensure_ascii=False)})
+    return out
+
+
+def _merge_provenance(ps: PoolSet, path: Path, rows: list[dict[str, Any]]) -> None:
+    """Put provenance.parquet's columns back into the meta of the documents it names (a row naming no document,
+    or a column the manifest does not declare, is a PoolSetError naming the file and the row)."""
+    docs = {"queries": ps.query_by_id(), "candidates": ps.candidate_by_id()}
+    for i, row in enumerate(rows):
+        try:
+            doc = docs[str(row["table"])][str(row["id"])]
+            apart = json.loads(row.get("meta") or "{}")
+        except (KeyError, TypeError, ValueError) as exc:
+            raise PoolSetError(f"{path}: row {i}: names no document of the pool set ({exc})") from None
+        undeclared = sorted(set(apart) - set(ps.provenance_columns))
+        if undeclared or not isinstance(apart, dict):
+            raise PoolSetError(f"{path}: row {i}: column {undeclared[:1]} is not among the manifest's "
+                               f"{PROVENANCE_COLUMNS}")
+        doc.meta = {**doc.meta, **apart}
 
 
 def _swap_into_place(tmp: Path, out: Path) -> None:
@@ -308,7 +356,8 @@ def load_poolset(root: Path, verify: bool = False) -> PoolSet:
         if key not in manifest:
             raise PoolSetError(f"{manifest_path}: missing field {key!r}")
     tables, digests = {}, {}
-    for table in TABLES:
+    declared = tuple(manifest.get(PROVENANCE_COLUMNS) or ())
+    for table in (*TABLES, *((PROVENANCE_TABLE,) if declared else ())):
         path = root / f"{table}.parquet"
         if not path.is_file():
             raise PoolSetError(f"pool set {root}: {path.name} is missing")
@@ -330,7 +379,10 @@ def load_poolset(root: Path, verify: bool = False) -> PoolSet:
         pools=_parse_rows(root / "pools.parquet", tables["pools"], PoolItem.from_record),
         builder=manifest.get("builder", {}), seed=manifest.get("seed", 0),
         sources=manifest.get("sources", {}), root=root, manifest=manifest, table_digests=digests,
+        provenance_columns=declared,
     )
+    if declared:
+        _merge_provenance(ps, root / f"{PROVENANCE_TABLE}.parquet", tables[PROVENANCE_TABLE])
     for table in ("queries", "candidates"):  # each document's content hash, remembered by its table's digest
         remember_hashes(getattr(ps, table), digests[f"{table}.parquet"])
     try:
@@ -412,4 +464,5 @@ _SCHEMAS = {
     "pools": pa.schema([("id", pa.string()), ("query_id", pa.string()), ("subset", pa.string()),
                         ("candidate_ids", pa.list_(pa.string())), ("relevant_ids", pa.list_(pa.string())),
                         ("meta", pa.string())]),
+    PROVENANCE_TABLE: pa.schema([("table", pa.string()), ("id", pa.string()), ("meta", pa.string())]),
 }
