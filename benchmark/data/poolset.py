@@ -304,8 +304,10 @@ def _merge_provenance(ps: PoolSet, path: Path, rows: list[dict[str, Any]]) -> No
             apart = json.loads(row.get("meta") or "{}")
         except (KeyError, TypeError, ValueError) as exc:
             raise PoolSetError(f"{path}: row {i}: names no document of the pool set ({exc})") from None
+        if not isinstance(apart, dict):
+            raise PoolSetError(f"{path}: row {i}: meta is not a JSON object")
         undeclared = sorted(set(apart) - set(ps.provenance_columns))
-        if undeclared or not isinstance(apart, dict):
+        if undeclared:
             raise PoolSetError(f"{path}: row {i}: column {undeclared[:1]} is not among the manifest's "
                                f"{PROVENANCE_COLUMNS}")
         doc.meta = {**doc.meta, **apart}
