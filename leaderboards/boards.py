@@ -142,21 +142,79 @@ def _chance_rows(rows_src: Sequence[Entry], loader: Loader | None, columns: Sequ
                  whole: Sequence[str], label_key: str | None = None) -> list[dict[str, Any]]:
     """One random-ranking row per task: `whole` columns get the chance over all items, `axis=value`
     columns over the items of that group (the submissions of one task share the official items)."""
+    return _per_task_rows(rows_src, loader, columns, "random ranking (expected)", label_key, whole,
+                          lambda part, key: chance_of(part, metric))
+
+
+FLOOR_LABEL = "resolution floor (smallest detectable difference)"
+FLOOR_WORDS = ("Resolution floor: the smallest paired difference in a 0/1 score (P@1, R@1) two models need in that "
+               "column to be told apart with 80 % power at α = 0.05 (design-time, from the number of items the column "
+               "averages; a macro average over k subsets of nᵢ items uses the effective number k² / Σ 1/nᵢ)")
+
+
+def _floor_rows(rows_src: Sequence[Entry], loader: Loader | None, columns: Sequence[Column], whole: Sequence[str],
+                macro: Sequence[str] = (), label_key: str | None = None) -> list[dict[str, Any]]:
+    """One resolution-floor row per task: each column's design-time floor from the scored items it averages
+    (all of them for `whole` columns, the group's for `axis=value` columns, the subsets' effective number for
+    `macro` columns)."""
+    def floor(part: pd.DataFrame, key: str) -> float | None:
+        scored = part[part["error"].isna()] if "error" in part.columns else part
+        return macro_floor(scored) if key in macro else group_floor(scored)
+
+    return _per_task_rows(rows_src, loader, columns, FLOOR_LABEL, label_key, (*whole, *macro), floor)
+
+
+def group_floor(part: pd.DataFrame) -> float | None:
+    """Design-time floor of a mean over the rows of `part` (None: too few rows to detect anything)."""
+    return macro_floor_of_counts([len(part)])
+
+
+def macro_floor(pq: pd.DataFrame) -> float | None:
+    """Design-time floor of the macro average over `pq`'s subsets (see `macro_floor_of_counts`)."""
+    counts = pq["subset"].value_counts().tolist() if "subset" in pq.columns else [len(pq)]
+    return macro_floor_of_counts(counts)
+
+
+def macro_floor_of_counts(counts: Sequence[int]) -> float | None:
+    """Design-time floor of a macro average over subsets of `counts` items. With per-item variance v in every
+    subset the macro difference has variance v / k² · Σ 1/nᵢ, that of a mean over k² / Σ 1/nᵢ items (rounded
+    down), which is the total count when the subsets are equal; one subset is its plain mean."""
+    from mmbench.evaluators.stats.floors import design_floor
+
+    counts = [int(n) for n in counts if n and n > 0]
+    if not counts:
+        return None
+    return design_floor(int(math.floor(len(counts) ** 2 / sum(1.0 / n for n in counts) + 1e-9))).mde
+
+
+def _group_part(pq: pd.DataFrame, key: str) -> pd.DataFrame | None:
+    """The rows of an `axis=value` column's group (None for a column that is no group of `pq`)."""
+    if "=" not in key:
+        return None
+    axis, value = key.split("=", 1)
+    if axis not in pq.columns:
+        return None
+    return pq[pq[axis].astype(str).str.lower() == value.lower()]
+
+
+def _per_task_rows(rows_src: Sequence[Entry], loader: Loader | None, columns: Sequence[Column], label: str,
+                   label_key: str | None, whole: Sequence[str],
+                   cell: Callable[[pd.DataFrame, str], Any]) -> list[dict[str, Any]]:
+    """One baseline row per task: `cell(rows, column key)` over all items for `whole` columns and over the group's
+    items for `axis=value` columns, from the per-query table of the task's first submission (the submissions of
+    one task share the official items)."""
     if loader is None:
         return []
     out = []
     for task in dict.fromkeys(e.task for e in rows_src):
         pq = loader(next(e for e in rows_src if e.task == task)).per_query
-        row: dict[str, Any] = {"model": "random ranking (expected)", "_baseline": True}
+        row: dict[str, Any] = {"model": label, "_baseline": True}
         if label_key:
             row[label_key] = task
         for c in columns:
-            if c.key in whole:
-                row[c.key] = chance_of(pq, metric)
-            elif "=" in c.key:
-                axis, value = c.key.split("=", 1)
-                if axis in pq.columns:
-                    row[c.key] = chance_of(pq[pq[axis].astype(str).str.lower() == value.lower()], metric)
+            part = pq if c.key in whole else _group_part(pq, c.key)
+            if part is not None:
+                row[c.key] = cell(part, c.key)
         out.append(row)
     return out
 
@@ -192,8 +250,10 @@ def mmlongembed_table(entries: Sequence[Entry], loader: Loader | None = None) ->
     return Table("mmlongembed", "MMLongEmbed",
                  "P@1 of each model on each MMLongEmbed task: macro average over subsets, micro average over items, "
                  "Easy/Hard and per length bin (unified tokens); per-subset scores are on each model's page. "
-                 "Random ranking: the expected P@1 of a uniformly random ranking of the same items.", cols, rows,
-                 baselines=_chance_rows(rows_src, loader, cols, MAIN, ("macro", "micro"), label_key="task"))
+                 "Random ranking: the expected P@1 of a uniformly random ranking of the same items. " + FLOOR_WORDS
+                 + ".", cols, rows,
+                 baselines=[*_chance_rows(rows_src, loader, cols, MAIN, ("macro", "micro"), label_key="task"),
+                            *_floor_rows(rows_src, loader, cols, ("micro",), ("macro",), label_key="task")])
 
 
 def visual_grounding_table(entries: Sequence[Entry], loader: Loader | None = None) -> Table:
@@ -212,7 +272,8 @@ def visual_grounding_table(entries: Sequence[Entry], loader: Loader | None = Non
     rows.sort(key=lambda r: -(r["all"] if r["all"] is not None else -1))
     return Table("visual_grounding", "Visual Grounding by length and depth",
                  "P@1 per length bin and per needle depth (0% = start of the haystack); random ranking: its "
-                 "expected P@1.", cols, rows, baselines=_chance_rows(rows_src, loader, cols, MAIN, ("all",)))
+                 "expected P@1. " + FLOOR_WORDS + ".", cols, rows,
+                 baselines=[*_chance_rows(rows_src, loader, cols, MAIN, ("all",)), *_floor_rows(rows_src, loader, cols, ("all",))])
 
 
 def flickr_table(entries: Sequence[Entry], loader: Callable[[Entry], RunResults] | None = None,
@@ -310,8 +371,14 @@ def aggregates_table(e: Entry) -> Table:
         rows = [{"group": g[len("llm="):], **m} for g, m in sorted(e.scores.items())]
     else:
         present = [(k, l) for k, l in AGG_METRICS if any(k in m for m in e.scores.values())]
-        cols = [Column("group", "Group", "text"), Column("n", "Items")] + [Column(k, l) for k, l in present]
-        rows = [{"group": g, **m} for g, m in sorted(e.scores.items(), key=lambda kv: _group_key(kv[0]))]
+        cols = ([Column("group", "Group", "text"), Column("n", "Items")] + [Column(k, l) for k, l in present]
+                + [Column("floor", "Floor")])
+        subsets = [m.get("n") for g, m in e.scores.items() if g.startswith("subset=")]
+        rows = [{"group": g, **m, "floor": macro_floor_of_counts(subsets) if g == "macro_over_subsets"
+                 else macro_floor_of_counts([m.get("n")])}
+                for g, m in sorted(e.scores.items(), key=lambda kv: _group_key(kv[0]))]
+        return Table(f"model-{e.id}", "Scores by group", "Aggregates recomputed from the per-query records at "
+                     "submission. " + FLOOR_WORDS + ".", cols, rows)
     return Table(f"model-{e.id}", "Scores by group", "Aggregates recomputed from the per-query records at submission.",
                  cols, rows)
 

@@ -16,9 +16,9 @@ import pandas as pd
 from mmbench.evaluators.stats import bootstrap_ci
 from mmbench.results.store import RunResults
 
-from mmbench.leaderboards.boards import CI_RESAMPLES, Column, Table, chance_of
+from mmbench.leaderboards.boards import CI_RESAMPLES, FLOOR_LABEL, Column, Table, chance_of
 from mmbench.leaderboards.modelmeta import ModelMeta, display_name
-from mmbench.leaderboards.places import PLACE_WORDS, mean_places, task_places
+from mmbench.leaderboards.places import PLACE_WORDS, group_floors, mean_places, task_places
 from mmbench.leaderboards.store import Entry
 
 METRIC_LABELS = {"precision_at_1": "P@1", "precision_at_5": "P@5", "recall_at_1": "R@1", "recall_at_3": "R@3",
@@ -166,8 +166,11 @@ def overview_table(entries: Sequence[Entry], loader: Callable[[Entry], RunResult
                   + PLACE_WORDS + ". Protocol: the results' protocol id (item selection and harness rules . model "
                   "setup); the board only joins results whose protocols agree.",
                   cols, out)
-    floor_row: dict[str, Any] = {"model": "resolution floor (smallest detectable difference)", "_baseline": True}
+    floor_row: dict[str, Any] = {"model": FLOOR_LABEL, "_baseline": True}
     for t in tasks:
         floor_row[t] = {"estimate": floors.get(t), "low": None, "high": None}
+        if has_diff[t]:   # Easy and Hard: each over its own shared items
+            floor_row.update({f"{t}:{level}": mde for level, mde in
+                              group_floors(frames[t], metric[t], "difficulty", ("easy", "hard")).items()})
     table.baselines = [chance, floor_row]
     return table

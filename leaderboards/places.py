@@ -19,13 +19,29 @@ PLACE_WORDS = ("Rank interval: the range of ranks a model takes in 95 % of paire
                "number of items)")
 
 
-def aligned(frames: Sequence[pd.DataFrame], metric: str) -> np.ndarray:
-    """(models x items) of `metric` over the items every frame scored without error (sorted by item id)."""
+def _scored(frames: Sequence[pd.DataFrame], metric: str) -> tuple[list[pd.DataFrame], list[str]]:
+    """Each frame's rows scored without error, indexed by item id, and the item ids all of them share (sorted)."""
     ok = [f[f["error"].isna()] if "error" in f.columns else f for f in frames]
     ok = [f.assign(_item=(f["item_id"] if "item_id" in f.columns else f.index.to_series()).astype(str).to_numpy())
           .dropna(subset=[metric]).set_index("_item") for f in ok]
-    shared = sorted(set.intersection(*(set(f.index) for f in ok))) if ok else []
+    return ok, (sorted(set.intersection(*(set(f.index) for f in ok))) if ok else [])
+
+
+def aligned(frames: Sequence[pd.DataFrame], metric: str) -> np.ndarray:
+    """(models x items) of `metric` over the items every frame scored without error (sorted by item id)."""
+    ok, shared = _scored(frames, metric)
     return np.array([f.loc[shared, metric].to_numpy(dtype=float) for f in ok]).reshape(len(ok), len(shared))
+
+
+def group_floors(rows_by_key: dict[str, pd.DataFrame], metric: str, axis: str,
+                 values: Sequence[str]) -> dict[str, float | None]:
+    """The design-time floor of each `axis` value's column (e.g. difficulty Easy/Hard), over the items of that
+    value every model scored, as the task's own floor is over all the items they share."""
+    ok, shared = _scored([rows_by_key[k] for k in sorted(rows_by_key)], metric)
+    if not ok or axis not in ok[0].columns:
+        return {}
+    labels = ok[0].loc[shared, axis].astype("string").str.lower()
+    return {v: design_floor(int((labels == v.lower()).sum())).mde for v in values}
 
 
 def places(keys: Sequence[str], matrices: Sequence[np.ndarray], resamples: int, seed: int) -> dict[str, dict[str, Any]]:

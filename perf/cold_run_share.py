@@ -56,10 +56,10 @@ def main() -> None:
         get_task("visual_grounding").build("sample", data, seed=0, lengths=lengths, needles_per_kind=args.needles,
                                            progress=False)
 
-    from mmbench.cli import commands_core, main as cli_main
+    from mmbench.cli import commands_run, main as cli_main
 
     load, forward = Timer(), Timer()
-    real_load = commands_core.load_model_for_run
+    real_load = commands_run.load_model_for_run
 
     def load_and_time_forward(*a, **kw):
         model = load.wrap(real_load)(*a, **kw)
@@ -69,7 +69,7 @@ def main() -> None:
         st.forward = forward.wrap(st.forward)  # ST.encode calls self.forward for every batch
         return model
 
-    commands_core.load_model_for_run = load_and_time_forward
+    commands_run.load_model_for_run = load_and_time_forward
     out = Path(tempfile.mkdtemp(prefix="results-", dir=work))
     start = time.perf_counter()
     rc = cli_main(["run", "--task", "visual_grounding", "--model", args.model, "--data", str(data), "--output",

@@ -55,7 +55,7 @@ def test_model_name_given_on_the_command_line_survives_a_load(vg_tiny, tmp_path,
     import logging
 
     from mmbench.data.embedding_cache import EmbeddingCache, model_key
-    from mmbench.cli.commands_core import rename_model
+    from mmbench.cli.commands_run import rename_model
     from mmbench.running.evaluation import evaluate_to_folder
     from mmbench.results.store import load_results
 

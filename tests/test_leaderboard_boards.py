@@ -133,7 +133,7 @@ def test_flickr_and_grounding_boards_have_a_random_ranking_row():
     vg = visual_grounding_table([entry("m", "visual_grounding", {"all": {"precision_at_1": 0.5},
                                                                  "depth=0.5": {"precision_at_1": 0.4}})], loader=load)
     assert vg.baselines[0]["all"] == pytest.approx(1 / pool) and vg.baselines[0]["depth=0.5"] == pytest.approx(1 / pool)
-    assert [r.get("baseline") for r in vg.records()] == [None, True]
+    assert [r.get("baseline") for r in vg.records()] == [None, True, True]   # the chance row, the floor row
 
 
 def test_local_paths_never_show_as_model_names():
@@ -243,6 +243,11 @@ def test_main_board_one_row_per_model_mean_rank_easy_hard_and_seen_shares():
     assert rows["c"]["mean"] is None and "rank" not in rows["c"]  # c did not run every task: no mean, no rank
     ranked = sorted((rows["a (local)"], rows["b"]), key=lambda r: -r["mean"])
     assert [r["rank"] for r in ranked] == [1, 2] and t.rows[-1]["model"] == "c"
+    # Easy and Hard each get the floor of their own items (20 of the 40 each), larger than the task's
+    assert floor["multi_source_reasoning:easy"] == pytest.approx(design_floor(20).mde)
+    assert floor["multi_source_reasoning:hard"] == pytest.approx(design_floor(20).mde)
+    assert floor["multi_source_reasoning:easy"] > floor["multi_source_reasoning"]["estimate"]
+    assert "visual_grounding:easy" not in floor
     chance, _floor = t.baselines
     assert chance["visual_grounding"]["estimate"] == pytest.approx(1 / 10)
     assert chance["multi_source_reasoning:easy"] == pytest.approx(1 / 20)
@@ -252,3 +257,78 @@ def test_main_board_one_row_per_model_mean_rank_easy_hard_and_seen_shares():
     by_id["zz000000"] = by_id[entries[2].id]
     t2 = overview_table(again, lambda e: by_id[e.id], lambda e: ModelMeta(), resamples=50)
     assert {r["model"] for r in t2.rows} == {"a (local)", "b", "b #2", "c"}  # a second submission of b to one task
+
+
+def _binned_run(bins: dict[str, int], subsets: dict[str, int], errors: int = 0) -> RunResults:
+    """Per-query rows: `bins` gives each length bin's item count, `subsets` each subset's (in row order),
+    alternating Easy/Hard; the first `errors` items failed."""
+    n = sum(bins.values())
+    assert sum(subsets.values()) == n
+    pq = pd.DataFrame({"item_id": [f"i{k:03d}" for k in range(n)], "precision_at_1": [float(k % 3 == 0) for k in range(n)],
+                       "length_bin": [b for b, c in bins.items() for _ in range(c)],
+                       "subset": [s for s, c in subsets.items() for _ in range(c)],
+                       "difficulty": ["easy", "hard"] * (n // 2) + ["easy"] * (n % 2),
+                       "ranked_ids": [["c0", "c1", "c2", "c3"]] * n, "relevant_ids": [["c0"]] * n})
+    pq["error"] = [("failed" if k < errors else None) for k in range(n)]
+    return RunResults(pq, pd.DataFrame(), {})
+
+
+def _floor_of_a_mean(n: int) -> float:
+    """The design-time floor recomputed here: the difference d at which a two-sided paired t-test on n items with
+    per-item differences of variance 0.5 - d² reaches 80 % power (scipy's noncentral t, brentq), searched around
+    the normal approximation 2.8 · sqrt(0.5 / n)."""
+    from scipy import optimize
+
+    def power(d):
+        crit = stats.t.ppf(0.975, n - 1)
+        nc = d * np.sqrt(n) / np.sqrt(0.5 - d * d)
+        lower = stats.nct.cdf(-crit, n - 1, nc)   # the wrong-sign tail: about 0, NaN in scipy far out
+        return stats.nct.sf(crit, n - 1, nc) + (0.0 if np.isnan(lower) else lower)
+
+    guess = 2.8 * np.sqrt(0.5 / n)
+    return optimize.brentq(lambda d: power(d) - 0.8, guess / 2, min(2 * guess, 0.7), xtol=1e-10)
+
+
+def test_subset_boards_show_a_resolution_floor_per_length_bin_and_difficulty():
+    """The MMLongEmbed and Visual Grounding boards: the floor row holds each column's floor from the items that
+    column averages, so a small length bin shows a larger floor than a large one (issue 25)."""
+    run = _binned_run({"256": 60, "1k": 20}, {"a/easy": 60, "b/hard": 20}, errors=4)
+    entries = [entry("a", "visual_grounding", {"all": {"precision_at_1": 0.4}, "length_bin=256": {"precision_at_1": 0.5},
+                                               "length_bin=1k": {"precision_at_1": 0.3},
+                                               "difficulty=easy": {"precision_at_1": 0.5},
+                                               "difficulty=hard": {"precision_at_1": 0.3}})]
+    loader = lambda e: run  # noqa: E731
+    t = mmlongembed_table(entries, loader)
+    chance, floor = t.baselines
+    assert chance["model"].startswith("random ranking") and chance["micro"] == pytest.approx(0.25)
+    assert floor["model"].startswith("resolution floor") and floor["task"] == "visual_grounding"
+    # failed items are not averaged: 56 scored in 256, 20 in 1k, 76 in all; Easy 38, Hard 38
+    assert floor["length_bin=256"] == pytest.approx(_floor_of_a_mean(56), abs=1e-6)
+    assert floor["length_bin=1k"] == pytest.approx(_floor_of_a_mean(20), abs=1e-6)
+    assert floor["micro"] == pytest.approx(_floor_of_a_mean(76), abs=1e-6)
+    assert floor["difficulty=easy"] == pytest.approx(_floor_of_a_mean(38), abs=1e-6)
+    assert floor["length_bin=1k"] > floor["length_bin=256"] > floor["micro"]
+    # the macro over subsets of 56 and 20 scored items: as precise as a mean over 4 / (1/56 + 1/20) = 58.9 -> 58
+    assert floor["macro"] == pytest.approx(_floor_of_a_mean(58), abs=1e-6)
+    assert "resolution floor" in t.description.lower()
+    flat = [r for r in t.records() if r.get("baseline") and str(r["model"]).startswith("resolution floor")]
+    assert flat and flat[0]["length_bin=1k"] == floor["length_bin=1k"]
+    vg = visual_grounding_table(entries, loader)
+    vg_floor = next(b for b in vg.baselines if b["model"].startswith("resolution floor"))
+    assert vg_floor["all"] == pytest.approx(_floor_of_a_mean(76), abs=1e-6)
+    assert vg_floor["length_bin=256"] == floor["length_bin=256"] and "depth=0.5" not in vg_floor
+    assert visual_grounding_table(entries).baselines == []   # no per-query tables: no baseline rows at all
+
+
+def test_a_model_page_shows_each_groups_floor():
+    from mmbench.leaderboards.boards import aggregates_table
+
+    e = entry("a", "multi_source_reasoning", {
+        "all": {"n": 80, "precision_at_1": 0.5}, "macro_over_subsets": {"n": 80, "precision_at_1": 0.45},
+        "subset=x": {"n": 60, "precision_at_1": 0.6}, "subset=y": {"n": 20, "precision_at_1": 0.3},
+        "length_bin=8k": {"n": 1, "precision_at_1": 1.0}})
+    rows = {r["group"]: r for r in aggregates_table(e).rows}
+    assert rows["all"]["floor"] == pytest.approx(_floor_of_a_mean(80), abs=1e-6)
+    assert rows["subset=y"]["floor"] == pytest.approx(_floor_of_a_mean(20), abs=1e-6)
+    assert rows["macro_over_subsets"]["floor"] == pytest.approx(_floor_of_a_mean(60), abs=1e-6)  # 4/(1/60+1/20) = 60
+    assert rows["length_bin=8k"]["floor"] is None   # one item detects nothing

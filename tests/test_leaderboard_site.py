@@ -289,7 +289,7 @@ def two_task_url(site, tmp_path_factory):
         cols = [d[0] for d in con.execute("SELECT * FROM submissions").description]
         for row in con.execute("SELECT * FROM submissions").fetchall():
             d = dict(zip(cols, row))
-            new = "f" + d["id"][1:]
+            new = ("f" if d["id"][0] != "f" else "e") + d["id"][1:]   # a new id, whatever the first digit was
             con.execute(f"INSERT INTO submissions VALUES ({','.join('?' * len(cols))})",
                         [{**d, "id": new, "task": "multi_source_reasoning"}[c] for c in cols])
             con.execute("INSERT INTO scores SELECT ?, grp, metric, value FROM scores WHERE submission_id = ?", (new, d["id"]))

@@ -54,8 +54,8 @@ def _toy(n_items=30, C=6, leak_first=True, stem_ids=True, meta_leak=False) -> Po
     return PoolSet(task="toy", task_version="0", queries=queries, candidates=cands, pools=pools, seed=3)
 
 
-def _leaking(ps, exempt=()):
-    return {s.baseline for s in leaks.audit(ps, exempt) if s.leaks}
+def _leaking(ps, kept_apart=()):
+    return {s.baseline for s in leaks.audit(ps, kept_apart) if s.leaks}
 
 
 def test_audit_names_an_order_leak_and_an_id_leak_and_passes_a_blinded_set():
@@ -70,12 +70,13 @@ def test_audit_names_an_order_leak_and_an_id_leak_and_passes_a_blinded_set():
     assert q.id.startswith("q-") and q.meta["provenance"]["built_id"] == "q-rec000"
 
 
-def test_audit_names_a_metadata_column_unless_it_is_declared_provenance():
+def test_audit_names_a_metadata_column_unless_it_is_kept_apart():
     ps = _toy(leak_first=False, stem_ids=False, meta_leak=True)
     assert "meta:kind=gold" in _leaking(ps)
-    assert "meta:kind=gold" not in _leaking(ps, exempt=("kind",))
-    summary = leaks.summary(leaks.audit(ps, ("kind",)))
-    assert "meta:kind=gold" in summary["exempt"] and "Binomial" in summary["rule"]
+    assert "meta:kind=gold" not in _leaking(ps, kept_apart=("kind",))
+    summary = leaks.summary(leaks.audit(ps, ("kind",)), ("kind",))
+    assert summary["kept_apart"] == ["kind"] and "meta:kind=gold" not in summary["baselines"]
+    assert "Binomial" in summary["rule"] and "exempt" not in summary
 
 
 def _direct_tail(total, n, c):
@@ -166,3 +167,76 @@ def test_validate_fails_on_a_label_moved_to_another_record(msr, tmp_path, capsys
         p.relevant_ids = [other]
     rc, out = _validate(_rewrite(msr, tmp_path / "moved", move), capsys)
     assert rc == 2 and "label_is_own_record" in out and "comes from record" in out, out
+
+
+@pytest.fixture(scope="module")
+def flickr_sample(tmp_path_factory):
+    from mmbench.tasks import get_task
+
+    out = tmp_path_factory.mktemp("flickr") / "flickr"
+    get_task("flickr_hard_negatives").build("sample", out, seed=0, progress=False)
+    return out
+
+
+def _raw_documents(folder: Path, table: str) -> list[Document]:
+    """A table's documents as an evaluator reads the file, without mmbench's loader."""
+    import pyarrow.parquet as pq
+
+    return [Document.from_record(r) for r in pq.read_table(folder / f"{table}.parquet").to_pylist()]
+
+
+def test_label_revealing_provenance_is_stored_apart_from_the_tables_an_evaluator_reads(flickr_sample):
+    """Issue 24: Flickr's image_id names the relevant candidate outright (the query's own image), so it and the
+    other provenance columns live in provenance.parquet; the document tables hold none of them and pass the
+    audit with nothing exempt, while the same audit on the merged metadata finds the leak they would be."""
+    from mmbench.builders.checks.flickr_hard_negatives import PROVENANCE_COLUMNS
+
+    ps = load_poolset(flickr_sample, verify=True)
+    apart = set(ps.provenance_columns)
+    assert apart == {*PROVENANCE_COLUMNS, "provenance"}
+    seen = [*_raw_documents(flickr_sample, "queries"), *_raw_documents(flickr_sample, "candidates")]
+    assert not {k for d in seen for k in d.meta} & apart
+    assert all(d.meta.get("image_id") for d in ps.candidates)   # the loader merges them back for the checks
+    as_read = PoolSet(task=ps.task, task_version=ps.task_version, queries=_raw_documents(flickr_sample, "queries"),
+                      candidates=_raw_documents(flickr_sample, "candidates"), pools=ps.pools, seed=ps.seed)
+    assert _leaking(as_read) == set()
+    merged = {s.baseline: s for s in leaks.audit(ps) if s.subset == "all"}
+    assert merged["meta:image_id=query"].score == 1.0 and merged["meta:image_id=query"].leaks
+    audit = ps.manifest["validity"]["leak_audit"]
+    assert audit["kept_apart"] == sorted(apart) and audit["leaks"] == []
+
+
+def test_an_edited_provenance_table_is_refused(flickr_sample, tmp_path, capsys):
+    import shutil
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from mmbench.data.poolset import PoolSetError, check_integrity
+
+    copy_ = tmp_path / "edited"
+    shutil.copytree(flickr_sample, copy_)
+    rows = pq.read_table(copy_ / "provenance.parquet").to_pylist()
+    rows[0]["meta"] = rows[0]["meta"].replace('"image_id": "', '"image_id": "x')
+    pq.write_table(pa.Table.from_pylist(rows, schema=pq.read_schema(copy_ / "provenance.parquet")),
+                   copy_ / "provenance.parquet")
+    with pytest.raises(PoolSetError, match="content hash mismatch"):
+        check_integrity(load_poolset(copy_))
+    assert main(["validate", str(copy_)]) == 2
+    rows[0]["meta"] = '{"answer": "the label"}'   # a column the manifest does not declare as provenance
+    pq.write_table(pa.Table.from_pylist(rows, schema=pq.read_schema(copy_ / "provenance.parquet")),
+                   copy_ / "provenance.parquet")
+    with pytest.raises(PoolSetError, match=r"provenance.parquet: row 0: column \['answer'\] is not among"):
+        load_poolset(copy_)
+    capsys.readouterr()
+
+
+def test_a_model_view_carries_no_metadata(flickr_sample):
+    from toy_models import HashingModel
+
+    from mmbench.running.views import model_view
+
+    ps = load_poolset(flickr_sample)
+    doc = ps.candidates[0]
+    view, _ = model_view(doc, HashingModel())
+    assert doc.meta and view.meta == {} and view.segments == doc.segments

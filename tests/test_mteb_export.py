@@ -70,6 +70,39 @@ def test_export_never_clobbers(vg_tiny, tmp_path, capsys):
     assert main(["export", str(tmp_path / "nowhere"), "--out", str(tmp_path / "x")]) == 2
 
 
+def test_several_images_per_document_are_refused_unless_the_loss_is_accepted(vg_small, tmp_path, capsys):
+    """An mteb row holds one image: a pool set whose documents hold more is refused in one line naming the task
+    and the counts, and nothing is written; --accept-image-loss exports it and records the loss."""
+    from mmbench.data.documents import Image
+    from mmbench.data.poolset import load_poolset
+
+    ps = load_poolset(vg_small)
+    counts = [sum(isinstance(s, Image) for s in d.segments) for d in [*ps.queries, *ps.candidates]]
+    several = sum(n > 1 for n in counts)
+    lost = sum(n - 1 for n in counts if n > 1)
+    assert several > 0 and lost > several   # what the sample really holds, counted here from the documents
+    out = tmp_path / "exported"
+    assert main(["export", str(vg_small), "--out", str(out)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "\n" not in err
+    assert f"visual_grounding: {several} documents hold more than one image" in err
+    assert f"so {lost} images would be lost" in err and "--accept-image-loss" in err
+    assert not out.exists() and not [p for p in tmp_path.iterdir() if p.name.startswith(".")]
+    assert main(["export", str(vg_small), "--out", str(out), "--accept-image-loss"]) == 0
+    assert f"{lost} further images of {several} documents" in capsys.readouterr().out
+    loss = json.loads((out / "mteb_export.json").read_text())["image_loss"]
+    assert (loss["accepted"], loss["documents"], loss["dropped_images"]) == (True, several, lost)
+    multi = {d.id for d, n in zip([*ps.queries, *ps.candidates], counts) if n > 1}
+    assert set(loss["document_ids"]) == multi
+
+
+def test_a_pool_set_of_single_images_needs_no_opt_in(vg_tiny, tmp_path):
+    out = tmp_path / "exported"
+    assert main(["export", str(vg_tiny), "--out", str(out)]) == 0
+    loss = json.loads((out / "mteb_export.json").read_text())["image_loss"]
+    assert loss == {"accepted": False, "documents": 0, "dropped_images": 0, "document_ids": []}
+
+
 def test_export_with_images_resolves_media(vg_small, tmp_path):
     """Image documents: `image` is the first image (decoded by datasets), `media` names every file, copied."""
     import datasets
@@ -77,7 +110,7 @@ def test_export_with_images_resolves_media(vg_small, tmp_path):
 
     src = vg_small
     out = tmp_path / "exported"
-    assert main(["export", str(src), "--out", str(out)]) == 0
+    assert main(["export", str(src), "--out", str(out), "--accept-image-loss"]) == 0
     summary = json.loads((out / "mteb_export.json").read_text())
     split = sorted(summary["subsets"]["default"])[0]
     corpus = datasets.load_dataset(str(out), "corpus", split=split, cache_dir=str(tmp_path / "hf"))

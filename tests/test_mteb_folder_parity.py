@@ -61,7 +61,8 @@ def test_stock_mteb_on_the_exported_folder_gives_mmbenchs_numbers(which, limit, 
                                                                   tmp_path, capsys):
     src = msr_small if which == "msr" else ls_small
     out = tmp_path / "exported"
-    assert main(["export", str(src), "--out", str(out), *(["--limit", str(limit)] if limit else [])]) == 0
+    assert main(["export", str(src), "--out", str(out), "--accept-image-loss",
+                 *(["--limit", str(limit)] if limit else [])]) == 0
     capsys.readouterr()
     ps = load_poolset(src)
     res = mteb.evaluate(mmbench_encoder(load_model(model), ps, limit=limit), _stock_task(out, ps), cache=None,
@@ -87,7 +88,7 @@ def test_ties_follow_mmbenchs_seeded_order_not_the_document_ids(msr_small, tmp_p
     seen = []
     for seed in (0, 7):
         out = tmp_path / f"seed{seed}"
-        assert main(["export", str(msr_small), "--out", str(out), "--seed", str(seed)]) == 0
+        assert main(["export", str(msr_small), "--out", str(out), "--seed", str(seed), "--accept-image-loss"]) == 0
         capsys.readouterr()
         (theirs,) = mteb.evaluate(BagOfWords(constant=True), _stock_task(out, ps), cache=None,
                                   show_progress_bar=False).task_results[0].scores["test"]
@@ -111,3 +112,49 @@ def test_a_video_task_is_refused_in_one_line(tmp_path, capsys):
                                           "image, not frames in time order") as exc:
         refuse_unrepresentable(ps)
     assert "\n" not in str(exc.value)
+
+
+@pytest.fixture(scope="module")
+def flickr_sample(tmp_path_factory):
+    """The default Flickr hard-negative sample (40 caption queries, each ranked among 25 images)."""
+    from mmbench.tasks import get_task
+
+    out = tmp_path_factory.mktemp("flickr") / "flickr"
+    get_task("flickr_hard_negatives").build("sample", out, seed=0, progress=False)
+    return out
+
+
+@pytest.mark.parametrize("route", ["mmbench_encoder", "native_mteb_encoder"])
+def test_flickr_text_to_image_folder_gives_mmbenchs_numbers(route, flickr_sample, tmp_path, capsys):
+    """Text-to-image with hard negatives: one image per candidate, so the export needs no opt-in and loses
+    nothing. `mmbench_encoder` runs an mmbench model (colour of the pixels, words of the caption) on the
+    pool set's documents; the native mteb encoder reads the folder's own `image` column, so a candidate
+    paired with the wrong image in the export would change its numbers."""
+    from mteb_helpers import BagOfWords
+    from toy_models import HashingModel
+
+    from mmbench.models.mteb_bridge import MtebEncoderModel
+
+    out = tmp_path / "exported"
+    assert main(["export", str(flickr_sample), "--out", str(out)]) == 0
+    capsys.readouterr()
+    summary = json.loads((out / "mteb_export.json").read_text())
+    assert summary["image_loss"]["documents"] == 0 and summary["main_score"] == "recall_at_1"
+    ps = load_poolset(flickr_sample)
+    if route == "mmbench_encoder":
+        under_mteb, under_mmbench = mmbench_encoder(HashingModel(), ps), HashingModel()
+    else:
+        under_mteb = BagOfWords(("text", "image"))
+        under_mmbench = MtebEncoderModel(BagOfWords(("text", "image")))
+    (theirs,) = mteb.evaluate(under_mteb, _stock_task(out, ps), cache=None,
+                              show_progress_bar=False).task_results[0].scores["test"]
+    per_query, _, _ = run_poolset(ps, under_mmbench, RunOptions(use_cache=False, progress=False))
+    assert len(per_query) == 40
+    ours = per_query[metric_names()].mean().to_dict()
+    for name in ("recall_at_1", "recall_at_10", "mrr_at_10"):   # mteb stores these unrounded
+        assert abs(ours[name] - theirs[name]) <= 1e-6, (name, ours[name], theirs[name])
+    assert abs(ours["recall_at_1"] - theirs["main_score"]) <= 1e-6
+    compared = [n for n in metric_names() if n in theirs]
+    assert {"precision_at_1", "recall_at_5", "ndcg_at_10"} <= set(compared)
+    bad = {n: (ours[n], theirs[n]) for n in compared if not _agree(ours[n], theirs[n])}
+    assert not bad, bad

@@ -43,7 +43,7 @@ def _flip(offset_fraction):
 def test_built_manifest_records_table_digests_outside_the_content_hash(copy):
     manifest = json.loads((copy / "manifest.json").read_text())
     files = manifest["table_digests"]["files"]
-    assert sorted(files) == ["candidates.parquet", "pools.parquet", "queries.parquet"]
+    assert sorted(files) == ["candidates.parquet", "pools.parquet", "provenance.parquet", "queries.parquet"]
     assert all(v.startswith("sha256:") and len(v) == 71 for v in files.values())
     ps = load_poolset(copy)
     assert compute_content_hash(ps) == manifest["content_hash"]  # the digests are not part of it
@@ -55,7 +55,7 @@ def test_unchanged_tables_are_not_hashed_again(copy, monkeypatch):
     assert check_integrity(ps) == "table digests"
 
 
-@pytest.mark.parametrize("table", ["candidates.parquet", "pools.parquet", "queries.parquet"])
+@pytest.mark.parametrize("table", ["candidates.parquet", "pools.parquet", "provenance.parquet", "queries.parquet"])
 def test_one_byte_edited_same_size_same_mtime_is_caught(copy, table):
     path = copy / table
     st = _keep_stamp(path, _flip(0.5))

@@ -1,4 +1,4 @@
-"""Core commands: list, build, run, show."""
+"""Core commands: list, build, and the option types and helpers the other command modules share."""
 from __future__ import annotations
 
 import argparse
@@ -10,8 +10,6 @@ import time
 from pathlib import Path
 from typing import Any
 
-from mmbench.common.home import mmbench_home  # re-exported: other command modules import it from here
-
 from mmbench.common.errors import CLIError
 
 
@@ -19,16 +17,12 @@ def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("list", help="list tasks or models")
     p.add_argument("what", choices=("tasks", "models"), help="what to list")
     p.add_argument("--options", action="store_true", help="models: also list each adapter's --model-option keys")
-    p.add_argument("--include", action="append", default=[], type=Path, metavar="FILE",
-                   help="Python file to import first; it may register tasks and models (mmbench.register_task, "
-                        "mmbench.register_model)")
+    add_include_argument(p)
     p.set_defaults(func=cmd_list)
 
     p = sub.add_parser("build", help="build a task's pool set")
     p.add_argument("--task", required=True, help="the task to build (see `mmbench list tasks`)")
-    p.add_argument("--include", action="append", default=[], type=Path, metavar="FILE",
-                   help="Python file to import first; it may register tasks and models (mmbench.register_task, "
-                        "mmbench.register_model)")
+    add_include_argument(p)
     p.add_argument("--source", default="sample", help="'sample' (offline, built in) or a real source of the task (see `mmbench list tasks`)")
     p.add_argument("--out", type=Path, help="output folder (default: under MMBENCH_HOME)")
     p.add_argument("--seed", type=nonnegative_int, default=0, help="seed of the build (same seed, same pool set)")
@@ -36,64 +30,12 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="builder parameter, e.g. --param lengths=[256,512] --param haystack=obelics.parquet")
     p.set_defaults(func=cmd_build)
 
-    p = sub.add_parser("validate", help="re-check a pool set's invariants (exit 2 naming each broken one)")
-    p.add_argument("poolset", type=Path, help="pool set folder")
-    p.set_defaults(func=cmd_validate)
 
-    p = sub.add_parser("run", help="evaluate a model on one or several tasks")
-    p.add_argument("--task", required=True, action="append",
-                   help="task or benchmark name (mmlongembed: its four tasks); repeat it or separate names by commas")
-    p.add_argument("--model", required=True,
-                   help="registered name, local path, hub id, mteb:<name or folder>, or module:Factory")
+def add_include_argument(p: argparse.ArgumentParser) -> None:
+    """--include FILE (repeatable): the commands that resolve task or model names take it."""
     p.add_argument("--include", action="append", default=[], type=Path, metavar="FILE",
                    help="Python file to import first; it may register tasks and models (mmbench.register_task, "
                         "mmbench.register_model)")
-    p.add_argument("--data", type=Path, help="pool set folder of the one task (default: build the sample source)")
-    p.add_argument("--limit", type=positive_int, help="evaluate N items, chosen deterministically by the candidate documents "
-                   "they add (whole cells first), so the cost grows with N")
-    p.add_argument("--output", type=Path, help="results folder (default: runs/<task>/<model>; with several "
-                                               "tasks, one subfolder per task)")
-    p.add_argument("--device", default=None, help="device of the model, e.g. cuda, cuda:1, cpu (default: the adapter's)")
-    p.add_argument("--dtype", default=None, help="weight dtype, e.g. bfloat16, float16, float32 (default: the adapter's)")
-    p.add_argument("--model-path", default=None, help="local folder with the model's weights")
-    p.add_argument("--model-name", default=None,
-                   help="the name to record and show for the model (default: the registered name; a local "
-                        "folder is named <folder>@<hash of its files>)")
-    p.add_argument("--attn-implementation", default=None,
-                   help="transformers attention implementation, e.g. sdpa, flash_attention_2, eager")
-    p.add_argument("--trust-remote-code", action="store_true",
-                   help="let transformers run the model repository's own code")
-    p.add_argument("--model-option", action="append", default=[], metavar="KEY=VALUE",
-                   help="any other option of the model's adapter, e.g. --model-option model=text-embedding-3-large "
-                        "--model-option base_url=http://localhost:8000/v1 (see `mmbench list models --options`)")
-    p.add_argument("--batch-tokens", type=positive_int, default=32768, help="padded tokens per batch")
-    p.add_argument("--cache-dir", type=Path, help="embedding cache (default: MMBENCH_HOME/embeddings)")
-    p.add_argument("--price-per-token", type=nonnegative_float, default=None, metavar="USD",
-                   help="price of one encoded token (API models): results then state the cost per 1,000 documents "
-                        "in their efficiency record")
-    p.add_argument("--backend-certificate", type=Path, default=None, metavar="FILE",
-                   help="a certificate written by `mmbench verify-backend` for this model: the results carry it "
-                        "and the leaderboard marks runs whose backend has none")
-    p.add_argument("--no-cache", action="store_true", help="neither read nor write the embedding cache")
-    p.add_argument("--verify", action="store_true",
-                   help="recompute the pool set's content hash and check every media file (default: check the "
-                        "tables against the digests in its manifest)")
-    p.add_argument("--seed", type=nonnegative_int, default=0, help="seed of the default build and of tie-breaking")
-    p.add_argument("--quiet", action="store_true",
-                   help="no progress bars or info logs (mmbench's, and those of transformers, datasets and mteb)")
-    p.add_argument("--overwrite", action="store_true",
-                   help="replace results already in the results folder (without it: a finished run with the same "
-                        "settings is skipped, a different one is refused)")
-    p.add_argument("--mteb-cache", type=Path, metavar="DIR",
-                   help="also write the results in mteb's results-cache layout under DIR (mteb.ResultCache(DIR))")
-    add_executor_arguments(p)
-    p.set_defaults(func=cmd_run)
-
-    p = sub.add_parser("show", help="print the summary of a results folder")
-    p.add_argument("results", type=Path, help="results folder written by `mmbench run`")
-    p.add_argument("--metric", default=None, help="metric of the tables by axis, e.g. ndcg_at_10 (default: the "
-                                                  "task's main score)")
-    p.set_defaults(func=cmd_show)
 
 
 def _int_at_least(minimum: int, what: str):
@@ -249,45 +191,6 @@ def cmd_build(args: argparse.Namespace) -> int:
     return 0
 
 
-def cmd_validate(args: argparse.Namespace) -> int:
-    from mmbench.tasks.validation import validate
-    from mmbench.data.poolset import PoolSetError, load_poolset
-
-    try:
-        ps = load_poolset(args.poolset, verify=True)
-        report = validate(ps)
-    except PoolSetError as exc:
-        raise CLIError(str(exc)) from None
-    for name, text in sorted(report.invariants.items()):
-        n = report.checked.get(name, 0)
-        bad = report.counts().get(name, 0)
-        print(f"{'FAIL' if bad else 'ok  '} {name} ({n} checked{f', {bad} broken' if bad else ''}): {text}")
-    if report.leak_audit:
-        print(f"leak audit: {report.leak_audit['rule']}")
-    for v in report.violations[:20]:
-        print(f"  {v.line()}")
-    if len(report.violations) > 20:
-        print(f"  ... and {len(report.violations) - 20} more")
-    if not report.ok:
-        raise CLIError(f"{args.poolset}: {report.summary_line()}")
-    print(f"{args.poolset}: {ps.task} v{ps.task_version} is valid ({report.summary_line()})")
-    print_design_floors(ps)
-    return 0
-
-
-def print_design_floors(ps) -> None:
-    """Resolution floors of the pool set's groups, derived from its item counts (nothing is stored)."""
-    from mmbench.data.selection import design_groups
-    from mmbench.evaluators.stats.floors import design_floor
-
-    groups = design_groups(ps.pools)
-    print("resolution floors (design-time): the smallest paired difference in a 0/1 main metric (e.g. P@1) "
-          "between two models that each group's items detect with 80 % power at alpha 0.05 (discordance 0.5)")
-    for name, n in groups.items():
-        mde = design_floor(n).mde
-        print(f"  {name}: {n} items, floor {'n/a (too few items)' if mde is None else f'{mde:.3f}'}")
-
-
 def resolve_poolset(task, data: Path | None, seed: int, quiet: bool = False, verify: bool = False):
     """`mmbench.running.poolsets.resolve_poolset`, announcing a sample build and exiting 2 on an unusable pool set."""
     from mmbench.running.poolsets import PoolSetUnusable
@@ -308,124 +211,6 @@ def tasks_or_error(names: list[str]):
     except UnknownTaskError as exc:
         raise CLIError(str(exc)) from None
 
-
-def cmd_run(args: argparse.Namespace) -> int:
-    from mmbench.running.model_loading import ModelUnavailable
-
-    if args.quiet:
-        from mmbench.cli.quiet import quiet_libraries
-
-        quiet_libraries()
-    load_includes(args)
-    tasks = tasks_or_error(args.task)
-    if args.data is not None and len(tasks) > 1:
-        raise CLIError(f"--data names one pool set, but --task names {len(tasks)} tasks; run them one by one")
-    from mmbench.results.reruns import differences, previous_summary
-
-    from mmbench.cli.previous_run import missing_ancestor, remove_if_empty
-
-    created = missing_ancestor(args.output) if args.output is not None else None
-    if args.output is not None:
-        writable_folder_or_error(args.output)
-    try:
-        poolsets = [resolve_poolset(task, args.data, args.seed, quiet=args.quiet, verify=args.verify) for task in tasks]
-        model = load_model_for_run(args.model, model_options(args, args.model), cached=not args.no_cache)
-        if args.model_name:
-            rename_model(model, args.model_name)
-    except ModelUnavailable as exc:
-        remove_if_empty(created, args.output)  # a failed load leaves no empty results folder behind
-        raise CLIError(str(exc)) from None
-    except CLIError:
-        remove_if_empty(created, args.output)
-        raise
-    outs = [(args.output if len(tasks) == 1 else args.output / task.name) if args.output is not None
-            else Path("runs") / task.name / safe_name(model.card.name) for task in tasks]
-    skip = set()
-    for task, ps, out in zip(tasks, poolsets, outs):  # decided for every task before any runs
-        prev = previous_summary(out)
-        if prev is None:
-            continue
-        diffs = differences(prev, ps.content_hash, model.card.identity(), args.model, args.limit, args.seed)
-        if not diffs and not args.overwrite:
-            skip.add(task.name)
-        elif diffs and not args.overwrite:
-            raise CLIError(f"{out} already holds results of another run: {'; '.join(diffs)}. "
-                           "Pass --overwrite to replace them, or choose another --output")
-    options = run_options(args, progress=not args.quiet)
-    options.certificate = certificate_or_error(args.backend_certificate, model)
-    options.executor = executor_or_error(args, args.model, model_options(args, args.model))
-    try:
-        failed = _run_tasks(tasks, poolsets, outs, skip, model, options, args)
-    except Exception:
-        remove_if_empty(created, args.output)  # a run that wrote nothing (a full disk, a bad model) leaves no folder
-        raise
-    finally:
-        options.executor.close()
-    return 1 if failed else 0
-
-
-def certificate_or_error(path: Path | None, model) -> dict[str, Any] | None:
-    """The backend certificate at `path`, refused (exit 2) when unreadable or made for another model."""
-    if path is None:
-        return None
-    from mmbench.running.verify_backend import ProbeError, certificate_covers, read_certificate
-
-    try:
-        cert = read_certificate(path)
-    except ProbeError as exc:
-        raise CLIError(str(exc)) from None
-    if not certificate_covers(cert, model.card.identity()):
-        raise CLIError(f"{path}: reference.model / second.model: the certificate was made for another model or "
-                       f"settings than {model.card.name!r}; run `mmbench verify-backend` for this one")
-    return cert
-
-
-def _run_tasks(tasks, poolsets, outs, skip, model, options, args) -> int:
-    """Evaluate (or skip) each task into its folder and print its summary; the number of failed items."""
-    from mmbench.running.evaluation import evaluate_to_folder
-    from mmbench.results.store import load_results
-    from mmbench.results.summary import format_summary
-
-    failed = 0
-    for task, ps, out in zip(tasks, poolsets, outs):
-        if len(tasks) > 1:
-            print(f"\n== {task.name}")
-        if task.name in skip:
-            print(f"{out}: results of this run (same pool set, model, settings) are already there; "
-                  "skipped (--overwrite runs it again)")
-        else:
-            evaluate_to_folder(task.name, ps, model, options, out, args.model)
-        res = load_results(out)
-        print(format_summary(res, task.summary_axes, task.main_score))
-        print(f"\nresults {'in' if task.name in skip else 'written to'} {out}")
-        if args.mteb_cache is not None:
-            from mmbench.interop.mteb_cache import write_mteb_cache
-
-            print(f"mteb results cache: {write_mteb_cache(out, args.mteb_cache)}")
-        failed += int(res.info.get("n_failed_items") or 0)
-    return failed
-
-
-def rename_model(model, name: str) -> None:
-    """--model-name: the name results, folders and leaderboards show (e.g. for a local folder)."""
-    from mmbench.running.lazy_model import rename_model as rename
-
-    if not name.strip():
-        raise CLIError("--model-name must not be empty")
-    rename(model, name.strip())
-
-
-def load_model_for_run(name: str, options: dict[str, Any], cached: bool):
-    """The model, or with the cache on a stand-in holding its remembered card that loads the weights
-    only if some vector is missing (see mmbench/lazy_model.py)."""
-    from mmbench.running.model_loading import load_model_explained
-    from mmbench.running.lazy_model import load_model_lazily
-
-    if not cached:
-        return load_model_explained(name, options)
-    return load_model_lazily(name, options, mmbench_home(), load_model_explained)
-
-
 def model_options(args: argparse.Namespace, model: str) -> dict[str, Any]:
     """The model-loading options a user gave (device, dtype, weights folder, --model-option ...), omitting
     defaults; a --model-option the registered model does not take is an error naming the ones it does."""
@@ -445,42 +230,6 @@ def model_options(args: argparse.Namespace, model: str) -> dict[str, Any]:
     return {**flags, **extra}
 
 
-def add_executor_arguments(p: argparse.ArgumentParser) -> None:
-    """--executor/--workers: where one evaluation's batches are encoded (see mmbench/executors)."""
-    p.add_argument("--executor", choices=("local", "ray"), default="local",
-                   help="ray: split the batches of this evaluation over --workers Ray actors, each holding the model")
-    p.add_argument("--workers", type=positive_int, default=2, help="Ray actors encoding in parallel (--executor ray)")
-    p.add_argument("--ray-address", default=None, help="an existing Ray cluster (default: start one here)")
-    p.add_argument("--ray-num-cpus", type=positive_int, default=None, help="CPUs of the Ray started here")
-    p.add_argument("--cpus-per-worker", type=float, default=1.0, help="CPUs each Ray actor reserves")
-    p.add_argument("--gpus-per-worker", type=float, default=0.0, help="GPUs each Ray actor reserves (e.g. 1)")
-    p.add_argument("--worker-timeout", type=positive_int, default=1800, metavar="SECONDS",
-                   help="a Ray actor slower than this to load the model or to encode one batch is dropped and "
-                        "its batches go to the others")
-
-
-def executor_or_error(args: argparse.Namespace, model: str, options: dict[str, Any]):
-    from mmbench.running.executors import make_executor
-
-    if args.cpus_per_worker <= 0 or args.gpus_per_worker < 0:
-        raise CLIError("--cpus-per-worker must be positive and --gpus-per-worker not negative")
-    if args.executor == "ray":
-        try:
-            import ray  # noqa: F401
-        except ImportError:
-            raise CLIError("--executor ray needs Ray: pip install 'ray[default]'") from None
-    return make_executor(args.executor, model, options, args.workers, address=args.ray_address,
-                         cpus_per_worker=args.cpus_per_worker, gpus_per_worker=args.gpus_per_worker,
-                         num_cpus=args.ray_num_cpus, timeout=args.worker_timeout)
-
-
-def run_options(args: argparse.Namespace, progress: bool):
-    from mmbench.running.runner import RunOptions
-
-    return RunOptions(batch_tokens=args.batch_tokens, cache_dir=args.cache_dir or mmbench_home() / "embeddings",
-                      use_cache=not args.no_cache, limit=args.limit, progress=progress, seed=args.seed,
-                      price_per_token=getattr(args, "price_per_token", None))
-
 
 def writable_folder_or_error(path: Path) -> None:
     """Create the results folder now, so an unusable --output fails before the run, not after it."""
@@ -498,22 +247,3 @@ def writable_folder_or_error(path: Path) -> None:
 def safe_name(name: str) -> str:
     """A model name as a folder name."""
     return re.sub(r"[^A-Za-z0-9._-]+", "_", name).strip("._") or "model"
-
-
-def cmd_show(args: argparse.Namespace) -> int:
-    from mmbench.results.store import ResultsError, load_results
-    from mmbench.results.summary import format_summary
-
-    try:
-        res = load_results(args.results)
-    except ResultsError as exc:
-        raise CLIError(str(exc)) from None
-    axes = ("length_bin", "depth", "difficulty", "background_modality", "anchor_kind")
-    metric = args.metric or "precision_at_1"
-    try:
-        task = task_or_error(res.task)
-        axes, metric = task.summary_axes, args.metric or task.main_score
-    except CLIError:
-        pass
-    print(format_summary(res, axes, metric))
-    return 0

@@ -26,6 +26,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--seed", type=int, default=0,
                    help="tie-break seed, as `mmbench run --seed`: corpus ids are ordered so mteb breaks equal "
                         "scores the way mmbench does with this seed (default: 0)")
+    p.add_argument("--accept-image-loss", action="store_true",
+                   help="export documents holding several images although an mteb row keeps the first only; the "
+                        "loss is recorded in mteb_export.json (without it such a pool set is refused)")
     p.set_defaults(func=cmd_export)
 
 
@@ -42,7 +45,8 @@ def cmd_export(args: argparse.Namespace) -> int:
             print(f"{add_card(ps.root, ps.manifest)}: dataset card for {ps.task} v{ps.task_version} "
                   f"(datasets.load_dataset(folder, 'queries'|'candidates'|'pools'))")
             return 0
-        summary = write_mteb_layout(ps, args.out, overwrite=args.overwrite, limit=args.limit, seed=args.seed)
+        summary = write_mteb_layout(ps, args.out, overwrite=args.overwrite, limit=args.limit, seed=args.seed,
+                                    accept_image_loss=args.accept_image_loss)
     except (PoolSetError, ExportError, ValueError) as exc:
         raise CLIError(str(exc)) from None
     n = {part: sum(s.get(part, 0) for sub in summary["subsets"].values() for s in sub.values())
@@ -50,7 +54,8 @@ def cmd_export(args: argparse.Namespace) -> int:
     dropped = summary["dropped_by_text_image_mapping"]
     print(f"{args.out}: mteb task {summary['task']} (main score {summary['main_score']}), "
           f"{n['queries']} queries, {n['corpus']} corpus rows, {n['qrels']} qrels, {summary['media_files']} media files")
-    if dropped["dropped_images"] or dropped["dropped_videos"]:
-        print(f"  mteb encoders see one text and one image per row: {dropped['dropped_images']} further images and "
-              f"{dropped['dropped_videos']} videos are listed in `media` only (see mteb_export.json)")
+    if dropped["dropped_images"]:
+        print(f"  loss accepted (--accept-image-loss): mteb encoders see one text and one image per row, so "
+              f"{dropped['dropped_images']} further images of {summary['image_loss']['documents']} documents are "
+              "listed in `media` only (see image_loss in mteb_export.json)")
     return 0

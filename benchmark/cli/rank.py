@@ -5,8 +5,9 @@ import argparse
 import time
 from pathlib import Path
 
-from mmbench.cli.commands_core import float_in, mmbench_home, nonnegative_int, positive_int, resolve_poolset, safe_name, task_or_error
+from mmbench.cli.commands_core import float_in, nonnegative_int, positive_int, resolve_poolset, safe_name, task_or_error
 from mmbench.common.errors import CLIError
+from mmbench.common.home import mmbench_home
 
 
 seconds = float_in(0.0, low_open=True, what="a positive finite number of seconds")

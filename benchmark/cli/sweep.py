@@ -5,9 +5,10 @@ import argparse
 import json
 from pathlib import Path
 
-from mmbench.cli.commands_core import (mmbench_home, model_options, nonnegative_float, nonnegative_int, positive_int, resolve_poolset,
+from mmbench.cli.commands_core import (model_options, nonnegative_float, nonnegative_int, positive_int, resolve_poolset,
                             safe_name, tasks_or_error, writable_folder_or_error)
 from mmbench.common.errors import CLIError
+from mmbench.common.home import mmbench_home
 
 
 def register(sub: argparse._SubParsersAction) -> None:

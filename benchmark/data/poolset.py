@@ -6,6 +6,8 @@ Layout::
     queries.parquet      one row per query document
     candidates.parquet   one row per candidate document
     pools.parquet        one row per evaluation item: which candidates a query is ranked against
+    provenance.parquet   how each document was built (the task's provenance columns), kept out of the two
+                         document tables an evaluator reads; merged back into `meta` by `load_poolset`
     media/               content-addressed images and frames
     README.md            dataset card (benchmark/dataset_card.py): configs for the three tables, licences
 
@@ -38,6 +40,8 @@ log = logging.getLogger(__name__)
 MANIFEST = "manifest.json"
 POOLSET_FORMAT = "mmbench-poolset/1"
 TABLES = ("queries", "candidates", "pools")
+PROVENANCE_TABLE = "provenance"   # optional: pool sets that declare provenance columns
+PROVENANCE_COLUMNS = "provenance_columns"   # manifest field: the meta keys stored in provenance.parquet
 TABLE_DIGESTS = "table_digests"  # manifest field: each table file's SHA-256 as built, and their seal
 GROUP_BYTES = 8 * 2**20   # serialised characters per Parquet row group (see _write_table)
 GROUP_ROWS = 65536
@@ -92,6 +96,9 @@ class PoolSet:
     root: Path | None = None
     manifest: dict[str, Any] = field(default_factory=dict)
     table_digests: dict[str, str] = field(default_factory=dict)  # of the table files as loaded (load_poolset)
+    # meta keys that record how a document was built and can name its label (its source record, its image): written
+    # to provenance.parquet instead of the document tables, so a reader of those tables never sees them
+    provenance_columns: tuple[str, ...] = ()
 
     @property
     def content_hash(self) -> str:
@@ -227,9 +234,17 @@ def _write_contents(ps: PoolSet, tmp: Path, media_from: Path | None,
                     extra_manifest: dict[str, Any] | None) -> list[str]:
     """Tables, referenced media and the manifest of `ps`, written into the folder `tmp`."""
     table_digests = {}
+    provenance: list[dict[str, Any]] = []   # provenance rows, split off the document tables
     for table, items in _tables(ps).items():
-        _write_table(sorted(items, key=lambda x: x.id), _SCHEMAS[table], tmp / f"{table}.parquet")
+        records = (x.to_record() for x in sorted(items, key=lambda x: x.id))
+        if table != "pools" and ps.provenance_columns:
+            records = (_split_provenance(r, table, ps.provenance_columns, provenance) for r in records)
+        _write_table(records, _SCHEMAS[table], tmp / f"{table}.parquet")
         table_digests[f"{table}.parquet"] = "sha256:" + _file_sha256(tmp / f"{table}.parquet").hex()
+    if ps.provenance_columns:
+        path = tmp / f"{PROVENANCE_TABLE}.parquet"
+        _write_table(iter(provenance), _SCHEMAS[PROVENANCE_TABLE], path)
+        table_digests[path.name] = "sha256:" + _file_sha256(path).hex()
     refs = sorted(_media_refs(ps.queries + ps.candidates))
     if refs:
         if media_from is None:
@@ -252,6 +267,7 @@ def _write_contents(ps: PoolSet, tmp: Path, media_from: Path | None,
                    "candidates_per_query": _candidates_per_query(ps.pools)},
         "content_hash": compute_content_hash(ps),
         "format": POOLSET_FORMAT,
+        **({PROVENANCE_COLUMNS: sorted(ps.provenance_columns)} if ps.provenance_columns else {}),
         **(extra_manifest or {}),
     }
     ps.manifest[TABLE_DIGESTS] = {"files": table_digests, "seal": _seal(ps.manifest, table_digests)}  # not hashed
@@ -262,8 +278,8 @@ def _write_contents(ps: PoolSet, tmp: Path, media_from: Path | None,
     return refs
 
 
-def _write_table(items: list[Any], schema: pa.Schema, path: Path) -> None:
-    """Write records to one Parquet file a row group at a time.
+def _write_table(records: Iterator[dict[str, Any]], schema: pa.Schema, path: Path) -> None:
+    """Write records (rows as `to_record` makes them) to one Parquet file a row group at a time.
 
     A row group closes once its serialised rows reach GROUP_BYTES (or GROUP_ROWS rows), so writing a table
     of 128K-token documents holds one group's JSON and Arrow buffers beside the documents, never a second
@@ -272,17 +288,49 @@ def _write_table(items: list[Any], schema: pa.Schema, path: Path) -> None:
     """
     with pq.ParquetWriter(path, schema, compression="zstd") as writer:
         rows: list[dict[str, Any]] = []
-        size = 0
-        for item in items:
-            record = item.to_record()
+        size, written = 0, 0
+        for record in records:
             rows.append(record)
             size += sum(len(v) for v in record.values() if isinstance(v, str))
             if size >= GROUP_BYTES or len(rows) >= GROUP_ROWS:
                 writer.write_table(pa.Table.from_pylist(rows, schema=schema))
+                written += len(rows)
                 rows, size = [], 0
-        if rows or not items:
+        if rows or not written:   # an empty table is written as one empty row group, with its schema
             writer.write_table(pa.Table.from_pylist(rows, schema=schema))
     pa.default_memory_pool().release_unused()
+
+
+def _split_provenance(row: dict[str, Any], table: str, columns: Iterable[str],
+                      out: list[dict[str, Any]]) -> dict[str, Any]:
+    """Take the provenance `columns` out of a record's meta (in place), adding their row for provenance.parquet
+    to `out`; the record, for its own table."""
+    meta = json.loads(row["meta"])
+    apart = {k: v for k, v in meta.items() if k in columns}
+    if apart:
+        row["meta"] = json.dumps({k: v for k, v in meta.items() if k not in columns}, sort_keys=True,
+                                 ensure_ascii=False)
+        out.append({"table": table, "id": row["id"], "meta": json.dumps(apart, sort_keys=True, ensure_ascii=False)})
+    return row
+
+
+def _merge_provenance(ps: PoolSet, path: Path, rows: Iterable[dict[str, Any]]) -> None:
+    """Put provenance.parquet's columns back into the meta of the documents it names (a row naming no document,
+    or a column the manifest does not declare, is a PoolSetError naming the file and the row)."""
+    docs = {"queries": ps.query_by_id(), "candidates": ps.candidate_by_id()}
+    for i, row in enumerate(rows):
+        try:
+            doc = docs[str(row["table"])][str(row["id"])]
+            apart = json.loads(row.get("meta") or "{}")
+        except (KeyError, TypeError, ValueError) as exc:
+            raise PoolSetError(f"{path}: row {i}: names no document of the pool set ({exc})") from None
+        if not isinstance(apart, dict):
+            raise PoolSetError(f"{path}: row {i}: meta is not a JSON object")
+        undeclared = sorted(set(apart) - set(ps.provenance_columns))
+        if undeclared:
+            raise PoolSetError(f"{path}: row {i}: column {undeclared[:1]} is not among the manifest's "
+                               f"{PROVENANCE_COLUMNS}")
+        doc.meta = {**doc.meta, **apart}
 
 
 def _swap_into_place(tmp: Path, out: Path) -> None:
@@ -330,7 +378,8 @@ def load_poolset(root: Path, verify: bool = False) -> PoolSet:
         if key not in manifest:
             raise PoolSetError(f"{manifest_path}: missing field {key!r}")
     raw, digests = {}, {}
-    for table in TABLES:
+    declared = tuple(manifest.get(PROVENANCE_COLUMNS) or ())
+    for table in (*TABLES, *((PROVENANCE_TABLE,) if declared else ())):
         path = root / f"{table}.parquet"
         if not path.is_file():
             raise PoolSetError(f"pool set {root}: {path.name} is missing")
@@ -349,7 +398,11 @@ def load_poolset(root: Path, verify: bool = False) -> PoolSet:
         queries=records["queries"], candidates=records["candidates"], pools=records["pools"],
         builder=manifest.get("builder", {}), seed=manifest.get("seed", 0),
         sources=manifest.get("sources", {}), root=root, manifest=manifest, table_digests=digests,
+        provenance_columns=declared,
     )
+    if declared:
+        path = root / f"{PROVENANCE_TABLE}.parquet"
+        _merge_provenance(ps, path, _read_rows(path, raw.pop(PROVENANCE_TABLE)))
     for table in ("queries", "candidates"):  # each document's content hash, remembered by its table's digest
         remember_hashes(getattr(ps, table), digests[f"{table}.parquet"])
     try:
@@ -441,4 +494,5 @@ _SCHEMAS = {
     "pools": pa.schema([("id", pa.string()), ("query_id", pa.string()), ("subset", pa.string()),
                         ("candidate_ids", pa.list_(pa.string())), ("relevant_ids", pa.list_(pa.string())),
                         ("meta", pa.string())]),
+    PROVENANCE_TABLE: pa.schema([("table", pa.string()), ("id", pa.string()), ("meta", pa.string())]),
 }

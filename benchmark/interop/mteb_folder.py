@@ -84,10 +84,12 @@ def media_paths(doc: Document) -> list[str]:
 
 
 def write_mteb_layout(ps: PoolSet, out: Path, overwrite: bool = False, limit: int | None = None,
-                      seed: int = 0) -> dict[str, Any]:
+                      seed: int = 0, accept_image_loss: bool = False) -> dict[str, Any]:
     """Write `ps` (loaded from its folder) in mteb's layout at `out`, atomically; returns the summary.
 
-    `limit` and `seed` mean what they mean to `mmbench run`: the same items, ties broken the same way."""
+    `limit` and `seed` mean what they mean to `mmbench run`: the same items, ties broken the same way.
+    Documents with several images are refused unless `accept_image_loss` (an mteb row's `image` holds the
+    first one only); the summary then records the loss under `image_loss`."""
     from mmbench.interop.mteb_task import export_mteb_task
 
     out = Path(out)
@@ -98,9 +100,14 @@ def write_mteb_layout(ps: PoolSet, out: Path, overwrite: bool = False, limit: in
         task.load_data()
     except ValueError as exc:
         raise ExportError(f"{ps.root}: cannot be laid out as an mteb task ({exc})") from None
+    loss = image_loss(task.export_report, accept_image_loss)
+    if loss["documents"] and not accept_image_loss:
+        raise ExportError(f"{ps.root}: {ps.task}: {loss['documents']} documents hold more than one image and an mteb "
+                          f"row holds one, so {loss['dropped_images']} images would be lost; not exported (pass "
+                          "--accept-image-loss to export the first image of each, recording the loss)")
     out.parent.mkdir(parents=True, exist_ok=True)
     with _quiet_datasets():
-        return _write(ps, task, out, limit, seed)
+        return _write(ps, task, out, limit, seed, loss)
 
 
 def refuse_unrepresentable(ps: PoolSet) -> None:
@@ -110,6 +117,14 @@ def refuse_unrepresentable(ps: PoolSet) -> None:
         if any(isinstance(s, Video) for s in doc.segments):
             raise ExportError(f"{ps.root}: {ps.task} document {doc.id!r} is a video; mteb's retrieval rows hold one "
                               "text and one image, not frames in time order, so this task is not exported")
+
+
+def image_loss(report: dict[str, Any], accepted: bool) -> dict[str, Any]:
+    """What the one-text-one-image rows leave out of the exported documents: the documents with further
+    images, how many images that is, and whether the export was asked to accept it."""
+    docs = sorted(d for d, v in report["per_document"].items() if v["images"])
+    return {"accepted": bool(accepted), "documents": len(docs), "dropped_images": report["dropped_images"],
+            "document_ids": docs}
 
 
 @contextmanager
@@ -151,7 +166,8 @@ def _per_pool_corpus(corpus, top_ranked: dict[str, list[str]], relevant: dict[st
     return copied.select_columns(["id", *[c for c in copied.column_names if c != "id"]]), pools, qrels
 
 
-def _write(ps: PoolSet, task: Any, out: Path, limit: int | None = None, seed: int = 0) -> dict[str, Any]:
+def _write(ps: PoolSet, task: Any, out: Path, limit: int | None = None, seed: int = 0,
+           loss: dict[str, Any] | None = None) -> dict[str, Any]:
     from datasets import Dataset, Features, Sequence, Value
 
     queries, candidates = ps.query_by_id(), ps.candidate_by_id()
@@ -209,7 +225,7 @@ def _write(ps: PoolSet, task: Any, out: Path, limit: int | None = None, seed: in
                    "revision": task.metadata.dataset["revision"], "type": task.metadata.type,
                    "source": {"task": ps.task, "task_version": ps.task_version, "content_hash": ps.content_hash},
                    "subsets": counts, "renamed_splits": renamed, "media_files": len(refs),
-                   "limit": limit, "seed": seed,
+                   "limit": limit, "seed": seed, "image_loss": loss or image_loss(task.export_report, False),
                    "tie_break": "one corpus row per (pool, candidate); within a pool, ids sort descending in "
                                 f"mmbench's tie-break order for seed {seed} (mteb orders equal scores by descending id)",
                    "dropped_by_text_image_mapping": {k: task.export_report[k] for k in

@@ -56,7 +56,8 @@ def model_view(doc: Document, model: EmbeddingModel) -> tuple[Document, SeenReco
         unseen_frames=sum(len(s.frames) for s in hidden if isinstance(s, Video)),
         counts_exact=report.exact if report else True,
     )
-    return Document(id=doc.id, segments=kept, tokens=doc.tokens, meta=doc.meta), record
+    # no metadata: a model reads the content, never how a document was built (its record, its image id ...)
+    return Document(id=doc.id, segments=kept, tokens=doc.tokens, meta={}), record
 
 
 def _approx_tokens(segments: list, model: EmbeddingModel) -> int:

@@ -13,9 +13,9 @@ from typing import Iterable
 from mmbench.builders.parts.validity import Violation, normalise_question, query_text
 from mmbench.data.poolset import PoolSet
 
-# candidate metadata that records how a candidate was built (read by these checks, by no evaluator); the leak
-# audit scores these columns but does not fail on them
-PROVENANCE_COLUMNS = ("image_id", "caption_index")
+# metadata that records how a document was built, read by these checks: stored in provenance.parquet, apart from the
+# tables an evaluator reads (image_id equals the query's for the relevant image only; captions hold the query's text)
+PROVENANCE_COLUMNS = ("image_id", "caption_index", "captions")
 
 INVARIANTS: dict[str, str] = {
     "one_relevant_image": "each query has exactly one relevant candidate, the image whose caption (at the stated "

@@ -29,8 +29,8 @@ INVARIANTS: dict[str, str] = {
     "replacement_boundary": "every replacement text ends at a sentence end or a word boundary of its donor text",
 }
 
-# candidate metadata that records how a candidate was built (read by these checks, by no evaluator); the leak
-# audit scores these columns but does not fail on them
+# metadata that records how a document was built, read by these checks: stored in provenance.parquet, apart from the
+# tables an evaluator reads (several name the label, e.g. a candidate's record or needle equal to its query's)
 PROVENANCE_COLUMNS = ("record_id", "difficulty")
 
 SENTENCE_END = re.compile(r"""[.!?…]["')\]]*$""")

@@ -14,8 +14,8 @@ from mmbench.builders.parts.validity import Violation
 from mmbench.data.documents import Document, Video
 from mmbench.data.poolset import PoolSet
 
-# candidate metadata that records how a candidate was built (read by these checks, by no evaluator); the leak
-# audit scores these columns but does not fail on them
+# metadata that records how a document was built, read by these checks: stored in provenance.parquet, apart from the
+# tables an evaluator reads (several name the label, e.g. a candidate's record or needle equal to its query's)
 PROVENANCE_COLUMNS = ("video_id", "captions", "perturbation", "event_order", "blocks")
 
 INVARIANTS: dict[str, str] = {

@@ -18,8 +18,8 @@ from mmbench.data.poolset import PoolSet
 LENGTH_TOLERANCE = 0.10   # a candidate's unified length lies within ±10 % of its bin's nominal length
 DEPTH_TOLERANCE = 0.05    # measured anchor depth lies within ±0.05 of the requested depth
 
-# candidate metadata that records how a candidate was built (read by these checks, by no evaluator); the leak
-# audit scores these columns but does not fail on them
+# metadata that records how a document was built, read by these checks: stored in provenance.parquet, apart from the
+# tables an evaluator reads (several name the label, e.g. a candidate's record or needle equal to its query's)
 PROVENANCE_COLUMNS = ("needle_id", "entity", "family")
 
 INVARIANTS: dict[str, str] = {

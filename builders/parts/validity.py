@@ -107,8 +107,8 @@ def validate(ps: PoolSet, module: ModuleType | None) -> ValidityReport:
     report = ValidityReport(task=ps.task, invariants=invariants)
     report.violations.extend(check_distinct_questions(ps))
     report.checked["distinct_questions"] = len(ps.pools)
-    scores = leaks.audit(ps, getattr(module, "PROVENANCE_COLUMNS", ()) if module else ())
-    report.leak_audit = leaks.summary(scores)
+    scores = leaks.audit(ps, ps.provenance_columns)   # what the document tables hold, as an evaluator reads them
+    report.leak_audit = leaks.summary(scores, ps.provenance_columns)
     report.violations.extend(Violation("label_blind", s.subset, s.line()) for s in scores if s.leaks)
     report.checked["label_blind"] = len(scores)
     if module is not None:
@@ -125,12 +125,19 @@ def write_valid_poolset(ps: PoolSet, out: Path, checks: ModuleType | None, media
     write it with its validity report. The ids are made opaque and each pool's candidates put in a seeded
     order first (`blinding.blind`), so nothing but the labels says which candidate is relevant."""
     blind(ps)
+    ps.provenance_columns = provenance_columns(checks)
     report = validate(ps, checks)
     if not report.ok:
         raise PoolSetError(f"refusing to write an invalid {ps.task} pool set: {report.summary_line()}")
     extra = {"validity": report.to_dict(), "dropped": {k: v.to_dict() for k, v in (drops or {}).items()},
              "resolution_floors": design_floors(ps)}
     return write_poolset(ps, out, media_from=media_from, extra_manifest=extra)
+
+
+def provenance_columns(checks: ModuleType | None) -> tuple[str, ...]:
+    """The meta keys a pool set stores in provenance.parquet, outside the tables an evaluator reads: the task's
+    `PROVENANCE_COLUMNS` (how a record was built; several name the label) and blinding's `provenance` dict."""
+    return tuple(sorted({*leaks.ALWAYS_PROVENANCE, *(getattr(checks, "PROVENANCE_COLUMNS", ()) if checks else ())}))
 
 
 def design_floors(ps: PoolSet) -> dict[str, Any]:

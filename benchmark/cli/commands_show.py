@@ -1,0 +1,35 @@
+"""`mmbench show`: print the summary of a results folder."""
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from mmbench.cli.commands_core import task_or_error
+from mmbench.common.errors import CLIError
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("show", help="print the summary of a results folder")
+    p.add_argument("results", type=Path, help="results folder written by `mmbench run`")
+    p.add_argument("--metric", default=None, help="metric of the tables by axis, e.g. ndcg_at_10 (default: the "
+                                                  "task's main score)")
+    p.set_defaults(func=cmd_show)
+
+
+def cmd_show(args: argparse.Namespace) -> int:
+    from mmbench.results.store import ResultsError, load_results
+    from mmbench.results.summary import format_summary
+
+    try:
+        res = load_results(args.results)
+    except ResultsError as exc:
+        raise CLIError(str(exc)) from None
+    axes = ("length_bin", "depth", "difficulty", "background_modality", "anchor_kind")
+    metric = args.metric or "precision_at_1"
+    try:
+        task = task_or_error(res.task)
+        axes, metric = task.summary_axes, args.metric or task.main_score
+    except CLIError:
+        pass
+    print(format_summary(res, axes, metric))
+    return 0
