@@ -236,3 +236,33 @@ def test_compare_puts_the_effective_context_and_truncated_share_side_by_side():
     assert f"| {la} | 300 | 30 |" in text and f"| ≥ {eff[lb]['effective_tokens']} |" in text
     shares = [dict(zip(t["bins"], t["truncated_share"])) for t in data["lengths"]["truncated_share"]]
     assert [s["128k"] for s in shares] == [1.0, 1.0] and [s["1k"] for s in shares] == [0.0, 0.0]
+
+
+def test_the_command_line_sets_a_fixed_tolerance_and_window_in_show_compare_and_report(tmp_path, capsys):
+    from mmbench.cli import main
+    from mmbench.results.store import write_results
+
+    folders = []
+    for name in ("dropper", "other"):
+        run = _synthetic_run(name)
+        folders.append(str(write_results(tmp_path / name, run.per_query, run.seen, run.summary)))
+    fixed = ["--effective-tolerance", "0.05", "--effective-window", "20"]
+    assert main(["show", folders[0], *fixed]) == 0
+    shown = capsys.readouterr().out
+    assert "within 0.05 (a fixed tolerance) of its score over the shortest 20 items" in shown
+    assert main(["show", folders[0]]) == 0
+    assert "(resolution floor of 30 items against 30" in capsys.readouterr().out
+    assert main(["compare", *folders, "--resamples", "100", "--ci-resamples", "50", *fixed]) == 0
+    compared = capsys.readouterr().out
+    assert "## Lengths" in compared and compared.count("| 0.05 (a fixed tolerance) |") == 2
+    assert main(["report", *folders, "--ci-resamples", "50", "--out", str(tmp_path / "rep"), *fixed]) == 0
+    capsys.readouterr()
+    report = (tmp_path / "rep" / "report.md").read_text()
+    assert report.count("| 20 | 1.000 | 0.05 (a fixed tolerance) |") == 2
+    for bad, why in (("0", "must lie in (0, 1]"), ("x", "must be a number in (0, 1]")):
+        with pytest.raises(SystemExit) as exc:
+            main(["show", folders[0], "--effective-tolerance", bad])
+        assert exc.value.code == 2 and why in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        main(["show", folders[0], "--effective-window", "1"])
+    assert "must be at least 2 items" in capsys.readouterr().err

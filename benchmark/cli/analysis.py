@@ -26,6 +26,38 @@ def _alpha(text: str) -> float:
     return value
 
 
+def tolerance(text: str) -> float:
+    """--effective-tolerance: a drop in the metric, a number in (0, 1]."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a number in (0, 1], got {text!r}") from None
+    if not 0.0 < value <= 1.0:
+        raise argparse.ArgumentTypeError(f"must lie in (0, 1], got {text}")
+    return value
+
+
+def window(text: str) -> int:
+    """--effective-window: a number of items, at least 2."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a whole number of items, got {text!r}") from None
+    if value < 2:
+        raise argparse.ArgumentTypeError(f"must be at least 2 items, got {text}")
+    return value
+
+
+def add_effective_flags(p) -> None:
+    """How the effective context is read (show, compare, report)."""
+    p.add_argument("--effective-tolerance", type=tolerance, default=None,
+                   help="read the effective context with this fixed drop in the metric instead of the resolution "
+                        "floor of its window (default: the floor; every output says which was used)")
+    p.add_argument("--effective-window", type=window, default=None,
+                   help="items per window of the effective context (default: a tenth of the scored items, at "
+                        "least 20)")
+
+
 def register(sub) -> None:
     p = sub.add_parser("compare", help="paired tests between runs of one pool set",
                        description="Paired t-test (bootstrap CI, Cohen's d_z), McNemar on R@1, Wilcoxon on reciprocal rank, "
@@ -38,6 +70,7 @@ def register(sub) -> None:
     p.add_argument("--seed", type=nonnegative_int, default=0, help="bootstrap seed (default: %(default)s)")
     p.add_argument("--alpha", type=_alpha, default=0.05, help="family-wise significance level (default: %(default)s)")
     p.add_argument("--out", type=Path, default=None, help="folder for compare.md and compare.json (default: print only)")
+    add_effective_flags(p)
     add_protocol_flag(p)
     p.set_defaults(func=cmd_compare)
 
@@ -50,6 +83,7 @@ def register(sub) -> None:
     r.add_argument("--ci-resamples", type=int, default=1_000, help="bootstrap resamples for metric CIs (default: %(default)s)")
     r.add_argument("--seed", type=nonnegative_int, default=0, help="bootstrap seed (default: %(default)s)")
     r.add_argument("--out", type=Path, default=Path("mmbench-report"), help="output folder (default: %(default)s)")
+    add_effective_flags(r)
     add_protocol_flag(r)
     r.set_defaults(func=cmd_report)
 
@@ -146,7 +180,8 @@ def cmd_compare(args: argparse.Namespace) -> int:
     _check_metrics(runs, args.metric)
     try:
         _, markdown = write_comparison(runs, args.out, metric=args.metric, resamples=args.resamples,
-                                       ci_resamples=args.ci_resamples, seed=args.seed, alpha=args.alpha)
+                                       ci_resamples=args.ci_resamples, seed=args.seed, alpha=args.alpha,
+                                       effective=effective_options(args))
     except PoolSetMismatch as exc:
         raise CLIError(str(exc)) from exc
     print(markdown)
@@ -164,9 +199,14 @@ def cmd_report(args: argparse.Namespace) -> int:
     args.metric = args.metric or main_score(runs)
     _check_metrics(runs, args.metric, args.heatmap_metric)
     write_report(runs, args.out, metric=args.metric, heatmap_metric=args.heatmap_metric,
-                 ci_resamples=args.ci_resamples, seed=args.seed)
+                 ci_resamples=args.ci_resamples, seed=args.seed, effective=effective_options(args))
     print(f"wrote {args.out / 'report.md'}, {args.out / 'report.json'} and figures in {args.out / 'figures'}")
     return 0
+
+
+def effective_options(args: argparse.Namespace) -> dict[str, float | int | None]:
+    """The effective-context options of a command line, as `effective_length_entry` takes them."""
+    return {"tolerance": args.effective_tolerance, "window": args.effective_window}
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -4,6 +4,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from mmbench.cli.analysis import add_effective_flags, effective_options
 from mmbench.cli.commands_core import task_or_error
 from mmbench.common.errors import CLIError
 
@@ -13,6 +14,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("results", type=Path, help="results folder written by `mmbench run`")
     p.add_argument("--metric", default=None, help="metric of the tables by axis, e.g. ndcg_at_10 (default: the "
                                                   "task's main score)")
+    add_effective_flags(p)
     p.set_defaults(func=cmd_show)
 
 
@@ -31,5 +33,5 @@ def cmd_show(args: argparse.Namespace) -> int:
         axes, metric = task.summary_axes, args.metric or task.main_score
     except CLIError:
         pass
-    print(format_summary(res, axes, metric))
+    print(format_summary(res, axes, metric, effective=effective_options(args)))
     return 0

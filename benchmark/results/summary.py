@@ -28,7 +28,9 @@ def pivot(per_query: pd.DataFrame, axis: str, metric: str) -> pd.DataFrame:
     return table[sorted(table.columns, key=label_key)]
 
 
-def format_summary(res: RunResults, axes: Sequence[str], metric: str = "precision_at_1") -> str:
+def format_summary(res: RunResults, axes: Sequence[str], metric: str = "precision_at_1",
+                   effective: dict | None = None) -> str:
+    """The text `mmbench show` prints; `effective` ({tolerance, window}) sets how the effective context is read."""
     pq = res.per_query
     lines = [f"task {res.task}  model {res.model_name}  pool set {res.content_hash[:12]}",
              f"items {len(pq)}  failed {int(pq['error'].notna().sum()) if 'error' in pq else 0}  "
@@ -49,7 +51,7 @@ def format_summary(res: RunResults, axes: Sequence[str], metric: str = "precisio
     for row in _overall(res):
         lines.append(row)
     lines += efficiency_lines(info.get("efficiency"))
-    lines += effective_context_lines(res, metric)
+    lines += effective_context_lines(res, metric, **(effective or {}))
     for axis in axes:
         if axis not in pq.columns or pq[axis].isna().all():
             continue
@@ -76,13 +78,14 @@ def format_summary(res: RunResults, axes: Sequence[str], metric: str = "precisio
     return "\n".join(lines)
 
 
-def effective_context_lines(res: RunResults, metric: str) -> list[str]:
+def effective_context_lines(res: RunResults, metric: str, tolerance: float | None = None,
+                            window: int | None = None) -> list[str]:
     """The run's effective context by consumed tokens (evaluators.stats.effective_length), when it has enough items."""
     from mmbench.evaluators.stats.effective_length import run_effective_length, tolerance_statement
 
     if metric not in res.per_query.columns or "relevant_ids" not in res.per_query.columns:
         return []
-    e = run_effective_length(res.per_query, res.seen, metric)
+    e = run_effective_length(res.per_query, res.seen, metric, tolerance, window)
     if e.effective_tokens is None:
         return []
     how = (f"{metric} within {tolerance_statement(e.to_dict())} of its score over the shortest {e.window} items "

@@ -40,8 +40,10 @@ CORRECTIONS = ("bonferroni", "holm")
 
 
 def compare_runs(runs: Sequence[RunResults], *, metric: str = "precision_at_1", resamples: int = DEFAULT_DIFF_RESAMPLES,
-                 ci_resamples: int = DEFAULT_RESAMPLES, seed: int = 0, alpha: float = 0.05) -> dict[str, Any]:
-    """All numbers of a comparison, as plain JSON-ready data."""
+                 ci_resamples: int = DEFAULT_RESAMPLES, seed: int = 0, alpha: float = 0.05,
+                 effective: dict[str, Any] | None = None) -> dict[str, Any]:
+    """All numbers of a comparison, as plain JSON-ready data (`effective`: {tolerance, window} of the effective
+    context, as `effective_length_entry` takes them)."""
     if len(runs) < 2:
         raise ValueError("compare needs at least two runs")
     content_hash = check_same_pool_set(runs)
@@ -92,19 +94,20 @@ def compare_runs(runs: Sequence[RunResults], *, metric: str = "precision_at_1", 
                      "sidedness": "two-sided"},
         "runs": out_runs, "pairs": pairs, "corrections": corrections, "timing": timing_rows(runs),
         "efficiency": efficiency_rows(runs),
-        "lengths": length_rows(runs, labels, metric),
+        "lengths": length_rows(runs, labels, metric, effective),
         "chance": chance,
     }
 
 
-def length_rows(runs: Sequence[RunResults], labels: Sequence[str], metric: str) -> dict[str, list[dict[str, Any]]]:
+def length_rows(runs: Sequence[RunResults], labels: Sequence[str], metric: str,
+                options: dict[str, Any] | None = None) -> dict[str, list[dict[str, Any]]]:
     """Each run's effective context (by consumed tokens) and truncated share per length bin, side by side;
     over each run's own items, as in `show` (the window and tolerance say how each was read)."""
     effective, truncated = [], []
     for label, run in zip(labels, runs):
         if run.seen is None or metric not in run.per_query.columns:
             continue
-        entry = effective_length_entry(run.per_query, run.seen, label, metric)
+        entry = effective_length_entry(run.per_query, run.seen, label, metric, **(options or {}))
         if entry["effective_tokens"] is not None:
             effective.append(entry)
         share = truncated_share_by_bin(run.per_query, run.seen, label)

@@ -195,7 +195,8 @@ def positional_numbers(pq: pd.DataFrame, label: str, metric: str) -> list[dict[s
 
 
 def report_numbers(runs: Sequence[RunResults], *, metric: str = "precision_at_1", heatmap_metric: str = HEATMAP_METRIC,
-                   ci_resamples: int = DEFAULT_RESAMPLES, seed: int = 0) -> dict[str, Any]:
+                   ci_resamples: int = DEFAULT_RESAMPLES, seed: int = 0,
+                   effective: dict[str, Any] | None = None) -> dict[str, Any]:
     by_task: dict[str, list[RunResults]] = {}
     for run in runs:
         by_task.setdefault(run.task, []).append(run)
@@ -225,7 +226,8 @@ def report_numbers(runs: Sequence[RunResults], *, metric: str = "precision_at_1"
         t["easy_hard"] += easy_hard_numbers(pq, label, run.task, metric, **boot)
         seen = run.info.get("modalities_seen") or run.info.get("model", {}).get("modalities")
         t["modality_robustness"] += robustness_numbers(pq, label, metric, set(seen) if seen else None, **boot)
-        t["effective_length"].append(effective_length_entry(run.per_query, run.seen, label, metric))
+        t["effective_length"].append(effective_length_entry(run.per_query, run.seen, label, metric,
+                                                            **(effective or {})))
         t["truncated_share"].append(truncated_share_by_bin(run.per_query, run.seen, label))
     for name, task_runs in by_task.items():
         tasks[name]["efficiency"] = efficiency_rows(task_runs)
