@@ -15,26 +15,25 @@ from mmbench.common.errors import CLIError
 DEFAULT_METRIC = "precision_at_1"
 
 
-def _alpha(text: str) -> float:
-    """--alpha: a significance level strictly between 0 and 1."""
+def _number(text: str, within: str, ok) -> float:
+    """A number from the command line that `ok` accepts; `within` says the accepted range in words."""
     try:
         value = float(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"must be a number strictly between 0 and 1, got {text!r}") from None
-    if not 0.0 < value < 1.0:
-        raise argparse.ArgumentTypeError(f"must lie strictly between 0 and 1 (exclusive), got {text}")
+        raise argparse.ArgumentTypeError(f"must be a number {within}, got {text!r}") from None
+    if not ok(value):
+        raise argparse.ArgumentTypeError(f"must lie {within}, got {text}")
     return value
+
+
+def _alpha(text: str) -> float:
+    """--alpha: a significance level strictly between 0 and 1."""
+    return _number(text, "strictly between 0 and 1 (exclusive)", lambda v: 0.0 < v < 1.0)
 
 
 def tolerance(text: str) -> float:
     """--effective-tolerance: a drop in the metric, a number in (0, 1]."""
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"must be a number in (0, 1], got {text!r}") from None
-    if not 0.0 < value <= 1.0:
-        raise argparse.ArgumentTypeError(f"must lie in (0, 1], got {text}")
-    return value
+    return _number(text, "in (0, 1]", lambda v: 0.0 < v <= 1.0)
 
 
 def window(text: str) -> int:
