@@ -48,7 +48,7 @@ from mmbench.builders.sources.activitynet import VideoRecord, read_activitynet
 from mmbench.builders.sources.sample_videos import MIN_SCENE_S, make_sample_videos, spread_durations
 from mmbench.builders.sources.youku import read_youku
 from mmbench.builders.parts.video_bins import bin_of, bin_ranges, frame_range, measure_bins
-from mmbench.builders.parts.video_drops import count_drops
+from mmbench.builders.parts.video_drops import count_drops, measure_reach
 from mmbench.builders.parts.video import MAX_FRAME_PIXELS, MIN_FRAME_PIXELS, VideoReadError, colour_histogram, fit_frame_size, \
     letterbox_frame, open_video, resize_frame
 
@@ -168,7 +168,7 @@ def build(source: str, out: Path, seed: int = 0, lengths: Sequence[int] = LENGTH
                   f"listed in the manifest's builder.failures)", file=sys.stderr)
         files.check_share(MAX_MISSING_SHARE, params.allow_missing, where)
         ps, excluded = assemble(processed, counter, params, seed, rewriter, failures)
-        drops = {"files": files, **count_drops(processed, ps, excluded, failures, params)}
+        drops = {"files": files, **count_drops(processed, ps, excluded, failures, params, LENGTH_TOLERANCE)}
         ps.sources = sources
         ranges = params.ranges
         ps.builder = {
@@ -396,11 +396,12 @@ def assemble(processed: Sequence[ProcessedVideo], counter: UnifiedTokenCounter, 
                     meta={"length_bin": label, "length_tokens": L, "difficulty": diff, "dataset": dataset,
                           "video_id": vid, "n_events": len(pv.segments), **_length_meta(L, p, ranges)}))
     if not pools:
-        reach = ""
+        log = DropLog("decoded videos")
         if p.length_control == "duration":
-            log = DropLog("decoded videos")
             measure_bins(log, (pv.info["tokens"] for pv in processed), ranges)
-            reach = f"; decoded videos per length bin: {bin_counts_text(log.bins)}"
+        else:
+            measure_reach(log, processed, p, LENGTH_TOLERANCE)
+        reach = f"; decoded videos per length bin: {bin_counts_text(log.bins)}"
         raise ValueError(f"no pool could be built: {len(processed)} videos decoded, {len(failures)} failed, "
                          f"{len(excluded)} exclusions (first: {(failures + excluded)[:2]}){reach}")
     used = {p.query_id for p in pools}

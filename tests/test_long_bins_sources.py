@@ -211,3 +211,33 @@ def test_multi_source_reasoning_counts_a_filler_text_shorter_than_a_bin(tmp_path
     assert validate(ps).ok
     default = get_task("multi_source_reasoning").build("sample", tmp_path / "msr2", seed=0, **common)
     assert "filler_text" not in default.manifest["dropped"]
+
+
+def test_temporal_summarization_under_resolution_control_counts_per_bin_why_a_video_cannot_reach_it(
+        activitynet, tmp_path):
+    """Frames take 4 to 768 tokens (32x32-pixel cells) and a bin is reached within ±10 %: 20–76 frames all reach
+    4096; at 256 the 76-frame video is too long even at 4 tokens a frame (304 > 281.6); at 64k every video is
+    too short even at 768 (76 x 768 = 58,368 < 58,982.4). The 64k bin is left empty and named."""
+    ps = build_ts("activitynet", tmp_path / "ts", seed=0, annotations=str(activitynet / "ann.json"),
+                  video_root=str(activitynet / "videos"), lengths=[256, 4096, 65536], length_control="resolution",
+                  distractors=1, progress=False)
+    frames = sorted(v["frames"] for v in ps.manifest["builder"]["videos"].values())
+    assert frames == DURATIONS
+    bins = ps.manifest["dropped"]["bins"]["length_bins"]
+    assert {k: {f: b[f] for f in b if f != "queries"} for k, b in bins.items()} == {
+        "256": {"long_enough": 4, "too_short": 0, "too_long": 1, "built": True},
+        "4k": {"long_enough": 5, "too_short": 0, "built": True},
+        "64k": {"long_enough": 0, "too_short": 5, "built": False}}
+    assert bins["64k"]["queries"] == 0 and bins["256"]["queries"] > 0
+    lines = summary_lines(ps.manifest["dropped"])
+    assert "    per length bin: 256: 4 long enough, 0 too short, 1 too long" in "\n".join(lines)
+    assert "    length bins left empty (not built): 64k (0 of 5 long enough)" in lines
+    assert {item.meta["length_bin"] for item in ps.pools} == {"256", "4k"} and validate(ps).ok
+
+
+def test_a_drop_log_refuses_an_unknown_outcome():
+    log = DropLog("videos")
+    log.measure("8k", False, "no_frame_size")
+    assert log.bins["8k"] == {"long_enough": 0, "too_short": 0, "no_frame_size": 1}
+    with pytest.raises(ValueError, match="unknown length-bin outcome 'too_wide'"):
+        log.measure("8k", False, "too_wide")

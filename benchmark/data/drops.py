@@ -11,6 +11,10 @@ from collections import Counter, defaultdict
 from typing import Any
 
 
+# outcomes of measuring a unit against a bin beyond long enough / too short, and how they are printed
+OTHER_OUTCOMES = {"too_long": "too long", "no_frame_size": "no frame size within the tolerance"}
+
+
 class DropLog:
     """Records a build read, kept and dropped, with a count (and a few examples) per reason."""
 
@@ -22,10 +26,16 @@ class DropLog:
         self.examples: dict[str, list[str]] = defaultdict(list)
         self.bins: dict[str, dict[str, Any]] = {}   # length bin label -> long_enough, too_short, and notes
 
-    def measure(self, label: str, long_enough: bool) -> None:
-        """Count one measured source unit against the length bin `label`: long enough for it, or too short."""
+    def measure(self, label: str, long_enough: bool, other: str | None = None) -> None:
+        """Count one measured source unit against the length bin `label`: long enough for it, or too short.
+        `other` (one of OTHER_OUTCOMES) counts a unit that does not go in for another reason under that name."""
         b = self._bin(label)
-        b["long_enough" if long_enough else "too_short"] += 1
+        if long_enough or other is None:
+            b["long_enough" if long_enough else "too_short"] += 1
+            return
+        if other not in OTHER_OUTCOMES:
+            raise ValueError(f"unknown length-bin outcome {other!r}; use one of {sorted(OTHER_OUTCOMES)}")
+        b[other] = b.get(other, 0) + 1
 
     def note_bin(self, label: str, **fields: Any) -> None:
         """Record what the build made of bin `label` (e.g. kept=3, needed=3, built=True)."""
@@ -69,6 +79,7 @@ def bin_counts_text(bins: dict[str, dict[str, Any]]) -> str:
     parts = []
     for label, b in bins.items():
         text = f"{label}: {b['long_enough']} long enough, {b['too_short']} too short"
+        text += "".join(f", {b[key]} {words}" for key, words in OTHER_OUTCOMES.items() if b.get(key))
         if "kept" in b:
             text += f", {b['kept']} kept" + (f" of {b['needed']} needed" if "needed" in b else "")
         if "queries" in b:
@@ -85,7 +96,12 @@ def empty_bins_line(bins: dict[str, dict[str, Any]]) -> str | None:
     if not empty:
         return None
     return "length bins left empty (not built): " + ", ".join(
-        f"{label} ({b['long_enough']} of {b['long_enough'] + b['too_short']} long enough)" for label, b in empty)
+        f"{label} ({b['long_enough']} of {_measured(b)} long enough)" for label, b in empty)
+
+
+def _measured(b: dict[str, Any]) -> int:
+    """How many units were measured against a bin, whatever the outcome."""
+    return b["long_enough"] + b["too_short"] + sum(b.get(key, 0) for key in OTHER_OUTCOMES)
 
 
 def summary_lines(drops: dict[str, Any]) -> list[str]:
