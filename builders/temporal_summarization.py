@@ -47,8 +47,8 @@ from mmbench.builders.parts.events import ANTI_OVERLAP_S, SHOT_THRESHOLD, Droppe
 from mmbench.builders.sources.activitynet import VideoRecord, read_activitynet
 from mmbench.builders.sources.sample_videos import MIN_SCENE_S, make_sample_videos, spread_durations
 from mmbench.builders.sources.youku import read_youku
-from mmbench.builders.parts.video_bins import bin_of, bin_ranges, frame_range, measure_bins
-from mmbench.builders.parts.video_drops import count_drops, measure_reach
+from mmbench.builders.parts.video_bins import bin_of, bin_ranges, frame_range
+from mmbench.builders.parts.video_drops import count_drops, measure_lengths
 from mmbench.builders.parts.video import MAX_FRAME_PIXELS, MIN_FRAME_PIXELS, VideoReadError, colour_histogram, fit_frame_size, \
     letterbox_frame, open_video, resize_frame
 
@@ -397,10 +397,7 @@ def assemble(processed: Sequence[ProcessedVideo], counter: UnifiedTokenCounter, 
                           "video_id": vid, "n_events": len(pv.segments), **_length_meta(L, p, ranges)}))
     if not pools:
         log = DropLog("decoded videos")
-        if p.length_control == "duration":
-            measure_bins(log, (pv.info["tokens"] for pv in processed), ranges)
-        else:
-            measure_reach(log, processed, p, LENGTH_TOLERANCE)
+        measure_lengths(log, processed, p, LENGTH_TOLERANCE)
         reach = f"; decoded videos per length bin: {bin_counts_text(log.bins)}"
         raise ValueError(f"no pool could be built: {len(processed)} videos decoded, {len(failures)} failed, "
                          f"{len(excluded)} exclusions (first: {(failures + excluded)[:2]}){reach}")

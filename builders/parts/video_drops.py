@@ -15,7 +15,7 @@ from mmbench.data.tokens import length_label
 
 
 def count_drops(processed: Sequence[Any], ps: PoolSet, excluded: list[dict],
-                failures: list[dict], p: Any = None, length_tolerance: float = 0.10) -> dict[str, DropLog]:
+                failures: list[dict], p: Any, length_tolerance: float) -> dict[str, DropLog]:
     """Readable videos -> videos in a bin -> videos that are a query, each step with a count per reason; also,
     per requested bin, the decoded videos long enough for it or not (under resolution control: reaching it
     within ±`length_tolerance` inside the frame pixel budget, or too short, too long, or with no frame size
@@ -24,14 +24,10 @@ def count_drops(processed: Sequence[Any], ps: PoolSet, excluded: list[dict],
     used_videos = {c.meta["video_id"] for c in ps.candidates}
     queries = {q.meta["video_id"] for q in ps.queries}
     binned, asked = DropLog("decoded videos (length bins)"), DropLog("videos in a bin (queries)")
-    if p is not None and p.length_control == "resolution":
-        measure_reach(binned, processed, p, length_tolerance)
-    if p is not None and p.length_control == "duration":
-        measure_bins(binned, (pv.info["tokens"] for pv in processed), p.ranges)
-    if p is not None:
-        for L in p.lengths:
-            n = len({item.meta["video_id"] for item in ps.pools if item.meta["length_tokens"] == L})
-            binned.note_bin(length_label(L), queries=n, built=n > 0)
+    measure_lengths(binned, processed, p, length_tolerance)
+    for L in p.lengths:
+        n = len({item.meta["video_id"] for item in ps.pools if item.meta["length_tokens"] == L})
+        binned.note_bin(length_label(L), queries=n, built=n > 0)
     for pv in processed:
         vid = pv.record.id
         if not pv.renders:
@@ -44,6 +40,15 @@ def count_drops(processed: Sequence[Any], ps: PoolSet, excluded: list[dict],
             kind = drop_kind(vid, [e for e in excluded if e["kind"] != "cannot reach a bin's length"], failures)
             asked.drop(kind + (" (still an Easy distractor)" if vid in used_videos else ""), vid)
     return {"bins": binned, "queries": asked}
+
+
+def measure_lengths(log: DropLog, processed: Sequence[Any], p: Any, tolerance: float) -> None:
+    """Each decoded video against every requested bin, by the build's length control: its duration
+    (`measure_bins`) or whether some frame size brings it within ±`tolerance` (`measure_reach`)."""
+    if p.length_control == "duration":
+        measure_bins(log, (pv.info["tokens"] for pv in processed), p.ranges)
+    else:
+        measure_reach(log, processed, p, tolerance)
 
 
 def measure_reach(log: DropLog, processed: Sequence[Any], p: Any, tolerance: float) -> None:
