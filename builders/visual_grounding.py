@@ -254,9 +254,9 @@ def assemble(needles: Sequence[Needle], background: Background, counter: Unified
         for family in dict.fromkeys(nd.family for nd in cell_needles):
             anchor_cost = max(counter.segment(anchors[nd.id]) for nd in cell_needles if nd.family == family)
             rng = _rng(seed, kind, bg, length, family)
-            units = clean_background(background, bg, length - anchor_cost, length, rng, forbidden,
-                                     f"{kind}/{bg}/{length_label(length)}/{family}")
-            units_by_family[family] = Haystack.of(units, background, counter)
+            units, segments = clean_background(background, bg, length - anchor_cost, length, rng, forbidden,
+                                               f"{kind}/{bg}/{length_label(length)}/{family}")
+            units_by_family[family] = Haystack.of(units, segments, counter)
         for depth in params.depths:
             cell_ids = []
             for nd in cell_needles:
@@ -285,16 +285,18 @@ def image_side_for(length: int) -> int:
 
 
 def clean_background(bg: Background, modality: str, target: int, length: int, rng: np.random.Generator,
-                     forbidden: tuple[list[str], list[str]], where: str) -> list:
-    """`background_units`, redrawn until its text holds none of the cell's entities or anchor sentences."""
+                     forbidden: tuple[list[str], list[str]], where: str) -> tuple[list, list[Segment]]:
+    """`background_units`, redrawn until its text holds none of the cell's entities or anchor sentences; the
+    units and each unit as a segment (text decoded once, for this check and for the candidates)."""
     entities, sentences = forbidden
     for _ in range(HAYSTACK_DRAWS):
         units = background_units(bg, modality, target, length, rng)
-        texts = [bg.tokenizer.decode(u[1]).lower() for u in units if u[0] == "text"]
+        segments = [Text(bg.tokenizer.decode(payload)) if kind == "text" else payload for kind, payload in units]
+        texts = [s.text.lower() for s in segments if isinstance(s, Text)]
         hit = next((e for e in entities for t in texts if occurs(e, t)), None) or \
             next((a for a in sentences for t in texts if a in t), None)
         if hit is None:
-            return units
+            return units, segments
     raise ValueError(f"{where}: every one of {HAYSTACK_DRAWS} background windows contains {hit!r}, which a query "
                      "names; the haystack text cannot hide this needle's look-alikes")
 
@@ -334,9 +336,9 @@ class Haystack:
     counts: list[int]         # unified tokens of each whole-unit segment
 
     @classmethod
-    def of(cls, units: list, bg: Background, counter: UnifiedTokenCounter) -> "Haystack":
+    def of(cls, units: list, segments: list[Segment], counter: UnifiedTokenCounter) -> "Haystack":
+        """From the drawn units and their segments (as `clean_background` returns them)."""
         costs = [len(u[1]) if u[0] == "text" else image_tokens(u[1].width, u[1].height) for u in units]
-        segments = [Text(bg.tokenizer.decode(payload)) if kind == "text" else payload for kind, payload in units]
         return cls(units, costs, segments, [counter.segment(s) for s in segments])
 
 

@@ -161,8 +161,9 @@ def test_background_text_naming_a_query_entity_is_redrawn():
         def text_window(self, rng, n):
             return self.draws.pop(0)
 
-    units = clean_background(Bg(), "text", 3, 256, np.random.default_rng(0), (["moon"], []), "cell")
+    units, segments = clean_background(Bg(), "text", 3, 256, np.random.default_rng(0), (["moon"], []), "cell")
     assert units == [("text", ["calm", "sea"])]
+    assert [s.text for s in segments] == ["calm sea"]   # the clean draw, decoded once for the candidates
 
     class Stuck(Bg):
         def text_window(self, rng, n):
