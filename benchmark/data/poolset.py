@@ -239,12 +239,10 @@ def _write_contents(ps: PoolSet, tmp: Path, media_from: Path | None,
         records = (x.to_record() for x in sorted(items, key=lambda x: x.id))
         if table != "pools" and ps.provenance_columns:
             records = (_split_provenance(r, table, ps.provenance_columns, provenance) for r in records)
-        _write_table(records, _SCHEMAS[table], tmp / f"{table}.parquet")
-        table_digests[f"{table}.parquet"] = "sha256:" + _file_sha256(tmp / f"{table}.parquet").hex()
+        table_digests[f"{table}.parquet"] = _write_table(records, _SCHEMAS[table], tmp / f"{table}.parquet")
     if ps.provenance_columns:
         path = tmp / f"{PROVENANCE_TABLE}.parquet"
-        _write_table(iter(provenance), _SCHEMAS[PROVENANCE_TABLE], path)
-        table_digests[path.name] = "sha256:" + _file_sha256(path).hex()
+        table_digests[path.name] = _write_table(iter(provenance), _SCHEMAS[PROVENANCE_TABLE], path)
     refs = sorted(_media_refs(ps.queries + ps.candidates))
     if refs:
         if media_from is None:
@@ -278,8 +276,9 @@ def _write_contents(ps: PoolSet, tmp: Path, media_from: Path | None,
     return refs
 
 
-def _write_table(records: Iterator[dict[str, Any]], schema: pa.Schema, path: Path) -> None:
-    """Write records (rows as `to_record` makes them) to one Parquet file a row group at a time.
+def _write_table(records: Iterator[dict[str, Any]], schema: pa.Schema, path: Path) -> str:
+    """Write records (rows as `to_record` makes them) to one Parquet file a row group at a time; the file's
+    digest ("sha256:<hex>") for the manifest's table digests.
 
     A row group closes once its serialised rows reach GROUP_BYTES (or GROUP_ROWS rows), so writing a table
     of 128K-token documents holds one group's JSON and Arrow buffers beside the documents, never a second
@@ -299,6 +298,7 @@ def _write_table(records: Iterator[dict[str, Any]], schema: pa.Schema, path: Pat
         if rows or not written:   # an empty table is written as one empty row group, with its schema
             writer.write_table(pa.Table.from_pylist(rows, schema=schema))
     pa.default_memory_pool().release_unused()
+    return "sha256:" + _file_sha256(path).hex()
 
 
 def _split_provenance(row: dict[str, Any], table: str, columns: Iterable[str],
