@@ -8,6 +8,7 @@ import time
 import pytest
 
 from raw_socket_server import RawSocketServer
+from mmbench.common import http_client
 from mmbench.common.http_client import APIError, HttpClient, RetryPolicy
 
 KEY = "sk-live-TRANSPORT-0123456789abcdef"
@@ -57,6 +58,15 @@ def test_the_limit_holds_whichever_part_of_the_reply_is_slow(reply):
         # the client gave up while the reply was still going (it takes 10 s stalled, 20 s trickled); not timed
         assert not server.finished.is_set()
         assert err.value.status is None and err.value.attempts == 1
+
+
+def test_a_late_watchdog_still_reports_the_whole_request_limit(monkeypatch):
+    # On a busy machine the socket's own read timeout can wake before the watchdog's thread runs (CI saw
+    # "TimeoutError: timed out"); the attempt is still past its limit and must say so.
+    monkeypatch.setattr(http_client._Deadline, "_expire", lambda self: None)   # a watchdog that never runs
+    with RawServer(_stall_after_headers) as server:
+        with pytest.raises(APIError, match=r"network error: TimeoutError: no complete response within 1s"):
+            _client(timeout=1).post_json(server.url + "/v1/embeddings", {"input": ["a"]})
 
 
 @pytest.mark.parametrize("status", [302, 308])   # urllib followed 301/302/303 as a GET with every header

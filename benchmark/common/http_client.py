@@ -127,11 +127,19 @@ class _Deadline:
 
     def __init__(self, seconds: float) -> None:
         self.seconds = seconds
-        self.expired = False
+        self._expired = False
+        self._started: float | None = None
         self._sockets: list[socket.socket] = []
         self._lock = threading.Lock()
         self._timer = threading.Timer(seconds, self._expire)
         self._timer.daemon = True
+
+    @property
+    def expired(self) -> bool:
+        """Whether the attempt's time is up: the watchdog fired, or the time has run out and the watchdog's
+        thread has not run yet (a busy machine can wake a socket's own read timeout first)."""
+        started = self._started
+        return self._expired or (started is not None and time.monotonic() - started >= self.seconds)
 
     @property
     def connected(self) -> bool:
@@ -141,19 +149,20 @@ class _Deadline:
     def watch(self, sock: socket.socket) -> socket.socket:
         with self._lock:
             self._sockets.append(sock)
-            late = self.expired
+            late = self._expired
         if late:
             _shut(sock)
         return sock
 
     def _expire(self) -> None:
         with self._lock:
-            self.expired = True
+            self._expired = True
             sockets = list(self._sockets)
         for sock in sockets:
             _shut(sock)
 
     def __enter__(self) -> "_Deadline":
+        self._started = time.monotonic()
         self._timer.start()
         return self
 
