@@ -25,31 +25,22 @@ import shutil
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterable, Iterator
+from typing import Any, Iterable, Iterator
 
-import pyarrow as pa
-import pyarrow.parquet as pq
-
+from mmbench.common.scratch import absolute, check_replaceable, clean_stale, locked_workdir, release_lock_file
 from mmbench.data.documents import Document, RecordDocument
 from mmbench.data.hash_memo import remember_hashes
 from mmbench.data.media import MediaError, MediaStore, atomic_write_bytes, default_mode
-from mmbench.common.scratch import absolute, check_replaceable, clean_stale, locked_workdir, release_lock_file
+from mmbench.data.poolset_tables import (PROVENANCE_TABLE, SCHEMAS, PoolSetError, file_sha256, parse_rows,
+                                         read_rows, split_provenance, write_table)
 
 log = logging.getLogger(__name__)
 
 MANIFEST = "manifest.json"
 POOLSET_FORMAT = "mmbench-poolset/1"
 TABLES = ("queries", "candidates", "pools")
-PROVENANCE_TABLE = "provenance"   # optional: pool sets that declare provenance columns
 PROVENANCE_COLUMNS = "provenance_columns"   # manifest field: the meta keys stored in provenance.parquet
 TABLE_DIGESTS = "table_digests"  # manifest field: each table file's SHA-256 as built, and their seal
-GROUP_BYTES = 8 * 2**20   # serialised characters per Parquet row group (see _write_table)
-GROUP_ROWS = 65536
-READ_BATCH_ROWS = 64       # rows parsed at a time when a table is loaded (see _read_rows)
-
-
-class PoolSetError(RuntimeError):
-    """A pool set folder is missing, incomplete or inconsistent; the message says where."""
 
 
 @dataclass
@@ -143,24 +134,16 @@ class PoolSet:
                 raise PoolSetError(f"pool item {item.id!r}: relevant ids must be a non-empty subset of its candidates")
 
 
-def _file_sha256(path: Path) -> bytes:
-    h = hashlib.sha256()
-    with path.open("rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            h.update(block)
-    return h.digest()
-
-
 def source_fingerprint(path: str | Path, pattern: str = "*") -> str:
     """How a manifest names a source: a file's name and the start of its SHA-256; for a folder, the
     SHA-256 over the relative paths and contents of its files matching `pattern` (recursively)."""
     path = Path(path)
     if not path.is_dir():
-        return f"{path.name} sha256:{_file_sha256(path).hex()[:16]}"
+        return f"{path.name} sha256:{file_sha256(path).hex()[:16]}"
     h = hashlib.sha256()
     files = sorted(p for p in path.rglob(pattern) if p.is_file())
     for f in files:
-        h.update(f.relative_to(path).as_posix().encode() + b"\0" + _file_sha256(f))
+        h.update(f.relative_to(path).as_posix().encode() + b"\0" + file_sha256(f))
     kind = "" if pattern == "*" else pattern.lstrip("*") + " "
     return f"{path.name}/ ({len(files)} {kind}files) sha256:{h.hexdigest()[:16]}"
 
@@ -238,11 +221,11 @@ def _write_contents(ps: PoolSet, tmp: Path, media_from: Path | None,
     for table, items in _tables(ps).items():
         records = (x.to_record() for x in sorted(items, key=lambda x: x.id))
         if table != "pools" and ps.provenance_columns:
-            records = (_split_provenance(r, table, ps.provenance_columns, provenance) for r in records)
-        table_digests[f"{table}.parquet"] = _write_table(records, _SCHEMAS[table], tmp / f"{table}.parquet")
+            records = (split_provenance(r, table, ps.provenance_columns, provenance) for r in records)
+        table_digests[f"{table}.parquet"] = write_table(records, SCHEMAS[table], tmp / f"{table}.parquet")
     if ps.provenance_columns:
         path = tmp / f"{PROVENANCE_TABLE}.parquet"
-        table_digests[path.name] = _write_table(iter(provenance), _SCHEMAS[PROVENANCE_TABLE], path)
+        table_digests[path.name] = write_table(iter(provenance), SCHEMAS[PROVENANCE_TABLE], path)
     refs = sorted(_media_refs(ps.queries + ps.candidates))
     if refs:
         if media_from is None:
@@ -274,44 +257,6 @@ def _write_contents(ps: PoolSet, tmp: Path, media_from: Path | None,
 
     write_card(tmp, ps.manifest)  # README.md: `datasets.load_dataset(out, "queries")` reads the tables
     return refs
-
-
-def _write_table(records: Iterator[dict[str, Any]], schema: pa.Schema, path: Path) -> str:
-    """Write records (rows as `to_record` makes them) to one Parquet file a row group at a time; the file's
-    digest ("sha256:<hex>") for the manifest's table digests.
-
-    A row group closes once its serialised rows reach GROUP_BYTES (or GROUP_ROWS rows), so writing a table
-    of 128K-token documents holds one group's JSON and Arrow buffers beside the documents, never a second
-    and third copy of the whole table. The grouping depends only on the records, so the file is the same
-    on every machine.
-    """
-    with pq.ParquetWriter(path, schema, compression="zstd") as writer:
-        rows: list[dict[str, Any]] = []
-        size, written = 0, 0
-        for record in records:
-            rows.append(record)
-            size += sum(len(v) for v in record.values() if isinstance(v, str))
-            if size >= GROUP_BYTES or len(rows) >= GROUP_ROWS:
-                writer.write_table(pa.Table.from_pylist(rows, schema=schema))
-                written += len(rows)
-                rows, size = [], 0
-        if rows or not written:   # an empty table is written as one empty row group, with its schema
-            writer.write_table(pa.Table.from_pylist(rows, schema=schema))
-    pa.default_memory_pool().release_unused()
-    return "sha256:" + _file_sha256(path).hex()
-
-
-def _split_provenance(row: dict[str, Any], table: str, columns: Iterable[str],
-                      out: list[dict[str, Any]]) -> dict[str, Any]:
-    """Take the provenance `columns` out of a record's meta (in place), adding their row for provenance.parquet
-    to `out`; the record, for its own table."""
-    meta = json.loads(row["meta"])
-    apart = {k: v for k, v in meta.items() if k in columns}
-    if apart:
-        row["meta"] = json.dumps({k: v for k, v in meta.items() if k not in columns}, sort_keys=True,
-                                 ensure_ascii=False)
-        out.append({"table": table, "id": row["id"], "meta": json.dumps(apart, sort_keys=True, ensure_ascii=False)})
-    return row
 
 
 def _merge_provenance(ps: PoolSet, path: Path, rows: Iterable[dict[str, Any]]) -> None:
@@ -391,7 +336,7 @@ def load_poolset(root: Path, verify: bool = False) -> PoolSet:
     sealed = isinstance(recorded, dict) and recorded.get("seal") == _seal(manifest, digests)
     parse_document = RecordDocument.from_sealed_record if sealed else Document.from_record
     parsers = {"queries": parse_document, "candidates": parse_document, "pools": PoolItem.from_record}
-    records = {table: _parse_rows(root / f"{table}.parquet", _read_rows(root / f"{table}.parquet", raw.pop(table)),
+    records = {table: parse_rows(root / f"{table}.parquet", read_rows(root / f"{table}.parquet", raw.pop(table)),
                                   parsers[table]) for table in TABLES}
     ps = PoolSet(
         task=manifest["task"], task_version=manifest["task_version"],
@@ -402,7 +347,7 @@ def load_poolset(root: Path, verify: bool = False) -> PoolSet:
     )
     if declared:
         path = root / f"{PROVENANCE_TABLE}.parquet"
-        _merge_provenance(ps, path, _read_rows(path, raw.pop(PROVENANCE_TABLE)))
+        _merge_provenance(ps, path, read_rows(path, raw.pop(PROVENANCE_TABLE)))
     for table in ("queries", "candidates"):  # each document's content hash, remembered by its table's digest
         remember_hashes(getattr(ps, table), digests[f"{table}.parquet"])
     try:
@@ -463,36 +408,3 @@ def check_content_hash(ps: PoolSet) -> None:
     if actual != ps.manifest.get("content_hash"):
         raise PoolSetError(f"pool set {ps.root}: content hash mismatch (manifest {ps.manifest['content_hash'][:12]}, "
                            f"records {actual[:12]}): its tables were changed after the build; rebuild it")
-
-
-def _read_rows(path: Path, raw: bytes) -> Iterator[dict[str, Any]]:
-    """The rows of one Parquet table, a batch at a time: parsing a table of 128K-token documents holds one
-    batch of rows beside the parsed records, not the whole table as Arrow and again as Python rows."""
-    try:
-        for batch in pq.ParquetFile(pa.BufferReader(raw)).iter_batches(batch_size=READ_BATCH_ROWS):
-            yield from batch.to_pylist()
-    except Exception as exc:  # pyarrow raises several types for corrupt files
-        raise PoolSetError(f"{path}: unreadable parquet ({exc})") from exc
-
-
-def _parse_rows(path: Path, rows: Iterable[dict[str, Any]], parse: Callable[[dict[str, Any]], Any]) -> list[Any]:
-    """Records of one table; a malformed row is a PoolSetError naming the file and the row."""
-    out = []
-    for i, row in enumerate(rows):
-        try:
-            out.append(parse(row))
-        except (PoolSetError, KeyError, TypeError, ValueError, AttributeError) as exc:
-            detail = f"missing field {exc}" if isinstance(exc, KeyError) else str(exc)
-            raise PoolSetError(f"{path}: row {i}: {detail}") from exc
-    return out
-
-
-_DOC_SCHEMA = pa.schema([("id", pa.string()), ("segments", pa.string()), ("tokens", pa.int64()), ("meta", pa.string())])
-_SCHEMAS = {
-    "queries": _DOC_SCHEMA,
-    "candidates": _DOC_SCHEMA,
-    "pools": pa.schema([("id", pa.string()), ("query_id", pa.string()), ("subset", pa.string()),
-                        ("candidate_ids", pa.list_(pa.string())), ("relevant_ids", pa.list_(pa.string())),
-                        ("meta", pa.string())]),
-    PROVENANCE_TABLE: pa.schema([("table", pa.string()), ("id", pa.string()), ("meta", pa.string())]),
-}
