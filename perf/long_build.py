@@ -16,16 +16,15 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import resource
 import shutil
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 import tracemalloc
 from pathlib import Path
+
+from mmbench.running.efficiency import current_rss_mb, peak_rss_mb
 
 
 def _mb(n: float) -> str:
@@ -53,65 +52,34 @@ def count_speed(lengths: list[int]) -> None:
               f"text {_mb(len(text.encode()))}, traced peak during the count {_mb(peak)}")
 
 
-class PeakRSS:
-    """Peak resident memory of this process during a `with` block, sampled every 20 ms from /proc (Linux;
-    elsewhere the process-wide getrusage maximum)."""
-
-    def __init__(self) -> None:
-        self.peak = self.start = _rss()
-
-    def __enter__(self) -> "PeakRSS":
-        self.start = self.peak = _rss()
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._poll, daemon=True)
-        self._thread.start()
-        return self
-
-    def _poll(self) -> None:
-        while not self._stop.wait(0.02):
-            self.peak = max(self.peak, _rss())
-
-    def __exit__(self, *exc) -> None:
-        self._stop.set()
-        self._thread.join()
-        self.peak = max(self.peak, _rss())
-
-
-def _rss() -> int:
-    try:
-        return int(Path("/proc/self/statm").read_text().split()[1]) * os.sysconf("SC_PAGE_SIZE")
-    except OSError:
-        return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
-
-
 def build_phase(out: Path, lengths: list[int], depths: list[float], needles_per_kind: int) -> dict:
     from mmbench.tasks import get_task
 
-    t0 = time.perf_counter()
-    with PeakRSS() as mem:
-        get_task("visual_grounding").build("sample", out, seed=0, lengths=tuple(lengths), depths=tuple(depths),
-                                           needles_per_kind=needles_per_kind, progress=False)
-    return {"seconds": time.perf_counter() - t0, "start": mem.start, "peak": mem.peak}
+    t0, start = time.perf_counter(), current_rss_mb() * 2**20
+    get_task("visual_grounding").build("sample", out, seed=0, lengths=tuple(lengths), depths=tuple(depths),
+                                       needles_per_kind=needles_per_kind, progress=False)
+    return {"seconds": time.perf_counter() - t0, "start": start, "peak": peak_rss_mb() * 2**20}
 
 
 def check_phase(out: Path) -> dict:
     from mmbench.data.poolset import load_poolset
     from mmbench.tasks.validation import validate
 
-    t0 = time.perf_counter()
-    with PeakRSS() as mem:
-        ps = load_poolset(out, verify=True)
-        report = validate(ps)
+    t0, start = time.perf_counter(), current_rss_mb() * 2**20
+    ps = load_poolset(out, verify=True)
+    report = validate(ps)
+    seconds, peak = time.perf_counter() - t0, peak_rss_mb() * 2**20
     tokens = [d.tokens for d in ps.candidates]
     # one copy of the documents, as their serialised records: the baseline both phases' growth is divided by
     one_copy = sum(len(d.to_record()["segments"]) for d in ps.queries + ps.candidates)
-    return {"seconds": time.perf_counter() - t0, "start": mem.start, "peak": mem.peak, "one_copy": one_copy,
+    return {"seconds": seconds, "start": start, "peak": peak, "one_copy": one_copy,
             "candidates": len(ps.candidates), "items": len(ps.pools), "min_tokens": min(tokens),
             "max_tokens": max(tokens), "valid": report.ok, "summary": report.summary_line()}
 
 
 def _in_child(*args: str) -> dict:
-    """Run one phase in a fresh interpreter, so each phase's peak starts from a clean process."""
+    """Run one phase in a fresh interpreter: the process's peak RSS (getrusage, kept by the kernel) is then
+    that phase's peak, measured from the RSS the phase started at."""
     done = subprocess.run([sys.executable, __file__, *args], check=True, capture_output=True, text=True)
     return json.loads(done.stdout.strip().splitlines()[-1])
 
