@@ -9,42 +9,15 @@ import sys
 from pathlib import Path
 from typing import Sequence
 
-from mmbench.cli.commands_core import nonnegative_int
+from mmbench.cli.commands_core import float_in, int_at_least, nonnegative_int
 from mmbench.common.errors import CLIError
 
 DEFAULT_METRIC = "precision_at_1"
 
 
-def _number(text: str, within: str, ok) -> float:
-    """A number from the command line that `ok` accepts; `within` says the accepted range in words."""
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"must be a number {within}, got {text!r}") from None
-    if not ok(value):
-        raise argparse.ArgumentTypeError(f"must lie {within}, got {text}")
-    return value
-
-
-def _alpha(text: str) -> float:
-    """--alpha: a significance level strictly between 0 and 1."""
-    return _number(text, "strictly between 0 and 1 (exclusive)", lambda v: 0.0 < v < 1.0)
-
-
-def tolerance(text: str) -> float:
-    """--effective-tolerance: a drop in the metric, a number in (0, 1]."""
-    return _number(text, "in (0, 1]", lambda v: 0.0 < v <= 1.0)
-
-
-def window(text: str) -> int:
-    """--effective-window: a number of items, at least 2."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"must be a whole number of items, got {text!r}") from None
-    if value < 2:
-        raise argparse.ArgumentTypeError(f"must be at least 2 items, got {text}")
-    return value
+_alpha = float_in(0.0, 1.0, low_open=True, high_open=True, what="a significance level strictly between 0 and 1")
+tolerance = float_in(0.0, 1.0, low_open=True, what="a drop in the metric in (0, 1]")   # --effective-tolerance
+window = int_at_least(2, "a number of items, at least 2")                            # --effective-window
 
 
 def add_effective_flags(p) -> None:

@@ -38,28 +38,32 @@ def add_include_argument(p: argparse.ArgumentParser) -> None:
                         "mmbench.register_model)")
 
 
-def _int_at_least(minimum: int, what: str):
-    """An argparse type for integers >= `minimum`: checked before any model loads or build starts."""
+def int_at_least(minimum: int, what: str):
+    """An argparse type for integers >= `minimum` (`what`: the accepted values in words, for the error): checked
+    before any model loads or build starts."""
     def parse(text: str) -> int:
         value = int(text) if re.fullmatch(r"\s*[+-]?\d+\s*", text) else None
         if value is None or value < minimum:
-            raise argparse.ArgumentTypeError(f"expected a {what} integer, got {text!r}")
+            raise argparse.ArgumentTypeError(f"expected {what}, got {text!r}")
         return value
     return parse
 
 
-positive_int = _int_at_least(1, "positive")
-nonnegative_int = _int_at_least(0, "non-negative")  # seeds: the builders' generators take no negative seed
+positive_int = int_at_least(1, "a positive integer")
+nonnegative_int = int_at_least(0, "a non-negative integer")  # seeds: the builders' generators take no negative seed
 
 
-def float_in(low: float, high: float = math.inf, low_open: bool = False, what: str = "number"):
-    """An argparse type for finite floats in [low, high] (or (low, high]): checked before any build or request."""
+def float_in(low: float, high: float = math.inf, low_open: bool = False, what: str = "number",
+             high_open: bool = False):
+    """An argparse type for finite floats in [low, high] (`low_open`, `high_open`: without that end): checked
+    before any build or request."""
     def parse(text: str) -> float:
         try:
             value = float(text)
         except ValueError:
             value = math.nan
-        if not math.isfinite(value) or value < low or (low_open and value == low) or value > high:
+        if (not math.isfinite(value) or value < low or (low_open and value == low) or value > high
+                or (high_open and value == high)):
             raise argparse.ArgumentTypeError(f"expected {what}, got {text!r}")
         return value
     return parse
