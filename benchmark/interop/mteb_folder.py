@@ -166,8 +166,7 @@ def _per_pool_corpus(corpus, top_ranked: dict[str, list[str]], relevant: dict[st
     return copied.select_columns(["id", *[c for c in copied.column_names if c != "id"]]), pools, qrels
 
 
-def _write(ps: PoolSet, task: Any, out: Path, limit: int | None = None, seed: int = 0,
-           loss: dict[str, Any] | None = None) -> dict[str, Any]:
+def _write(ps: PoolSet, task: Any, out: Path, limit: int | None, seed: int, loss: dict[str, Any]) -> dict[str, Any]:
     from datasets import Dataset, Features, Sequence, Value
 
     queries, candidates = ps.query_by_id(), ps.candidate_by_id()
@@ -225,7 +224,7 @@ def _write(ps: PoolSet, task: Any, out: Path, limit: int | None = None, seed: in
                    "revision": task.metadata.dataset["revision"], "type": task.metadata.type,
                    "source": {"task": ps.task, "task_version": ps.task_version, "content_hash": ps.content_hash},
                    "subsets": counts, "renamed_splits": renamed, "media_files": len(refs),
-                   "limit": limit, "seed": seed, "image_loss": loss or image_loss(task.export_report, False),
+                   "limit": limit, "seed": seed, "image_loss": loss,
                    "tie_break": "one corpus row per (pool, candidate); within a pool, ids sort descending in "
                                 f"mmbench's tie-break order for seed {seed} (mteb orders equal scores by descending id)",
                    "dropped_by_text_image_mapping": {k: task.export_report[k] for k in
