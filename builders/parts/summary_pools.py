@@ -150,18 +150,16 @@ def note_bins(log: DropLog, kept: list[Placed], o: PoolOptions) -> None:
 
 
 def assemble(ds: str, kept: list[Placed], o: PoolOptions, padded, filler_name: str, ops: tuple[str, str],
-             log: DropLog | None = None):
+             log: DropLog):
     """Each kept document's Easy candidate and Hard variants in each bin it is placed in, and the pools. A bin
     with fewer than candidates_per_query documents refuses the build (an empty or thin bin would silently
     change what the task measures); the error carries the per-bin counts of `log`."""
     candidates, pools = [], []
-    if log is not None:
-        note_bins(log, kept, o)
+    note_bins(log, kept, o)
     for b in tqdm(o.bins, desc=f"{ds} bins", disable=not o.progress):
         here = [(p, pl) for p in kept for pl in p.placements if pl.bin == b]
         if len(here) < o.C:
-            counts = f"; {log.what} measured per bin: {bin_counts_text(log.bins)}" if log is not None and log.bins \
-                else ""
+            counts = f"; {log.what} measured per bin: {bin_counts_text(log.bins)}" if log.bins else ""
             raise ValueError(f"{ds} bin {b.describe()}: {len(here)} documents fit, {o.C} are needed "
                              f"(candidates_per_query); add documents, lower candidates_per_query or leave the bin "
                              f"out of lengths{counts}")
