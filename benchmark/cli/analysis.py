@@ -11,6 +11,7 @@ from typing import Sequence
 
 from mmbench.cli.commands_core import float_in, int_at_least, nonnegative_int
 from mmbench.common.errors import CLIError
+from mmbench.common.names import did_you_mean
 
 DEFAULT_METRIC = "precision_at_1"
 
@@ -115,7 +116,7 @@ def _check_metrics(runs, *metrics: str) -> None:
     for metric in metrics:
         if metric not in known:
             present = [m for m in known if all(m in run.per_query.columns for run in runs)]
-            raise CLIError(f"{metric!r} is not a per-query metric; choose one of: {', '.join(present or known)}")
+            raise CLIError(f"{metric!r} is not a per-query metric{did_you_mean(metric, known)}; choose one of: {', '.join(present or known)}")
     for run in runs:
         for metric in metrics:
             if metric not in run.per_query.columns:

@@ -227,8 +227,10 @@ def load_model(name: str, **options: Any) -> EmbeddingModel:
         from mmbench.models.sentence_transformer import SentenceTransformerModel
 
         return SentenceTransformerModel(name, **options)
+    from mmbench.common.names import did_you_mean
+
     known = ", ".join(sorted(_REGISTRY))
-    raise UnknownModelError(f"unknown model {name!r}; known: {known} (or a local path, a hub id, mteb:<name>, "
+    raise UnknownModelError(f"unknown model {name!r}{did_you_mean(name, _REGISTRY)}; known: {known} (or a local path, a hub id, mteb:<name>, "
                             "or module:Factory)")
 
 
