@@ -45,6 +45,8 @@ def register(sub) -> None:
     p.add_argument("--out", type=Path, default=None, help="folder for compare.md and compare.json (default: print only)")
     add_effective_flags(p)
     add_protocol_flag(p)
+    p.add_argument("--reported", action="store_true",
+                   help="also print the numbers the seed papers report for this task (not reproduced here)")
     p.set_defaults(func=cmd_compare)
 
     r = sub.add_parser("report", help="positional bias, heatmaps, length curves, Easy vs Hard, modality robustness",
@@ -158,6 +160,12 @@ def cmd_compare(args: argparse.Namespace) -> int:
     except PoolSetMismatch as exc:
         raise CLIError(str(exc)) from exc
     print(markdown)
+    if args.reported:
+        from mmbench.cli.reported import print_reported_beside
+
+        for run in runs:
+            values = run.per_query[args.metric]
+            print_reported_beside(run.task, args.metric, float(values.mean()), run.model_name)
     if args.out is not None:
         print(f"wrote {args.out / 'compare.md'}, {args.out / 'compare.json'} and {args.out / 'figures' / 'paired_differences.png'}", file=sys.stderr)
     return 0
