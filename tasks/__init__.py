@@ -6,6 +6,7 @@ names a `TaskSpec` (or a callable returning one or several). A script can also c
 """
 from __future__ import annotations
 
+from mmbench.common.names import did_you_mean
 from mmbench.tasks.spec import TaskSpec
 from mmbench.tasks import flickr_hard_negatives, visual_grounding, temporal_summarization
 from mmbench.tasks import logical_summarization, multi_source_reasoning
@@ -61,7 +62,8 @@ def get_task(name: str) -> TaskSpec:
         return _TASKS[name]
     except KeyError:
         hint = f"; {name!r} is a benchmark, run it with --task {name}" if name in BENCHMARKS else ""
-        raise UnknownTaskError(f"unknown task {name!r}; known: {', '.join(sorted(_TASKS))}{hint}") from None
+        hint = hint or did_you_mean(name, [*_TASKS, *BENCHMARKS])
+        raise UnknownTaskError(f"unknown task {name!r}{hint}; known: {', '.join(sorted(_TASKS))}") from None
 
 
 def task_specs() -> list[TaskSpec]:

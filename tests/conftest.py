@@ -47,3 +47,23 @@ def minilm():
     from mmbench.models.registry import load_model
 
     return load_model("minilm")
+
+
+SLOW_LIST = Path(__file__).with_name("slow_tests.txt")
+
+
+def _slow_prefixes() -> tuple[str, ...]:
+    """Node ids (or their prefixes: a file, a test without its parameters) of the tests that take longest, one a
+    line in tests/slow_tests.txt, written from a `--durations=0` run by `perf/slow_tests.py`."""
+    if not SLOW_LIST.is_file():
+        return ()
+    lines = (ln.split("#", 1)[0].strip() for ln in SLOW_LIST.read_text().splitlines())
+    return tuple(ln for ln in lines if ln)
+
+
+def pytest_collection_modifyitems(config, items):
+    """Mark the listed tests `slow`, so `pytest -m "not slow"` is the fast loop (CONTRIBUTING, Tests)."""
+    prefixes = _slow_prefixes()
+    for item in items:
+        if item.nodeid.startswith(prefixes) if prefixes else False:
+            item.add_marker(pytest.mark.slow)

@@ -11,6 +11,12 @@ def test_list_tasks_and_models(capsys):
     assert main(["list", "tasks"]) == 0
     out = capsys.readouterr().out
     assert "visual_grounding" in out
+    # each task's default sample size, read from the shipped official registry without building it
+    from mmbench.leaderboards.official import OfficialRegistry
+    from mmbench.tasks import get_task
+
+    vg = OfficialRegistry.load().get("visual_grounding", get_task("visual_grounding").version)
+    assert f"default sample (seed 0): {vg.n_items:,} items in {len(vg.subsets)} subsets" in out
     assert main(["list", "models"]) == 0
     out = capsys.readouterr().out
     for name in ("minilm", "bm25", "clip-vit-b-32", "gme-2b"):

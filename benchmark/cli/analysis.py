@@ -11,6 +11,7 @@ from typing import Sequence
 
 from mmbench.cli.commands_core import float_in, int_at_least, nonnegative_int
 from mmbench.common.errors import CLIError
+from mmbench.common.names import did_you_mean
 
 DEFAULT_METRIC = "precision_at_1"
 
@@ -44,6 +45,8 @@ def register(sub) -> None:
     p.add_argument("--out", type=Path, default=None, help="folder for compare.md and compare.json (default: print only)")
     add_effective_flags(p)
     add_protocol_flag(p)
+    p.add_argument("--reported", action="store_true",
+                   help="also print the numbers the seed papers report for this task (not reproduced here)")
     p.set_defaults(func=cmd_compare)
 
     r = sub.add_parser("report", help="positional bias, heatmaps, length curves, Easy vs Hard, modality robustness",
@@ -115,7 +118,7 @@ def _check_metrics(runs, *metrics: str) -> None:
     for metric in metrics:
         if metric not in known:
             present = [m for m in known if all(m in run.per_query.columns for run in runs)]
-            raise CLIError(f"{metric!r} is not a per-query metric; choose one of: {', '.join(present or known)}")
+            raise CLIError(f"{metric!r} is not a per-query metric{did_you_mean(metric, known)}; choose one of: {', '.join(present or known)}")
     for run in runs:
         for metric in metrics:
             if metric not in run.per_query.columns:
@@ -157,6 +160,12 @@ def cmd_compare(args: argparse.Namespace) -> int:
     except PoolSetMismatch as exc:
         raise CLIError(str(exc)) from exc
     print(markdown)
+    if args.reported:
+        from mmbench.cli.reported import print_reported_beside
+
+        for run in runs:
+            values = run.per_query[args.metric]
+            print_reported_beside(run.task, args.metric, float(values.mean()), run.model_name)
     if args.out is not None:
         print(f"wrote {args.out / 'compare.md'}, {args.out / 'compare.json'} and {args.out / 'figures' / 'paired_differences.png'}", file=sys.stderr)
     return 0

@@ -83,17 +83,38 @@ def load_includes(args: argparse.Namespace) -> None:
             raise CLIError(str(exc)) from None
 
 
+def sample_sizes() -> dict[str, str]:
+    """Each task's default sample size as the shipped official registry records it (no build needed):
+    '7,200 items in 96 subsets'."""
+    from mmbench.leaderboards.official import OfficialRegistry, UnknownOfficialError
+    from mmbench.tasks import UnknownTaskError, get_task
+
+    registry = OfficialRegistry.load()
+    out = {}
+    for task in registry.tasks():
+        try:
+            entry = registry.get(task, get_task(task).version)
+        except (UnknownTaskError, UnknownOfficialError):  # a task or version with no official entry
+            continue
+        n = len(entry.subsets)
+        out[task] = f"{entry.n_items:,} items" + (f" in {n} subsets" if n > 1 else "")
+    return out
+
+
 def cmd_list(args: argparse.Namespace) -> int:
     load_includes(args)
     if args.what == "tasks":
         from mmbench.tasks import BENCHMARKS, task_specs
 
+        sizes = sample_sizes()
         for t in task_specs():
             bins = ",".join(t.length_bins) or "-"
             long = (f"  optional long bins: {','.join(t.long_bins)} (--param lengths=[{','.join(map(str, t.long_lengths))}])"
                     if t.long_bins else "")
             print(f"{t.name}  v{t.version}  sources: {', '.join(t.sources)}  length bins: {bins}{long}")
             print(f"    {t.description}")
+            if t.name in sizes:
+                print(f"    default sample (seed 0): {sizes[t.name]}")
         for name, members in sorted(BENCHMARKS.items()):
             print(f"benchmark {name}: {', '.join(members)}")
     else:

@@ -80,10 +80,12 @@ def cmd_run(args: argparse.Namespace) -> int:
     if args.output is not None:
         writable_folder_or_error(args.output)
     try:
-        poolsets = [resolve_poolset(task, args.data, args.seed, quiet=args.quiet, verify=args.verify) for task in tasks]
+        # the model first: an unavailable one (unknown name, no weights offline, no key) fails in seconds,
+        # before any pool set is built or read
         model = load_model_for_run(args.model, model_options(args, args.model), cached=not args.no_cache)
         if args.model_name:
             rename_model(model, args.model_name)
+        poolsets = [resolve_poolset(task, args.data, args.seed, quiet=args.quiet, verify=args.verify) for task in tasks]
     except ModelUnavailable as exc:
         remove_if_empty(created, args.output)  # a failed load leaves no empty results folder behind
         raise CLIError(str(exc)) from None

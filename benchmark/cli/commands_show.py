@@ -15,6 +15,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--metric", default=None, help="metric of the tables by axis, e.g. ndcg_at_10 (default: the "
                                                   "task's main score)")
     add_effective_flags(p)
+    p.add_argument("--reported", action="store_true",
+                   help="also print the numbers the seed papers report for this task (not reproduced here)")
     p.set_defaults(func=cmd_show)
 
 
@@ -34,4 +36,9 @@ def cmd_show(args: argparse.Namespace) -> int:
     except CLIError:
         pass
     print(format_summary(res, axes, metric, effective=effective_options(args)))
+    if args.reported:
+        from mmbench.cli.reported import print_reported_beside
+
+        values = res.per_query[metric] if metric in res.per_query.columns else None
+        print_reported_beside(res.task, metric, None if values is None else float(values.mean()), res.model_name)
     return 0

