@@ -222,6 +222,8 @@ def load_image(pair: Pair, size: int = 224) -> Image.Image:
     try:
         with Image.open(io.BytesIO(data)) as im:
             return im.convert("RGB")
-    except (UnidentifiedImageError, OSError, SyntaxError, ValueError) as exc:
+    except UnidentifiedImageError:
+        raise CalibrationError(f"{_where(pair)}: {pair.image} is not a readable image (unknown format)") from None
+    except (OSError, SyntaxError, ValueError) as exc:
         raise CalibrationError(f"{_where(pair)}: {pair.image} is not a readable image ({exc})") from None
 

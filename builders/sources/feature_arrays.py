@@ -33,8 +33,10 @@ def _np_load(path: Path, flag: str) -> np.ndarray | np.lib.npyio.NpzFile:
         raise FeatureFileError(f"{flag} {path}: no such file")
     try:
         return np.load(path, allow_pickle=False)
-    except (OSError, ValueError, EOFError, zipfile.BadZipFile) as exc:
-        raise FeatureFileError(f"{flag} {path}: not a numpy .npy/.npz array ({' '.join(str(exc).split())})") from None
+    except (ValueError, EOFError, zipfile.BadZipFile):  # numpy takes other files for pickles: no detail helps
+        raise FeatureFileError(f"{flag} {path}: not a numpy .npy/.npz array (or a damaged one)") from None
+    except OSError as exc:
+        raise FeatureFileError(f"{flag} {path}: cannot read ({exc.strerror or exc})") from None
 
 
 def read_patch_array(path: str | Path) -> tuple[np.ndarray, np.ndarray | None]:
