@@ -43,10 +43,11 @@ class VisionEncoder:
         try:
             from transformers import AutoImageProcessor
 
-            self.processor = AutoImageProcessor.from_pretrained(name_or_path, local_files_only=local_files_only)
+            self.processor = AutoImageProcessor.from_pretrained(  # type: ignore[no-untyped-call]
+                name_or_path, local_files_only=local_files_only)
         except Exception:  # noqa: BLE001 - no processor saved: fall back to a plain resize + normalise
             self.processor = None
-        size = image_size or getattr(config, "image_size", 224)
+        size: Any = image_size or getattr(config, "image_size", 224)
         self.image_size = tuple(size) if isinstance(size, (list, tuple)) else (int(size), int(size))
         mt = str(getattr(config, "model_type", ""))
         self.mean, self.std = ((0.5,) * 3, (0.5,) * 3) if mt.startswith("siglip") else \
@@ -73,7 +74,7 @@ class VisionEncoder:
     def patch_tokens(self, pixel_values: torch.Tensor) -> torch.Tensor:
         pv = pixel_values.to(self.device, self.dtype)
         out = self.model(pixel_values=pv, output_hidden_states=self.layer != "last")
-        hs = out.last_hidden_state if self.layer == "last" else out.hidden_states[int(self.layer)]
+        hs: torch.Tensor = out.last_hidden_state if self.layer == "last" else out.hidden_states[int(self.layer)]
         if hs.ndim == 4:  # conv feature map
             return hs.flatten(2).transpose(1, 2).float()
         ps = self.patch_size

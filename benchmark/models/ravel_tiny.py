@@ -33,7 +33,9 @@ def _tokenizer() -> Any:
     trainer = trainers.BpeTrainer(vocab_size=300, special_tokens=["<unk>", "<pad>", "<eos>"],
                                   initial_alphabet=pre_tokenizers.ByteLevel.alphabet())
     tok.train_from_iterator(CORPUS * 4, trainer)
-    return PreTrainedTokenizerFast(tokenizer_object=tok, unk_token="<unk>", pad_token="<pad>", eos_token="<eos>")
+    fast = PreTrainedTokenizerFast(  # type: ignore[no-untyped-call]
+        tokenizer_object=tok, unk_token="<unk>", pad_token="<pad>", eos_token="<eos>")
+    return fast
 
 
 def build_tiny_models(root: str | Path, seed: int = 0) -> dict[str, str]:

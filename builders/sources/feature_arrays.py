@@ -32,7 +32,8 @@ def _np_load(path: Path, flag: str) -> np.ndarray | np.lib.npyio.NpzFile:
     if not path.is_file():
         raise FeatureFileError(f"{flag} {path}: no such file")
     try:
-        return np.load(path, allow_pickle=False)
+        loaded: np.ndarray | np.lib.npyio.NpzFile = np.load(path, allow_pickle=False)
+        return loaded
     except (ValueError, EOFError, zipfile.BadZipFile):  # numpy takes other files for pickles: no detail helps
         raise FeatureFileError(f"{flag} {path}: not a numpy .npy/.npz array (or a damaged one)") from None
     except OSError as exc:
