@@ -172,3 +172,21 @@ def test_cli_ckax_reports_encoders_without_ground_truth(tmp_path, capsys):
                          "--ground-truth", str(tmp_path / "gt.csv")]) == 0
     err = capsys.readouterr().err
     assert "left out 1 encoder(s)" in err and "e5" in err
+
+
+def test_llava_items_without_an_image_are_counted_and_named(tmp_path, capsys):
+    from PIL import Image
+
+    (tmp_path / "imgs").mkdir()
+    items = []
+    for i in range(3):
+        Image.new("RGB", (8, 8)).save(tmp_path / "imgs" / f"{i}.png")
+        conv = [{"from": "human", "value": "?"}, {"from": "gpt", "value": f"c{i}"}]
+        items.append({"id": str(i), "conversations": conv} if i == 1 else
+                     {"id": str(i), "image": f"{i}.png", "conversations": conv})
+    (tmp_path / "l.json").write_text(json.dumps(items))
+    assert mmbench_main(["ravel", "calibrate", "--source", "llava-lcs", "--json", str(tmp_path / "l.json"),
+                         "--image-root", str(tmp_path / "imgs"), "--n", "2", "--out", str(tmp_path / "m.jsonl")]) == 0
+    err = capsys.readouterr().err
+    assert "skipped 1 of 3 items" in err and "item without an image ×1" in err and "item 1" in err
+    assert [p.index for p in calibration.read_manifest(tmp_path / "m.jsonl").pairs] == [0, 2]

@@ -62,11 +62,16 @@ def _add_calibration_args(p: argparse.ArgumentParser) -> None:
 def _calibration(args: argparse.Namespace) -> Calibration:
     from mmbench.builders.sources import calibration_pairs as P
     from mmbench.data.calibration import read_manifest, sample_pairs
+    from mmbench.data.drops import DropLog
 
     if args.manifest:
         return read_manifest(args.manifest)
+    drops = DropLog("items")
     pool = P.load_source(args.source, json_path=args.json_path, image_root=args.image_root,
-                         pairs_file=args.pairs_file, pool_size=args.pool_size)
+                         pairs_file=args.pairs_file, pool_size=args.pool_size, drops=drops)
+    if drops.dropped:  # say what the pool leaves out, with the reason
+        reasons = ", ".join(f"{r} ×{n} (e.g. {drops.examples[r][0]})" for r, n in drops.reasons.most_common())
+        print(f"skipped {drops.dropped} of {drops.read} {drops.what} of {args.json_path}: {reasons}", file=sys.stderr)
     cal = sample_pairs(pool, min(args.n, len(pool)) if args.source == "sample" else args.n, args.seed, args.source)
     P.check_images(cal)
     return cal

@@ -58,8 +58,9 @@ def load_feature_model(kind: str, name: str, path: str, *, online: bool = False,
     factory, option = FEATURE_KINDS[kind]
     where = f"{option} {name}={path}"
     local = Path(path)
-    if not local.exists() and (path.startswith((".", "/", "~")) or "/" not in path):
-        raise FeatureModelError(f"{where}: unknown model: no such folder, and not a hub id (owner/name)")
+    if not local.exists() and (path.startswith((".", "/", "~")) or ("/" not in path and not online)):
+        raise FeatureModelError(f"{where}: unknown model: no such folder, and not a hub id (owner/name; a hub "
+                                "name without an owner needs --online)")
     if local.is_dir() and not (local / "config.json").is_file():
         raise FeatureModelError(f"{where}: not a transformers model folder (no config.json)")
     module, attr = factory.split(":")
