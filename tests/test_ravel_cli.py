@@ -190,3 +190,21 @@ def test_llava_items_without_an_image_are_counted_and_named(tmp_path, capsys):
     err = capsys.readouterr().err
     assert "skipped 1 of 3 items" in err and "item without an image ×1" in err and "item 1" in err
     assert [p.index for p in calibration.read_manifest(tmp_path / "m.jsonl").pairs] == [0, 2]
+
+
+def test_feature_cache_encodes_only_items_it_does_not_hold(models, tmp_path):
+    pool = shapes_sample.load_sample(40)
+    first = calibration.Calibration(pool[:6], "sample", 0, 40)
+    second = calibration.Calibration(pool[3:9], "sample", 0, 40)  # 3 shared images and captions, 3 new
+    enc, tm = VisionEncoder(models["clip"]), TextModel(models["llm"])
+    a = features.extract_visual(enc, first, cache_root=tmp_path)
+    ta = features.extract_text(tm, first, cache_root=tmp_path)
+    seen: list[int] = []
+    run = enc.patch_tokens
+    enc.patch_tokens = lambda pixels: (seen.append(len(pixels)), run(pixels))[1]
+    b = features.extract_visual(enc, second, cache_root=tmp_path)
+    assert seen == [3]  # only the 3 new images went through the model
+    assert np.array_equal(b[:3], a[3:])  # the shared ones come back bit for bit
+    np.testing.assert_allclose(b[3:], features.extract_visual(VisionEncoder(models["clip"]), second)[3:], atol=1e-6)
+    tb = features.extract_text(tm, second, cache_root=tmp_path)
+    assert np.array_equal(tb[:3], ta[3:])
