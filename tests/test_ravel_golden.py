@@ -14,8 +14,13 @@ from ravel_golden import GOLDEN, run_chain
 
 
 @pytest.fixture(scope="module")
-def outputs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, bytes]:
-    return run_chain(tmp_path_factory.mktemp("golden"))
+def folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("golden")
+
+
+@pytest.fixture(scope="module")
+def outputs(folder: Path) -> dict[str, bytes]:
+    return run_chain(folder)
 
 
 @pytest.mark.parametrize("name", ["cal.jsonl", "scores.csv", "scores.manifest.jsonl", "karpathy.jsonl",
@@ -30,3 +35,18 @@ def test_the_stored_table1_holds_the_published_correlations() -> None:
     rows = {line.split(",")[0]: line.split(",") for line in text.splitlines()[1:]}
     assert [round(float(rows[m][2]), 3) for m in ("Qwen3-1.7B", "Qwen2.5-1.5B", "SmolLM2-1.7B")] == [0.569, 0.635, 0.670]
     assert [round(float(rows[m][3]), 3) for m in ("Qwen3-1.7B", "Qwen2.5-1.5B", "SmolLM2-1.7B")] == [0.618, 0.640, 0.711]
+
+
+def test_scores_read_back_from_the_feature_cache_are_byte_identical(outputs: dict[str, bytes], folder: Path) -> None:
+    from mmbench.cli import main
+
+    tiny = folder / "tiny"
+    packs = sorted((folder / "cache").rglob("*.npz"))
+    assert len(packs) >= 4  # three encoders and one language model wrote theirs
+    argv = ["ravel", "score", "--manifest", str(folder / "cal.jsonl"), "--cache-dir", str(folder / "cache"),
+            "--encoder", f"clip={tiny / 'clip'}", "--encoder", f"siglip={tiny / 'siglip'}",
+            "--encoder", f"dinov2reg={tiny / 'dinov2reg'}", "--llm", f"Qwen3-1.7B={tiny / 'llm'}",
+            "--k", "5", "--methods", "all", "--out", str(folder / "again.csv")]
+    assert main(argv) == 0
+    assert sorted((folder / "cache").rglob("*.npz")) == packs  # every feature came from the cache
+    assert (folder / "again.csv").read_bytes() == (GOLDEN / "scores.csv").read_bytes()
