@@ -387,7 +387,8 @@ def ravel_predictions_table(e: Entry) -> Table:
     """The predictor's scores beside the measured average they are meant to rank."""
     import json
 
-    from mmbench.evaluators.ravel.correlate import canonical_encoder, canonical_llm, load_ground_truth, merge
+    from mmbench.evaluators.ravel.correlate import canonical_encoder, canonical_llm, merge
+    from mmbench.running.ravel_inputs import load_ground_truth
 
     doc = json.loads((e.folder / "ravel_scores.json").read_text())
     scores = pd.DataFrame([{"encoder": canonical_encoder(r["encoder"]), "llm": canonical_llm(r["llm"]),

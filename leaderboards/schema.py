@@ -386,8 +386,10 @@ def _check_entries(entries: Any, want: dict[str, Any], where: str, main_metric: 
 
 def validate_ravel(files: dict[str, bytes], limits: Limits) -> Submission:
     """A predictor's scores per (encoder, language model) of the reference table, and its correlation."""
-    from mmbench.evaluators.ravel.correlate import (canonical_encoder, canonical_llm, correlate, data_path, describe_pairs,
-                                                    load_ground_truth, merge, unmatched)
+    from mmbench.builders.sources.feature_arrays import table7_path
+    from mmbench.evaluators.ravel.correlate import (canonical_encoder, canonical_llm, correlate, describe_pairs, merge,
+                                                    unmatched)
+    from mmbench.running.ravel_inputs import load_ground_truth
 
     where = RAVEL_FILE
     doc = parse_json(files[RAVEL_FILE], where, limits)
@@ -453,7 +455,7 @@ def validate_ravel(files: dict[str, bytes], limits: Limits) -> Submission:
     stated = doc.get("correlation")
     if stated is not None:
         _stage(_check_stated_correlation(stated, scores, where))
-    reference = hashlib.sha256(data_path("ravel_downstream_table7.csv").read_bytes()).hexdigest()
+    reference = hashlib.sha256(table7_path().read_bytes()).hexdigest()
     return Submission("ravel", RAVEL_TASK, "table7", reference, model, dict(files), scores)
 
 

@@ -74,7 +74,7 @@ def test_ravel_table_means_and_downloads_neutralise_formulas():
 def test_ravel_submission_reaches_the_site(tmp_path):
     import json
 
-    from mmbench.evaluators.ravel.correlate import load_ground_truth
+    from mmbench.running.ravel_inputs import load_ground_truth
     from mmbench.leaderboards.schema import validate_submission
     from mmbench.leaderboards.site import build_site
     from mmbench.leaderboards.store import Board

@@ -92,7 +92,7 @@ def test_a_results_folder_gone_from_the_board_is_left_out_of_the_build(setup, tm
 
 @pytest.mark.parametrize("score", [1e308, -1e308])
 def test_ravel_scores_near_the_float_limit_are_refused(tmp_path, score):
-    from mmbench.evaluators.ravel.correlate import load_ground_truth
+    from mmbench.running.ravel_inputs import load_ground_truth
 
     gt = load_ground_truth()
     llm = gt["llm"].iloc[0]

@@ -122,7 +122,7 @@ def test_ranker_tokens_cost_and_repairs_are_recomputed(tmp_path, monkeypatch):
 
 
 def test_ravel_numbers_no_check_covers_are_refused(tmp_path):
-    from mmbench.evaluators.ravel.correlate import load_ground_truth
+    from mmbench.running.ravel_inputs import load_ground_truth
 
     gt = load_ground_truth()
     llm = gt["llm"].iloc[0]

@@ -372,7 +372,7 @@ def test_shipped_registry_names_every_registered_task():
 def test_ravel_scores_are_validated_and_correlated(tmp_path):
     from scipy import stats
 
-    from mmbench.evaluators.ravel.correlate import load_ground_truth
+    from mmbench.running.ravel_inputs import load_ground_truth
 
     gt = load_ground_truth()
     part = gt[gt["llm"] == "Qwen3-1.7B"].head(12)
@@ -427,7 +427,7 @@ def test_per_query_columns_of_the_wrong_type_are_rejected_not_crashing(results, 
 
 
 def _ravel_folder(tmp_path: Path, **doc) -> Path:
-    from mmbench.evaluators.ravel.correlate import load_ground_truth
+    from mmbench.running.ravel_inputs import load_ground_truth
 
     part = load_ground_truth().query("llm == 'Qwen3-1.7B'").head(6)
     scores = [{"encoder": r.encoder, "llm": r.llm, "score": float(r.Avg)} for r in part.itertuples()]

@@ -6,6 +6,7 @@ import pytest
 
 from mmbench.cli import main as mmbench_main
 from mmbench.evaluators.ravel import correlate, selection
+from mmbench.running.ravel_inputs import correlate_files, load_ground_truth
 
 DATA = Path(__file__).parent / "data" / "ravel_alignment_probing_210.csv"
 
@@ -14,7 +15,7 @@ EXPECTED = {"Qwen3-1.7B": (0.569, 0.618), "Qwen2.5-1.5B": (0.635, 0.640), "SmolL
 
 
 def test_reference_table_shipped():
-    gt = correlate.load_ground_truth()
+    gt = load_ground_truth()
     assert len(gt) == 210 and gt["encoder"].nunique() == 70
     assert set(gt["llm"]) == {"Qwen3-1.7B", "Qwen2.5-1.5B-Instruct", "SmolLM2-1.7B-Instruct"}
     bench = gt[list(correlate.BENCHMARKS)].mean(axis=1)
@@ -29,7 +30,7 @@ def test_alias_table():
 
 
 def test_alignment_probing_correlations_pinned():
-    res = correlate.correlate_files(DATA, score_column="mean_recall_5cap").set_index("llm")
+    res = correlate_files(DATA, score_column="mean_recall_5cap").set_index("llm")
     for llm, (rho, r) in EXPECTED.items():
         assert res.loc[llm, "n"] == 70
         assert round(res.loc[llm, "spearman"], 3) == rho
@@ -50,13 +51,13 @@ def test_unmatched_names_fail_loudly(tmp_path):
     df.loc[0, "display_name"] = "No Such Encoder"
     df.to_csv(tmp_path / "s.csv", index=False)
     with pytest.raises(ValueError, match="no ground truth"):
-        correlate.correlate_files(tmp_path / "s.csv", score_column="mean_recall_5cap")
-    res = correlate.correlate_files(tmp_path / "s.csv", score_column="mean_recall_5cap", allow_missing=True)
+        correlate_files(tmp_path / "s.csv", score_column="mean_recall_5cap")
+    res = correlate_files(tmp_path / "s.csv", score_column="mean_recall_5cap", allow_missing=True)
     assert res["n"].sum() == 209
 
 
 def test_selection_curve_oracle_scores_zero_regret():
-    gt = correlate.load_ground_truth()
+    gt = load_ground_truth()
     merged = gt.assign(score=gt["Avg"])
     curve = selection.selection_curve(merged)
     assert len(curve) == 210 and curve["regret"].abs().max() == 0
@@ -79,7 +80,7 @@ def test_missing_scores_are_named_not_turned_into_nan_correlations(tmp_path):
     df.loc[3, "mean_recall_5cap"] = None
     df.to_csv(tmp_path / "s.csv", index=False)
     with pytest.raises(ValueError, match="1 missing or non-finite scores") as info:
-        correlate.correlate_files(tmp_path / "s.csv", score_column="mean_recall_5cap")
+        correlate_files(tmp_path / "s.csv", score_column="mean_recall_5cap")
     assert df.loc[3, "display_name"] in str(info.value)
 
 

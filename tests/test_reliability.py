@@ -283,14 +283,14 @@ def test_degenerate_vectors_are_warned_in_results_and_summary(vg_tiny, tmp_path,
 def test_ravel_refuses_absurd_score_magnitudes(tmp_path, value, capsys):
     import pandas as pd
 
-    from mmbench.evaluators.ravel import correlate
+    from mmbench.running.ravel_inputs import correlate_files
     from test_ravel_correlate import DATA
 
     df = pd.read_csv(DATA)
     df.loc[2, "mean_recall_5cap"] = value
     df.to_csv(tmp_path / "s.csv", index=False)
     with pytest.raises(ValueError, match=r"1 scores beyond ±1e\+12") as info:
-        correlate.correlate_files(tmp_path / "s.csv", score_column="mean_recall_5cap")
+        correlate_files(tmp_path / "s.csv", score_column="mean_recall_5cap")
     assert df.loc[2, "display_name"] in str(info.value) and "s.csv" in str(info.value)
     assert main(["ravel", "correlate", "--scores", str(tmp_path / "s.csv"), "--score-column", "mean_recall_5cap"]) != 0
     err = capsys.readouterr().err

@@ -178,7 +178,7 @@ def test_spearman_interval_and_random_predictor_range():
 
 def test_ravel_correlate_draws_predicted_vs_measured(tmp_path, capsys):
     from mmbench.cli import main
-    from mmbench.evaluators.ravel.correlate import load_ground_truth
+    from mmbench.running.ravel_inputs import load_ground_truth
 
     gt = load_ground_truth()
     part = gt[gt["llm"].isin(["Qwen3-1.7B", "SmolLM2-1.7B-Instruct"])].groupby("llm").head(6)

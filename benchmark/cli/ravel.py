@@ -1,4 +1,10 @@
-"""`mmbench ravel …`: RAVEL vision-encoder evaluation (the methods live in mmbench.evaluators.ravel).
+"""`mmbench ravel …`: RAVEL vision-encoder evaluation.
+
+The scoring mathematics live in mmbench.evaluators.ravel; calibration sources and feature arrays are read by
+mmbench.builders.sources (calibration_pairs, shapes_sample, feature_arrays), the calibration manifest is
+mmbench.data.calibration, encoders and LLMs load through mmbench.models.feature_models, and features are
+extracted and cached (mmbench.data.embedding_cache) by mmbench.running.ravel_features. Bad input is one line,
+exit 2.
 
 Subcommands: calibrate · score · baselines · sweep · correlate · selection · ckax · flops · tiny-models.
 Encoders / LLMs are given as ``NAME=PATH`` (or just PATH; the folder name becomes the name);
@@ -14,9 +20,15 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from mmbench.cli.commands_core import nonnegative_int
+from mmbench.common.errors import CLIError
 
 if TYPE_CHECKING:  # pandas and numpy load inside the commands: `mmbench --help` needs neither
+    from collections.abc import Iterator
+
+    import numpy as np
     import pandas as pd
+
+    from mmbench.data.calibration import Calibration
 
 
 # ----------------------------------------------------------------------------- helpers
@@ -47,14 +59,22 @@ def _add_calibration_args(p: argparse.ArgumentParser) -> None:
     g.add_argument("--seed", type=nonnegative_int, default=42, help="sampling seed (default: %(default)s)")
 
 
-def _calibration(args):
-    from mmbench.evaluators.ravel import calibration as C
+def _calibration(args: argparse.Namespace) -> Calibration:
+    from mmbench.builders.sources import calibration_pairs as P
+    from mmbench.data.calibration import read_manifest, sample_pairs
+    from mmbench.data.drops import DropLog
 
     if args.manifest:
-        return C.Calibration.read_manifest(args.manifest)
-    pool = C.load_source(args.source, json_path=args.json_path, image_root=args.image_root,
-                         pairs_file=args.pairs_file, pool_size=args.pool_size)
-    return C.sample_pairs(pool, min(args.n, len(pool)) if args.source == "sample" else args.n, args.seed, args.source)
+        return read_manifest(args.manifest)
+    drops = DropLog("items")
+    pool = P.load_source(args.source, json_path=args.json_path, image_root=args.image_root,
+                         pairs_file=args.pairs_file, pool_size=args.pool_size, drops=drops)
+    if drops.dropped:  # say what the pool leaves out, with the reason
+        reasons = ", ".join(f"{r} ×{n} (e.g. {drops.examples[r][0]})" for r, n in drops.reasons.most_common())
+        print(f"skipped {drops.dropped} of {drops.read} {drops.what} of {args.json_path}: {reasons}", file=sys.stderr)
+    cal = sample_pairs(pool, min(args.n, len(pool)) if args.source == "sample" else args.n, args.seed, args.source)
+    P.check_images(cal)
+    return cal
 
 
 def _add_model_args(p: argparse.ArgumentParser) -> None:
@@ -81,50 +101,62 @@ def _needs_calibration(args) -> bool:
     return bool(args.encoder) or bool(args.llm)
 
 
-def _iter_text(args, cal, cache):
-    import numpy as np
-
-    from mmbench.evaluators.ravel.features import TextModel, extract_text
+def _iter_text(args: argparse.Namespace, cal: Calibration | None) -> Iterator[tuple[str, np.ndarray]]:
+    from mmbench.builders.sources.feature_arrays import read_text_array
+    from mmbench.models.feature_models import load_feature_model
+    from mmbench.running.ravel_features import extract_text
 
     for spec in args.text_features:
         name, path = _named(spec)
-        yield name, np.load(path, allow_pickle=False).astype(np.float32)
+        yield name, read_text_array(path)
     for spec in args.llm:
         name, path = _named(spec)
-        model = TextModel(path, device=args.device, layer=args.text_layer, local_files_only=not args.online,
-                          pool=args.text_pool)
-        feats = extract_text(model, cal, cache=cache)
+        model = load_feature_model("llm-hidden", name, path, online=args.online, device=args.device,
+                                   layer=args.text_layer, pool=args.text_pool)
+        assert cal is not None  # _needs_calibration
+        feats = extract_text(model, cal, cache_root=args.cache_dir or None)
         del model
         gc.collect()
         yield name, feats
 
 
-def _iter_visual(args, cal, cache):
-    from mmbench.evaluators.ravel.features import VisionEncoder, extract_visual, load_feature_array
+def _layer(value: str) -> str | int:
+    if value == "last":
+        return value
+    try:
+        return int(value)
+    except ValueError:
+        raise CLIError(f"--layer {value!r}: expected 'last' or a hidden_states index (an integer)") from None
+
+
+def _iter_visual(args: argparse.Namespace, cal: Calibration | None
+                 ) -> Iterator[tuple[str, np.ndarray, np.ndarray | None]]:
+    from mmbench.builders.sources.feature_arrays import read_patch_array
+    from mmbench.models.feature_models import load_feature_model
+    from mmbench.running.ravel_features import extract_visual
 
     for spec in args.features:
         name, path = _named(spec)
-        x, lengths = load_feature_array(path)
+        x, lengths = read_patch_array(path)
         yield name, x, lengths
+    layer = _layer(args.layer)
     for spec in args.encoder:
         name, path = _named(spec)
-        layer = args.layer if args.layer == "last" else int(args.layer)
-        enc = VisionEncoder(path, device=args.device, layer=layer, local_files_only=not args.online)
-        feats = extract_visual(enc, cal, batch_size=args.batch_size, cache=cache)
+        enc = load_feature_model("vision-patches", name, path, online=args.online, device=args.device, layer=layer)
+        assert cal is not None  # _needs_calibration
+        feats = extract_visual(enc, cal, batch_size=args.batch_size, cache_root=args.cache_dir or None)
         del enc
         gc.collect()
         yield name, feats, None
 
 
-def _load_all(args):
-    from mmbench.evaluators.ravel.features import FeatureCache
-
+def _load_all(args: argparse.Namespace) -> tuple[Calibration | None, list[tuple[str, np.ndarray]]]:
     if not (args.encoder or args.features) or not (args.llm or args.text_features):
-        raise ValueError("need at least one --encoder/--features and one --llm/--text-features")
+        raise CLIError("need at least one --encoder/--features and one --llm/--text-features")
+    _layer(args.layer)  # a bad --layer is named before any model loads
     cal = _calibration(args) if _needs_calibration(args) else None
-    cache = FeatureCache(args.cache_dir or None)
-    texts = list(_iter_text(args, cal, cache))
-    return cal, cache, texts
+    texts = list(_iter_text(args, cal))
+    return cal, texts
 
 
 def _write(df: pd.DataFrame, out: str | None) -> None:
@@ -157,15 +189,19 @@ def cmd_score(args) -> int:
 
     from mmbench.evaluators.ravel import methods as M
 
-    methods = M.parse_methods(args.methods)
-    cal, cache, texts = _load_all(args)
+    try:
+        methods = M.parse_methods(args.methods)
+    except ValueError as exc:
+        raise CLIError(f"--methods: {exc}") from None
+    cal, texts = _load_all(args)
     if cal is not None and args.out:
         cal.write_manifest(Path(args.out).with_suffix(".manifest.jsonl"))
     rows = []
-    for enc_name, patches, lengths in _iter_visual(args, cal, cache):
+    for enc_name, patches, lengths in _iter_visual(args, cal):
         for llm_name, text in texts:
             if len(text) != len(patches):
-                raise ValueError(f"{enc_name}: {len(patches)} images vs {llm_name}: {len(text)} texts")
+                raise CLIError(f"{enc_name}: {len(patches)} images vs {llm_name}: {len(text)} texts (features of "
+                               "different calibration sets?)")
             k = min(args.k, len(text) - 1)
             row = {"encoder": enc_name, "llm": llm_name, "n": len(text), "k": k, "eps": args.eps}
             for m in methods:
@@ -185,9 +221,9 @@ def cmd_sweep(args) -> int:
 
     from mmbench.evaluators.ravel import sweeps
 
-    cal, cache, texts = _load_all(args)
+    cal, texts = _load_all(args)
     rows = []
-    for enc_name, patches, lengths in _iter_visual(args, cal, cache):
+    for enc_name, patches, lengths in _iter_visual(args, cal):
         for llm_name, text in texts:
             base = {"encoder": enc_name, "llm": llm_name}
             if args.ks:
@@ -210,27 +246,36 @@ def cmd_sweep(args) -> int:
 
 
 def _merged(args):
-    from mmbench.common.errors import CLIError
     from mmbench.evaluators.ravel import correlate as C
+    from mmbench.running.ravel_inputs import load_scores
 
     for flag, path in (("--scores", args.scores), ("--ground-truth", args.ground_truth)):
         if path is not None and not Path(path).is_file():  # a typo is the user's to fix: exit 2, one line
             raise CLIError(f"{flag} {path}: no such file")
     try:
-        scores = C.load_scores(args.scores, score_column=args.score_column, encoder_column=args.encoder_column,
+        scores = load_scores(args.scores, score_column=args.score_column, encoder_column=args.encoder_column,
                                llm_column=args.llm_column)
     except (OSError, ValueError) as exc:
         raise CLIError(f"--scores {args.scores}: {' '.join(str(exc).split())}") from None
+    gt = _ground_truth(args.ground_truth)
     try:
-        gt = C.load_ground_truth(args.ground_truth)
-    except (OSError, ValueError) as exc:
-        raise CLIError(f"--ground-truth {args.ground_truth}: {' '.join(str(exc).split())}") from None
-    merged = C.merge(scores, gt, allow_missing=args.allow_missing)
+        merged = C.merge(scores, gt, allow_missing=args.allow_missing)
+    except ValueError as exc:
+        raise CLIError(f"--scores {args.scores}: {exc}") from None
     dropped = C.unmatched(scores, gt)
     if dropped:  # only reached with --allow-missing; say what was left out
         print(f"warning: dropped {len(dropped)} scored (encoder, llm) pairs with no ground truth: "
               f"{C.describe_pairs(dropped, shown=len(dropped))}", file=sys.stderr)
     return merged
+
+
+def _ground_truth(path: str | None) -> pd.DataFrame:
+    from mmbench.running.ravel_inputs import load_ground_truth
+
+    try:
+        return load_ground_truth(path)
+    except (OSError, ValueError) as exc:
+        raise CLIError(f"--ground-truth {path or 'Table 7'}: {' '.join(str(exc).split())}") from None
 
 
 def cmd_correlate(args) -> int:
@@ -284,11 +329,11 @@ def cmd_ckax(args) -> int:
 
     from mmbench.evaluators.ravel import ckax
     from mmbench.evaluators.ravel import correlate as C
-    from mmbench.evaluators.ravel.features import pooled
+    from mmbench.evaluators.ravel.pooling import pooled
 
-    cal, cache, texts = _load_all(args)
-    feats = {name: pooled(x, lengths) for name, x, lengths in _iter_visual(args, cal, cache)}
-    gt = C.load_ground_truth(args.ground_truth)
+    cal, texts = _load_all(args)
+    feats = {name: pooled(x, lengths) for name, x, lengths in _iter_visual(args, cal)}
+    gt = _ground_truth(args.ground_truth)
     rows, sweep_rows = [], []
     for llm_name, text in texts:
         canon = C.canonical_llm(llm_name)
@@ -299,7 +344,7 @@ def cmd_ckax(args) -> int:
             print(f"warning: {llm_name}: left out {len(unlabelled)} encoder(s) with no ground truth for "
                   f"{canon!r}: {', '.join(unlabelled)}", file=sys.stderr)
         if len(names) < 4:
-            raise ValueError(f"CKA-X needs ≥4 encoders with ground truth for {llm_name!r}; found {len(names)}")
+            raise CLIError(f"CKA-X needs ≥4 encoders with ground truth for {llm_name!r}; found {len(names)}")
         y = np.array([g.loc[C.canonical_encoder(n), "Avg"] for n in names], dtype=float)
         inp = ckax.CKAXInputs.from_features({n: feats[n] for n in names}, text)
         loo = ckax.leave_one_out(inp, y)
@@ -335,7 +380,7 @@ def cmd_flops(args) -> int:
 
 
 def cmd_tiny(args) -> int:
-    from mmbench.evaluators.ravel.tiny import build_tiny_models
+    from mmbench.models.ravel_tiny import build_tiny_models
 
     for k, v in build_tiny_models(args.out).items():
         print(f"{k}={v}")

@@ -1,15 +1,15 @@
 """Correlation of any encoder score with measured MLLM performance (paper §4.1, Appendix G.1).
 
-Ground truth defaults to the shipped Table 7 (``mmbench/evaluators/data/ravel_downstream_table7.csv``:
-210 MLLMs = 70 encoders × 3 LLMs, 11 benchmarks + Avg). Encoder names in score files are mapped
+Pure functions over tables already read (the readers are `mmbench.builders.sources.feature_arrays`; the
+shipped Table 7, ``mmbench/evaluators/data/ravel_downstream_table7.csv``, holds 210 MLLMs = 70 encoders × 3
+LLMs, 11 benchmarks + Avg; `mmbench.running.ravel_inputs` reads and prepares both tables). Encoder names in score files are mapped
 to Table 7 names through the explicit :data:`ENCODER_ALIASES`; language-model names through
 :data:`LLM_ALIASES` (case-insensitive, an ``org/`` prefix is ignored). Per language model we
 report Spearman ρ and Pearson r against the average, and the mean of the per-benchmark ρ / r.
 """
 from __future__ import annotations
 
-from importlib import resources
-from pathlib import Path
+from typing import Any, Iterable
 
 import numpy as np
 import pandas as pd
@@ -40,10 +40,6 @@ SCORE_COLUMNS = ("score", "ravel", "final_score")
 MAX_ABS_SCORE = 1e12
 
 
-def data_path(name: str) -> Path:
-    return Path(str(resources.files("mmbench.evaluators").joinpath("data", name)))
-
-
 def canonical_llm(name: str) -> str:
     key = str(name).strip().split("/")[-1].lower()
     for canon, spellings in LLM_ALIASES.items():
@@ -52,12 +48,12 @@ def canonical_llm(name: str) -> str:
     return str(name).strip()
 
 
-def canonical_encoder(name: str, aliases: dict | None = None) -> str:
+def canonical_encoder(name: str, aliases: dict[str, str] | None = None) -> str:
     name = str(name).strip()
     return (aliases or ENCODER_ALIASES).get(name, name)
 
 
-def _pick(df: pd.DataFrame, wanted: str | None, candidates, what: str) -> str:
+def _pick(df: pd.DataFrame, wanted: str | None, candidates: Iterable[str], what: str) -> str:
     if wanted:
         if wanted not in df.columns:
             raise ValueError(f"{what} column {wanted!r} not in {list(df.columns)}")
@@ -68,9 +64,9 @@ def _pick(df: pd.DataFrame, wanted: str | None, candidates, what: str) -> str:
     raise ValueError(f"cannot find the {what} column (tried {list(candidates)}); columns: {list(df.columns)}")
 
 
-def load_ground_truth(path=None, *, encoder_column=None, llm_column=None) -> pd.DataFrame:
-    """Table with columns llm, encoder, benchmark columns present, Avg (canonical names)."""
-    df = pd.read_csv(path or data_path("ravel_downstream_table7.csv"))
+def ground_truth_table(df: pd.DataFrame, *, encoder_column: str | None = None,
+                       llm_column: str | None = None) -> pd.DataFrame:
+    """Table with columns llm, encoder, benchmark columns present, Avg (canonical names), from the table read."""
     enc = _pick(df, encoder_column, ENCODER_COLUMNS, "encoder")
     llm = _pick(df, llm_column, LLM_COLUMNS, "llm")
     out = df.rename(columns={enc: "encoder", llm: "llm"}).copy()
@@ -86,9 +82,9 @@ def load_ground_truth(path=None, *, encoder_column=None, llm_column=None) -> pd.
     return out
 
 
-def load_scores(path, *, score_column=None, encoder_column=None, llm_column=None,
-                aliases: dict | None = None) -> pd.DataFrame:
-    df = pd.read_csv(path) if str(path).endswith(".csv") else pd.read_json(path, lines=str(path).endswith(".jsonl"))
+def scores_table(df: pd.DataFrame, path: Any, *, score_column: str | None = None, encoder_column: str | None = None,
+                 llm_column: str | None = None, aliases: dict[str, str] | None = None) -> pd.DataFrame:
+    """Columns encoder, llm, score (canonical names) of a score table read from `path` (named in errors)."""
     enc = _pick(df, encoder_column, ENCODER_COLUMNS, "encoder")
     llm = _pick(df, llm_column, LLM_COLUMNS, "llm")
     col = _pick(df, score_column, SCORE_COLUMNS, "score")
@@ -158,13 +154,6 @@ def correlate(merged: pd.DataFrame, *, negate: bool = False) -> pd.DataFrame:
     order = {v: i for i, v in enumerate(LLM_SHORT.values())}
     out = pd.DataFrame(rows)
     return out.sort_values("llm", key=lambda c: c.map(lambda v: order.get(v, 99))).reset_index(drop=True)
-
-
-def correlate_files(scores_path, *, ground_truth=None, score_column=None, encoder_column=None,
-                    llm_column=None, negate=False, allow_missing=False) -> pd.DataFrame:
-    scores = load_scores(scores_path, score_column=score_column, encoder_column=encoder_column, llm_column=llm_column)
-    gt = load_ground_truth(ground_truth)
-    return correlate(merge(scores, gt, allow_missing=allow_missing), negate=negate)
 
 
 def format_table(res: pd.DataFrame) -> str:

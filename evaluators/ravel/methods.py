@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from mmbench.evaluators.ravel.cca import cca_score
 from mmbench.evaluators.ravel.cka import linear_cka
-from mmbench.evaluators.ravel.features import pooled
+from mmbench.evaluators.ravel.pooling import pooled
 from mmbench.evaluators.ravel.gw import gw_score
 from mmbench.evaluators.ravel.mutualnn import mutualnn_score
 from mmbench.evaluators.ravel.rsa import rsa_score

@@ -4,7 +4,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from mmbench.evaluators.ravel.features import pooled
+from mmbench.evaluators.ravel.pooling import pooled
 from mmbench.evaluators.ravel.neighbours import chance_level
 from mmbench.evaluators.ravel.score import score_from_similarities, text_similarity, visual_similarity
 from mmbench.evaluators.ravel.whitening import EPS_DEFAULT

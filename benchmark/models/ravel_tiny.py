@@ -1,4 +1,4 @@
-"""Tiny random vision encoders and a tiny random LLM built from configs (offline demos and tests).
+"""Tiny random vision encoders and a tiny random LLM for RAVEL, built from configs (offline demos and tests).
 
 ``build_tiny_models(root)`` saves, with ``save_pretrained``:
 
@@ -12,6 +12,7 @@ All load back through ``from_pretrained(path, local_files_only=True)``.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import torch
 
@@ -22,7 +23,7 @@ CORPUS = [
 ]
 
 
-def _tokenizer():
+def _tokenizer() -> Any:
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
     from transformers import PreTrainedTokenizerFast
 
@@ -32,18 +33,20 @@ def _tokenizer():
     trainer = trainers.BpeTrainer(vocab_size=300, special_tokens=["<unk>", "<pad>", "<eos>"],
                                   initial_alphabet=pre_tokenizers.ByteLevel.alphabet())
     tok.train_from_iterator(CORPUS * 4, trainer)
-    return PreTrainedTokenizerFast(tokenizer_object=tok, unk_token="<unk>", pad_token="<pad>", eos_token="<eos>")
+    fast = PreTrainedTokenizerFast(  # type: ignore[no-untyped-call]
+        tokenizer_object=tok, unk_token="<unk>", pad_token="<pad>", eos_token="<eos>")
+    return fast
 
 
-def build_tiny_models(root, seed: int = 0) -> dict[str, str]:
+def build_tiny_models(root: str | Path, seed: int = 0) -> dict[str, str]:
     from transformers import (CLIPImageProcessor, CLIPVisionConfig, CLIPVisionModel, Dinov2WithRegistersConfig,
                               Dinov2WithRegistersModel, Qwen2Config, Qwen2ForCausalLM, SiglipVisionConfig,
                               SiglipVisionModel)
 
     root = Path(root)
-    paths = {}
+    paths: dict[str, str] = {}
     torch.manual_seed(seed)
-    common = dict(hidden_size=32, num_hidden_layers=2, num_attention_heads=2, intermediate_size=64)
+    common: dict[str, Any] = dict(hidden_size=32, num_hidden_layers=2, num_attention_heads=2, intermediate_size=64)
     clip = CLIPVisionModel(CLIPVisionConfig(image_size=32, patch_size=8, **common))
     clip.save_pretrained(root / "clip")
     CLIPImageProcessor(size={"shortest_edge": 32}, crop_size={"height": 32, "width": 32}).save_pretrained(root / "clip")

@@ -1,0 +1,52 @@
+"""RAVEL's numbers do not move: the command chain's outputs equal, byte for byte, the stored ones.
+
+`tests/data/ravel_golden/` was written by `tests/ravel_golden.py` before RAVEL's model loading, data readers and
+feature cache moved out of `evaluators/ravel/` (the Table 1 correlations from the authors' released scores, and
+the tiny-model scores of `tiny-models -> calibrate -> score` on the sample and on a Karpathy-split source).
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from ravel_golden import GOLDEN, run_chain
+
+
+@pytest.fixture(scope="module")
+def folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("golden")
+
+
+@pytest.fixture(scope="module")
+def outputs(folder: Path) -> dict[str, bytes]:
+    return run_chain(folder)
+
+
+@pytest.mark.parametrize("name", ["cal.jsonl", "scores.csv", "scores.manifest.jsonl", "karpathy.jsonl",
+                                  "karpathy.csv", "table1.csv"])
+def test_ravel_outputs_are_byte_identical_to_the_stored_ones(outputs: dict[str, bytes], name: str) -> None:
+    stored = (GOLDEN / name).read_bytes()
+    assert outputs[name] == stored, f"{name} differs from {Path(GOLDEN / name)}"
+
+
+def test_the_stored_table1_holds_the_published_correlations() -> None:
+    text = (GOLDEN / "table1.csv").read_text()
+    rows = {line.split(",")[0]: line.split(",") for line in text.splitlines()[1:]}
+    assert [round(float(rows[m][2]), 3) for m in ("Qwen3-1.7B", "Qwen2.5-1.5B", "SmolLM2-1.7B")] == [0.569, 0.635, 0.670]
+    assert [round(float(rows[m][3]), 3) for m in ("Qwen3-1.7B", "Qwen2.5-1.5B", "SmolLM2-1.7B")] == [0.618, 0.640, 0.711]
+
+
+def test_scores_read_back_from_the_feature_cache_are_byte_identical(outputs: dict[str, bytes], folder: Path) -> None:
+    from mmbench.cli import main
+
+    tiny = folder / "tiny"
+    packs = sorted((folder / "cache").rglob("*.npz"))
+    assert len(packs) >= 4  # three encoders and one language model wrote theirs
+    argv = ["ravel", "score", "--manifest", str(folder / "cal.jsonl"), "--cache-dir", str(folder / "cache"),
+            "--encoder", f"clip={tiny / 'clip'}", "--encoder", f"siglip={tiny / 'siglip'}",
+            "--encoder", f"dinov2reg={tiny / 'dinov2reg'}", "--llm", f"Qwen3-1.7B={tiny / 'llm'}",
+            "--k", "5", "--methods", "all", "--out", str(folder / "again.csv")]
+    assert main(argv) == 0
+    assert sorted((folder / "cache").rglob("*.npz")) == packs  # every feature came from the cache
+    assert (folder / "again.csv").read_bytes() == (GOLDEN / "scores.csv").read_bytes()
