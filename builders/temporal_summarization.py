@@ -53,7 +53,7 @@ from mmbench.builders.parts.video import MAX_FRAME_PIXELS, MIN_FRAME_PIXELS, Vid
     letterbox_frame, open_video, resize_frame
 
 TASK_NAME = "temporal_summarization"
-TASK_VERSION = "2.2"   # 2.2: provenance columns (source record, image, needle, ...) stored apart from the document tables (issue 24); 2.1: opaque ids, candidates in a seeded order, leak audit (issue 24)
+TASK_VERSION = "2.3"   # 2.3: one stored candidate order per candidate set, drawn from (seed, the sorted set) and applied to it (issue 33); 2.2: provenance columns (source record, image, needle, ...) stored apart from the document tables (issue 24); 2.1: opaque ids, candidates in a seeded order, leak audit (issue 24)
 LENGTHS = (8192, 16384, 32768)
 LENGTH_TOLERANCE = 0.10     # length_control="resolution": within ±10 % of the bin's nominal length
 LENGTH_CONTROLS = ("duration", "resolution")

@@ -12,7 +12,8 @@ from mmbench.builders.parts.blinding import blind
 from mmbench.builders.multi_source_reasoning import build
 from mmbench.cli import main
 from mmbench.data.documents import Document, Text
-from mmbench.data.poolset import PoolItem, PoolSet, load_poolset, write_poolset
+from mmbench.data.poolset import PoolItem, PoolSet, load_poolset
+from poolset_edits import rewrite, validate_cli
 
 
 def _brute_p1(scores, relevant):
@@ -111,25 +112,8 @@ def msr(tmp_path_factory):
     return out
 
 
-def _validate(folder: Path, capsys) -> tuple[int, str]:
-    try:
-        rc = main(["validate", str(folder)])
-    except SystemExit as exc:
-        rc = exc.code
-    out = capsys.readouterr()
-    return rc, out.out + out.err
-
-
-def _rewrite(src: Path, dst: Path, edit) -> Path:
-    ps = load_poolset(src)
-    edit(ps)
-    write_poolset(ps, dst, media_from=src / "media" if (src / "media").is_dir() else None,
-                  extra_manifest={k: ps.manifest[k] for k in ("validity", "dropped") if k in ps.manifest})
-    return dst
-
-
 def test_validate_passes_the_blinded_build(msr, capsys):
-    rc, out = _validate(msr, capsys)
+    rc, out = validate_cli(msr, capsys)
     assert rc == 0, out
     assert "ok   label_blind" in out and "ok   label_is_own_record" in out
 
@@ -138,7 +122,7 @@ def test_validate_fails_on_an_order_leak(msr, tmp_path, capsys):
     def relevant_first(ps):
         for p in ps.pools:
             p.candidate_ids = p.relevant_ids + [c for c in p.candidate_ids if c not in p.relevant_ids]
-    rc, out = _validate(_rewrite(msr, tmp_path / "order", relevant_first), capsys)
+    rc, out = validate_cli(rewrite(msr, tmp_path / "order", relevant_first), capsys)
     assert rc == 2 and "baseline first_position scores P@1 1.000 on subset" in out, out
 
 
@@ -154,7 +138,7 @@ def test_validate_fails_on_an_id_leak(msr, tmp_path, capsys):
         for p in ps.pools:
             p.candidate_ids = [names.get(c, c) for c in p.candidate_ids]
             p.relevant_ids = [names.get(c, c) for c in p.relevant_ids]
-    rc, out = _validate(_rewrite(msr, tmp_path / "ids", stem_ids), capsys)
+    rc, out = validate_cli(rewrite(msr, tmp_path / "ids", stem_ids), capsys)
     assert rc == 2 and "baseline id_shared_tokens scores P@1" in out, out
 
 
@@ -165,7 +149,7 @@ def test_validate_fails_on_a_label_moved_to_another_record(msr, tmp_path, capsys
         own = cands[p.relevant_ids[0]].meta["record_id"]
         other = next(c for c in p.candidate_ids if cands[c].meta["record_id"] != own)
         p.relevant_ids = [other]
-    rc, out = _validate(_rewrite(msr, tmp_path / "moved", move), capsys)
+    rc, out = validate_cli(rewrite(msr, tmp_path / "moved", move), capsys)
     assert rc == 2 and "label_is_own_record" in out and "comes from record" in out, out
 
 

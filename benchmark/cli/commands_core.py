@@ -213,6 +213,9 @@ def cmd_build(args: argparse.Namespace) -> int:
     validity = ps.manifest.get("validity")
     if validity:
         print(f"  validity: {len(validity['invariants'])} invariants checked, {validity['violations']} violations")
+        from mmbench.cli.commands_validate import print_pool_aware
+
+        print_pool_aware(validity.get("leak_audit"), indent="  ")
     return 0
 
 

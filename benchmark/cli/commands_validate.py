@@ -28,6 +28,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
         print(f"{'FAIL' if bad else 'ok  '} {name} ({n} checked{f', {bad} broken' if bad else ''}): {text}")
     if report.leak_audit:
         print(f"leak audit: {report.leak_audit['rule']}")
+    print_pool_aware(report.leak_audit)
     for v in report.violations[:20]:
         print(f"  {v.line()}")
     if len(report.violations) > 20:
@@ -37,6 +38,17 @@ def cmd_validate(args: argparse.Namespace) -> int:
     print(f"{args.poolset}: {ps.task} v{ps.task_version} is valid ({report.summary_line()})")
     print_design_floors(ps)
     return 0
+
+
+def print_pool_aware(leak_audit: dict | None, indent: str = "") -> None:
+    """The pool-aware baselines of a leak audit (query-blind rankers reading the whole pool), one line each."""
+    from mmbench.data.audit_lines import pool_aware_lines
+
+    lines = pool_aware_lines(leak_audit)
+    if lines:
+        print(f"{indent}pool-aware leak audit (query-blind, reads the whole pool or pool set):")
+    for line in lines:
+        print(f"{indent}  {line}")
 
 
 def print_design_floors(ps) -> None:

@@ -23,6 +23,7 @@ from typing import Any
 
 import yaml
 
+from mmbench.data.audit_lines import pool_aware_lines
 from mmbench.data.media import atomic_write_bytes
 
 CARD = "README.md"
@@ -107,6 +108,7 @@ def card_text(manifest: dict[str, Any]) -> str:
         "Sources and their licences:", "",
         *(f"- `{name}`: {lic} ({manifest['sources'][name]})" for name, lic in licences.items()), "",
         *_floor_lines(manifest.get("resolution_floors")),
+        *_audit_lines((manifest.get("validity") or {}).get("leak_audit")),
         "Builder parameters, seed and drop counts are in `manifest.json`.", "",
     ]
     return "\n".join(lines)
@@ -120,6 +122,22 @@ def _floor_lines(floors: dict[str, Any] | None) -> list[str]:
     return [f"Resolution floor: with all {overall['n']} items, two models' main scores (0/1 per item) must differ "
             f"by at least {overall['mde']:.3f} to be told apart with {floors['power']:.0%} power at alpha "
             f"{floors['alpha']}; per subset, axis value and cell in `manifest.json` (`resolution_floors`).", ""]
+
+
+def _audit_lines(leak_audit: dict[str, Any] | None) -> list[str]:
+    """The leak audit: the label-blind baseline furthest from chance over all items, and each pool-aware one."""
+    if not leak_audit:
+        return []
+    out = ["Leak audit (`mmbench validate` repeats it; details in `manifest.json`, `validity` -> `leak_audit`): "
+           "rankers that never read the query, scored by P@1 against chance with an exact binomial test.", ""]
+    worst = (leak_audit.get("worst_per_subset") or {}).get("all")
+    if worst:
+        out.append(f"- label-blind (one candidate at a time: stored position, ids, length, one metadata column): "
+                   f"furthest from chance `{worst['baseline']}`, P@1 {worst['score']:.3f} over {worst['n']} items "
+                   f"(chance {worst['chance']:.3f}, p={worst['p_value']:.2g}); {len(leak_audit.get('leaks', []))} "
+                   "leaks")
+    out += [f"- pool-aware {line}" for line in pool_aware_lines(leak_audit)]
+    return [*out, ""]
 
 
 def is_mmbench_card(path: Path) -> bool:

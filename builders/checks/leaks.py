@@ -166,21 +166,29 @@ def audit(ps: PoolSet, provenance_columns: Iterable[str] = ()) -> list[LeakScore
     baselines = dict(FIXED_BASELINES)
     baselines.update(metadata_baselines(ps, tuple(provenance_columns)))
     queries, cands = ps.query_by_id(), ps.candidate_by_id()
+
+    def rows() -> Iterable[tuple[str, str, float, float]]:
+        for item in ps.pools:
+            q = queries[item.query_id]
+            docs = [cands[c] for c in item.candidate_ids]
+            rel = [c in set(item.relevant_ids) for c in item.candidate_ids]
+            if not docs or not any(rel):
+                continue
+            for name, fn in baselines.items():
+                yield name, item.subset, expected_p1(fn(q, docs), rel), sum(rel) / len(rel)
+    return tally(rows())
+
+
+def tally(rows: Iterable[tuple[str, str, float, float]]) -> list[LeakScore]:
+    """(baseline, subset, expected P@1, chance) per item -> one `LeakScore` per baseline and subset and per
+    baseline over all items ('all'), each with its exact binomial tail probability."""
     sums: dict[tuple[str, str], list[float]] = defaultdict(lambda: [0.0, 0.0, 0])
-    for item in ps.pools:
-        q = queries[item.query_id]
-        docs = [cands[c] for c in item.candidate_ids]
-        rel = [c in set(item.relevant_ids) for c in item.candidate_ids]
-        if not docs or not any(rel):
-            continue
-        chance = sum(rel) / len(rel)
-        for name, fn in baselines.items():
-            p1 = expected_p1(fn(q, docs), rel)
-            for subset in (item.subset, "all"):
-                acc = sums[(name, subset)]
-                acc[0] += p1
-                acc[1] += chance
-                acc[2] += 1
+    for name, subset, p1, chance in rows:
+        for key in ((name, subset), (name, "all")):
+            acc = sums[key]
+            acc[0] += p1
+            acc[1] += chance
+            acc[2] += 1
     out = []
     for (name, subset), (s, c, n) in sorted(sums.items()):
         chance = c / n

@@ -8,6 +8,8 @@ or drop a failing variant.
 """
 from __future__ import annotations
 
+import hashlib
+import json
 import re
 from typing import Iterable
 
@@ -27,6 +29,8 @@ INVARIANTS: dict[str, str] = {
     "label_is_own_record": "every pool's relevant candidate is the undamaged context of the query's own record, "
                            "at the pool's length",
     "replacement_boundary": "every replacement text ends at a sentence end or a word boundary of its donor text",
+    "distinct_content": "no two candidates of a pool hold the same content (segments in order, whitespace "
+                        "normalised) under different ids, so no copy of the relevant context is a second answer",
 }
 
 # metadata that records how a document was built, read by these checks: stored in provenance.parquet, apart from the
@@ -90,6 +94,7 @@ def check(ps: PoolSet, checked: dict[str, int]) -> Iterable[Violation]:
     yield from _cpq(ps, b, checked)
     yield from _own_label(ps, cands, checked)
     yield from _boundaries(ps, checked)
+    yield from _distinct_content(ps, cands, checked)
 
 
 def _evidence_texts(doc: Document) -> list[str]:
@@ -218,3 +223,28 @@ def _boundaries(ps: PoolSet, checked: dict[str, int]) -> Iterable[Violation]:
                     yield Violation("replacement_boundary", c.id, f"replacement ends mid-sentence and its donor "
                                                                   f"text is not in the pool set: …{text[-30:]!r}")
     checked["replacement_boundary"] = n
+
+
+def content_key(doc: Document) -> str:
+    """SHA-256 of a document's segments in order, text with its whitespace collapsed (media refs name their bytes:
+    the media store is content-addressed), never its id or metadata."""
+    parts = [["text", " ".join(s.text.split())] if isinstance(s, Text) else
+             ["image", s.ref] if isinstance(s, Image) else ["video", list(s.frames), s.fps] for s in doc.segments]
+    return hashlib.sha256(json.dumps(parts, ensure_ascii=False).encode("utf-8")).hexdigest()
+
+
+def _distinct_content(ps: PoolSet, cands: dict[str, Document], checked: dict[str, int]) -> Iterable[Violation]:
+    """Two ids with one content in a pool: a copy of the relevant context re-hashed under a new id would be an
+    unlabelled right answer (the record checks above trust the metadata, which a copy carries along)."""
+    keys = {cid: content_key(c) for cid, c in cands.items()}
+    for p in ps.pools:
+        seen: dict[str, str] = {}
+        for cid in p.candidate_ids:
+            key = keys.get(cid)
+            if key is None:
+                continue
+            first = seen.setdefault(key, cid)
+            if first != cid:
+                role = "the relevant context" if first in p.relevant_ids or cid in p.relevant_ids else "one content"
+                yield Violation("distinct_content", p.id, f"{cid} and {first} hold {role} under two ids")
+    checked["distinct_content"] = len(ps.pools)

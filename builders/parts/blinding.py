@@ -10,8 +10,10 @@ order on ties. `blind` runs once on every finished pool set, before it is checke
 - the built id is kept as provenance, in ``meta["provenance"]["built_id"]`` (a ``provenance`` column that says
   what it is and that no evaluator reads); any other string in the metadata that named a built id (a Hard
   variant's ``counterpart``) is renamed with it;
-- each pool's ``candidate_ids`` are put in a seeded order drawn from (seed, the set of its candidates) alone,
-  so pools over the same candidates share one order (a stored ``gt_position`` follows it);
+- each pool's ``candidate_ids`` are stored in one order per candidate *set*: a permutation drawn from (seed, the
+  sorted set) and applied to the sorted set, never to the builder's per-pool order, so pools over the same
+  candidates share one stored order and the relevant one's slot is uniform over pools and subsets (a stored
+  ``gt_position`` follows it);
 - the query and candidate tables are stored sorted by the new ids.
 """
 from __future__ import annotations
@@ -51,6 +53,16 @@ def _keep_built_id(meta: dict[str, Any], built_id: str) -> dict[str, Any]:
     return {**meta, "provenance": {**prov, "built_id": built_id}}
 
 
+def stored_order(seed: int, task: str, candidate_ids: list[str]) -> list[str]:
+    """The one stored order of a candidate set: a permutation drawn from (seed, task, the sorted set), applied to
+    the sorted set. The builder's own order (often the relevant candidate first) never enters, so pools over the
+    same candidates store them in the same order whatever their query, and the relevant slot is uniform."""
+    ordered = sorted(candidate_ids)
+    key = hashlib.sha256("\x1f".join(ordered).encode()).hexdigest()
+    perm = seeded_rng(seed, "candidate order", task, key).permutation(len(ordered))
+    return [ordered[i] for i in perm]
+
+
 def blind(ps: PoolSet) -> PoolSet:
     """Rename ids and reorder candidates in place (see the module text); returns `ps`."""
     names: dict[str, str] = {}
@@ -67,12 +79,7 @@ def blind(ps: PoolSet) -> PoolSet:
         docs.sort(key=lambda d: d.id)
     for item in ps.pools:
         item.query_id = names[item.query_id]
-        cands = [names[c] for c in item.candidate_ids]
-        # keyed by the candidate set alone, so items ranked against the same candidates (a Visual Grounding
-        # cell) keep one shared order, and nothing about which of them is relevant enters the draw
-        key = hashlib.sha256("\x1f".join(sorted(cands)).encode()).hexdigest()
-        order = seeded_rng(ps.seed, "candidate order", ps.task, key).permutation(len(cands))
-        item.candidate_ids = [cands[i] for i in order]
+        item.candidate_ids = stored_order(ps.seed, ps.task, [names[c] for c in item.candidate_ids])
         item.relevant_ids = [names[c] for c in item.relevant_ids]
         item.meta = _rename(item.meta, names)
         if "gt_position" in item.meta and len(item.relevant_ids) == 1:   # a stored 1-based place follows the order

@@ -19,7 +19,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any, Iterable
 
-from mmbench.builders.checks import leaks
+from mmbench.builders.checks import leaks, pool_aware
 from mmbench.builders.parts.blinding import blind
 from mmbench.data.drops import DropLog
 from mmbench.data.selection import design_groups
@@ -32,6 +32,10 @@ COMMON_INVARIANTS = {
     "distinct_questions": "queries ranked against the same candidates ask different questions (normalised text)",
     "label_blind": "no label-blind baseline (stored position, ids, length, one metadata column) scores a subset's "
                    "P@1 further from chance than a two-sided binomial test allows at p < 1e-6 (mmbench.builders.checks.leaks)",
+    "pool_order_blind": "no query-blind ranker that reads other pools over the same candidates (the slot whose "
+                        "occupant changes between them) scores a subset's P@1 further from chance than a two-sided "
+                        "binomial test allows at p < 1e-6; the pool medoid is reported beside it "
+                        "(mmbench.builders.checks.pool_aware)",
 }
 
 
@@ -51,7 +55,7 @@ class ValidityReport:
     invariants: dict[str, str]
     violations: list[Violation] = field(default_factory=list)
     checked: dict[str, int] = field(default_factory=dict)  # invariant -> how many things were checked
-    leak_audit: dict[str, Any] = field(default_factory=dict)  # leaks.summary of the label-blind baselines
+    leak_audit: dict[str, Any] = field(default_factory=dict)  # leaks.summary, with pool_aware.summary under "pool_aware"
 
     @property
     def ok(self) -> bool:
@@ -111,6 +115,11 @@ def validate(ps: PoolSet, module: ModuleType | None) -> ValidityReport:
     report.leak_audit = leaks.summary(scores, ps.provenance_columns)
     report.violations.extend(Violation("label_blind", s.subset, s.line()) for s in scores if s.leaks)
     report.checked["label_blind"] = len(scores)
+    pooled = pool_aware.audit(ps)   # rankers that read the whole pool or pool set, never the query
+    report.leak_audit["pool_aware"] = pool_aware.summary(pooled)
+    enforced = [s for s in pooled if s.baseline in pool_aware.ENFORCED]
+    report.violations.extend(Violation("pool_order_blind", s.subset, s.line()) for s in enforced if s.leaks)
+    report.checked["pool_order_blind"] = len(enforced)
     if module is not None:
         report.violations.extend(module.check(ps, report.checked))
     unknown = {v.invariant for v in report.violations} - set(invariants)

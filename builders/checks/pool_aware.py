@@ -1,0 +1,187 @@
+"""Pool-aware leak baselines: rankers that read the whole pool, or the whole pool set, but never the query.
+
+The label-blind baselines of `mmbench.builders.checks.leaks` score each candidate alone. A listwise reranker (an
+LLM given the whole pool, `mmbench rank`) sees every candidate of a pool at once, and an evaluator that keeps a
+pool set's stored order sees every pool. Two signals are open to them and to nothing that scores a candidate alone:
+
+- ``pool_medoid``: the medoid of the pool, the candidate most like the rest. A family of look-alikes made by
+  editing one document (Hard variants that each replace one span of the relevant one) has the original at its
+  centre. Each candidate's content is cut into word shingles (``SHINGLE_WORDS`` consecutive words, casefolded,
+  within one text segment; an image or a video frame is one shingle named by its content-addressed ref), and its
+  score is its summed Jaccard similarity with the pool's other candidates,
+
+      medoid(i) = sum_{j != i} |A_i & A_j| / |A_i | A_j|,
+
+  so the top-scored candidate minimises the summed Jaccard distance to the rest: the pool's medoid. The query is
+  never read.
+- ``pool_order_turnover``: the slot whose occupant changes between pools over the same candidate set. Pools that
+  rank one set of candidates against different queries must store them in one order; if the builder's per-pool
+  order leaks through (the relevant candidate first, then a fixed permutation), the relevant slot is the one that
+  changes. A slot's score is the number of other pools over the same set that hold another candidate there.
+
+Both are scored like the label-blind baselines, by expected P@1 under a uniform random tie-break, against chance,
+per subset and over all items, with the exact two-sided binomial test of `leaks.tail_p` (`leaks.tally`). A leak of
+a baseline in `ENFORCED` breaks the common invariant `pool_order_blind`; the others are reported in the validity
+report (``leak_audit`` -> ``pool_aware``), by `mmbench validate` and on the dataset card.
+"""
+from __future__ import annotations
+
+import re
+from collections import Counter, defaultdict
+from typing import Any, Callable, Iterable, Sequence
+
+import numpy as np
+from scipy import sparse
+
+from mmbench.builders.checks import leaks
+from mmbench.data.documents import Document, Image, Text, Video
+from mmbench.data.poolset import PoolSet
+
+SHINGLE_WORDS = 5
+_WORD = re.compile(r"\w+")
+_MIX = np.uint64(0x9E3779B97F4A7C15)    # odd multiplier of the rolling shingle code (wraps modulo 2^64)
+_MEDIA = np.uint64(1) << np.uint64(63)  # media shingles live in the upper half, word shingles in the lower
+
+PoolScores = dict[str, list[float]]      # pool item id -> one score per candidate, in stored order
+PoolBaseline = Callable[[PoolSet], PoolScores]
+
+
+def _distinct(codes: np.ndarray) -> np.ndarray:
+    """The sorted distinct values of `codes` (a sort and a mask: several times faster than np.unique here)."""
+    codes = np.sort(codes)
+    return codes[np.concatenate(([True], codes[1:] != codes[:-1]))] if len(codes) else codes
+
+
+class _Shingler:
+    """Shingle codes of documents, with a word vocabulary and a cache of text segments shared between calls (the
+    pools of a pool set repeat the same backgrounds and passages many times)."""
+
+    def __init__(self, words: int = SHINGLE_WORDS) -> None:
+        self.words = words
+        self.vocab: dict[str, int] = {}
+        self.segments: dict[str, np.ndarray] = {}
+
+    def _text(self, text: str) -> np.ndarray:
+        hit = self.segments.get(text)
+        if hit is not None:
+            return hit
+        words = _WORD.findall(text.casefold())
+        for w in set(words).difference(self.vocab):
+            self.vocab[w] = len(self.vocab) + 1
+        ids = np.fromiter(map(self.vocab.__getitem__, words), dtype=np.uint64, count=len(words))
+        k = min(self.words, len(ids))
+        codes = np.zeros(len(ids) - k + 1 if k else 0, dtype=np.uint64)
+        for j in range(k):
+            codes = codes * _MIX + ids[j:len(ids) - k + 1 + j]
+        codes = codes >> np.uint64(1)   # the top bit marks media
+        self.segments[text] = codes
+        return codes
+
+    def _media(self, ref: str) -> int:
+        return int(self.vocab.setdefault("\x00" + ref, len(self.vocab) + 1)) | int(_MEDIA)
+
+    def __call__(self, doc: Document) -> np.ndarray:
+        """The sorted distinct shingle codes of `doc`."""
+        parts: list[np.ndarray] = []
+        refs: list[int] = []
+        for s in doc.segments:
+            if isinstance(s, Text):
+                parts.append(self._text(s.text))
+            elif isinstance(s, Image):
+                refs.append(self._media(s.ref))
+            elif isinstance(s, Video):
+                refs.extend(self._media(f) for f in s.frames)
+        parts.append(np.array(refs, dtype=np.uint64))
+        return _distinct(np.concatenate(parts))
+
+
+def medoid_from_shingles(sets: Sequence[np.ndarray]) -> list[float]:
+    """Each set's summed Jaccard similarity with the other sets (one sparse product gives every intersection)."""
+    if len(sets) < 2:
+        return [0.0] * len(sets)
+    codes, column = np.unique(np.concatenate(list(sets)), return_inverse=True)
+    rows = np.repeat(np.arange(len(sets)), [len(a) for a in sets])
+    incidence = sparse.csr_matrix((np.ones(len(column)), (rows, column.ravel())), shape=(len(sets), len(codes)))
+    inter = (incidence @ incidence.T).toarray()
+    size = np.array([len(a) for a in sets], dtype=float)
+    union = size[:, None] + size[None, :] - inter
+    jaccard = np.divide(inter, union, out=np.zeros_like(inter), where=union > 0)
+    np.fill_diagonal(jaccard, 0.0)
+    return [float(v) for v in jaccard.sum(axis=1)]
+
+
+def medoid_scores(ps: PoolSet) -> PoolScores:
+    """`pool_medoid` for every pool (see the module text); pools over one candidate set are scored once."""
+    cands = ps.candidate_by_id()
+    shingle = _Shingler()
+    memo: dict[str, np.ndarray] = {}
+    by_set: dict[tuple[str, ...], dict[str, float]] = {}
+    out: PoolScores = {}
+    for item in ps.pools:
+        key = tuple(sorted(item.candidate_ids))
+        if key not in by_set:
+            sets = [memo[c] if c in memo else memo.setdefault(c, shingle(cands[c])) for c in key]
+            by_set[key] = dict(zip(key, medoid_from_shingles(sets)))
+        out[item.id] = [by_set[key][c] for c in item.candidate_ids]
+    return out
+
+
+def turnover_scores(ps: PoolSet) -> PoolScores:
+    """`pool_order_turnover` for every pool: per slot, how many other pools over the same candidate set store
+    another candidate there (all 0 when the set has one stored order, as blinding gives it)."""
+    orders: dict[frozenset[str], list[tuple[str, ...]]] = defaultdict(list)
+    for item in ps.pools:
+        orders[frozenset(item.candidate_ids)].append(tuple(item.candidate_ids))
+    held: dict[frozenset[str], list[Counter[str]]] = {
+        key: [Counter(slot) for slot in zip(*found)] for key, found in orders.items() if len(set(found)) > 1}
+    out: PoolScores = {}
+    for item in ps.pools:
+        key = frozenset(item.candidate_ids)
+        n = len(orders[key])
+        counts = held.get(key)   # one stored order: no slot changes
+        out[item.id] = [float(n - counts[i][c]) if counts else 0.0 for i, c in enumerate(item.candidate_ids)]
+    return out
+
+
+POOL_BASELINES: dict[str, PoolBaseline] = {"pool_medoid": medoid_scores, "pool_order_turnover": turnover_scores}
+# The baselines whose leak refuses a pool set (the `pool_order_blind` invariant). The medoid is reported, with its
+# leaks, but refuses nothing yet: Hard variants that each replace one span of the relevant document make it the
+# centre of its family by construction, so it leaks on every Hard subset until the families have no centre.
+ENFORCED = ("pool_order_turnover",)
+
+
+def audit(ps: PoolSet, baselines: dict[str, PoolBaseline] | None = None) -> list[leaks.LeakScore]:
+    """Every pool-aware baseline on every subset and on all items ('all'), tested like the label-blind ones."""
+    chosen = POOL_BASELINES if baselines is None else baselines
+
+    def rows() -> Iterable[tuple[str, str, float, float]]:
+        for name, fn in chosen.items():
+            scores = fn(ps)
+            for item in ps.pools:
+                rel = [c in set(item.relevant_ids) for c in item.candidate_ids]
+                if item.candidate_ids and any(rel):
+                    yield name, item.subset, leaks.expected_p1(scores[item.id], rel), sum(rel) / len(rel)
+    return leaks.tally(rows())
+
+
+def summary(scores: Sequence[leaks.LeakScore]) -> dict[str, Any]:
+    """What a validity report stores under `leak_audit` -> `pool_aware`: the rule, each baseline's score over all
+    items, the worst subset of each, and every leak."""
+    overall = {s.baseline: s for s in scores if s.subset == "all"}
+    worst: dict[str, leaks.LeakScore] = {}
+    for s in scores:
+        if s.subset != "all" and (s.baseline not in worst or s.p_value < worst[s.baseline].p_value):
+            worst[s.baseline] = s
+    return {"rule": "query-blind rankers that read the whole pool (medoid: word-shingle overlap with the rest of "
+                    "the pool) or the whole pool set (turnover: the slot whose occupant changes between pools over "
+                    f"the same candidates), tested as the label-blind baselines: p < {leaks.ALPHA:g}",
+            "shingle_words": SHINGLE_WORDS,
+            "enforced": list(ENFORCED),
+            "reported_only": sorted(set(overall) - set(ENFORCED)),
+            "all": {k: _row(v) for k, v in sorted(overall.items())},
+            "worst_subset": {k: {"subset": v.subset, **_row(v)} for k, v in sorted(worst.items())},
+            "leaks": [s.line() for s in scores if s.leaks]}
+
+
+def _row(s: leaks.LeakScore) -> dict[str, Any]:
+    return {"score": round(s.score, 6), "chance": round(s.chance, 6), "p_value": float(f"{s.p_value:.3g}"), "n": s.n}
