@@ -25,6 +25,8 @@ from mmbench.evaluators.stats import correct_pvalues, mcnemar, paired_ttest, wil
 from mmbench.evaluators.stats.bootstrap import DEFAULT_DIFF_RESAMPLES, DEFAULT_RESAMPLES
 from mmbench.evaluators.stats.floors import design_floor, observed_floor
 from mmbench.evaluators.stats.ranking import describe, rank_models
+from mmbench.evaluators.stats.settle import items_to_settle
+from mmbench.evaluators.stats.verdict import pair_verdict
 from mmbench.evaluators.stats.paired import EFFECT_SIZE_KIND
 from mmbench.results.store import RunResults
 
@@ -63,6 +65,7 @@ def compare_runs(runs: Sequence[RunResults], *, metric: str = "precision_at_1", 
                          "n_items_total": int(len(run.per_query)), "micro": avg["micro"], "macro": avg["macro"],
                          "subsets": avg["subsets"], "bootstrap_ci": cis})
     pairs = []
+    n_pairs, available = len(runs) * (len(runs) - 1) // 2, task_items(runs)
     for (i, a), (j, b) in itertools.combinations(enumerate(frames), 2):
         pair_labels = [labels[i], labels[j]]
         t = paired_ttest(a[metric].to_numpy(dtype=float), b[metric].to_numpy(dtype=float),
@@ -72,8 +75,13 @@ def compare_runs(runs: Sequence[RunResults], *, metric: str = "precision_at_1", 
         pairs.append({"a": labels[i], "b": labels[j], "ttest": t, "mcnemar": mc, "wilcoxon": wx,
                       "tied_by_construction": tied_by_construction(a, b),
                       "floor": observed_floor(a[metric].to_numpy(dtype=float), b[metric].to_numpy(dtype=float),
-                                              alpha=alpha).to_dict()})
+                                              alpha=alpha).to_dict(),
+                      "settle": items_to_settle(a[metric].to_numpy(dtype=float), b[metric].to_numpy(dtype=float),
+                                                level=alpha / n_pairs, available=available).to_dict()})
     corrections = {family: correct_family(pairs, family, alpha) for family in TEST_FAMILIES}
+    for pair in pairs:  # the verdict reads the paired t-test on the chosen metric, Holm-adjusted
+        pair["verdict"] = pair_verdict(pair["a"], pair["b"], pair["ttest"]["mean_diff"], pair["ttest"]["p_holm"],
+                                       alpha).to_dict()
     chance_rows = [chance_metrics(len(ranked), len(relevant))
                    for ranked, relevant in zip(frames[0]["ranked_ids"], frames[0]["relevant_ids"])]
     chance = {m: float(np.mean([row[m] for row in chance_rows])) for m in ci_metrics if m in chance_rows[0]}
@@ -129,6 +137,37 @@ def draw_comparison_figures(data: dict[str, Any], out: Path) -> None:
     data["figures"] = {"paired_differences": info}
 
 
+def task_items(runs: Sequence[RunResults]) -> int | None:
+    """Items the task's pool set holds (before any --limit), as the runs' protocols record it."""
+    totals = [((run.info.get("protocol") or {}).get("evaluation") or {}).get("selection", {}).get("n_items_total")
+              for run in runs]
+    known = [int(t) for t in totals if t is not None]
+    return max(known) if known else None
+
+
+def verdict_markdown(data: dict[str, Any]) -> list[str]:
+    """Better / worse / inconclusive per pair, and for an inconclusive pair the items that would settle it."""
+    s = data["settings"]
+    rows = []
+    for p in data["pairs"]:
+        v, st = p["verdict"], p["settle"]
+        need = "–"
+        if v["verdict"] == "inconclusive":
+            if st["n_needed"] is None:
+                need = "no observed difference to settle" if not st["mean_diff"] else "more than 10 million"
+            else:
+                has = {True: "the task has them", False: f"the task has only {st['available']}",
+                       None: "task size unknown"}[st["task_has_enough"]]
+                need = f"{st['n_needed']} in all ({st['n_more']} more; {has})"
+        rows.append([p["a"], v["verdict"], p["b"], fmt(v["mean_diff"], 4), fmt_p(v["p_adjusted"]), need])
+    return ["## Verdicts", "",
+            f"A is better, worse or inconclusive against B by the paired t-test on {s['metric']} at α = {s['alpha']}, "
+            f"Holm-adjusted over the {len(data['pairs'])} pairs. For an inconclusive pair: the items the test would need "
+            f"for 80 % power if the true difference and spread were the observed ones, at α/m = "
+            f"{s['alpha'] / max(len(data['pairs']), 1):.4g} (where Holm rejects whatever the other pairs show).", "",
+            md_table(["A", "verdict", "B", "mean diff", "p Holm", "items to settle"], rows), ""]
+
+
 def identical_runs(runs: Sequence[RunResults], labels: Sequence[str]) -> list[list[str]]:
     """Pairs of runs (distinct folders) whose per_query.parquet has the same recorded SHA-256: copies of one run."""
     digests = [run.info.get("files", {}).get("per_query.parquet") for run in runs]
@@ -177,6 +216,7 @@ def comparison_markdown(data: dict[str, Any]) -> str:
              f"Significance level α = {s['alpha']}; {s['correction']}. All tests are two-sided.",
              "Protocol ids: " + ", ".join(f"{r['label']} `{r.get('protocol_id') or 'not recorded'}`" for r in data["runs"]) + ".",
              ""]
+    lines += verdict_markdown(data)
     lines += ranking_markdown(data)
     for pair in data["pairs"]:
         if pair.get("tied_by_construction"):
