@@ -43,9 +43,9 @@ CORRECTIONS = ("bonferroni", "holm")
 
 def compare_runs(runs: Sequence[RunResults], *, metric: str = "precision_at_1", resamples: int = DEFAULT_DIFF_RESAMPLES,
                  ci_resamples: int = DEFAULT_RESAMPLES, seed: int = 0, alpha: float = 0.05,
-                 effective: dict[str, Any] | None = None) -> dict[str, Any]:
+                 effective: dict[str, Any] | None = None, draws: dict[str, Any] | None = None) -> dict[str, Any]:
     """All numbers of a comparison, as plain JSON-ready data (`effective`: {tolerance, window} of the effective
-    context, as `effective_length_entry` takes them)."""
+    context, as `effective_length_entry` takes them; `draws`: a draws.json of `mmbench draws` for this task)."""
     if len(runs) < 2:
         raise ValueError("compare needs at least two runs")
     content_hash = check_same_pool_set(runs)
@@ -82,6 +82,8 @@ def compare_runs(runs: Sequence[RunResults], *, metric: str = "precision_at_1", 
     for pair in pairs:  # the verdict reads the paired t-test on the chosen metric, Holm-adjusted
         pair["verdict"] = pair_verdict(pair["a"], pair["b"], pair["ttest"]["mean_diff"], pair["ttest"]["p_holm"],
                                        alpha).to_dict()
+        if draws is not None:
+            pair["draw_spread"] = draw_spread_note(draws, pair["a"], pair["b"], pair["ttest"]["mean_diff"], runs[0].task)
     chance_rows = [chance_metrics(len(ranked), len(relevant))
                    for ranked, relevant in zip(frames[0]["ranked_ids"], frames[0]["relevant_ids"])]
     chance = {m: float(np.mean([row[m] for row in chance_rows])) for m in ci_metrics if m in chance_rows[0]}
@@ -137,6 +139,17 @@ def draw_comparison_figures(data: dict[str, Any], out: Path) -> None:
     data["figures"] = {"paired_differences": info}
 
 
+def draw_spread_note(draws: dict[str, Any], a: str, b: str, diff: float, task: str) -> dict[str, Any]:
+    """Whether the pair's difference is smaller than the between-draw spread of the draws report."""
+    from mmbench.evaluators.stats.draw_spread import within_spread
+    from mmbench.results.draw_report import spread_for
+
+    if draws.get("task") != task:
+        raise ValueError(f"the draws report is of task {draws.get('task')!r}, the runs of {task!r}")
+    sd = spread_for(draws, a, b)
+    return {"between_draw_sd": sd, "within_spread": within_spread(diff, sd), "metric": draws.get("metric")}
+
+
 def task_items(runs: Sequence[RunResults]) -> int | None:
     """Items the task's pool set holds (before any --limit), as the runs' protocols record it."""
     totals = [((run.info.get("protocol") or {}).get("evaluation") or {}).get("selection", {}).get("n_items_total")
@@ -159,6 +172,9 @@ def verdict_markdown(data: dict[str, Any]) -> list[str]:
                 has = {True: "the task has them", False: f"the task has only {st['available']}",
                        None: "task size unknown"}[st["task_has_enough"]]
                 need = f"{st['n_needed']} in all ({st['n_more']} more; {has})"
+        spread = p.get("draw_spread") or {}
+        if spread.get("within_spread"):
+            need += f"; smaller than the between-draw sd {fmt(spread['between_draw_sd'], 4)}: another draw could reverse it"
         rows.append([p["a"], v["verdict"], p["b"], fmt(v["mean_diff"], 4), fmt_p(v["p_adjusted"]), need])
     return ["## Verdicts", "",
             f"A is better, worse or inconclusive against B by the paired t-test on {s['metric']} at α = {s['alpha']}, "
