@@ -75,3 +75,25 @@ def test_too_few_tasks_give_every_rank_and_say_so():
     assert pred.best_possible == pytest.approx(1 / 3)
     with pytest.raises(ValueError, match="matrix"):
         rank_sets(MODELS, [np.zeros((3, 10))])
+
+
+def test_mmbench_ranks_over_results_of_several_tasks(tmp_path, capsys):
+    import json
+
+    from mmbench.cli import main
+    from report_helpers import grounding_per_query, write_run
+
+    folders = []
+    for t, task in enumerate(("task_a", "task_b", "task_c")):
+        for m, skill in (("strong", 0.95), ("mid", 0.55), ("weak", 0.1)):
+            folders.append(write_run(tmp_path / task / m, grounding_per_query(seed=10 * t + len(m), skill=skill), m,
+                                     task=task, content_hash=f"hash-{task}"))
+    assert main(["ranks", *map(str, folders), "--resamples", "300", "--out", str(tmp_path / "out")]) == 0
+    data = json.loads((tmp_path / "out" / "ranks.json").read_text())
+    sets = data["rank_sets"]
+    assert sets["tasks"] == ["task_a", "task_b", "task_c"] and sets["models"] == ["mid", "strong", "weak"]
+    assert all(r == [2, 1, 3] for r in sets["ranks"])
+    assert sets["low"][0] == sets["high"][0] == [2, 1, 3]  # far apart: every set is one rank
+    assert data["new_task"]["coverage"] == 1.0  # 3 tasks cannot guarantee 95 %: every rank
+    assert "rank on a new task" in capsys.readouterr().out
+    assert main(["ranks", *map(str, folders[:-1])]) == 2  # weak has no run on task_c

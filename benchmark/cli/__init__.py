@@ -11,12 +11,12 @@ import sys
 from typing import Sequence
 
 from mmbench.cli import (analysis, commands_core, commands_run, commands_show, commands_validate, draws, export, leaderboard,
-                         overfit, prepare, rank, ravel, sweep, verify)
+                         overfit, prepare, rank, ranks, ravel, sweep, verify)
 from mmbench.common.errors import CLIError
 from mmbench.cli.helpformat import Parser
 
 # Each module exposes `register(subparsers)`; its parsers set `func(args) -> int`.
-COMMAND_MODULES = [commands_core, commands_validate, commands_run, commands_show, prepare, export, sweep, analysis, ravel, rank, leaderboard, verify, draws, overfit]
+COMMAND_MODULES = [commands_core, commands_validate, commands_run, commands_show, prepare, export, sweep, analysis, ravel, rank, leaderboard, verify, draws, overfit, ranks]
 
 
 def mmbench_version() -> str:
