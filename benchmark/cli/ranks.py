@@ -4,9 +4,10 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from mmbench.cli.analysis import _alpha, _load
-from mmbench.cli.commands_core import nonnegative_int, positive_int
+from mmbench.cli.commands_core import float_in, nonnegative_int, positive_int
 from mmbench.common.errors import CLIError
+
+_alpha = float_in(0.0, 1.0, low_open=True, high_open=True, what="a significance level strictly between 0 and 1")
 
 
 def register(sub) -> None:
@@ -27,7 +28,12 @@ def cmd_ranks(args: argparse.Namespace) -> int:
     from mmbench.cli.draws import write_report
     from mmbench.results.benchmark_ranks import BenchmarkIncomplete, benchmark_ranks, ranks_markdown
 
-    runs = _load(args.results)
+    from mmbench.results.store import ResultsError, load_results
+
+    try:
+        runs = [load_results(path) for path in dict.fromkeys(args.results)]
+    except ResultsError as exc:
+        raise CLIError(str(exc)) from None
     try:
         data = benchmark_ranks(runs, args.metric, args.alpha, args.resamples, args.seed)
     except BenchmarkIncomplete as exc:
