@@ -174,7 +174,8 @@ def verdict_markdown(data: dict[str, Any]) -> list[str]:
                 need = f"{st['n_needed']} in all ({st['n_more']} more; {has})"
         spread = p.get("draw_spread") or {}
         if spread.get("within_spread"):
-            need += f"; smaller than the between-draw sd {fmt(spread['between_draw_sd'], 4)}: another draw could reverse it"
+            note = f"smaller than the between-draw sd {fmt(spread['between_draw_sd'], 4)}: another draw could reverse it"
+            need = note if need == "–" else f"{need}; {note}"
         rows.append([p["a"], v["verdict"], p["b"], fmt(v["mean_diff"], 4), fmt_p(v["p_adjusted"]), need])
     return ["## Verdicts", "",
             f"A is better, worse or inconclusive against B by the paired t-test on {s['metric']} at α = {s['alpha']}, "
