@@ -121,3 +121,28 @@ def test_fresh_draw_results_carry_their_own_protocol_id(draws, tmp_path):
     assert any("evaluation protocol differs" in p and "draw" in p for p in join_problems(rows))
     on_disk = json.loads((marked.root / "results.json").read_text())
     assert on_disk["mmbench"]["protocol_id"] == marked.info["protocol_id"]
+
+
+def test_the_board_shows_the_gap_and_flags_a_significant_one(tmp_path):
+    from mmbench.leaderboards.overfit import file_report, overfit_section
+    from mmbench.leaderboards.site import build_site
+    from mmbench.leaderboards.store import Board
+
+    def report(model, public):
+        gap = overfit_gap(public, [0.50, 0.52, 0.49, 0.51, 0.50]).to_dict()
+        return {"kind": "mmbench.overfit", "task": "multi_source_reasoning", "model": model, "metric": "precision_at_1",
+                "public": {"content_hash": "h0", "protocol_id": "a.b", "score": public, "results": "/keeper/private"},
+                "fresh": [{"content_hash": "h1", "protocol_id": "c.b", "score": 0.5, "results": "/keeper/private"}],
+                "gap": gap}
+
+    board = Board(tmp_path / "board")
+    stored = file_report(board.root, report("memoriser", 0.9))
+    file_report(board.root, report("fair", 0.51))
+    assert "/keeper/private" not in stored.read_text()
+    html = overfit_section(board.root)
+    assert html.count("<tr>") == 3 and html.count("significant: fitted to the public draw?") == 1
+    assert overfit_section(tmp_path / "empty") == ""
+    (board.root / "overfit" / "broken.json").write_text("{")
+    assert "Unreadable report broken.json" in overfit_section(board.root)
+    site = build_site(board, tmp_path / "site")
+    assert "Fresh-draw overfitting tests" in (site / "index.html").read_text()

@@ -24,6 +24,8 @@ def register(sub) -> None:
     p.add_argument("--alpha", type=_alpha, default=0.05, help="level of the test (default: %(default)s)")
     p.add_argument("--out", type=Path, default=None,
                    help="folder of the runs and of overfit.md / overfit.json (default: runs/overfit/<task>/<model>)")
+    p.add_argument("--board", type=Path, default=None,
+                   help="a board folder to file the report on (shown on its overview; default: none)")
     p.set_defaults(func=cmd_overfit)
 
 
@@ -50,4 +52,8 @@ def cmd_overfit(args: argparse.Namespace) -> int:
     write_report(out, "overfit", data, text)
     print(text)
     print(f"report written to {out / 'overfit.md'} and {out / 'overfit.json'}")
+    if args.board is not None:
+        from mmbench.leaderboards.overfit import file_report
+
+        print(f"filed on the board: {file_report(args.board, data)}")
     return 0
