@@ -73,6 +73,12 @@ def test_mmbench_draws_builds_runs_and_reports(tmp_path, monkeypatch, capsys):
     capsys.readouterr()
     assert main(args) == 0  # a second time: the draws and the runs are reused
     assert capsys.readouterr().out.count("already there; reused") == 3
+    run = out / "bm25" / data["content_hashes"]["bm25"][0][:16]
+    assert main(["show", str(run), "--draws", str(out / "draws.json")]) == 0
+    shown = capsys.readouterr().out
+    assert f"between-draw sd {rows['all']['between_sd']:.4f}" in shown and "a new draw could reverse it" in shown
+    (tmp_path / "bad.json").write_text("[]")
+    assert main(["show", str(run), "--draws", str(tmp_path / "bad.json")]) == 2
     with pytest.raises(SystemExit) as exc:
         main(["draws", "--task", "multi_source_reasoning", "--seeds", "3..1"])
     assert exc.value.code == 2

@@ -156,7 +156,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
     try:
         _, markdown = write_comparison(runs, args.out, metric=args.metric, resamples=args.resamples,
                                        ci_resamples=args.ci_resamples, seed=args.seed, alpha=args.alpha,
-                                       effective=effective_options(args), draws=_draws_report(args.draws))
+                                       effective=effective_options(args), draws=draws_report(args.draws))
     except PoolSetMismatch as exc:
         raise CLIError(str(exc)) from exc
     print(markdown)
@@ -165,7 +165,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
     return 0
 
 
-def _draws_report(path: Path | None):
+def draws_report(path: Path | None):
     """The draws report given by --draws, or a one-line error naming the file."""
     if path is None:
         return None

@@ -15,6 +15,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--metric", default=None, help="metric of the tables by axis, e.g. ndcg_at_10 (default: the "
                                                   "task's main score)")
     add_effective_flags(p)
+    p.add_argument("--draws", type=Path, default=None, metavar="DRAWS_JSON",
+                   help="a draws.json of `mmbench draws` for this task: print the between-draw spread of the scores "
+                        "(default: none)")
     p.set_defaults(func=cmd_show)
 
 
@@ -34,4 +37,9 @@ def cmd_show(args: argparse.Namespace) -> int:
     except CLIError:
         pass
     print(format_summary(res, axes, metric, effective=effective_options(args)))
+    if args.draws is not None:
+        from mmbench.cli.analysis import draws_report
+        from mmbench.results.draw_report import spread_lines
+
+        print("\n".join(spread_lines(draws_report(args.draws), res.task, str(res.model_name))))
     return 0

@@ -69,3 +69,25 @@ def spread_for(data: dict[str, Any], a: str, b: str) -> float | None:
            for name, rows in data.get("models", {}).items()}
     known = [sds[m] for m in (a, b) if sds.get(m) is not None] or [v for v in sds.values() if v is not None]
     return max(known) if known else None
+
+
+def spread_lines(data: dict[str, Any], task: str, model: str) -> list[str]:
+    """What `show --draws` prints: the between-draw sd of the task's score, and the difference between two models
+    that a new draw could reverse."""
+    if data.get("task") != task:
+        return [f"draws: the report is of task {data.get('task')}, not {task}; no between-draw spread shown"]
+    rows = {r["group"]: r for r in data.get("models", {}).get(model, [])}
+    own = rows.get("all")
+    lines = [f"draws: {len(data.get('seeds', []))} draws of {task} ({data.get('metric')})"]
+    if own and own["between_sd"] is not None:
+        lines.append(f"  {model}: mean {own['mean']:.4f} over the draws, between-draw sd {own['between_sd']:.4f} "
+                     f"(within-draw error {own['within_se']:.4f}, ratio {own['ratio']:.2f})")
+    spreads = [p["between_sd_of_difference"] for p in data.get("pairs", [])
+               if model in (p["a"], p["b"]) and p["between_sd_of_difference"] is not None]
+    sd = max(spreads) if spreads else (own or {}).get("between_sd")
+    if sd is not None:
+        lines.append(f"  a difference from another model smaller than {sd:.4f} is within the between-draw spread: "
+                     "a new draw could reverse it")
+    else:
+        lines.append(f"  {model} is not in the draws report; run `mmbench draws --model {model}` to measure its spread")
+    return lines
