@@ -146,3 +146,20 @@ def test_the_board_shows_the_gap_and_flags_a_significant_one(tmp_path):
     assert "Unreadable report broken.json" in overfit_section(board.root)
     site = build_site(board, tmp_path / "site")
     assert "Fresh-draw overfitting tests" in (site / "index.html").read_text()
+
+
+def test_mmbench_overfit_end_to_end(tmp_path, monkeypatch, capsys):
+    from mmbench.cli import main
+
+    monkeypatch.setenv("MMBENCH_HOME", str(tmp_path / "home"))
+    out, board = tmp_path / "of", tmp_path / "board"
+    args = ["overfit", "--task", "multi_source_reasoning", "--param", "lengths=[8192]", "--model", "bm25",
+            "--secret-seed", "k", "--fresh", "2", "--out", str(out), "--board", str(board)]
+    assert main(args) == 0
+    data = json.loads((out / "overfit.json").read_text())
+    assert data["gap"]["n_fresh"] == 2 and len({f["content_hash"] for f in data["fresh"]}) == 2
+    assert data["public"]["protocol_id"] not in {f["protocol_id"] for f in data["fresh"]}
+    assert (out / "public").is_dir() and (out / "fresh").is_dir()
+    assert "Gap public − fresh" in capsys.readouterr().out
+    assert list((board / "overfit").glob("*.json"))
+    assert main([*args[:-4], "--fresh", "1"]) == 2

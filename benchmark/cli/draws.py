@@ -13,8 +13,10 @@ import json
 from pathlib import Path
 from typing import Any
 
-from mmbench.cli.commands_core import parse_params, positive_int, task_or_error
+from mmbench.cli.commands_core import float_in, parse_params, positive_int, task_or_error
 from mmbench.common.errors import CLIError
+
+alpha_level = float_in(0.0, 1.0, low_open=True, high_open=True, what="a significance level strictly between 0 and 1")
 
 
 def seeds_arg(text: str) -> list[int]:

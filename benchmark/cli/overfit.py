@@ -4,11 +4,9 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from mmbench.cli.commands_core import float_in, nonnegative_int, parse_params, positive_int, safe_name, task_or_error
-from mmbench.cli.draws import add_draw_arguments, build_or_error, draw_options, load_models, write_report
+from mmbench.cli.commands_core import nonnegative_int, parse_params, positive_int, safe_name, task_or_error
+from mmbench.cli.draws import add_draw_arguments, alpha_level, build_or_error, draw_options, load_models, write_report
 from mmbench.common.errors import CLIError
-
-_alpha = float_in(0.0, 1.0, low_open=True, high_open=True, what="a significance level strictly between 0 and 1")
 
 
 def register(sub) -> None:
@@ -21,7 +19,7 @@ def register(sub) -> None:
                    "(keep it private: whoever knows it can build the fresh draws)")
     p.add_argument("--public-seed", type=nonnegative_int, default=0, help="seed of the public draw (default: %(default)s)")
     p.add_argument("--fresh", type=positive_int, default=5, help="number of fresh draws, at least 2 (default: %(default)s)")
-    p.add_argument("--alpha", type=_alpha, default=0.05, help="level of the test (default: %(default)s)")
+    p.add_argument("--alpha", type=alpha_level, default=0.05, help="level of the test (default: %(default)s)")
     p.add_argument("--out", type=Path, default=None,
                    help="folder of the runs and of overfit.md / overfit.json (default: runs/overfit/<task>/<model>)")
     p.add_argument("--board", type=Path, default=None,

@@ -4,10 +4,9 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from mmbench.cli.commands_core import float_in, nonnegative_int, positive_int
+from mmbench.cli.commands_core import nonnegative_int, positive_int
+from mmbench.cli.draws import alpha_level
 from mmbench.common.errors import CLIError
-
-_alpha = float_in(0.0, 1.0, low_open=True, high_open=True, what="a significance level strictly between 0 and 1")
 
 
 def register(sub) -> None:
@@ -17,7 +16,7 @@ def register(sub) -> None:
                                    "interval for each model's rank on a new task.")
     p.add_argument("results", nargs="+", type=Path, metavar="RESULTS", help="results folders, one per model and task")
     p.add_argument("--metric", default="precision_at_1", help="per-query metric (default: %(default)s)")
-    p.add_argument("--alpha", type=_alpha, default=0.05, help="1 − confidence of the sets and intervals (default: %(default)s)")
+    p.add_argument("--alpha", type=alpha_level, default=0.05, help="1 − confidence of the sets and intervals (default: %(default)s)")
     p.add_argument("--resamples", type=positive_int, default=2000, help="bootstrap resamples (default: %(default)s)")
     p.add_argument("--seed", type=nonnegative_int, default=0, help="bootstrap seed (default: %(default)s)")
     p.add_argument("--out", type=Path, default=None, help="folder for ranks.md and ranks.json (default: print only)")
