@@ -100,3 +100,15 @@ def test_compare_says_when_a_difference_is_within_the_between_draw_spread(tmp_pa
     assert compare_runs(runs, resamples=200, ci_resamples=100, draws=draws)["pairs"][0]["draw_spread"]["within_spread"] is False
     with pytest.raises(ValueError, match="task"):
         compare_runs(runs, resamples=200, ci_resamples=100, draws={**draws, "task": "other"})
+
+
+def test_the_spread_a_pair_is_read_against():
+    from mmbench.results.draw_report import spread_for
+
+    rows = lambda sd: [{"group": "all", "between_sd": sd}]  # noqa: E731
+    data = {"pairs": [{"a": "x", "b": "y", "between_sd_of_difference": 0.03}],
+            "models": {"x": rows(0.02), "y": rows(0.05), "z": rows(0.01)}}
+    assert spread_for(data, "y", "x") == 0.03           # both models ran on the draws: the sd of their difference
+    assert spread_for(data, "z", "w") == 0.01           # one of them: its own scores' sd
+    assert spread_for(data, "v", "w") == 0.05           # neither: the largest in the report
+    assert spread_for({"pairs": [], "models": {}}, "v", "w") is None

@@ -65,9 +65,12 @@ def spread_for(data: dict[str, Any], a: str, b: str) -> float | None:
     for p in data.get("pairs", []):
         if {p["a"], p["b"]} == {a, b}:
             return p["between_sd_of_difference"]
-    sds = {name: next((r["between_sd"] for r in rows if r["group"] == "all"), None)
-           for name, rows in data.get("models", {}).items()}
-    known = [sds[m] for m in (a, b) if sds.get(m) is not None] or [v for v in sds.values() if v is not None]
+    sds: dict[str, float] = {}
+    for name, rows in data.get("models", {}).items():
+        sd = next((r["between_sd"] for r in rows if r["group"] == "all"), None)
+        if sd is not None:
+            sds[name] = float(sd)
+    known = [sds[m] for m in (a, b) if m in sds] or list(sds.values())
     return max(known) if known else None
 
 
