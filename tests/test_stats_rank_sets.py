@@ -97,3 +97,24 @@ def test_mmbench_ranks_over_results_of_several_tasks(tmp_path, capsys):
     assert data["new_task"]["coverage"] == 1.0  # 3 tasks cannot guarantee 95 %: every rank
     assert "rank on a new task" in capsys.readouterr().out
     assert main(["ranks", *map(str, folders[:-1])]) == 2  # weak has no run on task_c
+
+
+def test_the_board_overview_has_rank_sets_across_tasks(tmp_path):
+    from mmbench.leaderboards.rank_sets import rank_sets_section
+    from mmbench.leaderboards.store import Entry
+    from mmbench.results.store import load_results
+    from report_helpers import grounding_per_query, write_run
+
+    entries, runs = [], {}
+    for t, task in enumerate(("task_a", "task_b")):
+        for m, skill in (("strong", 0.95), ("weak", 0.1), ("only_a", 0.5)):
+            if m == "only_a" and task == "task_b":
+                continue
+            folder = write_run(tmp_path / task / m, grounding_per_query(seed=t, skill=skill), m, task=task)
+            e = Entry(f"{task}-{m}", "retrieval", task, "1", "h", {"name": m}, folder, "2026", {})
+            entries.append(e)
+            runs[e.id] = load_results(folder)
+    html = rank_sets_section(entries, lambda e: runs[e.id], lambda task: "precision_at_1")
+    assert "Rank sets across tasks" in html and "only_a" not in html  # a model without every task is left out
+    assert "<td class=\"text\">strong</td><td>1 [1–1] [1–1]</td><td>1 [1–1] [1–1]</td>" in html
+    assert rank_sets_section(entries[:3], lambda e: runs[e.id], lambda task: "precision_at_1") == ""  # one task

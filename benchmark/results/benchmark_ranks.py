@@ -2,7 +2,7 @@
 rank interval on a new task (mmbench.evaluators.stats.rank_sets), from results folders of several tasks."""
 from __future__ import annotations
 
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 import numpy as np
 
@@ -14,8 +14,10 @@ class BenchmarkIncomplete(ValueError):
     """The runs do not give every model every task (or share no items); the message names what is missing."""
 
 
-def task_matrices(runs: Sequence[RunResults], metric: str) -> tuple[list[str], list[str], list[np.ndarray]]:
-    """Models, tasks and per task a (models x shared items) matrix of `metric`; every model needs every task."""
+def task_matrices(runs: Sequence[RunResults], metric: str | Callable[[str], str]) -> tuple[list[str], list[str], list[np.ndarray]]:
+    """Models, tasks and per task a (models x shared items) matrix of `metric` (a name, or task -> name); every
+    model needs every task."""
+    metric_of = metric if callable(metric) else (lambda task: metric)
     by_task: dict[str, dict[str, RunResults]] = {}
     for run in runs:
         model = str(run.model_name)
@@ -28,12 +30,12 @@ def task_matrices(runs: Sequence[RunResults], metric: str) -> tuple[list[str], l
         missing = [m for m in models if m not in per]
         if missing:
             raise BenchmarkIncomplete(f"no run of {missing[0]} on {task}: every model needs a run on every task")
-        frames = []
+        frames, name = [], metric_of(task)
         for m in models:
             pq = per[m].per_query
-            if metric not in pq.columns:
-                raise BenchmarkIncomplete(f"{per[m].root}: per-query metric {metric!r} is missing")
-            frames.append(pq.dropna(subset=[metric]).drop_duplicates("item_id").set_index("item_id")[metric])
+            if name not in pq.columns:
+                raise BenchmarkIncomplete(f"{per[m].root}: per-query metric {name!r} is missing")
+            frames.append(pq.dropna(subset=[name]).drop_duplicates("item_id").set_index("item_id")[name])
         shared = sorted(set.intersection(*(set(f.index) for f in frames)))
         if len(shared) < 2:
             raise BenchmarkIncomplete(f"the runs on {task} share fewer than 2 scored items")
@@ -41,12 +43,12 @@ def task_matrices(runs: Sequence[RunResults], metric: str) -> tuple[list[str], l
     return models, sorted(by_task), mats
 
 
-def benchmark_ranks(runs: Sequence[RunResults], metric: str, alpha: float = DEFAULT_ALPHA, resamples: int = 2_000,
+def benchmark_ranks(runs: Sequence[RunResults], metric: str | Callable[[str], str], alpha: float = DEFAULT_ALPHA, resamples: int = 2_000,
                     seed: int = 0) -> dict[str, Any]:
     models, tasks, mats = task_matrices(runs, metric)
     sets = rank_sets(models, mats, tasks, alpha=alpha, resamples=resamples, seed=seed)
     pred = new_task_rank_interval(sets.ranks, models, alpha=alpha)
-    return {"kind": "mmbench.ranks", "metric": metric, "n_items": [int(m.shape[1]) for m in mats],
+    return {"kind": "mmbench.ranks", "metric": metric if isinstance(metric, str) else "each task's main score", "n_items": [int(m.shape[1]) for m in mats],
             "rank_sets": sets.to_dict(), "new_task": pred.to_dict()}
 
 
