@@ -33,7 +33,7 @@ def rank_sets_section(entries: Sequence[Entry], loader: Callable[[Entry], RunRes
         return ""
     try:
         data = benchmark_ranks(runs, main_score, resamples=RESAMPLES)
-    except BenchmarkIncomplete as exc:
+    except (BenchmarkIncomplete, ValueError, KeyError) as exc:  # stored results of any kind: say why, build the rest
         return f"<section id=\"rank-sets\"><h2>Rank sets across tasks</h2><p>Not shown: {html.escape(str(exc))}</p></section>"
     s, p = data["rank_sets"], data["new_task"]
     head = "".join(f"<th>{html.escape(t)}: rank [within] [all tasks]</th>" for t in s["tasks"])
