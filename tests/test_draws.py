@@ -10,10 +10,12 @@ import pytest
 from mmbench.evaluators.stats.draw_spread import draw_spread, group_means, sd_interval, spread_of, within_spread
 
 
-def _draw(rng, n: int, p: float) -> pd.DataFrame:
-    return pd.DataFrame({"precision_at_1": (rng.random(n) < p).astype(float),
-                         "subset": rng.choice(["a", "b"], n), "length_bin": rng.choice(["1k", "2k"], n),
-                         "depth": rng.choice([0.0, 1.0], n)})
+def _draw(rng, n: int, p: float, groups: bool = False) -> pd.DataFrame:
+    hits = pd.DataFrame({"precision_at_1": (rng.random(n) < p).astype(float)})
+    if groups:
+        hits = hits.assign(subset=rng.choice(["a", "b"], n), length_bin=rng.choice(["1k", "2k"], n),
+                           depth=rng.choice([0.0, 1.0], n))
+    return hits
 
 
 def test_draws_that_only_resample_items_have_a_ratio_near_one():
@@ -47,7 +49,7 @@ def test_the_chi_square_interval_of_the_between_sd_covers_at_its_level():
 
 def test_groups_cells_and_the_spread_verdict():
     rng = np.random.default_rng(3)
-    groups = group_means(_draw(rng, 200, 0.5), "precision_at_1", axes=("subset", "length_bin", "depth"))
+    groups = group_means(_draw(rng, 200, 0.5, groups=True), "precision_at_1", axes=("subset", "length_bin", "depth"))
     assert {"all", "subset=a", "length_bin=2k", "depth=1.0", "length_bin=1k, depth=0.0"} <= set(groups)
     one = spread_of([0.5], [0.03], [100], "all")
     assert one.between_sd is None and one.draws == 1
