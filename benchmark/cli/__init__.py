@@ -10,14 +10,14 @@ import os
 import sys
 from typing import Sequence
 
-from mmbench.cli import (analysis, commands_core, commands_run, commands_show, commands_validate, export, inspect_items,
-                         leaderboard, prepare, reported,
-                         rank, ravel, sweep, verify)
+from mmbench.cli import (analysis, commands_core, commands_run, commands_show, commands_validate, draws, export,
+                         inspect_items, leaderboard, overfit, prepare, rank, ranks, ravel, reported, sweep, verify)
 from mmbench.common.errors import CLIError
 from mmbench.cli.helpformat import Parser
 
 # Each module exposes `register(subparsers)`; its parsers set `func(args) -> int`.
-COMMAND_MODULES = [commands_core, commands_validate, commands_run, commands_show, inspect_items, reported, prepare, export, sweep, analysis, ravel, rank, leaderboard, verify]
+COMMAND_MODULES = [commands_core, commands_validate, commands_run, commands_show, inspect_items, reported, prepare, export,
+                   sweep, analysis, ravel, rank, leaderboard, verify, draws, overfit, ranks]
 
 
 def mmbench_version() -> str:

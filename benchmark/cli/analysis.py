@@ -43,6 +43,9 @@ def register(sub) -> None:
     p.add_argument("--seed", type=nonnegative_int, default=0, help="bootstrap seed (default: %(default)s)")
     p.add_argument("--alpha", type=_alpha, default=0.05, help="family-wise significance level (default: %(default)s)")
     p.add_argument("--out", type=Path, default=None, help="folder for compare.md and compare.json (default: print only)")
+    p.add_argument("--draws", type=Path, default=None, metavar="DRAWS_JSON",
+                   help="a draws.json of `mmbench draws` for this task: say which differences are smaller than the "
+                        "between-draw spread (default: none)")
     add_effective_flags(p)
     add_protocol_flag(p)
     p.add_argument("--reported", action="store_true",
@@ -156,7 +159,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
     try:
         _, markdown = write_comparison(runs, args.out, metric=args.metric, resamples=args.resamples,
                                        ci_resamples=args.ci_resamples, seed=args.seed, alpha=args.alpha,
-                                       effective=effective_options(args))
+                                       effective=effective_options(args), draws=draws_report(args.draws))
     except PoolSetMismatch as exc:
         raise CLIError(str(exc)) from exc
     print(markdown)
@@ -169,6 +172,21 @@ def cmd_compare(args: argparse.Namespace) -> int:
     if args.out is not None:
         print(f"wrote {args.out / 'compare.md'}, {args.out / 'compare.json'} and {args.out / 'figures' / 'paired_differences.png'}", file=sys.stderr)
     return 0
+
+
+def draws_report(path: Path | None):
+    """The draws report given by --draws, or a one-line error naming the file."""
+    if path is None:
+        return None
+    import json
+
+    try:
+        data = json.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise CLIError(f"--draws {path}: cannot read the draws report ({exc})") from None
+    if not isinstance(data, dict) or data.get("kind") != "mmbench.draws":
+        raise CLIError(f"--draws {path}: not a draws.json of `mmbench draws` (kind is not mmbench.draws)")
+    return data
 
 
 def cmd_report(args: argparse.Namespace) -> int:

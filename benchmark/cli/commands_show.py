@@ -17,6 +17,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     add_effective_flags(p)
     p.add_argument("--reported", action="store_true",
                    help="also print the numbers the seed papers report for this task (not reproduced here)")
+    p.add_argument("--draws", type=Path, default=None, metavar="DRAWS_JSON",
+                   help="a draws.json of `mmbench draws` for this task: print the between-draw spread of the scores "
+                        "(default: none)")
     p.set_defaults(func=cmd_show)
 
 
@@ -41,4 +44,9 @@ def cmd_show(args: argparse.Namespace) -> int:
 
         values = res.per_query[metric] if metric in res.per_query.columns else None
         print_reported_beside(res.task, metric, None if values is None else float(values.mean()), res.model_name)
+    if args.draws is not None:
+        from mmbench.cli.analysis import draws_report
+        from mmbench.results.draw_report import spread_lines
+
+        print("\n".join(spread_lines(draws_report(args.draws), res.task, str(res.model_name))))
     return 0

@@ -25,6 +25,8 @@ from mmbench.evaluators.stats import correct_pvalues, mcnemar, paired_ttest, wil
 from mmbench.evaluators.stats.bootstrap import DEFAULT_DIFF_RESAMPLES, DEFAULT_RESAMPLES
 from mmbench.evaluators.stats.floors import design_floor, observed_floor
 from mmbench.evaluators.stats.ranking import describe, rank_models
+from mmbench.evaluators.stats.settle import items_to_settle
+from mmbench.evaluators.stats.verdict import pair_verdict
 from mmbench.evaluators.stats.paired import EFFECT_SIZE_KIND
 from mmbench.results.store import RunResults
 
@@ -41,9 +43,9 @@ CORRECTIONS = ("bonferroni", "holm")
 
 def compare_runs(runs: Sequence[RunResults], *, metric: str = "precision_at_1", resamples: int = DEFAULT_DIFF_RESAMPLES,
                  ci_resamples: int = DEFAULT_RESAMPLES, seed: int = 0, alpha: float = 0.05,
-                 effective: dict[str, Any] | None = None) -> dict[str, Any]:
+                 effective: dict[str, Any] | None = None, draws: dict[str, Any] | None = None) -> dict[str, Any]:
     """All numbers of a comparison, as plain JSON-ready data (`effective`: {tolerance, window} of the effective
-    context, as `effective_length_entry` takes them)."""
+    context, as `effective_length_entry` takes them; `draws`: a draws.json of `mmbench draws` for this task)."""
     if len(runs) < 2:
         raise ValueError("compare needs at least two runs")
     content_hash = check_same_pool_set(runs)
@@ -63,6 +65,7 @@ def compare_runs(runs: Sequence[RunResults], *, metric: str = "precision_at_1", 
                          "n_items_total": int(len(run.per_query)), "micro": avg["micro"], "macro": avg["macro"],
                          "subsets": avg["subsets"], "bootstrap_ci": cis})
     pairs = []
+    n_pairs, available = len(runs) * (len(runs) - 1) // 2, task_items(runs)
     for (i, a), (j, b) in itertools.combinations(enumerate(frames), 2):
         pair_labels = [labels[i], labels[j]]
         t = paired_ttest(a[metric].to_numpy(dtype=float), b[metric].to_numpy(dtype=float),
@@ -72,8 +75,15 @@ def compare_runs(runs: Sequence[RunResults], *, metric: str = "precision_at_1", 
         pairs.append({"a": labels[i], "b": labels[j], "ttest": t, "mcnemar": mc, "wilcoxon": wx,
                       "tied_by_construction": tied_by_construction(a, b),
                       "floor": observed_floor(a[metric].to_numpy(dtype=float), b[metric].to_numpy(dtype=float),
-                                              alpha=alpha).to_dict()})
+                                              alpha=alpha).to_dict(),
+                      "settle": items_to_settle(a[metric].to_numpy(dtype=float), b[metric].to_numpy(dtype=float),
+                                                level=alpha / n_pairs, available=available).to_dict()})
     corrections = {family: correct_family(pairs, family, alpha) for family in TEST_FAMILIES}
+    for pair in pairs:  # the verdict reads the paired t-test on the chosen metric, Holm-adjusted
+        pair["verdict"] = pair_verdict(pair["a"], pair["b"], pair["ttest"]["mean_diff"], pair["ttest"]["p_holm"],
+                                       alpha).to_dict()
+        if draws is not None:
+            pair["draw_spread"] = draw_spread_note(draws, pair["a"], pair["b"], pair["ttest"]["mean_diff"], runs[0].task)
     chance_rows = [chance_metrics(len(ranked), len(relevant))
                    for ranked, relevant in zip(frames[0]["ranked_ids"], frames[0]["relevant_ids"])]
     chance = {m: float(np.mean([row[m] for row in chance_rows])) for m in ci_metrics if m in chance_rows[0]}
@@ -129,6 +139,52 @@ def draw_comparison_figures(data: dict[str, Any], out: Path) -> None:
     data["figures"] = {"paired_differences": info}
 
 
+def draw_spread_note(draws: dict[str, Any], a: str, b: str, diff: float, task: str) -> dict[str, Any]:
+    """Whether the pair's difference is smaller than the between-draw spread of the draws report."""
+    from mmbench.evaluators.stats.draw_spread import within_spread
+    from mmbench.results.draw_report import spread_for
+
+    if draws.get("task") != task:
+        raise ValueError(f"the draws report is of task {draws.get('task')!r}, the runs of {task!r}")
+    sd = spread_for(draws, a, b)
+    return {"between_draw_sd": sd, "within_spread": within_spread(diff, sd), "metric": draws.get("metric")}
+
+
+def task_items(runs: Sequence[RunResults]) -> int | None:
+    """Items the task's pool set holds (before any --limit), as the runs' protocols record it."""
+    totals = [((run.info.get("protocol") or {}).get("evaluation") or {}).get("selection", {}).get("n_items_total")
+              for run in runs]
+    known = [int(t) for t in totals if t is not None]
+    return max(known) if known else None
+
+
+def verdict_markdown(data: dict[str, Any]) -> list[str]:
+    """Better / worse / inconclusive per pair, and for an inconclusive pair the items that would settle it."""
+    s = data["settings"]
+    rows = []
+    for p in data["pairs"]:
+        v, st = p["verdict"], p["settle"]
+        need = "–"
+        if v["verdict"] == "inconclusive":
+            if st["n_needed"] is None:
+                need = "no observed difference to settle" if not st["mean_diff"] else "more than 10 million"
+            else:
+                has = {True: "the task has them", False: f"the task has only {st['available']}",
+                       None: "task size unknown"}[st["task_has_enough"]]
+                need = f"{st['n_needed']} in all ({st['n_more']} more; {has})"
+        spread = p.get("draw_spread") or {}
+        if spread.get("within_spread"):
+            note = f"smaller than the between-draw sd {fmt(spread['between_draw_sd'], 4)}: another draw could reverse it"
+            need = note if need == "–" else f"{need}; {note}"
+        rows.append([p["a"], v["verdict"], p["b"], fmt(v["mean_diff"], 4), fmt_p(v["p_adjusted"]), need])
+    return ["## Verdicts", "",
+            f"A is better, worse or inconclusive against B by the paired t-test on {s['metric']} at α = {s['alpha']}, "
+            f"Holm-adjusted over the {len(data['pairs'])} pairs. For an inconclusive pair: the items the test would need "
+            f"for 80 % power if the true difference and spread were the observed ones, at α/m = "
+            f"{s['alpha'] / max(len(data['pairs']), 1):.4g} (where Holm rejects whatever the other pairs show).", "",
+            md_table(["A", "verdict", "B", "mean diff", "p Holm", "items to settle"], rows), ""]
+
+
 def identical_runs(runs: Sequence[RunResults], labels: Sequence[str]) -> list[list[str]]:
     """Pairs of runs (distinct folders) whose per_query.parquet has the same recorded SHA-256: copies of one run."""
     digests = [run.info.get("files", {}).get("per_query.parquet") for run in runs]
@@ -177,6 +233,7 @@ def comparison_markdown(data: dict[str, Any]) -> str:
              f"Significance level α = {s['alpha']}; {s['correction']}. All tests are two-sided.",
              "Protocol ids: " + ", ".join(f"{r['label']} `{r.get('protocol_id') or 'not recorded'}`" for r in data["runs"]) + ".",
              ""]
+    lines += verdict_markdown(data)
     lines += ranking_markdown(data)
     for pair in data["pairs"]:
         if pair.get("tied_by_construction"):

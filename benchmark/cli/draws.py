@@ -1,0 +1,123 @@
+"""`mmbench draws`: build several draws of a task, run models over them, and report the between-draw spread.
+
+`mmbench draws --task T --seeds 0..4 [--model M ...] [--out DIR]` builds the draws (once; see
+mmbench.running.draws), runs each model over each (reused when already run), and writes draws.md and
+draws.json: per model, the between-draw sd of each score per task, subset, length bin and cell next to the
+within-draw sampling error and their ratio, and which differences between models are smaller than the
+between-draw spread. `compare --draws DIR/draws.json` then says so for the pairs it compares.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+from typing import Any
+
+from mmbench.cli.commands_core import float_in, parse_params, positive_int, task_or_error
+from mmbench.common.errors import CLIError
+
+alpha_level = float_in(0.0, 1.0, low_open=True, high_open=True, what="a significance level strictly between 0 and 1")
+
+
+def seeds_arg(text: str) -> list[int]:
+    from mmbench.running.draws import parse_seeds
+
+    try:
+        return parse_seeds(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def add_draw_arguments(p) -> None:
+    """--task, --source, --param, --metric, --batch-tokens, --no-cache, --out (draws and overfit)."""
+    p.add_argument("--task", required=True, help="the task (see `mmbench list tasks`)")
+    p.add_argument("--source", default="sample", help="source of the builds (default: %(default)s)")
+    p.add_argument("--param", action="append", default=[], metavar="KEY=VALUE",
+                   help="builder parameter of every draw, as for `mmbench build` (e.g. lengths=[8192]); repeatable")
+    p.add_argument("--metric", default=None, help="per-query metric of the report (default: the task's main score)")
+    p.add_argument("--batch-tokens", type=positive_int, default=32768, help="padded tokens per batch (default: %(default)s)")
+    p.add_argument("--no-cache", action="store_true", help="neither read nor write the embedding cache")
+
+
+def register(sub) -> None:
+    p = sub.add_parser("draws", help="build draws of a task with several seeds and report the between-draw spread",
+                       description="Build a task with several seeds from the same sources and parameters, run models "
+                                   "over every draw (cached), and report the between-draw spread of each score.")
+    add_draw_arguments(p)
+    p.add_argument("--seeds", type=seeds_arg, default="0..4", metavar="A..B",
+                   help="seeds of the draws: A..B (inclusive), a comma-separated list, or one seed (default: %(default)s)")
+    p.add_argument("--model", action="append", default=[], help="model to run over the draws; repeatable "
+                   "(default: none, only build the draws)")
+    p.add_argument("--out", type=Path, default=None,
+                   help="folder of the runs and of draws.md / draws.json (default: runs/draws/<task>)")
+    p.set_defaults(func=cmd_draws)
+
+
+def load_models(names: list[str], no_cache: bool):
+    from mmbench.cli.commands_run import load_model_for_run
+    from mmbench.running.model_loading import ModelUnavailable
+
+    try:
+        return [load_model_for_run(name, {}, cached=not no_cache) for name in names]
+    except ModelUnavailable as exc:
+        raise CLIError(str(exc)) from None
+
+
+def draw_options(args: argparse.Namespace):
+    from mmbench.common.home import mmbench_home
+    from mmbench.running.runner import RunOptions
+
+    return RunOptions(batch_tokens=args.batch_tokens, cache_dir=mmbench_home() / "embeddings", use_cache=not args.no_cache,
+                      progress=False, seed=0)
+
+
+def build_or_error(task, seeds: list[int], args: argparse.Namespace) -> list[Any]:
+    from mmbench.data.poolset import PoolSetError
+    from mmbench.running.draws import build_draws
+
+    if args.source not in task.sources:
+        raise CLIError(f"task {task.name} has no source {args.source!r}; sources: {', '.join(task.sources)}")
+    try:
+        return build_draws(task, seeds, args.source, parse_params(args.param), announce=print)
+    except TypeError as exc:
+        raise CLIError(f"bad builder parameter for {task.name}: {exc}") from None
+    except (ValueError, FileNotFoundError, PoolSetError) as exc:
+        raise CLIError(f"cannot build {task.name}: {exc}") from None
+
+
+def write_report(out: Path, stem: str, data: dict[str, Any], markdown: str) -> None:
+    from mmbench.data.media import atomic_write_bytes
+
+    out.mkdir(parents=True, exist_ok=True)
+    atomic_write_bytes(out / f"{stem}.json", json.dumps(data, indent=2, sort_keys=True).encode())
+    atomic_write_bytes(out / f"{stem}.md", markdown.encode())
+
+
+def cmd_draws(args: argparse.Namespace) -> int:
+    from mmbench.cli.commands_core import safe_name
+    from mmbench.results.draw_report import draws_markdown, draws_numbers
+    from mmbench.running.draws import run_over_draws
+
+    task = task_or_error(args.task)
+    poolsets = build_or_error(task, args.seeds, args)
+    for seed, ps in zip(args.seeds, poolsets):
+        print(f"draw {seed}: {ps.root} (content hash {ps.content_hash[:16]})")
+    if not args.model:
+        return 0
+    metric = args.metric or task.main_score
+    out = args.out or Path("runs") / "draws" / task.name
+    options = draw_options(args)
+    by_model = {}
+    for name, model in zip(args.model, load_models(args.model, args.no_cache)):
+        by_model[model.card.name] = run_over_draws(model, name, task, poolsets, out / safe_name(model.card.name), options,
+                                                   announce=print)
+    missing = [n for n, runs in by_model.items() if any(metric not in r.per_query.columns for r in runs)]
+    if missing:
+        raise CLIError(f"per-query metric {metric!r} is missing from the runs of {missing[0]}")
+    data = draws_numbers(task.name, metric, args.seeds, by_model, axes=("subset", "length_bin", *task.summary_axes[1:]),
+                         cell=task.summary_axes[:2])
+    text = draws_markdown(data)
+    write_report(out, "draws", data, text)
+    print(text)
+    print(f"report written to {out / 'draws.md'} and {out / 'draws.json'}")
+    return 0

@@ -1,0 +1,58 @@
+"""The board's fresh-draw overfitting tests: reports of `mmbench overfit --board` shown on the overview.
+
+The keeper of a board runs `mmbench overfit` with the board's secret seed; `--board` files the report (without
+the keeper's folders) as <board>/overfit/<task>-<model>.json. The site lists each model's public − fresh gap,
+its CI and the band draw variance allows, and flags a significant gap. A report that does not parse is named
+on the page, not fatal.
+"""
+from __future__ import annotations
+
+import html
+import json
+from pathlib import Path
+from typing import Any
+
+
+OVERFIT_DIR = "overfit"
+
+
+def file_report(board: Path, data: dict[str, Any]) -> Path:
+    """Store an overfit report on the board (atomically), leaving out where the keeper's runs are."""
+    from mmbench.data.media import atomic_write_bytes
+
+    public = {k: v for k, v in data["public"].items() if k != "results"}
+    fresh = [{k: v for k, v in f.items() if k != "results"} for f in data["fresh"]]
+    slim = {**data, "public": public, "fresh": fresh}
+    folder = Path(board) / OVERFIT_DIR
+    folder.mkdir(parents=True, exist_ok=True)
+    from mmbench.leaderboards.store import slugify
+
+    path = folder / f"{slugify(data['task'])}-{slugify(data['model'])}.json"
+    atomic_write_bytes(path, json.dumps(slim, indent=1, sort_keys=True).encode())
+    return path
+
+
+def overfit_section(board: Path | None) -> str:
+    """HTML of the overview's fresh-draw section ('' when the board holds no overfit report)."""
+    folder = Path(board) / OVERFIT_DIR if board is not None else None
+    if folder is None or not folder.is_dir():
+        return ""
+    rows, bad = [], []
+    for path in sorted(folder.glob("*.json")):
+        try:
+            d = json.loads(path.read_text(encoding="utf-8"))
+            g = d["gap"]
+            flag = "<strong>significant: fitted to the public draw?</strong>" if g["flagged"] else "–"
+            rows.append(f"<tr><td class=\"text\">{html.escape(str(d['model']))}</td><td class=\"text\">"
+                        f"{html.escape(str(d['task']))}</td><td>{g['public']:.4f}</td><td>{g['fresh_mean']:.4f} "
+                        f"({g['n_fresh']})</td><td>{g['gap']:+.4f} [{g['ci_low']:+.4f}, {g['ci_high']:+.4f}]</td>"
+                        f"<td>±{g['half_width']:.4f}</td><td class=\"text\">{flag}</td></tr>")
+        except (OSError, ValueError, KeyError, TypeError) as exc:
+            bad.append(f"{path.name}: {html.escape(str(exc))}")
+    head = ("<tr><th class=\"text\">model</th><th class=\"text\">task</th><th>public</th><th>fresh mean (draws)</th>"
+            "<th>gap public − fresh [CI]</th><th>gap draw variance allows</th><th class=\"text\">flag</th></tr>")
+    note = "".join(f"<p>Unreadable report {b}</p>" for b in bad)
+    return ("<section id=\"fresh-draws\"><h2>Fresh-draw overfitting tests</h2><p>Each model on fresh draws of the task "
+            "built from the board's secret seed (their results have their own protocol id and are not on the boards "
+            "above). A gap above the band draw variance allows is flagged.</p>"
+            f"<table><thead>{head}</thead><tbody>{''.join(rows)}</tbody></table>{note}</section>")
