@@ -62,6 +62,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     except CLIError as exc:
         print(f"mmbench: error: {exc}", file=sys.stderr)
+        if args.verbose and exc.__cause__ is not None:   # -v: what lay under it, in one line, not a traceback
+            cause = " ".join(str(exc.__cause__).split())
+            print(f"mmbench: cause: {type(exc.__cause__).__name__}: {cause}", file=sys.stderr)
         return 2
     except (OSError, ValueError, RuntimeError) as exc:
         if args.verbose:
