@@ -10,6 +10,7 @@ from typing import Any, Callable, Sequence
 
 from mmbench.evaluators.reports.efficiency import device_label, efficiency_rows, mixed_devices
 from mmbench.results.store import RunResults
+from mmbench.running.parity_thresholds import block_verdict
 
 from mmbench.leaderboards.boards import Column, Table
 from mmbench.leaderboards.modelmeta import display_name
@@ -58,4 +59,4 @@ def certificate_cell(block: Any) -> str:
         return "NONE"
     low = block.get("cosine_min")
     shown = f" (min cosine {low:.5f})" if isinstance(low, (int, float)) else ""
-    return ("passed" if block.get("passed") else "FAILED") + shown
+    return ("passed" if block.get("passed") is True and block_verdict(block) else "FAILED") + shown

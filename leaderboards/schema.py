@@ -33,6 +33,7 @@ from mmbench.running.runner import SCORE_DECIMALS
 from mmbench.leaderboards.files import Limits, parse_json, read_folder, read_parquet
 from mmbench.leaderboards.official import OfficialRegistry, UnknownOfficialError, fingerprint, item_line
 from mmbench.leaderboards.problems import Problem, SubmissionRejected
+from mmbench.leaderboards.plausibility import plausibility_problems
 from mmbench.leaderboards.stated import stated_number_problems
 
 RESULTS_FILES = {SUMMARY: "json", SIDECAR: "json", PER_QUERY: "parquet", SEEN: "parquet"}
@@ -111,6 +112,7 @@ def validate_results(files: dict[str, bytes], registry: OfficialRegistry, limits
     from mmbench.rankers.parse import REPAIRS
 
     _stage(stated_number_problems(summary, per_query, seen, official.n_items, REPAIRS))
+    _stage(plausibility_problems(summary, seen))
     scores = {r.group: {"n": float(r.n), **r.metrics} for r in recomputed}
     return Submission("retrieval", task, version, content_hash, model, dict(files), scores)
 

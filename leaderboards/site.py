@@ -31,7 +31,7 @@ from mmbench.data.media import atomic_write_bytes
 from mmbench.results.store import load_results
 
 from mmbench.leaderboards.boards import MAIN, Column, Table, aggregates_table, all_tables, is_mmlongembed, ravel_predictions_table
-from mmbench.leaderboards.efficiency import efficiency_table
+from mmbench.leaderboards.efficiency import certificate_cell, efficiency_table
 from mmbench.leaderboards.matrix import main_score, overview_table, seen_shares
 from mmbench.leaderboards.overfit import overfit_section
 from mmbench.leaderboards.rank_sets import rank_sets_section
@@ -311,6 +311,8 @@ def _model_page(e: Entry, out: Path, meta: ModelMeta, loader) -> str:
              '</tbody></table>', _metadata_block(meta)]
     if e.kind == "retrieval":
         parts.append(_seen_block(seen_shares(loader(e)), loader(e).info.get("modalities_seen")))
+        parts.append('<p class="certificate">Backend certificate: <strong id="backend-certificate">'
+                     f'{esc(certificate_cell(loader(e).info.get("backend_certificate")))}</strong></p>')
     parts.append(f'<h2>Identity and settings</h2><pre>{esc(json.dumps(redact_paths(e.model), indent=1, sort_keys=True, ensure_ascii=False))}</pre>')
     tables = [aggregates_table(e)]
     if e.kind == "ravel":

@@ -16,6 +16,7 @@ import numpy as np
 import pandas as pd
 
 from mmbench.results.store import SUMMARY
+from mmbench.running.parity_thresholds import block_verdict, forged
 
 from mmbench.leaderboards.problems import Problem
 
@@ -147,6 +148,7 @@ def stated_number_problems(summary: dict[str, Any], per_query: pd.DataFrame, see
         elif want == "unknown" or not math.isfinite(got) or not np.isclose(got, want, rtol=0, atol=COST_TOLERANCE):
             problems.append(Problem(where, f"{got!r} differs from {want!r} recomputed from the tables"))
     info = summary.get("mmbench") or {}
+    problems += certificate_problems(info)
     problems += selection_problems(info, per_query, official_n_items)
     if info.get("cost_usd", None) is None and _cost(per_query, seen) not in (None, "unknown"):
         problems.append(Problem(f"{SUMMARY}: mmbench.cost_usd", "is missing although every item states its cost"))
@@ -154,6 +156,19 @@ def stated_number_problems(summary: dict[str, Any], per_query: pd.DataFrame, see
         problems.append(Problem(f"{SUMMARY}: dataset_revision", f"{summary.get('dataset_revision')!r} is not the pool "
                                 f"set's content hash {info.get('content_hash')!r}"))
     return problems
+
+
+def certificate_problems(info: dict[str, Any]) -> list[Problem]:
+    """A backend certificate block whose `passed` differs from the verdict its own measurements and thresholds give
+    (a flag edited by hand) is refused as forged."""
+    block = info.get("backend_certificate")
+    if block is None:
+        return []
+    where = f"{SUMMARY}: mmbench.backend_certificate"
+    if not isinstance(block, dict):
+        return [Problem(where, "must be an object")]
+    problem = forged(block.get("passed"), block_verdict(block))
+    return [] if problem is None else [Problem(f"{where}.passed", problem.split(": ", 1)[1])]
 
 
 def _strata_from_table(per_query: pd.DataFrame) -> dict[str, Any]:

@@ -6,6 +6,7 @@ import inspect
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
+from mmbench.tasks.param_types import param_type_problem
 
 
 @dataclass(frozen=True)
@@ -71,6 +72,15 @@ class TaskSpec:
                                         f"{', '.join(sorted(known))}")
         services = {key: _resolve(ref) for key, ref in self.services.items() if key not in params}
         return fn(source=source, out=Path(out), seed=seed, **services, **{**self.default_params, **params})
+
+    def check_param_types(self, params: dict[str, Any]) -> None:
+        """Refuse, naming it, a parameter whose value (as parsed from the command line) does not fit the builder's
+        annotation: `--param lengths=abc` is an error about `lengths`, not a bare int() error mid-build."""
+        fn = _resolve(self.builder)
+        for key, value in params.items():
+            problem = param_type_problem(fn, key, value)
+            if problem is not None:
+                raise UnknownBuildParameter(f"task {self.name}: {problem}")
 
     def param_names(self, fn: Callable[..., Any] | None = None) -> set[str] | None:
         """The keyword parameters `--param` may set (the builder's own, less source/out/seed and the services),

@@ -11,7 +11,7 @@ from mmbench.data.documents import Document, Text
 from mmbench.data.media import MediaStore
 from mmbench.models.api_gemini import GeminiEmbeddingModel
 from mmbench.models.api_openai import OpenAIEmbeddingModel
-from mmbench.models.base import EncodeError
+from mmbench.models.output_check import BadModelOutput
 from mmbench.common.http_client import APIError, HttpClient, RateLimiter, RetryPolicy
 from loopback_server import LoopbackServer
 from tiny_models import random_image
@@ -115,17 +115,21 @@ def test_wrong_shapes(server):
     model = _fast(OpenAIEmbeddingModel(model="m", base_url=server.url, dimensions=8))
     docs = [Document("a", [Text("x")]), Document("b", [Text("y")])]
     server.script = [(200, {}, {"data": [{"index": 0, "embedding": [1.0] * 8}]}, 0)]
-    with pytest.raises(EncodeError, match="'a'"):
+    with pytest.raises(BadModelOutput, match="'a'.*expected a 'data' list of 2 items, got 1 items"):
         model.encode(docs, "document", None)
     server.script = [(200, {}, {"data": [{"index": 0, "embedding": [1.0] * 8}, {"index": 1, "embedding": [1.0] * 3}]},
                       0)]
-    with pytest.raises(EncodeError, match="3-dim"):
+    with pytest.raises(BadModelOutput, match="rows of different lengths"):   # a whole batch of garbage stops the run
         model.encode(docs, "document", None)
     server.script = [(200, {}, {"data": [{"index": 0, "embedding": [1.0] * 8}, {"index": 1, "embedding": "nan"}]}, 0)]
-    with pytest.raises(EncodeError, match="malformed"):
+    with pytest.raises(BadModelOutput, match="not numbers"):
+        model.encode(docs, "document", None)
+    server.script = [(200, {}, {"data": [{"index": 0, "embedding": [1.0] * 3}, {"index": 1, "embedding": [2.0] * 3}]},
+                      0)]
+    with pytest.raises(BadModelOutput, match="3-dimensional vectors; expected 8"):
         model.encode(docs, "document", None)
     server.script = [(200, {}, {"result": "ok"}, 0)]
-    with pytest.raises(EncodeError, match="no 'data'"):
+    with pytest.raises(BadModelOutput, match="'data' list of 2 items, got none"):
         model.encode(docs, "document", None)
 
 

@@ -207,3 +207,24 @@ def test_a_model_run_before_is_still_sharded_over_ray(vg_tiny, tmp_path, monkeyp
     info = json.loads((tmp_path / "ray" / "results.json").read_text())["mmbench"]["encode"]
     assert info["executor"] == "ray" and info["workers"] == 2 and info["encoded"] > 0
     assert (tmp_path / "ray" / "per_query.parquet").read_bytes() == (tmp_path / "first" / "per_query.parquet").read_bytes()
+
+
+def test_garbage_from_a_worker_stops_the_run_like_a_local_one(vg_tiny, tmp_path, local_ray):
+    """Issue 35 #2 over Ray: a worker's bad batch reaches the driver as the same one-line BadModelOutput."""
+    import functools
+
+    import toy_models
+    from ray import cloudpickle
+
+    from mmbench.data.poolset import load_poolset
+    from mmbench.models.output_check import BadModelOutput
+    from mmbench.running.executors.ray_actors import RayExecutor
+    from mmbench.running.runner import RunOptions, run_poolset
+
+    cloudpickle.register_pickle_by_value(toy_models)
+    with RayExecutor(functools.partial(toy_models.GarbageModel, kind="nan"), 2) as executor:
+        options = RunOptions(batch_tokens=512, use_cache=False, progress=False, executor=executor)
+        with pytest.raises(BadModelOutput) as exc:
+            run_poolset(load_poolset(vg_tiny), toy_models.GarbageModel(kind="nan"), options)
+    message = str(exc.value)
+    assert "'garbage-local'" in message and "NaN" in message and "\n" not in message and "Traceback" not in message

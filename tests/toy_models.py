@@ -58,3 +58,39 @@ class UnloadableModel(HashingModel):
 
     def __init__(self, **kw) -> None:
         raise OSError("weights missing: /nowhere/model.safetensors")
+
+
+class GarbageModel(HashingModel):
+    """HashingModel whose second batch onward is garbage of one `kind` (a broken plugin or checkpoint)."""
+
+    def __init__(self, kind: str = "nan", **kw) -> None:
+        super().__init__(**kw)
+        self.card = ModelCard(name="garbage-local", family="test", modalities=frozenset({"text", "image"}),
+                              max_tokens=None, dim=self.card.dim, settings={"kind": kind})
+        self.kind = kind
+
+    def encode(self, documents: Sequence[Document], role, media):
+        good = super().encode(documents, role, media)
+        return good if len(self.calls) == 1 else garbage(self.kind, good)
+
+
+def garbage(kind: str, good: np.ndarray):
+    """`good` (n x d) spoilt the way `kind` names: what a broken model can hand back."""
+    n, d = good.shape
+    if kind == "nan":
+        good[-1, 0] = np.nan
+        return good
+    if kind == "inf":
+        good[0, 1] = np.inf
+        return good
+    if kind == "rows":
+        return np.vstack([good, good[:1]])
+    if kind == "rank":
+        return good[:, :, None]
+    if kind == "strings":
+        return [[str(x) for x in row] for row in good]
+    if kind == "ragged":
+        return [list(row) for row in good[:-1]] + [list(good[-1, :-1])] if n > 1 else [list(good[0]), [1.0]]
+    if kind == "dimension":
+        return np.hstack([good, np.ones((n, 1), np.float32)])
+    raise ValueError(kind)

@@ -12,6 +12,7 @@ from typing import Sequence
 
 from mmbench.cli import (analysis, commands_core, commands_run, commands_show, commands_validate, draws, export,
                          inspect_items, leaderboard, overfit, prepare, rank, ranks, ravel, reported, sweep, verify)
+from mmbench.common.address_limit import cap_threads_under_limit, out_of_memory_message, too_small_message
 from mmbench.common.errors import CLIError
 from mmbench.cli.helpformat import Parser
 
@@ -49,8 +50,13 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    limit = cap_threads_under_limit()   # before numpy or scipy loads its BLAS: under `ulimit -v` it could hang
     parser = build_parser()
     args = parser.parse_args(argv)
+    too_small = too_small_message(limit)
+    if too_small is not None:
+        print(f"mmbench: error: {too_small}", file=sys.stderr)
+        return 2
     from mmbench.running import provenance
 
     provenance.COMMAND_LINE = ["mmbench", *(sys.argv[1:] if argv is None else argv)]  # recorded in results
@@ -63,9 +69,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     except CLIError as exc:
         print(f"mmbench: error: {exc}", file=sys.stderr)
+        if args.verbose and exc.__cause__ is not None:   # -v: what lay under it, in one line, not a traceback
+            cause = " ".join(str(exc.__cause__).split())
+            print(f"mmbench: cause: {type(exc.__cause__).__name__}: {cause}", file=sys.stderr)
         return 2
-    except (OSError, ValueError, RuntimeError) as exc:
-        if args.verbose:
+    except (MemoryError, ImportError, OSError, ValueError, RuntimeError) as exc:
+        no_room = out_of_memory_message(exc)
+        if no_room is not None and not args.verbose:
+            print(f"mmbench: error: {no_room}", file=sys.stderr)
+            return 2
+        if args.verbose or isinstance(exc, (MemoryError, ImportError)):
             raise
         print(f"mmbench: error: {exc}", file=sys.stderr)
         return 1

@@ -190,6 +190,10 @@ def cmd_build(args: argparse.Namespace) -> int:
 
     out = args.out or default_poolset_dir(task.name, args.source, args.seed)
     params = parse_params(args.param)
+    try:
+        task.check_param_types(params)
+    except ValueError as exc:
+        raise CLIError(str(exc)) from None
     from mmbench.common.scratch import OutputRefused, check_replaceable
 
     start = time.perf_counter()

@@ -45,6 +45,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--backend-certificate", type=Path, default=None, metavar="FILE",
                    help="a certificate written by `mmbench verify-backend` for this model: the results carry it "
                         "and the leaderboard marks runs whose backend has none")
+    p.add_argument("--allow-failed-certificate", action="store_true",
+                   help="attach a --backend-certificate that failed its thresholds (default: refused); the board "
+                        "and the model page then show the backend as FAILED")
     p.add_argument("--no-cache", action="store_true", help="neither read nor write the embedding cache")
     p.add_argument("--verify", action="store_true",
                    help="recompute the pool set's content hash and check every media file (default: check the "
@@ -106,7 +109,7 @@ def cmd_run(args: argparse.Namespace) -> int:
             raise CLIError(f"{out} already holds results of another run: {'; '.join(diffs)}. "
                            "Pass --overwrite to replace them, or choose another --output")
     options = run_options(args, progress=not args.quiet)
-    options.certificate = certificate_or_error(args.backend_certificate, model)
+    options.certificate = certificate_or_error(args.backend_certificate, model, args.allow_failed_certificate)
     options.executor = executor_or_error(args, args.model, model_options(args, args.model))
     try:
         failed = _run_tasks(tasks, poolsets, outs, skip, model, options, args)
@@ -118,11 +121,12 @@ def cmd_run(args: argparse.Namespace) -> int:
     return 1 if failed else 0
 
 
-def certificate_or_error(path: Path | None, model) -> dict[str, Any] | None:
-    """The backend certificate at `path`, refused (exit 2) when unreadable or made for another model."""
+def certificate_or_error(path: Path | None, model, allow_failed: bool = False) -> dict[str, Any] | None:
+    """The backend certificate at `path`, refused (exit 2) when unreadable, forged (its `passed` differs from its
+    own measurements), made for another model, or failed without `allow_failed`."""
     if path is None:
         return None
-    from mmbench.running.verify_backend import ProbeError, certificate_covers, read_certificate
+    from mmbench.running.verify_backend import ProbeError, certificate_covers, certificate_verdict, read_certificate
 
     try:
         cert = read_certificate(path)
@@ -131,6 +135,10 @@ def certificate_or_error(path: Path | None, model) -> dict[str, Any] | None:
     if not certificate_covers(cert, model.card.identity()):
         raise CLIError(f"{path}: reference.model / second.model: the certificate was made for another model or "
                        f"settings than {model.card.name!r}; run `mmbench verify-backend` for this one")
+    if not certificate_verdict(cert) and not allow_failed:
+        reasons = "; ".join(str(r) for r in cert.get("reasons") or []) or "below its thresholds"
+        raise CLIError(f"{path}: passed: the certificate FAILED ({reasons}); pass --allow-failed-certificate to "
+                       "attach it anyway (the board then shows the backend as FAILED)")
     return cert
 
 

@@ -11,12 +11,19 @@ from every error message, log line and response body this module hands back, so 
 echoes the key in an error cannot make it reach results, caches or the terminal. Redirects are
 refused, so the key goes to the host the caller named and nowhere else.
 
+Credentials in a URL (`https://user:password@host/v1`, an authenticating proxy or gateway) are taken out
+of the URL before the request: `user:password` is sent as HTTP basic auth, and a key alone
+(`https://KEY@host/v1` or `https://:KEY@host/v1`) is handed to the adapter, which sends it in the API's own
+key header (`URLAuth`). The request goes to the host without the user info; the user info is never shown.
+
 Time: `timeout` bounds each attempt as a whole (connect, headers and body together), not each
 socket read: a watchdog shuts the attempt's socket when its time is up, so a server that trickles
 bytes cannot stretch a request past it.
 """
 from __future__ import annotations
 
+import base64
+import binascii
 import datetime
 import email.utils
 import http.client
@@ -101,7 +108,7 @@ class Redactor:
         found: list[str] = []
         for name, value in headers.items():
             if _CREDENTIAL_HEADER.search(name) and value:
-                found += [value, *value.split()]
+                found += [value, *value.split(), *_basic_secrets(value)]
         parts = urllib.parse.urlsplit(url)
         found += [v for k, v in urllib.parse.parse_qsl(parts.query, keep_blank_values=True) if _CREDENTIAL_PARAM.search(k)]
         if "@" in parts.netloc:   # https://user:password@host/...
@@ -120,6 +127,61 @@ class Redactor:
             if secret in data:
                 data = data.replace(secret, REDACTED.encode())
         return data
+
+
+def _basic_secrets(value: str) -> list[str]:
+    """The decoded `user:password` and the password of an HTTP basic-auth header value (none for others)."""
+    scheme, _, token = value.partition(" ")
+    if scheme.lower() != "basic":
+        return []
+    try:
+        pair = base64.b64decode(token.strip(), validate=True).decode("utf-8")
+    except (binascii.Error, UnicodeDecodeError):
+        return []
+    return [pair, pair.partition(":")[2]]
+
+
+@dataclass(frozen=True)
+class URLAuth:
+    """A base URL split from the credentials in its user info.
+
+    `url`: the URL the requests go to (no user info); `key`: the user info when it is a key alone
+    (`https://KEY@host` or `https://:KEY@host`), for the adapter to send in the API's own key header;
+    `basic`: the `Authorization: Basic` header when the user info is `user:password`."""
+
+    url: str
+    key: str | None = None
+    basic: dict[str, str] = field(default_factory=dict)
+
+    @classmethod
+    def of(cls, url: str) -> "URLAuth":
+        user, password, bare = split_url_credentials(url)
+        if user is None:
+            return cls(bare)
+        if password is None or not user:   # the user info is the key itself
+            return cls(bare, key=(password if not user else user) or None)
+        return cls(bare, basic=basic_auth_header(user, password))
+
+    def headers(self, key_headers: dict[str, str]) -> dict[str, str]:
+        """The request's headers: the API's key headers, then basic auth (which takes `Authorization`)."""
+        return {**key_headers, **self.basic}
+
+
+def split_url_credentials(url: str) -> tuple[str | None, str | None, str]:
+    """(user, password, the URL without its user info); user is None when the URL has no user info, password
+    None when it has no ':'. Both are percent-decoded."""
+    parts = urllib.parse.urlsplit(url)
+    if "@" not in parts.netloc:
+        return None, None, url
+    userinfo, host = parts.netloc.rsplit("@", 1)
+    user, colon, password = userinfo.partition(":")
+    bare = urllib.parse.urlunsplit((parts.scheme, host, parts.path, parts.query, parts.fragment))
+    return urllib.parse.unquote(user), urllib.parse.unquote(password) if colon else None, bare
+
+
+def basic_auth_header(user: str, password: str) -> dict[str, str]:
+    token = base64.b64encode(f"{user}:{password}".encode("utf-8")).decode("ascii")
+    return {"Authorization": f"Basic {token}"}
 
 
 class _Deadline:
@@ -309,6 +371,7 @@ class HttpClient:
         body = json.dumps(payload).encode("utf-8")
         hdrs = {"Content-Type": "application/json", "Accept": "application/json", **(headers or {})}
         redact = Redactor.for_request(url, hdrs)
+        url, hdrs = _userinfo_as_basic_auth(url, hdrs)
         shown = redact.text(public_url(url))
         last = "no attempt made"
         status: int | None = None
@@ -383,6 +446,17 @@ class HttpClient:
             return [fn(x) for x in items]
         with ThreadPoolExecutor(max_workers=self.max_concurrency) as pool:
             return list(pool.map(fn, items))
+
+
+def _userinfo_as_basic_auth(url: str, headers: dict[str, str]) -> tuple[str, dict[str, str]]:
+    """`url` without user info, and its `user:password` as basic auth unless an Authorization header is already
+    set (urllib would otherwise send the request to a host named 'user:password@host')."""
+    user, password, bare = split_url_credentials(url)
+    if user is None:
+        return url, headers
+    if any(k.lower() == "authorization" for k in headers):
+        return bare, headers
+    return bare, {**headers, **basic_auth_header(user, password or "")}
 
 
 def public_url(url: str) -> str:

@@ -6,7 +6,8 @@ Reading gigabytes on every run would be slow, so each file's digest is kept in a
 (real path, size, mtime_ns, ctime_ns, inode): a rewritten, replaced or touched file misses the
 memo and is read again. `ctime_ns` is set by the kernel on every change, so even a rewrite that
 restores the old mtime is noticed. The memo is a JSON file under MMBENCH_HOME, written atomically;
-losing it costs one re-read, never a wrong digest.
+losing it costs one re-read, never a wrong digest. Concurrent runs sharing a home merge their entries under an
+flock on a sibling lock file (read the memo again, add this run's entries, write), so none loses another's.
 """
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ import os
 import threading
 from pathlib import Path
 
+from mmbench.common import flocks
 from mmbench.common.home import mmbench_home
 from mmbench.data.media import atomic_write_bytes
 
@@ -55,12 +57,28 @@ def _load(memo_path: Path) -> None:
     _loaded_from = memo_path
 
 
-def _save(memo_path: Path) -> None:
-    items = list(_memo.items())[-MEMO_LIMIT:]
+def _save(memo_path: Path, new: dict[str, str]) -> None:
+    """Add `new` to the memo on disk, under the lock, so entries another process wrote meanwhile are kept."""
     try:
-        atomic_write_bytes(memo_path, json.dumps(dict(items), sort_keys=False).encode())
+        memo_path.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(memo_path.with_name(memo_path.name + ".lock"), os.O_RDWR | os.O_CREAT, 0o666)
     except OSError as exc:  # read-only home: digests are still right, only not remembered
         log.debug("cannot write digest memo %s: %s", memo_path, exc)
+        return
+    try:
+        flocks.hold(fd, wait=True)
+        global _loaded_from
+        _loaded_from = None
+        _load(memo_path)   # what is on disk now, other runs' entries included
+        for key, digest in new.items():
+            _memo.pop(key, None)
+            _memo[key] = digest
+        items = list(_memo.items())[-MEMO_LIMIT:]
+        atomic_write_bytes(memo_path, json.dumps(dict(items), sort_keys=False).encode())
+    except OSError as exc:
+        log.debug("cannot write digest memo %s: %s", memo_path, exc)
+    finally:
+        os.close(fd)   # releases the lock
 
 
 def sha256_file(path: str | Path) -> str:
@@ -77,7 +95,7 @@ def file_digests(paths: list[Path]) -> list[str]:
     memo_path = _memo_path()
     with _lock:
         _load(memo_path)
-        out, changed = [], False
+        out, new = [], {}
         for p in paths:
             key, _ = _key(p)
             digest = _memo.get(key)
@@ -86,11 +104,10 @@ def file_digests(paths: list[Path]) -> list[str]:
                 after, _ = _key(p)
                 if after == key:  # not being written while read: safe to remember
                     _memo.pop(key, None)
-                    _memo[key] = digest
-                    changed = True
+                    _memo[key] = new[key] = digest
             out.append(digest)
-        if changed:
-            _save(memo_path)
+        if new:
+            _save(memo_path, new)
         return out
 
 

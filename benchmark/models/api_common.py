@@ -16,6 +16,7 @@ from mmbench.data.documents import Document
 from mmbench.data.media import MediaError, MediaStore
 from mmbench.data.tokens import TextTokenizer
 from mmbench.models.base import EmbeddingModel, EncodeError, Role
+from mmbench.models.output_check import BadModelOutput, batch_rows
 from mmbench.common.http_client import HttpClient, RetryPolicy
 
 MIME = {".png": "image/png", ".jpg": "image/jpeg", ".jpeg": "image/jpeg", ".webp": "image/webp", ".gif": "image/gif"}
@@ -93,12 +94,10 @@ class APIEmbeddingModel(EmbeddingModel):
             else:
                 todo.append(i)
         if todo:
-            vecs = self._embed([documents[i] for i in todo], role, media)
-            if len(vecs) != len(todo):
-                raise EncodeError(f"{self.card.name}: the API returned {len(vecs)} embeddings for {len(todo)} "
-                                  f"documents (first: {documents[todo[0]].id!r})")
-            for i, vec in zip(todo, vecs):
-                out[i] = self._check(vec, documents[i].id)
+            asked = [documents[i] for i in todo]
+            rows = batch_rows(self.card.name, self._embed(asked, role, media), asked, role, self.card.dim)
+            for i, vec in zip(todo, rows):
+                out[i] = vec
             if cache:  # one pack for the call's new vectors
                 from mmbench.data.embedding_cache import CacheRow
 
@@ -106,19 +105,6 @@ class APIEmbeddingModel(EmbeddingModel):
                 cache.save_index(role)
         mat = np.stack(out).astype(np.float32)
         return mat / np.maximum(np.linalg.norm(mat, axis=1, keepdims=True), 1e-12)
-
-    def _check(self, vec: Any, doc_id: str) -> np.ndarray:
-        try:
-            arr = np.asarray(vec, dtype=np.float32)
-        except (TypeError, ValueError) as exc:
-            raise EncodeError(f"{self.card.name}: malformed embedding for document {doc_id!r}: {exc}") from None
-        if arr.ndim != 1 or arr.size == 0 or not np.all(np.isfinite(arr)):
-            raise EncodeError(f"{self.card.name}: malformed embedding for document {doc_id!r} "
-                              f"(shape {arr.shape}, finite={bool(np.all(np.isfinite(arr)))})")
-        if self.card.dim and arr.size != self.card.dim:
-            raise EncodeError(f"{self.card.name}: document {doc_id!r} got a {arr.size}-dim embedding, "
-                              f"expected {self.card.dim}")
-        return arr
 
     def _cache(self):
         if not self._cache_dir:
@@ -128,6 +114,12 @@ class APIEmbeddingModel(EmbeddingModel):
         # A folder of its own: entries here are keyed by the view's hash and carry no seen-record, so they must
         # never be read by the runner's cache (keyed by whole documents) when both are given the same folder.
         return EmbeddingCache(Path(self._cache_dir) / "api-views", model_key(self.card.identity()))
+
+
+def bad_response(model_name: str, first: str, what: str) -> BadModelOutput:
+    """A reply that holds no usable list of embeddings: garbage from the service, which stops the run."""
+    return BadModelOutput(f"model {model_name!r} gave an unusable response for the batch starting at {first!r}: {what}; "
+                          "the run stops here")
 
 
 def batches(items: Sequence[Any], size: int) -> list[Sequence[Any]]:

@@ -24,8 +24,8 @@ from typing import Any, Sequence
 
 from mmbench.data.documents import Document, Image, Text, Video
 from mmbench.data.media import MediaStore
-from mmbench.common.http_client import api_key, public_url
-from mmbench.models.api_common import APIEmbeddingModel, client_from_options, data_url
+from mmbench.common.http_client import URLAuth, api_key, public_url
+from mmbench.models.api_common import APIEmbeddingModel, bad_response, client_from_options, data_url
 from mmbench.models.base import EncodeError, ModelCard, Role
 
 ARK_URL = "https://ark.cn-beijing.volces.com/api/v3"
@@ -45,8 +45,9 @@ class DoubaoEmbeddingModel(APIEmbeddingModel):
                  name: str | None = None, revision: str | None = None, **_: Any) -> None:
         if dimensions is not None and dimensions not in DIMENSIONS:
             raise ValueError(f"dimensions must be one of {DIMENSIONS} for {model} (got {dimensions})")
-        self.base_url = (base_url or os.environ.get("ARK_BASE_URL") or ARK_URL).rstrip("/")
-        self._key = api_key(api_key_env, required=self.base_url == ARK_URL)
+        self._auth = URLAuth.of((base_url or os.environ.get("ARK_BASE_URL") or ARK_URL).rstrip("/"))
+        self.base_url = self._auth.url
+        self._key = self._auth.key or api_key(api_key_env, required=self.base_url == ARK_URL and not self._auth.basic)
         self.model, self.dimensions = model, dimensions
         self.prefixes = {"query": query_prefix, "document": document_prefix}
         self.client = client_from_options(timeout, max_attempts, max_concurrency, requests_per_second)
@@ -71,7 +72,7 @@ class DoubaoEmbeddingModel(APIEmbeddingModel):
         return max((len(self._tokenizer.encode(p)) for p in self.prefixes.values() if p), default=0)
 
     def _headers(self) -> dict[str, str]:
-        return {"Authorization": f"Bearer {self._key}"} if self._key else {}
+        return self._auth.headers({"Authorization": f"Bearer {self._key}"} if self._key else {})
 
     def _embed(self, documents: Sequence[Document], role: Role, media: MediaStore | None) -> list[list[float]]:
         payloads = [self.payload(doc, role, media) for doc in documents]  # bad images fail before any request
@@ -111,7 +112,8 @@ class DoubaoEmbeddingModel(APIEmbeddingModel):
         if isinstance(data, list) and len(data) == 1:  # tolerate the list form some gateways return
             data = data[0]
         if not isinstance(data, dict) or "embedding" not in data:
-            raise EncodeError(f"{self.card.name}: response for document {doc.id!r} has no data.embedding")
+            what = f"{len(data)} embeddings for one document" if isinstance(data, list) else "no data.embedding"
+            raise bad_response(self.card.name, doc.id, what)
         return data["embedding"]
 
 

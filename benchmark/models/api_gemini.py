@@ -11,8 +11,8 @@ from typing import Any, Sequence
 
 from mmbench.data.documents import Document, Image, Text
 from mmbench.data.media import MediaStore
-from mmbench.common.http_client import api_key
-from mmbench.models.api_common import (APIEmbeddingModel, client_from_options, image_bytes, load_text_tokenizer,
+from mmbench.common.http_client import URLAuth, api_key
+from mmbench.models.api_common import (APIEmbeddingModel, bad_response, client_from_options, image_bytes, load_text_tokenizer,
                          tokenizer_fingerprint)
 from mmbench.models.base import EncodeError, ModelCard, Role
 from mmbench.common.http_client import public_url
@@ -38,8 +38,9 @@ class GeminiEmbeddingModel(APIEmbeddingModel):
                  timeout: float = 60.0, max_attempts: int = 5, max_concurrency: int = 4,
                  requests_per_second: float | None = None, cache_dir: str | None = None, name: str | None = None,
                  revision: str | None = None, **_: Any) -> None:
-        self.base_url = (base_url or GEMINI_URL).rstrip("/")
-        self._key = api_key(api_key_env, required=self.base_url == GEMINI_URL)
+        self._auth = URLAuth.of((base_url or GEMINI_URL).rstrip("/"))
+        self.base_url = self._auth.url
+        self._key = self._auth.key or api_key(api_key_env, required=self.base_url == GEMINI_URL and not self._auth.basic)
         images = takes_images(model) if images is None else bool(images)
         self.model, self.dimensions, self.batch_size, self.images = model, dimensions, batch_size, images
         self.client = client_from_options(timeout, max_attempts, max_concurrency, requests_per_second)
@@ -86,15 +87,15 @@ class GeminiEmbeddingModel(APIEmbeddingModel):
             if self.dimensions:
                 req["outputDimensionality"] = self.dimensions
             requests.append(req)
-        headers = {"x-goog-api-key": self._key} if self._key else {}
+        headers = self._auth.headers({"x-goog-api-key": self._key} if self._key else {})
         body = self.client.post_json(f"{self.base_url}/models/{self.model}:batchEmbedContents",
                                      {"requests": requests}, headers)
         first = documents[idx[0]].id
         items = body.get("embeddings") if isinstance(body, dict) else None
         if not isinstance(items, list) or len(items) != len(idx):
-            raise EncodeError(f"{self.card.name}: response for documents starting at {first!r} has no "
-                              f"'embeddings' list of {len(idx)} items")
+            got = f"{len(items)} items" if isinstance(items, list) else "none"
+            raise bad_response(self.card.name, first, f"expected an 'embeddings' list of {len(idx)} items, got {got}")
         try:
             return [item["values"] for item in items]
         except (KeyError, TypeError) as exc:
-            raise EncodeError(f"{self.card.name}: malformed item in response for {first!r}: {exc!r}") from None
+            raise bad_response(self.card.name, first, f"malformed item ({type(exc).__name__}: {exc})") from None

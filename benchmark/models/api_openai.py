@@ -10,8 +10,8 @@ from typing import Any, Sequence
 
 from mmbench.data.documents import Document, Image, Text
 from mmbench.data.media import MediaStore
-from mmbench.common.http_client import api_key
-from mmbench.models.api_common import (APIEmbeddingModel, batches, client_from_options, data_url, load_text_tokenizer,
+from mmbench.common.http_client import URLAuth, api_key
+from mmbench.models.api_common import (APIEmbeddingModel, bad_response, batches, client_from_options, data_url, load_text_tokenizer,
                          tokenizer_fingerprint)
 from mmbench.models.base import EncodeError, ModelCard, Role
 from mmbench.common.http_client import public_url
@@ -31,8 +31,9 @@ class OpenAIEmbeddingModel(APIEmbeddingModel):
                  **_: Any) -> None:
         import os
 
-        self.base_url = (base_url or os.environ.get("OPENAI_BASE_URL") or OPENAI_URL).rstrip("/")
-        self._key = api_key(api_key_env, required=self.base_url == OPENAI_URL)
+        self._auth = URLAuth.of((base_url or os.environ.get("OPENAI_BASE_URL") or OPENAI_URL).rstrip("/"))
+        self.base_url = self._auth.url
+        self._key = self._auth.key or api_key(api_key_env, required=self.base_url == OPENAI_URL and not self._auth.basic)
         if images is None:  # OpenAI's own embedding models are text only; other servers may take images
             images = self.base_url != OPENAI_URL
         self.model, self.dimensions, self.batch_size, self.images = model, dimensions, batch_size, images
@@ -61,7 +62,7 @@ class OpenAIEmbeddingModel(APIEmbeddingModel):
         return max(max_tokens - prefix, 0)
 
     def _headers(self) -> dict[str, str]:
-        return {"Authorization": f"Bearer {self._key}"} if self._key else {}
+        return self._auth.headers({"Authorization": f"Bearer {self._key}"} if self._key else {})
 
     def _embed(self, documents: Sequence[Document], role: Role, media: MediaStore | None) -> list[list[float]]:
         prefix = self.prefixes[role]
@@ -103,10 +104,10 @@ class OpenAIEmbeddingModel(APIEmbeddingModel):
         first = documents[idx[0]].id
         data = body.get("data") if isinstance(body, dict) else None
         if not isinstance(data, list) or len(data) != len(idx):
-            raise EncodeError(f"{self.card.name}: response for documents starting at {first!r} has no 'data' list "
-                              f"of {len(idx)} items")
+            got = f"{len(data)} items" if isinstance(data, list) else "none"
+            raise bad_response(self.card.name, first, f"expected a 'data' list of {len(idx)} items, got {got}")
         try:
             ordered = sorted(data, key=lambda d: int(d.get("index", 0)))
             return [d["embedding"] for d in ordered]
         except (AttributeError, KeyError, TypeError, ValueError) as exc:
-            raise EncodeError(f"{self.card.name}: malformed item in response for {first!r}: {exc!r}") from None
+            raise bad_response(self.card.name, first, f"malformed item ({type(exc).__name__}: {exc})") from None

@@ -29,7 +29,7 @@ class AnthropicRanker(ListwiseRanker):
 
     def headers(self) -> dict[str, str]:
         key = self._key()
-        return {"anthropic-version": ANTHROPIC_VERSION, **({"x-api-key": key} if key else {})}
+        return self.auth_headers({"anthropic-version": ANTHROPIC_VERSION, **({"x-api-key": key} if key else {})})
 
     def payload(self, prompt: RenderedPrompt, images: Sequence[tuple[bytes, str]]) -> dict[str, Any]:
         content: list[dict[str, Any]] = [{"type": "text", "text": prompt.intro}]

@@ -19,7 +19,7 @@ from typing import Any, Sequence
 
 from mmbench.data.media import MediaStore, atomic_write_bytes
 from mmbench.models.api_common import image_bytes
-from mmbench.common.http_client import APIError, HttpClient, RetryPolicy, public_url
+from mmbench.common.http_client import APIError, HttpClient, RetryPolicy, URLAuth, public_url
 from mmbench.rankers.parse import parse_ranking
 from mmbench.rankers.prompt import DEFAULT_PROMPT, PromptTemplate, RenderedPrompt
 
@@ -124,9 +124,10 @@ class ListwiseRanker(ABC):
                  requests_per_second: float | None = None, cache_dir: str | Path | None = None,
                  prices: Prices | None = None, name: str | None = None, extra_settings: dict[str, Any] | None = None):
         self.model = model
-        self.base_url = (base_url or default_url).rstrip("/")
+        self._auth = URLAuth.of((base_url or default_url).rstrip("/"))
+        self.base_url = self._auth.url
         self.api_key_env = api_key_env or self.default_key_env
-        if self.base_url == default_url.rstrip("/") and not os.environ.get(self.api_key_env, "").strip():
+        if self.base_url == default_url.rstrip("/") and not self._key():
             raise ValueError(f"set the environment variable {self.api_key_env} to the API key (keys are never "
                              "passed on the command line or written to results)")
         self.prompt = prompt or DEFAULT_PROMPT
@@ -143,7 +144,12 @@ class ListwiseRanker(ABC):
                       **(extra_settings or {})})
 
     def _key(self) -> str | None:
-        return os.environ.get(self.api_key_env, "").strip() or None
+        """The key the base URL carries (`https://KEY@host`), else the one in the environment variable."""
+        return self._auth.key or os.environ.get(self.api_key_env, "").strip() or None
+
+    def auth_headers(self, key_headers: dict[str, str]) -> dict[str, str]:
+        """`key_headers` plus the basic auth of a base URL holding `user:password`."""
+        return self._auth.headers(key_headers)
 
     @abstractmethod
     def url(self) -> str: ...

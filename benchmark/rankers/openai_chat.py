@@ -33,7 +33,7 @@ class OpenAIChatRanker(ListwiseRanker):
 
     def headers(self) -> dict[str, str]:
         key = self._key()
-        return {"Authorization": f"Bearer {key}"} if key else {}
+        return self.auth_headers({"Authorization": f"Bearer {key}"} if key else {})
 
     def payload(self, prompt: RenderedPrompt, images: Sequence[tuple[bytes, str]]) -> dict[str, Any]:
         content: list[dict[str, Any]] = [{"type": "text", "text": prompt.intro}]

@@ -26,6 +26,7 @@ from mmbench.running.efficiency import EfficiencyMeter, bins_of_documents
 from mmbench.running.executors import LocalExecutor
 from mmbench.running.lazy_model import ModelChanged
 from mmbench.models.base import EmbeddingModel, Role
+from mmbench.models.output_check import BadModelOutput
 from mmbench.data.poolset import PoolItem, PoolSet
 from mmbench.data.selection import select_by_cost, selection_record
 from mmbench.data.truncation import first_texts_to_tokenize
@@ -68,7 +69,7 @@ class EncodeStats:
     dim_from: str = ""        # the document that fixed it
 
 
-class VectorShapeError(RuntimeError):
+class VectorShapeError(BadModelOutput):
     """A model gave vectors of different lengths within one run; the message names the model and documents."""
 
 

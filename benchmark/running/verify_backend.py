@@ -28,7 +28,7 @@ import numpy as np
 from mmbench.data.documents import Document, segments_from_json
 from mmbench.data.media import MediaStore
 from mmbench.models.base import EmbeddingModel, Role
-from mmbench.running.parity_thresholds import DEFAULT_MIN_COSINE, DEFAULT_MIN_TOP1_AGREEMENT
+from mmbench.running.parity_thresholds import DEFAULT_MIN_COSINE, DEFAULT_MIN_TOP1_AGREEMENT, forged, verdict
 from mmbench.running.views import model_view
 
 CERTIFICATE_KIND = "mmbench.backend_certificate"
@@ -185,12 +185,42 @@ def certificate(reference: EmbeddingModel, second: EmbeddingModel, second_kind: 
 
 
 def run_block(cert: dict[str, Any]) -> dict[str, Any]:
-    """What a run's results.json keeps of a certificate (`mmbench.backend_certificate`)."""
-    return {"passed": bool(cert.get("passed")), "cosine_min": cert.get("cosine_min"),
+    """What a run's results.json keeps of a certificate (`mmbench.backend_certificate`); `passed` is the verdict
+    recomputed from the certificate's measurements and thresholds."""
+    thresholds = cert.get("thresholds") or {}
+    return {"passed": certificate_verdict(cert), "cosine_min": cert.get("cosine_min"),
             "cosine_median": cert.get("cosine_median"), "top1_agreement": cert.get("top1_agreement"),
-            "min_cosine": (cert.get("thresholds") or {}).get("min_cosine"),
+            "min_cosine": thresholds.get("min_cosine"), "min_top1_agreement": thresholds.get("min_top1_agreement"),
             "second_path": (cert.get("second") or {}).get("path"), "probe_digest": (cert.get("probe") or {}).get("digest"),
             "created": cert.get("created")}
+
+
+def certificate_verdict(cert: dict[str, Any]) -> bool:
+    """Whether the certificate passes by its own thresholds and measurements."""
+    thresholds = cert.get("thresholds") if isinstance(cert.get("thresholds"), dict) else {}
+    return verdict(cert.get("cosine_min"), cert.get("top1_agreement"), thresholds.get("min_cosine"),
+                   thresholds.get("min_top1_agreement"))
+
+
+def certificate_problem(cert: dict[str, Any]) -> str | None:
+    """Why the certificate's stated figures cannot be believed: its summary figures differ from those its own items
+    and pairs give, or its `passed` from the verdict they give. None for an honest certificate."""
+    items, pairs = cert.get("items"), cert.get("pairs")
+    if not isinstance(items, list) or not isinstance(pairs, list):
+        return "items / pairs: missing; not a certificate written by `mmbench verify-backend`"
+    try:
+        cosines = [float("nan") if i.get("cosine") is None else float(i["cosine"]) for i in items]
+        agree = [bool(p["agree"]) for p in pairs]
+    except (AttributeError, KeyError, TypeError, ValueError):
+        return "items / pairs: malformed entries"
+    low = min(cosines) if cosines and all(np.isfinite(cosines)) else None
+    top1 = float(np.mean(agree)) if agree else None
+    for field_name, stated, want in (("cosine_min", cert.get("cosine_min"), low),
+                                     ("top1_agreement", cert.get("top1_agreement"), top1)):
+        if (stated is None) != (want is None) or (want is not None and not (
+                isinstance(stated, (int, float)) and np.isclose(stated, want, rtol=0, atol=1e-9))):
+            return f"{field_name}: states {stated!r}, but its own items give {want!r}; refused as forged"
+    return forged(cert.get("passed"), certificate_verdict(cert))
 
 
 def certificate_covers(cert: dict[str, Any], identity: dict[str, Any]) -> bool:
@@ -209,4 +239,7 @@ def read_certificate(path: Path) -> dict[str, Any]:
         raise ProbeError(f"{path}: unreadable backend certificate ({exc})") from None
     if not isinstance(cert, dict) or cert.get("kind") != CERTIFICATE_KIND:
         raise ProbeError(f"{path}: kind: not an mmbench backend certificate (expected {CERTIFICATE_KIND!r})")
+    problem = certificate_problem(cert)
+    if problem is not None:
+        raise ProbeError(f"{path}: {problem}")
     return cert

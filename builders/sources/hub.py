@@ -60,11 +60,26 @@ def parse(value: str, what: str = "source", config: str | None = None, split: st
     if not m["revision"]:
         raise HubSourceError(f"{what}={value!r}: name the revision (hf:{m['dataset']}@<commit>) so a rebuild "
                              "reads the same data")
+    if not _dataset_id_ok(m["dataset"]):
+        raise HubSourceError(f"{what}={value!r}: {m['dataset']!r} is neither a hub dataset id (owner/name) nor an "
+                             "absolute folder (a local mirror); '..', a relative path or an id that names a folder here is "
+                             "refused, since `datasets` would read that folder instead of the hub's dataset")
     options = dict(parse_qsl(m["query"] or "", keep_blank_values=True))
     unknown = sorted(set(options) - {"config", "split"})
     if unknown:
         raise HubSourceError(f"{what}={value!r}: unknown option {unknown[0]!r} (known: config, split)")
     return HubSpec(m["dataset"], m["revision"], options.get("config") or config, options.get("split") or split)
+
+
+HUB_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*(/[A-Za-z0-9][A-Za-z0-9._-]*)?")
+
+
+def _dataset_id_ok(dataset: str) -> bool:
+    """A hub id (`name` or `owner/name`), or an absolute local folder (a mirror in the hub's layout); never a
+    path with a `..` part."""
+    if ".." in Path(dataset).parts or ".." in dataset.split("/"):
+        return False
+    return Path(dataset).is_absolute() or (HUB_ID.fullmatch(dataset) is not None and not Path(dataset).exists())
 
 
 def load_dataset(spec: HubSpec):

@@ -63,6 +63,8 @@ def url_map_from_file(path: Path) -> dict[str, Path]:
         if not isinstance(data, dict) or not all(isinstance(v, str) for v in data.values()):
             raise ValueError(f"{path}: expected a JSON object mapping each URL to a file path")
         pairs = list(data.items())
+        for url, p in pairs:
+            _refuse_climbing(p, f"{path}: entry {url!r}")
     else:
         for lineno, line in enumerate(text.splitlines(), start=1):
             if not line.strip():
@@ -70,8 +72,17 @@ def url_map_from_file(path: Path) -> dict[str, Path]:
             cols = line.rstrip("\n").split("\t")
             if len(cols) != 2 or not cols[0] or not cols[1]:
                 raise ValueError(f"{path}:{lineno}: expected `url<TAB>path`, got {len(cols)} column(s)")
+            _refuse_climbing(cols[1], f"{path}:{lineno}")
             pairs.append((cols[0], cols[1]))
     return {u: (Path(p) if Path(p).is_absolute() else path.parent / p) for u, p in pairs}
+
+
+def _refuse_climbing(p: str, where: str) -> None:
+    """A relative path in a URL map stays inside the map's folder: one with a `..` part would send readers of the
+    prepared parquet anywhere on the disk."""
+    if not Path(p).is_absolute() and ".." in Path(p).parts:
+        raise ValueError(f"{where}: path {p!r} leaves the map's folder with '..'; give a path inside it, or an "
+                         "absolute one")
 
 
 def map_images(src: Path, dst: Path, url_map: dict[str, Path], max_docs: int | None = None,

@@ -5,12 +5,11 @@ import logging
 from dataclasses import dataclass, field
 from typing import Any, Iterator, Sequence
 
-import numpy as np
 
 from mmbench.data.documents import Document
 from mmbench.data.media import MediaStore
 from mmbench.models.base import EmbeddingModel, Role
-from mmbench.common.sparse import issparse
+from mmbench.models.output_check import BadModelOutput, batch_rows
 
 log = logging.getLogger(__name__)
 
@@ -36,8 +35,10 @@ def encode_batch(model: EmbeddingModel, views: Sequence[Document], role: Role, m
 def _encode(model: EmbeddingModel, views: list[Document], role: Role, media: MediaStore | None,
             out: BatchResult) -> list[tuple[Any, dict[str, Any] | None]]:
     try:
-        rows = as_rows(model.encode(views, role, media), len(views))
+        rows = batch_rows(model.card.name, model.encode(views, role, media), views, role, model.card.dim)
         out.encoded += len(views)
+    except BadModelOutput:
+        raise   # garbage from the model is no fault of one document: the run stops at the first bad batch
     except Exception as exc:  # noqa: BLE001 - isolate the failing documents instead of losing the batch
         if len(views) == 1:
             out.failures[views[0].id] = f"{type(exc).__name__}: {exc}"
@@ -47,21 +48,6 @@ def _encode(model: EmbeddingModel, views: list[Document], role: Role, media: Med
     info = getattr(model, "last_encode_info", None)
     infos = info if isinstance(info, list) and len(info) == len(views) else [None] * len(views)
     return list(zip(rows, infos))
-
-
-def as_rows(matrix: Any, n: int) -> list[Any]:
-    """A model's output as one row per document, checked for shape and finiteness."""
-    if issparse(matrix):
-        matrix = matrix.tocsr()
-        if matrix.shape[0] != n:
-            raise ValueError(f"model returned {matrix.shape[0]} rows for {n} documents")
-        return [matrix[i] for i in range(n)]
-    arr = np.asarray(matrix, dtype=np.float32)
-    if arr.ndim != 2 or arr.shape[0] != n:
-        raise ValueError(f"model returned shape {arr.shape} for {n} documents")
-    if not np.all(np.isfinite(arr)):
-        raise ValueError("model returned non-finite values")
-    return list(arr)
 
 
 class LocalExecutor:

@@ -24,6 +24,7 @@ from typing import Any, Callable, Iterator, Sequence
 from mmbench.data.documents import Document
 from mmbench.data.media import MediaStore
 from mmbench.models.base import EmbeddingModel, Role
+from mmbench.models.output_check import BadModelOutput
 from mmbench.running.executors.local import BatchResult, encode_batch
 
 log = logging.getLogger(__name__)
@@ -159,7 +160,7 @@ class RayExecutor:
     def encode(self, model: EmbeddingModel, batches: Sequence[Sequence[Document]], role: Role,
                media: MediaStore | None, progress: bool = True) -> Iterator[BatchResult]:
         import ray
-        from ray.exceptions import RayActorError
+        from ray.exceptions import RayActorError, RayTaskError
 
         if not batches:
             return
@@ -230,6 +231,10 @@ class RayExecutor:
                     cause = f"worker {a} died: {_first_line(exc)}"
                     self._lose(a, cause)
                     yield from take_back(a, "worker died while encoding")
+                except RayTaskError as exc:   # garbage vectors stop the run as in this process: one line, exit 2
+                    if isinstance(exc.cause, BadModelOutput):
+                        raise BadModelOutput(str(exc.cause)) from None
+                    raise
                 else:
                     running.pop(ref)
                     load[a] -= 1
