@@ -56,7 +56,7 @@ def format_summary(res: RunResults, axes: Sequence[str], metric: str = "precisio
         if axis not in pq.columns or pq[axis].isna().all():
             continue
         table = pivot(pq, axis, metric)
-        table.loc["floor (MDE)"] = floor_row(pq, axis)
+        table.loc["floor (MDE)"] = floor_row(pq, axis, metric)
         truncated = truncated_row(res, axis)
         if truncated is not None:
             table.loc["truncated share"] = truncated
@@ -64,7 +64,8 @@ def format_summary(res: RunResults, axes: Sequence[str], metric: str = "precisio
         lines.append(f"{metric} by {axis}")
         lines.append(table.to_string(float_format=lambda x: f"{x:.3f}"))
         lines.append("floor (MDE): the smallest paired difference between two models this column's items can detect "
-                     "(alpha 0.05, power 0.8, design-time; NaN: too few items to detect any difference)")
+                     "(alpha 0.05, power 0.8, design-time, on the metric's own range; NaN: too few items to detect "
+                     "any difference)")
         if truncated is not None:
             lines.append("truncated share: the share of the bin's documents the model saw middle-truncated to its "
                          "window (seen.parquet)")
@@ -169,13 +170,16 @@ def truncated_row(res: RunResults, axis: str) -> pd.Series | None:
     return pd.Series(dict(zip(shares["bins"], shares["truncated_share"])), dtype=float)
 
 
-def floor_row(per_query: pd.DataFrame, axis: str) -> pd.Series:
-    """Design-time resolution floor of each value of `axis` (from its number of scored items)."""
+def floor_row(per_query: pd.DataFrame, axis: str, metric: str = "precision_at_1") -> pd.Series:
+    """Design-time resolution floor of each value of `axis` (from its number of scored items), on `metric`'s own
+    range (P@5 with one relevant candidate reaches 0.2, so its floors are a fifth of P@1's)."""
+    from mmbench.evaluators.metrics import metric_range
     from mmbench.evaluators.stats.floors import design_floor
 
     ok = per_query[per_query["error"].isna()] if "error" in per_query.columns else per_query
+    ceiling = metric_range(metric, ok["relevant_ids"]) if "relevant_ids" in ok.columns else 1.0
     counts = ok.groupby(axis).size()
-    return pd.Series({v: design_floor(int(n)).mde for v, n in counts.items()}, dtype=float)
+    return pd.Series({v: design_floor(int(n), ceiling=ceiling).mde for v, n in counts.items()}, dtype=float)
 
 
 def protocol_lines(info: dict) -> list[str]:

@@ -20,7 +20,7 @@ from typing import Any, Sequence
 import numpy as np
 import pandas as pd
 
-from mmbench.evaluators.metrics import chance_metrics
+from mmbench.evaluators.metrics import chance_metrics, metric_range
 from mmbench.evaluators.stats import correct_pvalues, mcnemar, paired_ttest, wilcoxon_signed_rank
 from mmbench.evaluators.stats.bootstrap import DEFAULT_DIFF_RESAMPLES, DEFAULT_RESAMPLES
 from mmbench.evaluators.stats.floors import design_floor, observed_floor
@@ -83,7 +83,9 @@ def compare_runs(runs: Sequence[RunResults], *, metric: str = "precision_at_1", 
                               resamples=ci_resamples, seed=seed, alpha=alpha).to_dict()
     return {
         "kind": "mmbench.compare", "identical_runs": identical_runs(runs, labels),
-        "ranking": ranking, "design_floor": design_floor(len(shared), alpha=alpha).to_dict(),
+        "ranking": ranking,
+        "design_floor": design_floor(len(shared), alpha=alpha,
+                                     ceiling=metric_range(metric, frames[0]["relevant_ids"])).to_dict(),
         "task": runs[0].task, "content_hash": content_hash,
         "n_items": len(shared), "items_identical": identical, "n_failed_excluded": n_failed,
         "settings": {"metric": metric, "resamples": resamples, "ci_resamples": ci_resamples, "seed": seed, "alpha": alpha,

@@ -26,7 +26,7 @@ from typing import Sequence
 import numpy as np
 from scipy import stats
 
-from mmbench.evaluators.stats._base import StatResult
+from mmbench.evaluators.stats._base import SD_TOLERANCE, StatResult, sample_sd
 from mmbench.evaluators.stats.correction import adjust_pvalues
 
 DEFAULT_RESAMPLES = 1_000
@@ -87,15 +87,15 @@ def paired_pvalue(tasks: Sequence[np.ndarray], a: int, b: int) -> float:
     diffs = [m[a] - m[b] for m in tasks]
     if len(diffs) == 1:
         d = diffs[0]
-        sd = float(np.std(d, ddof=1)) if d.size > 1 else 0.0
+        sd = sample_sd(d)
         if sd == 0.0:
-            return 1.0 if float(np.mean(d)) == 0.0 else 0.0
+            return 1.0 if abs(float(np.mean(d))) <= SD_TOLERANCE else 0.0
         t = float(np.mean(d)) / (sd / np.sqrt(d.size))
         return float(2 * stats.t.sf(abs(t), d.size - 1))
     mean = float(np.mean([np.mean(d) for d in diffs]))
-    var = sum(float(np.var(d, ddof=1)) / d.size if d.size > 1 else 0.0 for d in diffs) / len(diffs) ** 2
+    var = sum(sample_sd(d) ** 2 / d.size for d in diffs) / len(diffs) ** 2
     if var == 0.0:
-        return 1.0 if mean == 0.0 else 0.0
+        return 1.0 if abs(mean) <= SD_TOLERANCE else 0.0
     return float(2 * stats.norm.sf(abs(mean) / np.sqrt(var)))
 
 
