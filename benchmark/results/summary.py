@@ -81,21 +81,20 @@ def format_summary(res: RunResults, axes: Sequence[str], metric: str = "precisio
 
 def effective_context_lines(res: RunResults, metric: str, tolerance: float | None = None,
                             window: int | None = None) -> list[str]:
-    """The run's effective context by consumed tokens (evaluators.stats.effective_length), when it has enough items."""
-    from mmbench.evaluators.stats.effective_length import run_effective_length, tolerance_statement
+    """The run's effective context by consumed tokens within the task's strata (evaluators.stats.effective_length)."""
+    from mmbench.evaluators.stats.effective_length import (run_effective_length, effective_statement, strata_statement,
+                                                           tolerance_statement)
+    from mmbench.tasks import design_strata
 
     if metric not in res.per_query.columns or "relevant_ids" not in res.per_query.columns:
         return []
-    e = run_effective_length(res.per_query, res.seen, metric, tolerance, window)
-    if e.effective_tokens is None:
+    e = run_effective_length(res.per_query, res.seen, metric, tolerance, window, design_strata(res.task)).to_dict()
+    if e["status"] == "no items":
         return []
-    how = (f"{metric} within {tolerance_statement(e.to_dict())} of its score over the shortest {e.window} items "
-           f"({e.reference:.3f}), by tokens consumed")
-    if e.censored:
-        return [f"effective context ({how}): at least {e.effective_tokens} tokens (no drop beyond the tolerance up to "
-                "the longest item)"]
-    return [f"effective context ({how}): {e.effective_tokens} tokens (first drop at {e.first_drop_tokens}; "
-            f"longest consumed {e.max_tokens})"]
+    how = f"{metric} by tokens consumed, {strata_statement(e)}"
+    if e["tolerance"] is not None:
+        how += f"; tolerance {tolerance_statement(e)}"
+    return [f"effective context: {effective_statement(e)} ({how})"]
 
 
 def efficiency_lines(eff) -> list[str]:

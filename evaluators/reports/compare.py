@@ -27,6 +27,7 @@ from mmbench.evaluators.stats.floors import design_floor, observed_floor
 from mmbench.evaluators.stats.ranking import describe, rank_models
 from mmbench.evaluators.stats.paired import EFFECT_SIZE_KIND
 from mmbench.results.store import RunResults
+from mmbench.tasks import design_strata
 
 from mmbench.evaluators.reports.common import (CI_METRICS, aligned_frames, averages, check_same_pool_set, fmt, fmt_ci, fmt_p, hit_at_1, md_table,
                      metric_ci, run_labels, subset_order)
@@ -109,7 +110,8 @@ def length_rows(runs: Sequence[RunResults], labels: Sequence[str], metric: str,
     for label, run in zip(labels, runs):
         if run.seen is None or metric not in run.per_query.columns:
             continue
-        entry = effective_length_entry(run.per_query, run.seen, label, metric, **(options or {}))
+        entry = effective_length_entry(run.per_query, run.seen, label, metric, **(options or {}),
+                                       strata=design_strata(run.task))
         if entry["effective_tokens"] is not None:
             effective.append(entry)
         share = truncated_share_by_bin(run.per_query, run.seen, label)

@@ -15,6 +15,7 @@ from mmbench.evaluators.stats import modality_robustness, positional_bias_lmm, s
 from mmbench.evaluators.stats.bootstrap import DEFAULT_RESAMPLES
 from mmbench.evaluators.stats.robustness import MODALITIES, THRESHOLDS
 from mmbench.results.store import RunResults
+from mmbench.tasks import design_strata
 
 from mmbench.evaluators.reports import figures
 from mmbench.evaluators.reports.lengths import effective_length_entry, lengths_markdown
@@ -235,7 +236,7 @@ def report_numbers(runs: Sequence[RunResults], *, metric: str = "precision_at_1"
         seen = run.info.get("modalities_seen") or run.info.get("model", {}).get("modalities")
         t["modality_robustness"] += robustness_numbers(pq, label, metric, set(seen) if seen else None, **boot)
         t["effective_length"].append(effective_length_entry(run.per_query, run.seen, label, metric,
-                                                            **(effective or {})))
+                                                            **(effective or {}), strata=design_strata(run.task)))
         t["truncated_share"].append(truncated_share_by_bin(run.per_query, run.seen, label))
     for name, task_runs in by_task.items():
         tasks[name]["efficiency"] = efficiency_rows(task_runs)
