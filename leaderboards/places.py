@@ -56,7 +56,8 @@ def places(keys: Sequence[str], matrices: Sequence[np.ndarray], resamples: int, 
     if not keys or any(m.shape[1] == 0 for m in matrices):
         return {}
     r = rank_models(list(keys), list(matrices), resamples=resamples, seed=seed)
-    return {k: {"low": lo, "high": hi, "tier": t} for k, lo, hi, t in zip(keys, r.rank_low, r.rank_high, r.tiers)}
+    return {k: {"low": lo, "high": hi, "tier": t, "tier_size": r.tiers.count(t)}
+            for k, lo, hi, t in zip(keys, r.rank_low, r.rank_high, r.tiers)}
 
 
 def task_places(rows_by_key: dict[str, pd.DataFrame], metric: str, resamples: int,

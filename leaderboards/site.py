@@ -225,8 +225,9 @@ def _cell(c: Column, row: dict[str, Any], root: str) -> str:
         if not v:
             return '<td class="place" data-value="">–</td>'
         span = f"{v['low']}" if v["low"] == v["high"] else f"{v['low']}–{v['high']}"
-        title = (f"rank {span} in 95 % of bootstrap resamples; tier {v['tier']}: statistically tied with the best "
-                 f"model of tier {v['tier']}")
+        tied = ("alone in its tier: no other model is statistically tied with it" if v.get("tier_size") == 1
+                else f"statistically tied with the best model of tier {v['tier']}")
+        title = f"rank {span} in 95 % of bootstrap resamples; tier {v['tier']}: {tied}"
         return (f'<td class="place" data-value="{1000 * int(v["tier"]) + int(v["low"])}" title="{esc(title)}">'
                 f'{esc(span)} · tier {int(v["tier"])}</td>')
     if c.kind == "count":

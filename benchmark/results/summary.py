@@ -197,4 +197,19 @@ def protocol_lines(info: dict) -> list[str]:
         covered = "; ".join(f"{axis} {sum(1 for n in vals.values() if n)}/{len(vals)}"
                             for axis, vals in strata["axes"].items())
         out.append(f"strata covered: {strata.get('cells_covered')}/{strata.get('cells_total')} cells; {covered}")
+    out += estimate_lines(info.get("selection") or {}, info.get("main_metric") or "precision_at_1")
     return out
+
+
+def estimate_lines(selection: dict, metric: str) -> list[str]:
+    """Which estimator the run's score is, and for a --limit sample its weighted estimate with the CI."""
+    estimator = selection.get("estimator")
+    if not estimator:
+        return []
+    e = (selection.get("estimate") or {}).get(metric) or {}
+    if e.get("value") is None:
+        return [f"estimator: {estimator}"]
+    return [f"estimator: {estimator} (seed {selection.get('seed')})",
+            f"estimate of the whole task's {metric}: {e['value']:.3f} (se {e['se']:.3f}; "
+            f"{100 * e['confidence']:.0f} % CI [{e['ci_low']:.3f}, {e['ci_high']:.3f}]; {e['strata']} strata by "
+            f"{' x '.join(e['axes_used']) or 'none'}); the means below are over the sampled items only"]

@@ -143,5 +143,17 @@ def describe(r: Ranking, i: int) -> str:
     """One model's place in words."""
     lo, hi = r.rank_low[i], r.rank_high[i]
     where = f"rank {lo}" if lo == hi else f"rank {lo} to {hi}"
-    return (f"{r.models[i]}: {where} with {r.level:.0%} confidence; tier {r.tiers[i]} "
-            f"(statistically tied with the best model of tier {r.tiers[i]} at alpha {r.alpha:g}, Holm)")
+    return f"{r.models[i]}: {where} with {r.level:.0%} confidence; tier {r.tiers[i]} ({tier_words(r, i)})"
+
+
+def tier_words(r: Ranking, i: int) -> str:
+    """What model i's tier says: alone in it, the best of it, or tied with its best (named)."""
+    mates = [j for j in range(len(r.models)) if r.tiers[j] == r.tiers[i]]
+    if len(mates) == 1:
+        return "alone in its tier: no other model is statistically tied with it"
+    best = max(mates, key=lambda j: (r.scores[j], -j))
+    how = f"at alpha {r.alpha:g}, Holm"
+    if best == i:
+        others = ", ".join(r.models[j] for j in mates if j != i)
+        return f"the best of its tier; statistically tied with it: {others} ({how})"
+    return f"statistically tied with {r.models[best]}, the best model of its tier ({how})"
