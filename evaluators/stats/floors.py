@@ -14,7 +14,8 @@ for delta (Cohen 1988, "Statistical Power Analysis for the Behavioral Sciences",
   the models agree more (Connor 1987, "Sample size for testing differences in proportions for the
   paired-sample design", Biometrics 43(1)).
 * Design time, before any run: psi = 0.5, the discordance of two independent models at 50 % hit
-  rate (the largest without anti-correlation). At n = 164 this gives 15.2 points.
+  rate. It is not an upper bound: two models right on different items disagree more (0.68 has been seen),
+  and their observed floor is then above the design floor. At n = 164 this gives 15.2 points.
 * Observed, from two runs: psi is their measured discordance (binary metrics) or sigma is the sample
   standard deviation of their per-item differences (continuous metrics such as MRR).
 * Each metric on its own scale: a metric whose per-item score lies in [0, c] (P@5 with one relevant
