@@ -281,3 +281,11 @@ def test_the_command_line_sets_a_fixed_tolerance_and_window_in_show_compare_and_
     with pytest.raises(SystemExit):
         main(["show", folders[0], "--effective-window", "1"])
     assert "expected a number of items, at least 2, got '1'" in capsys.readouterr().err
+
+
+def test_a_run_whose_items_all_failed_has_no_effective_context():
+    pq = pd.DataFrame({"item_id": ["i0"], "relevant_ids": [["d0"]], "precision_at_1": [float("nan")],
+                       "error": ["boom"], "anchor_kind": ["text"], "background_modality": ["text"]})
+    seen = pd.DataFrame({"doc_id": ["d0"], "role": ["document"], "seen_tokens": [100]})
+    e = run_effective_length(pq, seen, "precision_at_1", strata=("anchor_kind", "background_modality"))
+    assert e.status == "no items" and e.effective_tokens is None

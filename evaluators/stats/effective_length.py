@@ -293,7 +293,8 @@ def run_effective_length(per_query: Any, seen: Any, metric: str, tolerance: floa
     tokens = item_consumed_tokens(pq, seen)
     scores = pq[metric].to_numpy(dtype=float) if metric in pq.columns else np.full(len(pq), np.nan)
     axes = [a for a in strata if a in pq.columns]
-    keys = (pq[axes].astype("string").fillna("?").agg(" / ".join, axis=1).tolist() if axes else None)
+    cols = [pq[a].astype("string").fillna("?").tolist() for a in axes]
+    keys = [" / ".join(v) for v in zip(*cols)] if axes else None
     chance = None
     if {"ranked_ids", "relevant_ids"} <= set(pq.columns):
         chance = [chance_metrics(len(r), len(rel)).get(metric, 0.0) if len(r) and len(rel) else 0.0
