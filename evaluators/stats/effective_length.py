@@ -125,11 +125,13 @@ def _stratum(key: str, t: np.ndarray, s: np.ndarray, c: np.ndarray, window: int 
     return out
 
 
-def effective_length(tokens: Sequence[float], scores: Sequence[float], strata: Sequence[str] | None = None,
-                     chance: Sequence[float] | None = None, tolerance: float | None = None,
+def effective_length(tokens: Sequence[float] | np.ndarray, scores: Sequence[float] | np.ndarray,
+                     strata: Sequence[str] | None = None, chance: Sequence[float] | np.ndarray | None = None,
+                     tolerance: float | None = None,
                      window: int | None = None, min_items: int = DEFAULT_MIN_ITEMS, alpha: float = DEFAULT_ALPHA,
-                     power: float = DEFAULT_POWER, ceiling: float = 1.0, bins: Sequence[str] | None = None,
-                     whole: Sequence[bool] | None = None, strata_axes: Sequence[str] = ()) -> EffectiveLength:
+                     power: float = DEFAULT_POWER, ceiling: float = 1.0, bins: Sequence[str | None] | None = None,
+                     whole: Sequence[bool] | np.ndarray | None = None,
+                     strata_axes: Sequence[str] = ()) -> EffectiveLength:
     """The effective context of one run from its items' consumed lengths and scores (NaN items left out).
     `strata`: each item's stratum of the design (None: one); `chance`: each item's random-ranking score (None: 0);
     `tolerance` None: the resolution floor of each point (at `alpha`, `power`), a number: that fixed drop;

@@ -48,14 +48,14 @@ def _keys(cells: Sequence[str], depth: int) -> list[str]:
     return ["|".join(c.split("|")[:depth]) for c in cells]
 
 
-def stratified_mean(values: Sequence[float], cells: Sequence[str], cell_sizes: Mapping[str, int],
+def stratified_mean(values: Sequence[float] | np.ndarray, cells: Sequence[str], cell_sizes: Mapping[str, int],
                     axes: Sequence[str] = (), confidence: float = DEFAULT_CONFIDENCE) -> StratifiedEstimate:
     """The stratified mean of `values` (one per chosen item, NaN items left out) whose design cells are `cells`
     (keys of `cell_sizes`, the task's items per cell, values joined by '|' in the order of `axes`)."""
     y = np.asarray(values, dtype=float)
-    cells = np.asarray([str(c) for c in cells], dtype=object)
     ok = np.isfinite(y)
-    y, cells = y[ok], cells[ok]
+    cell_arr = np.asarray([str(c) for c in cells], dtype=object)[ok]
+    y = y[ok]
     total = int(sum(cell_sizes.values()))
     n_axes = max((len(k.split("|")) for k in cell_sizes), default=0)
     empty = StratifiedEstimate(None, None, None, None, confidence, int(len(y)), total, 0, [], None)
@@ -65,7 +65,7 @@ def stratified_mean(values: Sequence[float], cells: Sequence[str], cell_sizes: M
         sizes: dict[str, int] = {}
         for key, size in zip(_keys(list(cell_sizes), depth), cell_sizes.values()):
             sizes[key] = sizes.get(key, 0) + int(size)
-        keys = np.asarray(_keys(list(cells), depth), dtype=object)
+        keys = np.asarray(_keys(list(cell_arr), depth), dtype=object)
         counts = {k: int((keys == k).sum()) for k in sizes}
         if depth == 0 or all(c >= 2 for c in counts.values() if c > 0):
             break
