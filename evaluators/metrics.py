@@ -45,6 +45,21 @@ def item_metrics(ranked_ids: Sequence[str], relevant_ids: Iterable[str]) -> dict
     return out
 
 
+def item_ceiling(metric: str, n_relevant: int) -> float:
+    """The most one item can score on `metric`: P@k is capped at min(relevant, k) / k (0.2 for P@5 with one
+    relevant candidate); every other metric at 1."""
+    if metric.startswith("precision_at_"):
+        k = int(metric.rsplit("_", 1)[1])
+        return min(int(n_relevant), k) / k
+    return 1.0
+
+
+def metric_range(metric: str, relevant_ids: Iterable[Iterable[str]]) -> float:
+    """The upper end c of the range [0, c] the items' scores on `metric` can take (1 where no item is given)."""
+    counts = [len(list(r)) for r in relevant_ids if r is not None]
+    return max((item_ceiling(metric, n) for n in counts), default=1.0)
+
+
 def chance_metrics(n: int, r: int) -> dict[str, float]:
     """Expected metrics of a uniformly random ranking of `n` candidates, `r` of them relevant: the chance
     level a system must beat (e.g. R@1 = 1/25, MRR = H(25)/25 for one relevant among 25)."""

@@ -8,6 +8,7 @@ from typing import Any, Sequence
 import numpy as np
 import pandas as pd
 
+from mmbench.evaluators.metrics import metric_range
 from mmbench.evaluators.stats.floors import design_floor
 from mmbench.evaluators.stats.ranking import rank_models
 
@@ -16,7 +17,7 @@ PLACE_WORDS = ("Rank interval: the range of ranks a model takes in 95 % of paire
                "paired test cannot tell from it (α = 0.05, Holm-corrected); the rest are tiered the same way, so "
                "models sharing a tier are statistically tied. Resolution floor: the smallest difference in the "
                "column's score two models need to be told apart with 80 % power at α = 0.05 (design-time, from the "
-               "number of items)")
+               "number of items, on the metric's own range)")
 
 
 def _scored(frames: Sequence[pd.DataFrame], metric: str) -> tuple[list[pd.DataFrame], list[str]]:
@@ -41,7 +42,13 @@ def group_floors(rows_by_key: dict[str, pd.DataFrame], metric: str, axis: str,
     if not ok or axis not in ok[0].columns:
         return {}
     labels = ok[0].loc[shared, axis].astype("string").str.lower()
-    return {v: design_floor(int((labels == v.lower()).sum())).mde for v in values}
+    ceiling = _range(ok[0], metric)
+    return {v: design_floor(int((labels == v.lower()).sum()), ceiling=ceiling).mde for v in values}
+
+
+def _range(frame: pd.DataFrame, metric: str) -> float:
+    """The upper end of `metric`'s per-item range on these items (design floors scale with it)."""
+    return metric_range(metric, frame["relevant_ids"]) if "relevant_ids" in frame.columns else 1.0
 
 
 def places(keys: Sequence[str], matrices: Sequence[np.ndarray], resamples: int, seed: int) -> dict[str, dict[str, Any]]:
@@ -49,7 +56,8 @@ def places(keys: Sequence[str], matrices: Sequence[np.ndarray], resamples: int, 
     if not keys or any(m.shape[1] == 0 for m in matrices):
         return {}
     r = rank_models(list(keys), list(matrices), resamples=resamples, seed=seed)
-    return {k: {"low": lo, "high": hi, "tier": t} for k, lo, hi, t in zip(keys, r.rank_low, r.rank_high, r.tiers)}
+    return {k: {"low": lo, "high": hi, "tier": t, "tier_size": r.tiers.count(t)}
+            for k, lo, hi, t in zip(keys, r.rank_low, r.rank_high, r.tiers)}
 
 
 def task_places(rows_by_key: dict[str, pd.DataFrame], metric: str, resamples: int,
@@ -57,7 +65,8 @@ def task_places(rows_by_key: dict[str, pd.DataFrame], metric: str, resamples: in
     """Places of the models on one task, the task's design-time floor and the number of shared items."""
     keys = sorted(rows_by_key)
     mat = aligned([rows_by_key[k] for k in keys], metric)
-    return places(keys, [mat], resamples, seed), design_floor(mat.shape[1]).mde, int(mat.shape[1])
+    ceiling = _range(rows_by_key[keys[0]], metric) if keys else 1.0
+    return places(keys, [mat], resamples, seed), design_floor(mat.shape[1], ceiling=ceiling).mde, int(mat.shape[1])
 
 
 def mean_places(per_task: dict[str, dict[str, pd.DataFrame]], metrics: dict[str, str], keys: Sequence[str],

@@ -25,10 +25,11 @@ from typing import Any, Sequence
 
 from mmbench.evaluators.reports import figures
 from mmbench.evaluators.reports.lengths import effective_length_entry
-from mmbench.evaluators.stats.effective_length import tolerance_statement
+from mmbench.evaluators.stats.effective_length import effective_statement, strata_statement, tolerance_statement
 from mmbench.evaluators.reports.report import HEATMAP_METRIC, heatmap_numbers, length_curve_numbers
 from mmbench.data.media import atomic_write_bytes
 from mmbench.results.store import load_results
+from mmbench.tasks import design_strata
 
 from mmbench.leaderboards.boards import MAIN, Column, Table, aggregates_table, all_tables, is_mmlongembed, ravel_predictions_table
 from mmbench.leaderboards.efficiency import certificate_cell, efficiency_table
@@ -228,8 +229,9 @@ def _cell(c: Column, row: dict[str, Any], root: str) -> str:
         if not v:
             return '<td class="place" data-value="">–</td>'
         span = f"{v['low']}" if v["low"] == v["high"] else f"{v['low']}–{v['high']}"
-        title = (f"rank {span} in 95 % of bootstrap resamples; tier {v['tier']}: statistically tied with the best "
-                 f"model of tier {v['tier']}")
+        tied = ("alone in its tier: no other model is statistically tied with it" if v.get("tier_size") == 1
+                else f"statistically tied with the best model of tier {v['tier']}")
+        title = f"rank {span} in 95 % of bootstrap resamples; tier {v['tier']}: {tied}"
         return (f'<td class="place" data-value="{1000 * int(v["tier"]) + int(v["low"])}" title="{esc(title)}">'
                 f'{esc(span)} · tier {int(v["tier"])}</td>')
     if c.kind == "count":
@@ -349,14 +351,15 @@ def _seen_block(shares: dict[str, Any], modalities_seen: Any) -> str:
     return f'<h2>What the model saw</h2><table class="identity" id="model-seen"><tbody>{cells}</tbody></table>'
 
 
-def effective_context_html(eff: dict, metric: str, figure: str) -> str:
-    """A model page's effective-context section: the value, how it was read (window, tolerance and how the
-    tolerance was chosen) and the figure at `figure`."""
-    value = f"{'at least ' if eff['censored'] else ''}{eff['effective_tokens']} tokens"
-    return (f'<h2>Effective context</h2><p class="desc" id="effective-context">{esc(value)}: the longest consumed '
-            f'length before the mean {metric} of {eff["window"]} consecutive items falls more than the tolerance below '
-            f'its score over the shortest {eff["window"]} items ({eff["reference"]:.3f}). '
-            f'Tolerance: {esc(tolerance_statement(eff))}.</p>{_figure(figure, f"{metric} against consumed tokens")}')
+def effective_context_html(eff: dict, metric: str, figure: str | None) -> str:
+    """A model page's effective-context section: the value, how it was read (strata, references, tolerance and
+    how it was chosen) and the figure at `figure` (None: no curve to draw)."""
+    reference = "" if eff.get("reference") is None else f" (item-weighted reference {eff['reference']:.3f})"
+    tolerance = "" if eff.get("tolerance") is None else f" Tolerance: {esc(tolerance_statement(eff))}."
+    shown = _figure(figure, f"{metric} against consumed tokens") if figure else ""
+    return (f'<h2>Effective context</h2><p class="desc" id="effective-context">{esc(effective_statement(eff))}: '
+            f'the longest consumed length before the mean {metric} falls by more than its resolution floor below the '
+            f'reference, read {esc(strata_statement(eff))}{reference}.{tolerance}</p>{shown}')
 
 
 def _model_figures(e: Entry, out: Path, loader) -> list[str]:
@@ -373,9 +376,10 @@ def _model_figures(e: Entry, out: Path, loader) -> list[str]:
         name = f"{e.slug}-length.png"
         figures.length_curves_figure(curves, out / "img" / name, MAIN)
         html_parts.append(f'<h2>By length</h2>{_figure(f"../img/{name}", f"{MAIN} against context length")}')
-    eff = effective_length_entry(pq, loader(e).seen, label, MAIN)
-    if eff["effective_tokens"] is not None:
-        name = f"{e.slug}-effective-length.png"
-        figures.effective_length_figure([eff], out / "img" / name, MAIN)
-        html_parts.append(effective_context_html(eff, MAIN, f"../img/{name}"))
+    eff = effective_length_entry(pq, loader(e).seen, label, MAIN, strata=design_strata(e.task))
+    if eff["status"] != "no items":
+        name = f"{e.slug}-effective-length.png" if eff["curve"] else None
+        if name:
+            figures.effective_length_figure([eff], out / "img" / name, MAIN)
+        html_parts.append(effective_context_html(eff, MAIN, f"../img/{name}" if name else None))
     return html_parts

@@ -183,11 +183,16 @@ def _strata_from_table(per_query: pd.DataFrame) -> dict[str, Any]:
     return strata_covered(items, items)
 
 
+# what a selection record holds beyond the checked counts: how the score is estimated, and for a --limit sample
+# its seed and cells (a board takes only runs of all items, whose estimator is the plain mean)
+SAMPLE_KEYS = {"estimator", "estimate", "seed", "cell_axes", "cell_sizes"}
+
+
 def selection_problems(info: dict[str, Any], per_query: pd.DataFrame, official_n_items: int) -> list[Problem]:
     """The selection record (and the protocol's evaluation part and strata) against the per-query table."""
     import json
 
-    from mmbench.data.selection import items_hash
+    from mmbench.data.selection import FULL_ESTIMATOR, items_hash
 
     want = {"limit": info.get("limit"), "n_items": len(per_query), "n_items_total": official_n_items,
             "items_hash": items_hash([str(i) for i in per_query["item_id"]]) if "item_id" in per_query.columns else None}
@@ -209,8 +214,13 @@ def selection_problems(info: dict[str, Any], per_query: pd.DataFrame, official_n
             if key in stated and stated[key] != value:
                 problems.append(Problem(f"{SUMMARY}: {where}.{key}", f"{stated[key]!r} differs from {value!r} "
                                         "recomputed from the tables"))
-        extra = set(stated) - set(want) - {"strata"}
+        recorded = {"strata"} | (SAMPLE_KEYS if where == "mmbench.selection" else set())
+        extra = set(stated) - set(want) - recorded
         problems += [Problem(f"{SUMMARY}: {where}.{k}", "is not part of a selection record; remove it") for k in sorted(extra)]
+        if where == "mmbench.selection" and stated.get("limit") is None:
+            if stated.get("estimator", FULL_ESTIMATOR) != FULL_ESTIMATOR or stated.get("estimate"):
+                problems.append(Problem(f"{SUMMARY}: {where}.estimator", f"a run of all items is scored by "
+                                        f"{FULL_ESTIMATOR!r}, with no sample estimate"))
     strata = [("mmbench.selection.strata", (info.get("selection") or {}).get("strata") if isinstance(info.get("selection"), dict) else None)]
     if isinstance(protocol, dict):
         strata.append(("mmbench.protocol.strata", protocol.get("strata")))

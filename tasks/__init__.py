@@ -66,6 +66,14 @@ def get_task(name: str) -> TaskSpec:
         raise UnknownTaskError(f"unknown task {name!r}{hint}; known: {', '.join(sorted(_TASKS))}") from None
 
 
+def design_strata(name: str) -> tuple[str, ...]:
+    """The strata of task `name`'s design (`TaskSpec.strata`); none for a task this installation does not know."""
+    try:
+        return get_task(name).strata
+    except UnknownTaskError:
+        return ()
+
+
 def task_specs() -> list[TaskSpec]:
     _load_entry_points()
     return [_TASKS[k] for k in sorted(_TASKS)]
@@ -88,4 +96,4 @@ def resolve_tasks(names: str | TaskSpec | list[str | TaskSpec] | tuple[str | Tas
     return list(out.values())
 
 
-__all__ = ["TaskSpec", "get_task", "task_specs", "resolve_tasks", "register_task", "BENCHMARKS", "UnknownTaskError"]
+__all__ = ["TaskSpec", "get_task", "design_strata", "task_specs", "resolve_tasks", "register_task", "BENCHMARKS", "UnknownTaskError"]

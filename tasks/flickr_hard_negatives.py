@@ -21,6 +21,7 @@ TASK = TaskSpec(
     metrics=("recall_at_1", "recall_at_3", "mrr"),
     main_score="recall_at_1",
     summary_axes=("caption_index",),
+    strata=("caption_index",),
     default_params={},
     source_params={
         "dataset": "hf: parquet file/folder or `datasets` name with image + captions columns (e.g. nlphuji/flickr30k), or hf:<id>@<commit> to pin the revision",

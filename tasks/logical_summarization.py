@@ -24,6 +24,7 @@ TASK = TaskSpec(
     modalities=("text", "image"),
     metrics=("precision_at_1", "recall_at_5", "mrr_at_10", "ndcg_at_10"),
     summary_axes=("length_bin", "difficulty"),
+    strata=("dataset", "difficulty"),
     default_params={"lengths": LENGTHS},
     source_params={
         "govreport": "GovReport parquet/JSONL with `report` (or `document`) and `summary`, or hf:<dataset id>@<commit>[?split=test]",

@@ -21,6 +21,7 @@ TASK = TaskSpec(
     modalities=("text", "image"),
     metrics=("precision_at_1", "recall_at_5", "mrr_at_10", "ndcg_at_10"),
     summary_axes=("length_bin", "difficulty"),
+    strata=("dataset", "difficulty"),
     default_params={"lengths": LENGTHS},
     source_params={
         "hotpotqa": "HotpotQA distractor file (original JSON, or the hub's parquet/JSONL), or hf:hotpotqa/hotpot_qa@<commit>",

@@ -26,6 +26,8 @@ class TaskSpec:
         metrics: the metrics the run summary shows.
         main_score: the metric reported as the task's main score (and as mteb's `main_score`).
         summary_axes: the metadata fields the run summary breaks the main score down by.
+        strata: the metadata fields whose values are the strata of the task's design (e.g. anchor kind x
+            background): effective context is read within each stratum, against its own reference.
         default_params: builder parameters used unless `--param` overrides them.
         source_params: each real-source parameter with its help text.
         validator: the module holding `INVARIANTS` and `check(ps, checked)`, re-run by `mmbench validate`.
@@ -45,6 +47,7 @@ class TaskSpec:
     metrics: tuple[str, ...] = ("precision_at_1", "recall_at_5", "mrr_at_10", "ndcg_at_10")
     main_score: str = "precision_at_1"
     summary_axes: tuple[str, ...] = ("length_bin",)  # the run summary prints the main score by these
+    strata: tuple[str, ...] = ()        # the design's strata (effective context is read within each)
     default_params: dict[str, Any] = field(default_factory=dict)
     source_params: dict[str, str] = field(default_factory=dict)  # real-source parameter -> help text
     validator: str = ""                 # module with INVARIANTS and check(ps, checked) (mmbench.builders.parts.validity)

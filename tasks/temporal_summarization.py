@@ -22,6 +22,7 @@ TASK = TaskSpec(
     modalities=("text", "video"),
     metrics=("precision_at_1", "recall_at_5", "mrr_at_10", "ndcg_at_10"),
     summary_axes=("length_bin", "difficulty"),
+    strata=("dataset", "difficulty"),
     default_params={"lengths": LENGTHS, "distractors": 3},
     source_params={
         "annotations": "dense-caption annotations: ActivityNet Captions JSON ({id: {duration, timestamps, "

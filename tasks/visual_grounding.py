@@ -25,6 +25,7 @@ TASK = TaskSpec(
     modalities=("text", "image"),
     metrics=("precision_at_1", "precision_at_5", "recall_at_5", "mrr_at_10", "ndcg_at_10"),
     summary_axes=("length_bin", "depth"),
+    strata=("anchor_kind", "background_modality"),
     default_params={"depths": DEPTHS, "lengths": LENGTHS},
     source_params={
         "text_needles": "NeedleBench needles.jsonl (opencompass: `needle`, `retrieval_question`, `arg2`, `language`), or hf:opencompass/NeedleBench@<commit>",

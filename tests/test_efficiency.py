@@ -231,3 +231,26 @@ def test_the_api_records_the_load_time_of_a_model_it_loads(vg_tiny, monkeypatch)
     assert eff["tokens_per_second"] == pytest.approx(1 / SECONDS_PER_TOKEN, rel=0.05)
     built = mmbench.evaluate(PacedModel(clock), "visual_grounding", data=vg_tiny, clock=clock)
     assert built["visual_grounding"].run.info["efficiency"]["load_seconds"] is None
+
+
+def test_peak_rss_is_the_process_peak_over_the_whole_evaluation(vg_tiny, monkeypatch):
+    """Issue 34: peak_rss_mb was read when encoding ended and missed what the tables and aggregates took after.
+    Here building the summary holds a block of memory past the process's earlier peak: the record must see it."""
+    from mmbench.running import evaluation
+    from mmbench.running.efficiency import current_rss_mb, peak_rss_mb
+    from toy_models import HashingModel
+
+    real = evaluation.summary_json
+    held = {}
+
+    def heavy_summary(*args, **kwargs):
+        extra = max(0.0, peak_rss_mb() - current_rss_mb()) + 150
+        block = np.ones(int(extra * 2 ** 20 / 8))       # touched pages: resident
+        held["peak"] = peak_rss_mb()
+        del block
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(evaluation, "summary_json", heavy_summary)
+    res = evaluation.evaluate_in_memory("visual_grounding", load_poolset(vg_tiny), HashingModel(),
+                                        RunOptions(use_cache=False, progress=False), "hashing")
+    assert res.summary["mmbench"]["efficiency"]["peak_rss_mb"] >= held["peak"] - 1

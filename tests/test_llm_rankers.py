@@ -236,9 +236,9 @@ def test_key_required_for_vendor_urls_only(monkeypatch):
 
 
 def test_limit_ranks_the_items_an_embedding_run_evaluates(small_ps, tmp_path, monkeypatch):
-    """`rank --limit` takes the stratified, cost-aware selection of `run --limit`: the same items, and the candidate
-    images it sends grow with the limit."""
-    from mmbench.data.selection import select_by_cost
+    """`rank --limit` takes the seeded stratified sample of `run --limit`: the same items, and it sends exactly
+    the candidate images they need."""
+    from mmbench.data.selection import select_sample
 
     ps = load_poolset(small_ps)
     monkeypatch.setenv("FAKE_KEY", KEY)
@@ -254,9 +254,9 @@ def test_limit_ranks_the_items_an_embedding_run_evaluates(small_ps, tmp_path, mo
             assert main(["rank", "--task", "flickr_hard_negatives", "--ranker", "openai-chat", "--model", "fake-4",
                          "--api-key-env", "FAKE_KEY", "--data", str(small_ps), "--output", str(out), "--no-cache",
                          "--base-url", server.url + "/v1", "--limit", str(limit), "--quiet"]) == 0
-            chosen = select_by_cost(ps.pools, limit)
+            chosen = select_sample(ps.pools, limit, 0)
             res = load_results(out)
             assert sorted(res.per_query["item_id"]) == [p.id for p in chosen] and res.info["limit"] == limit
             assert len(res.seen[res.seen["role"] == "document"]) == images(chosen)
             sent.append(images(chosen))
-    assert sent == sorted(sent) and sent[0] < sent[-1]
+    assert sent[0] < sent[-1]

@@ -173,3 +173,21 @@ def test_design_floors_are_written_into_the_manifest_at_build_time(vg_tiny):
     assert 0 < floors["groups"]["all"]["mde"] < 1
     card = (vg_tiny / "README.md").read_text()
     assert f"differ by at least {floors['groups']['all']['mde']:.3f}" in card   # the dataset card states it too
+
+
+def test_a_singleton_tier_is_not_said_to_be_tied_with_itself():
+    """Issue 34: a model alone in its tier read 'statistically tied with the best model of tier 2' (itself)."""
+    from mmbench.evaluators.stats.ranking import describe
+
+    rng = np.random.default_rng(0)
+    a = (rng.random(400) < 0.9).astype(float)
+    a[[0, 1]] = 1.0
+    b = a.copy()
+    b[[0, 1]] = 0.0                                         # a near-copy of a, two items worse: tied with it
+    c = (rng.random(400) < 0.2).astype(float)               # far below both: alone in tier 2
+    r = rank_models(["a", "b", "c"], [np.array([a, b, c])], resamples=300, seed=0)
+    assert r.tiers == [1, 1, 2]
+    best, mate, alone = (describe(r, i) for i in range(3))
+    assert "alone in its tier" in alone and "best model" not in alone
+    assert "the best of its tier; statistically tied with it: b" in best
+    assert "statistically tied with a, the best model of its tier" in mate

@@ -25,10 +25,10 @@ def add_effective_flags(p) -> None:
     """How the effective context is read (show, compare, report)."""
     p.add_argument("--effective-tolerance", type=tolerance, default=None,
                    help="read the effective context with this fixed drop in the metric instead of the resolution "
-                        "floor of its window (default: the floor; every output says which was used)")
+                        "floor of each point (default: the floor; every output says which was used)")
     p.add_argument("--effective-window", type=window, default=None,
-                   help="items per window of the effective context (default: a tenth of the scored items, at "
-                        "least 20)")
+                   help="items in each stratum's reference for the effective context (default: a tenth of the "
+                        "stratum's scored items, at least 10)")
 
 
 def register(sub) -> None:

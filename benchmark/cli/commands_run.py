@@ -20,8 +20,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="registered name, local path, hub id, mteb:<name or folder>, or module:Factory")
     add_include_argument(p)
     p.add_argument("--data", type=Path, help="pool set folder of the one task (default: build the sample source)")
-    p.add_argument("--limit", type=positive_int, help="evaluate N items, chosen deterministically by the candidate documents "
-                   "they add (whole cells first), so the cost grows with N")
+    p.add_argument("--limit", type=positive_int, help="evaluate N items: a stratified random sample of the design's cells, "
+                   "seeded by --seed; the score is weighted back to the cells' sizes, with its CI (N at or above "
+                   "the task's size: all items)")
     p.add_argument("--output", type=Path, help="results folder (default: runs/<task>/<model>; with several "
                                                "tasks, one subfolder per task)")
     p.add_argument("--device", default=None, help="device of the model, e.g. cuda, cuda:1, cpu (default: the adapter's)")
@@ -52,7 +53,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--verify", action="store_true",
                    help="recompute the pool set's content hash and check every media file (default: check the "
                         "tables against the digests in its manifest)")
-    p.add_argument("--seed", type=nonnegative_int, default=0, help="seed of the default build and of tie-breaking")
+    p.add_argument("--seed", type=nonnegative_int, default=0, help="seed of the default build, of tie-breaking and of the --limit sample")
     p.add_argument("--quiet", action="store_true",
                    help="no progress bars or info logs (mmbench's, and those of transformers, datasets and mteb)")
     p.add_argument("--overwrite", action="store_true",

@@ -24,8 +24,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--limit", type=int, default=None,
                    help="export only the items `mmbench run --limit N` evaluates (default: all items)")
     p.add_argument("--seed", type=int, default=0,
-                   help="tie-break seed, as `mmbench run --seed`: corpus ids are ordered so mteb breaks equal "
-                        "scores the way mmbench does with this seed (default: 0)")
+                   help="seed, as `mmbench run --seed`: of the --limit sample, and corpus ids are ordered so mteb "
+                        "breaks equal scores the way mmbench does with this seed (default: 0)")
     p.add_argument("--accept-image-loss", action="store_true",
                    help="export documents holding several images although an mteb row keeps the first only; the "
                         "loss is recorded in mteb_export.json (without it such a pool set is refused)")

@@ -29,8 +29,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--api-key-env", default=None, help="environment variable holding the key "
                                                         "(default OPENAI_API_KEY / ANTHROPIC_API_KEY)")
     p.add_argument("--data", type=Path, help="pool set folder (default: build the sample source)")
-    p.add_argument("--limit", type=positive_int, help="rank N items, the ones `mmbench run --limit N` "
-                   "evaluates (chosen by the candidates they add)")
+    p.add_argument("--limit", type=positive_int, help="rank N items, the ones `mmbench run --limit N "
+                   "--seed S` evaluates (a stratified random sample)")
     p.add_argument("--prompt-file", type=Path, help="JSON with system, intro ({query}, {n}), outro, optional label ({id})")
     p.add_argument("--output", type=Path, help="results folder (default: runs/<task>/<ranker>_<model>)")
     p.add_argument("--temperature", type=temperature, default=0.0, help="sampling temperature, 0 to 2")
@@ -46,7 +46,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--image-detail", default=None, help="openai-chat: image_url detail (low, high, auto)")
     p.add_argument("--cache-dir", type=Path, help="response cache (default: MMBENCH_HOME/llm_responses)")
     p.add_argument("--no-cache", action="store_true", help="neither read nor write the response cache")
-    p.add_argument("--seed", type=nonnegative_int, default=0, help="seed of the default sample build")
+    p.add_argument("--seed", type=nonnegative_int, default=0, help="seed of the default sample build and of the --limit sample")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.set_defaults(func=cmd_rank)
 
@@ -84,7 +84,7 @@ def cmd_rank(args: argparse.Namespace) -> int:
 
     start = time.perf_counter()
     try:
-        per_query, seen, info = rank_poolset(ps, ranker, RankOptions(limit=args.limit, progress=not args.quiet))
+        per_query, seen, info = rank_poolset(ps, ranker, RankOptions(limit=args.limit, progress=not args.quiet, seed=args.seed))
     except APIUnreachable as exc:
         raise CLIError(f"{exc}; no results written") from None
     from mmbench.running.provenance import provenance

@@ -1,33 +1,33 @@
-"""`--limit N`: which N items to evaluate, so that the score samples the whole task at a cost that follows N.
+"""`--limit N`: which N items to evaluate, so that the score estimates the whole task's without bias.
 
-A pool set is a design: items fall into cells (subset x length bin x depth x difficulty ...), and a
-score read from one cell says nothing about the others. So a limit first decides which cells to open,
-then how many items each gets, then which items:
+A pool set is a design: items fall into cells (subset x length bin x depth x difficulty ...). A limit is a
+stratified random sample of those cells, seeded (`--seed`, default 0):
 
-1. Cells are the distinct values of the stratification axes (`STRATA_AXES` present in the items' meta,
-   plus the subset). They are opened in a balanced order: each next cell is the one whose values on
-   every axis have been used least so far (ties by a hash of the cell), so any prefix of the order
-   spreads over every axis — both anchor kinds, all backgrounds, every length bin — before it repeats.
-2. As many cells are opened as it takes to reach every value of the axis with the most values, or as
-   many as the limit fills at a typical cell's size, whichever is more (never more cells than items).
-   The limit is shared evenly among the open cells (a cell smaller than its share gives the rest to the
-   next cells), so a large limit takes whole cells.
-3. Within a cell, items are taken greedily by how many candidates they add (items whose candidates are
-   already chosen cost nothing), ties broken towards items whose candidates more items share, then by a
-   hash of the item id. Items share documents (a Visual
-   Grounding cell's items all rank the same candidates), so this keeps the documents to encode low.
+1. Cells are the distinct values of the stratification axes (`STRATA_AXES` present in the items' meta, plus
+   the subset), in the order of a hash of their values.
+2. The N items are allocated to the cells in proportion to their sizes by systematic sampling from a seeded
+   random start: cell h gets floor or ceil of N * N_h / N_total items, and its expected share is exactly
+   that, so every item has the same chance N / N_total of being chosen.
+3. Within a cell, the items are a seeded uniform random sample. Cost never breaks a tie: which items an
+   estimate rests on is left to chance alone (the cost of a run still follows N, since the cells' items share
+   documents).
 
-Every `--limit` goes through `select_by_cost`: embedding runs, LLM rankers (`mmbench rank`), the mteb
-export and the Python API, so the same limit always means the same items whichever way they are scored.
+The score of a limited run is then estimated by `mmbench.evaluators.stats.stratified` from the chosen items
+and the cells' sizes (`selection_record` keeps them): a stratified mean weighted back to the strata's sizes
+with its standard error and CI. A limit at or above the task's size is no limit: the full protocol, the same
+items, the same record (so `compare` joins it with a run without `--limit`).
+
+Every `--limit` goes through `select_sample`: embedding runs, LLM rankers (`mmbench rank`), the mteb export
+and the Python API, so one limit and seed always mean the same items whichever way they are scored.
 `strata_covered` says which values of each axis a selection holds; results.json records it.
 """
 from __future__ import annotations
 
 import hashlib
-import heapq
-import math
 from collections import Counter
 from typing import Any, Sequence
+
+import numpy as np
 
 from mmbench.data.poolset import PoolItem
 
@@ -54,57 +54,25 @@ def cell_of(p: PoolItem, axes: Sequence[str]) -> tuple[str, ...]:
     return tuple(_value(p, a) for a in axes)
 
 
-def balanced_order(cells: Sequence[tuple[str, ...]]) -> list[tuple[str, ...]]:
-    """The cells in an order whose every prefix spreads as evenly as it can over each axis's values."""
-    if not cells:
-        return []
-    n_axes = len(cells[0])
-    used = [Counter() for _ in range(n_axes)]
-    left = sorted(cells, key=lambda c: _digest("\x1f".join(c)))
-    out: list[tuple[str, ...]] = []
-    while left:
-        # least-used values first; among those, the cell that uses the fewest already-seen values at all
-        best = min(range(len(left)), key=lambda i: (sum(used[a][left[i][a]] for a in range(n_axes)),
-                                                     sum(used[a][left[i][a]] > 0 for a in range(n_axes)), i))
-        cell = left.pop(best)
-        out.append(cell)
-        for a in range(n_axes):
-            used[a][cell[a]] += 1
-    return out
+def cell_key(cell: Sequence[str]) -> str:
+    """A cell's values as one string (the key of `selection_record`'s cell sizes)."""
+    return "|".join(cell)
 
 
-def _greedy(items: Sequence[PoolItem], k: int, have: set[str]) -> list[PoolItem]:
-    """`k` of `items` taken one by one by how many candidates not in `have` they add (ties: shared first);
-    `have` grows with the chosen items' candidates."""
-    docs = [set(p.candidate_ids) for p in items]
-    users: dict[str, list[int]] = {}
-    for i, ds in enumerate(docs):
-        for d in ds:
-            users.setdefault(d, []).append(i)
-    # among equally costly items, those whose candidates more items share go first (then by id hash)
-    tie = [(-sum(len(users[d]) for d in docs[i]), _digest(p.id)) for i, p in enumerate(items)]
-    cost = [len(ds - have) for ds in docs]
-    heap = [(cost[i], tie[i], i) for i in range(len(items))]
-    heapq.heapify(heap)
-    chosen: list[PoolItem] = []
-    taken: set[int] = set()
-    while heap and len(chosen) < k:
-        c, _, i = heapq.heappop(heap)
-        if i in taken or c != cost[i]:
-            continue  # a stale entry: the item was taken, or got cheaper and was pushed again
-        taken.add(i)
-        chosen.append(items[i])
-        for d in docs[i] - have:
-            have.add(d)
-            for j in users[d]:
-                if j not in taken:
-                    cost[j] -= 1
-                    heapq.heappush(heap, (cost[j], tie[j], j))
-    return chosen
+def _allocate(sizes: Sequence[int], limit: int, rng: np.random.Generator) -> list[int]:
+    """Items per cell, proportional to `sizes`, by systematic sampling of the items' positions from a random
+    start: each cell gets floor or ceil of its share, and its expected count is exactly limit * size / total."""
+    total = int(sum(sizes))
+    step = total / limit
+    points = rng.uniform(0, step) + step * np.arange(limit)
+    edges = np.concatenate([[0], np.cumsum(sizes)])
+    counts = np.histogram(points, bins=edges)[0]
+    return [min(int(c), int(n)) for c, n in zip(counts, sizes)]
 
 
-def select_by_cost(pools: Sequence[PoolItem], limit: int | None) -> list[PoolItem]:
-    """All items (sorted by id), or `limit` items stratified over the design cells, cheap within each cell."""
+def select_sample(pools: Sequence[PoolItem], limit: int | None, seed: int = 0) -> list[PoolItem]:
+    """All items (sorted by id), or a seeded stratified random sample of `limit` of them: proportional to the
+    design cells' sizes, uniform within each cell (every item has the same chance)."""
     items = sorted(pools, key=lambda p: p.id)
     if limit is None or limit >= len(items):
         return items
@@ -114,40 +82,20 @@ def select_by_cost(pools: Sequence[PoolItem], limit: int | None) -> list[PoolIte
     by_cell: dict[tuple[str, ...], list[PoolItem]] = {}
     for p in items:
         by_cell.setdefault(cell_of(p, axes), []).append(p)
-    order = balanced_order(list(by_cell))
-    widest = max(len({c[a] for c in order}) for a in range(len(axes)))
-    typical = sorted(len(v) for v in by_cell.values())[len(by_cell) // 2]
-    n_open = min(len(order), limit, max(widest, math.ceil(limit / typical)))
-    quota = _shares(order, by_cell, n_open, limit)
-    have: set[str] = set()
+    cells = sorted(by_cell, key=lambda c: _digest("\x1f".join(c)))
+    rng = np.random.default_rng([int(seed), int(limit)])
+    counts = _allocate([len(by_cell[c]) for c in cells], int(limit), rng)
     chosen: list[PoolItem] = []
-    for cell in order:
-        if quota.get(cell):
-            chosen += _greedy(by_cell[cell], quota[cell], have)
+    for cell, k in zip(cells, counts):
+        if k:
+            members = by_cell[cell]
+            chosen += [members[i] for i in sorted(rng.choice(len(members), size=k, replace=False))]
     return sorted(chosen, key=lambda p: p.id)
 
 
-def _shares(order: list[tuple[str, ...]], by_cell: dict[tuple[str, ...], list[PoolItem]], n_open: int,
-            limit: int) -> dict[tuple[str, ...], int]:
-    """Items per cell: `limit` shared evenly over the first `n_open` cells (earlier cells take the
-    remainder); what a full cell cannot take goes to the open cells with room, then to further cells."""
-    quota = {c: 0 for c in order}
-    base, extra = divmod(limit, n_open)
-    for i, c in enumerate(order[:n_open]):
-        quota[c] = min(len(by_cell[c]), base + (i < extra))
-    left = limit - sum(quota.values())
-    opened = n_open
-    while left > 0:
-        room = [c for c in order[:opened] if quota[c] < len(by_cell[c])]
-        if not room:
-            opened += 1
-            continue
-        for c in room:
-            if left == 0:
-                break
-            quota[c] += 1
-            left -= 1
-    return quota
+def is_limited(limit: int | None, n_total: int) -> bool:
+    """Whether `limit` leaves items out (a limit at or above the task's size is the full protocol)."""
+    return limit is not None and limit < n_total
 
 
 def strata_covered(chosen: Sequence[PoolItem], pools: Sequence[PoolItem]) -> dict[str, Any]:
@@ -167,10 +115,26 @@ def items_hash(item_ids: Sequence[str]) -> str:
     return hashlib.sha256("\n".join(sorted(item_ids)).encode()).hexdigest()[:16]
 
 
-def selection_record(chosen: Sequence[PoolItem], pools: Sequence[PoolItem], limit: int | None) -> dict[str, Any]:
-    """What results.json says about the evaluated items: the limit, the counts, their hash, the strata covered."""
-    return {"limit": limit, "n_items": len(chosen), "n_items_total": len(pools),
-            "items_hash": items_hash([p.id for p in chosen]), "strata": strata_covered(chosen, pools)}
+def selection_record(chosen: Sequence[PoolItem], pools: Sequence[PoolItem], limit: int | None,
+                     seed: int = 0) -> dict[str, Any]:
+    """What results.json says about the evaluated items: the limit (None: all items, also for a limit at or
+    above the task's size), the counts, their hash, the strata covered, and how the score is estimated; a
+    limited run also keeps its seed and each design cell's size, which the estimate weights back to."""
+    limited = is_limited(limit, len(pools))
+    record: dict[str, Any] = {"limit": limit if limited else None, "n_items": len(chosen), "n_items_total": len(pools),
+                              "items_hash": items_hash([p.id for p in chosen]), "strata": strata_covered(chosen, pools)}
+    if limited:
+        axes = strata_axes(pools)
+        record.update({"seed": int(seed), "estimator": SAMPLE_ESTIMATOR, "cell_axes": axes,
+                       "cell_sizes": dict(sorted(Counter(cell_key(cell_of(p, axes)) for p in pools).items()))})
+    else:
+        record["estimator"] = FULL_ESTIMATOR
+    return record
+
+
+FULL_ESTIMATOR = "all items: the plain mean"
+SAMPLE_ESTIMATOR = ("stratified random sample (proportional, seeded): the stratified mean weighted back to the "
+                    "strata's sizes, with its standard error and CI")
 
 
 def design_groups(pools: Sequence[PoolItem]) -> dict[str, int]:

@@ -50,10 +50,10 @@ def export_mteb_task(poolset: Any, name: str | None = None, with_images: bool | 
 
     from mmbench.running.evaluation import task_main_metric
     from mmbench.data.poolset import PoolSet, load_poolset
-    from mmbench.data.selection import select_by_cost as select_items  # the items `mmbench run --limit` evaluates
+    from mmbench.data.selection import select_sample  # the items `mmbench run --limit` evaluates
 
     ps: PoolSet = poolset if isinstance(poolset, PoolSet) else load_poolset(Path(poolset))
-    items = select_items(ps.pools, limit)
+    items = select_sample(ps.pools, limit, seed)
     docs, queries = ps.candidate_by_id(), ps.query_by_id()
     if with_images is None:
         with_images = any(isinstance(s, Image) for d in [*docs.values(), *queries.values()] for s in d.segments)
@@ -93,7 +93,7 @@ def export_mteb_task(poolset: Any, name: str | None = None, with_images: bool | 
     MmbenchRetrieval.metadata = metadata
     task = MmbenchRetrieval()
     task._top_k = max([task._top_k, *(len(c) for c in pools.values())])  # every pool ranked in full
-    task.mmbench_poolset, task.mmbench_limit = ps, limit  # what mmbench_encoder(model, task) encodes
+    task.mmbench_poolset, task.mmbench_limit, task.mmbench_seed = ps, limit, seed  # what mmbench_encoder(model, task) encodes
     task.export_report = {"documents": len(seen), "dropped_images": sum(d["images"] for d in seen.values()),
                           "dropped_videos": sum(d["videos"] for d in seen.values()),
                           "per_document": {k: v for k, v in seen.items() if v["images"] or v["videos"]}}
@@ -162,7 +162,8 @@ def _image_dataset(rows: list[dict[str, Any]]):
                              features=feats)
 
 
-def mmbench_encoder(model: EmbeddingModel, poolset: Any, limit: int | None = None, batch_tokens: int = 32768):
+def mmbench_encoder(model: EmbeddingModel, poolset: Any, limit: int | None = None, batch_tokens: int = 32768,
+                    seed: int = 0):
     """An mmbench model as an mteb encoder for `export_mteb_task(poolset, limit=limit)` (`poolset` may be
     that exported task itself): each input row is
     looked up by its id and encoded as mmbench encodes it (the model's view: visible modalities,
@@ -177,15 +178,16 @@ def mmbench_encoder(model: EmbeddingModel, poolset: Any, limit: int | None = Non
     from mmbench.data.poolset import PoolSet, load_poolset
     from mmbench.running.runner import SCORE_DECIMALS, EncodeStats, RunOptions, encode_documents
     from mmbench.running.views import model_view
-    from mmbench.data.selection import select_by_cost as select_items
+    from mmbench.data.selection import select_sample
 
-    if hasattr(poolset, "mmbench_poolset"):  # a task from export_mteb_task: its pool set and limit
+    if hasattr(poolset, "mmbench_poolset"):  # a task from export_mteb_task: its pool set, limit and seed
+        seed = getattr(poolset, "mmbench_seed", seed)
         poolset, limit = poolset.mmbench_poolset, poolset.mmbench_limit if limit is None else limit
     ps: PoolSet = poolset if isinstance(poolset, PoolSet) else load_poolset(Path(poolset))
     by_item = {p.id: p.query_id for p in ps.pools}
     queries, docs = ps.query_by_id(), ps.candidate_by_id()
     media = ps.media if ps.root is not None else None
-    model.fit([docs[c] for c in sorted({c for p in select_items(ps.pools, limit) for c in p.candidate_ids})], media)
+    model.fit([docs[c] for c in sorted({c for p in select_sample(ps.pools, limit, seed) for c in p.candidate_ids})], media)
     card = model.card
 
     seen: dict[tuple[str, str], Any] = {}   # (role, what the model sees) -> its vector

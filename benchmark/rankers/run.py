@@ -18,10 +18,11 @@ import pandas as pd
 from tqdm.auto import tqdm
 
 from mmbench.evaluators.metrics import first_relevant_rank, item_metrics, metric_names
+from mmbench.evaluators.stats.stratified import limit_estimates
 
 from mmbench.data.documents import Image
 from mmbench.data.poolset import PoolItem, PoolSet
-from mmbench.data.selection import select_by_cost, selection_record
+from mmbench.data.selection import select_sample, selection_record
 from mmbench.rankers.base import ListwiseRanker, RankResult
 from mmbench.rankers.parse import REPAIRS
 
@@ -37,6 +38,7 @@ class APIUnreachable(RuntimeError):
 class RankOptions:
     limit: int | None = None
     progress: bool = True
+    seed: int = 0               # the seed of the --limit sample (the same items as `mmbench run --limit --seed`)
 
 
 def _image_ref(doc: Any, item: str) -> str:
@@ -88,7 +90,7 @@ def rank_poolset(ps: PoolSet, ranker: ListwiseRanker, options: RankOptions) -> t
 
     Raises APIUnreachable when a request never reached the server and none before it got an answer: the items
     not yet started are skipped (their requests would fail the same way, each after all its retries)."""
-    items = select_by_cost(ps.pools, options.limit)  # the items `mmbench run --limit` evaluates
+    items = select_sample(ps.pools, options.limit, options.seed)  # the items `mmbench run --limit` evaluates
     queries, candidates = ps.query_by_id(), ps.candidate_by_id()
     bar = tqdm(total=len(items), desc=f"rank ({ranker.card.name})", unit="query", disable=not options.progress)
     lock = threading.Lock()
@@ -129,10 +131,12 @@ def rank_poolset(ps: PoolSet, ranker: ListwiseRanker, options: RankOptions) -> t
     failed = per_query[per_query["failed"]]
     tokens_in, tokens_out = per_query["input_tokens"].dropna(), per_query["output_tokens"].dropna()
     costs = per_query["cost_usd"].dropna()
+    selection = selection_record(items, ps.pools, options.limit, options.seed)
+    selection["estimate"] = limit_estimates(per_query, items, selection, metric_names())
     run_info = {
         "kind": "llm_ranker",
-        "n_items": len(items), "n_items_total": len(ps.pools), "limit": options.limit,
-        "selection": selection_record(items, ps.pools, options.limit),
+        "n_items": len(items), "n_items_total": len(ps.pools), "limit": selection["limit"],
+        "selection": selection,
         "n_failed_items": int(len(failed)),
         "failures": {str(r["item_id"]): str(r["error"]) for _, r in failed.head(100).iterrows()},
         "modalities_seen": ["image", "text"],

@@ -56,7 +56,7 @@ def format_summary(res: RunResults, axes: Sequence[str], metric: str = "precisio
         if axis not in pq.columns or pq[axis].isna().all():
             continue
         table = pivot(pq, axis, metric)
-        table.loc["floor (MDE)"] = floor_row(pq, axis)
+        table.loc["floor (MDE)"] = floor_row(pq, axis, metric)
         truncated = truncated_row(res, axis)
         if truncated is not None:
             table.loc["truncated share"] = truncated
@@ -64,7 +64,8 @@ def format_summary(res: RunResults, axes: Sequence[str], metric: str = "precisio
         lines.append(f"{metric} by {axis}")
         lines.append(table.to_string(float_format=lambda x: f"{x:.3f}"))
         lines.append("floor (MDE): the smallest paired difference between two models this column's items can detect "
-                     "(alpha 0.05, power 0.8, design-time; NaN: too few items to detect any difference)")
+                     "(alpha 0.05, power 0.8, design-time, on the metric's own range; NaN: too few items to detect "
+                     "any difference)")
         if truncated is not None:
             lines.append("truncated share: the share of the bin's documents the model saw middle-truncated to its "
                          "window (seen.parquet)")
@@ -80,21 +81,20 @@ def format_summary(res: RunResults, axes: Sequence[str], metric: str = "precisio
 
 def effective_context_lines(res: RunResults, metric: str, tolerance: float | None = None,
                             window: int | None = None) -> list[str]:
-    """The run's effective context by consumed tokens (evaluators.stats.effective_length), when it has enough items."""
-    from mmbench.evaluators.stats.effective_length import run_effective_length, tolerance_statement
+    """The run's effective context by consumed tokens within the task's strata (evaluators.stats.effective_length)."""
+    from mmbench.evaluators.stats.effective_length import (run_effective_length, effective_statement, strata_statement,
+                                                           tolerance_statement)
+    from mmbench.tasks import design_strata
 
     if metric not in res.per_query.columns or "relevant_ids" not in res.per_query.columns:
         return []
-    e = run_effective_length(res.per_query, res.seen, metric, tolerance, window)
-    if e.effective_tokens is None:
+    e = run_effective_length(res.per_query, res.seen, metric, tolerance, window, design_strata(res.task)).to_dict()
+    if e["status"] == "no items":
         return []
-    how = (f"{metric} within {tolerance_statement(e.to_dict())} of its score over the shortest {e.window} items "
-           f"({e.reference:.3f}), by tokens consumed")
-    if e.censored:
-        return [f"effective context ({how}): at least {e.effective_tokens} tokens (no drop beyond the tolerance up to "
-                "the longest item)"]
-    return [f"effective context ({how}): {e.effective_tokens} tokens (first drop at {e.first_drop_tokens}; "
-            f"longest consumed {e.max_tokens})"]
+    how = f"{metric} by tokens consumed, {strata_statement(e)}"
+    if e["tolerance"] is not None:
+        how += f"; tolerance {tolerance_statement(e)}"
+    return [f"effective context: {effective_statement(e)} ({how})"]
 
 
 def efficiency_lines(eff) -> list[str]:
@@ -172,13 +172,16 @@ def truncated_row(res: RunResults, axis: str) -> pd.Series | None:
     return pd.Series(dict(zip(shares["bins"], shares["truncated_share"])), dtype=float)
 
 
-def floor_row(per_query: pd.DataFrame, axis: str) -> pd.Series:
-    """Design-time resolution floor of each value of `axis` (from its number of scored items)."""
+def floor_row(per_query: pd.DataFrame, axis: str, metric: str = "precision_at_1") -> pd.Series:
+    """Design-time resolution floor of each value of `axis` (from its number of scored items), on `metric`'s own
+    range (P@5 with one relevant candidate reaches 0.2, so its floors are a fifth of P@1's)."""
+    from mmbench.evaluators.metrics import metric_range
     from mmbench.evaluators.stats.floors import design_floor
 
     ok = per_query[per_query["error"].isna()] if "error" in per_query.columns else per_query
+    ceiling = metric_range(metric, ok["relevant_ids"]) if "relevant_ids" in ok.columns else 1.0
     counts = ok.groupby(axis).size()
-    return pd.Series({v: design_floor(int(n)).mde for v, n in counts.items()}, dtype=float)
+    return pd.Series({v: design_floor(int(n), ceiling=ceiling).mde for v, n in counts.items()}, dtype=float)
 
 
 def protocol_lines(info: dict) -> list[str]:
@@ -199,4 +202,19 @@ def protocol_lines(info: dict) -> list[str]:
         covered = "; ".join(f"{axis} {sum(1 for n in vals.values() if n)}/{len(vals)}"
                             for axis, vals in strata["axes"].items())
         out.append(f"strata covered: {strata.get('cells_covered')}/{strata.get('cells_total')} cells; {covered}")
+    out += estimate_lines(info.get("selection") or {}, info.get("main_metric") or "precision_at_1")
     return out
+
+
+def estimate_lines(selection: dict, metric: str) -> list[str]:
+    """Which estimator the run's score is, and for a --limit sample its weighted estimate with the CI."""
+    estimator = selection.get("estimator")
+    if not estimator:
+        return []
+    e = (selection.get("estimate") or {}).get(metric) or {}
+    if e.get("value") is None:
+        return [f"estimator: {estimator}"]
+    return [f"estimator: {estimator} (seed {selection.get('seed')})",
+            f"estimate of the whole task's {metric}: {e['value']:.3f} (se {e['se']:.3f}; "
+            f"{100 * e['confidence']:.0f} % CI [{e['ci_low']:.3f}, {e['ci_high']:.3f}]; {e['strata']} strata by "
+            f"{' x '.join(e['axes_used']) or 'none'}); the means below are over the sampled items only"]

@@ -13,6 +13,7 @@ from mmbench.models.base import EmbeddingModel
 from mmbench.data.poolset import PoolSet
 from mmbench.results.mteb_layout import summary_json
 from mmbench.results.store import RunResults, write_results
+from mmbench.running.efficiency import refresh_peak_rss
 from mmbench.running.runner import RunOptions, run_poolset
 
 
@@ -46,6 +47,7 @@ def evaluate_in_memory(task_name: str, ps: PoolSet, model: EmbeddingModel, optio
         info["backend_certificate"] = run_block(options.certificate)
     summary = summary_json(task_name, ps.task_version, ps.content_hash, model.card.identity(), per_query, info,
                            time.perf_counter() - start, main_metric=task_main_metric(task_name))
+    refresh_peak_rss(summary)   # the process's peak over the whole evaluation, tables and aggregates included
     return RunResults(per_query=per_query, seen=seen, summary=summary)
 
 
@@ -53,5 +55,6 @@ def evaluate_to_folder(task_name: str, ps: PoolSet, model: EmbeddingModel, optio
                        requested: str) -> dict[str, Any]:
     """`evaluate_in_memory`, written to the results folder `out`; returns what results.json holds."""
     res = evaluate_in_memory(task_name, ps, model, options, requested)
+    refresh_peak_rss(res.summary)
     write_results(out, res.per_query, res.seen, res.summary)
     return res.summary

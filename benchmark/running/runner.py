@@ -18,6 +18,7 @@ import numpy as np
 import pandas as pd
 
 from mmbench.evaluators.metrics import first_relevant_rank, item_metrics, metric_names
+from mmbench.evaluators.stats.stratified import limit_estimates
 
 from mmbench.running.batching import token_budget_batches
 from mmbench.data.embedding_cache import CacheRow, EmbeddingCache, model_key
@@ -28,7 +29,7 @@ from mmbench.running.lazy_model import ModelChanged
 from mmbench.models.base import EmbeddingModel, Role
 from mmbench.models.output_check import BadModelOutput
 from mmbench.data.poolset import PoolItem, PoolSet
-from mmbench.data.selection import select_by_cost, selection_record
+from mmbench.data.selection import select_sample, selection_record
 from mmbench.data.truncation import first_texts_to_tokenize
 from mmbench.common.errors import CLIError
 from mmbench.common.sparse import issparse
@@ -328,7 +329,7 @@ def run_poolset(ps: PoolSet, model: EmbeddingModel, options: RunOptions) -> tupl
 
 
 def _run_poolset(ps: PoolSet, model: EmbeddingModel, options: RunOptions) -> tuple[pd.DataFrame, pd.DataFrame, dict[str, Any]]:
-    items = select_by_cost(ps.pools, options.limit)
+    items = select_sample(ps.pools, options.limit, options.seed)
     queries = ps.query_by_id()
     candidates = ps.candidate_by_id()
     q_docs = [queries[i] for i in sorted({p.query_id for p in items})]
@@ -358,11 +359,13 @@ def _run_poolset(ps: PoolSet, model: EmbeddingModel, options: RunOptions) -> tup
     seen = pd.DataFrame([{"doc_id": k, "role": role, **_flat(v)} for role, recs in (("query", q_seen), ("document", c_seen))
                          for k, v in sorted(recs.items())])
     failed = per_query[per_query["error"].notna()] if len(per_query) else per_query
+    selection = selection_record(items, ps.pools, options.limit, options.seed)
+    selection["estimate"] = limit_estimates(per_query, items, selection, metric_names())
     run_info = {
         "n_items": len(items),
         "n_items_total": len(ps.pools),
-        "limit": options.limit,
-        "selection": selection_record(items, ps.pools, options.limit),
+        "limit": selection["limit"],
+        "selection": selection,
         "n_failed_items": int(len(failed)),
         "failures": {k: v for k, v in sorted(stats.failures.items())[:100]},
         "modalities_seen": sorted(model.card.modalities),

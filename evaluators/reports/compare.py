@@ -20,7 +20,7 @@ from typing import Any, Sequence
 import numpy as np
 import pandas as pd
 
-from mmbench.evaluators.metrics import chance_metrics
+from mmbench.evaluators.metrics import chance_metrics, metric_range
 from mmbench.evaluators.stats import correct_pvalues, mcnemar, paired_ttest, wilcoxon_signed_rank
 from mmbench.evaluators.stats.bootstrap import DEFAULT_DIFF_RESAMPLES, DEFAULT_RESAMPLES
 from mmbench.evaluators.stats.floors import design_floor, observed_floor
@@ -29,6 +29,7 @@ from mmbench.evaluators.stats.settle import items_to_settle
 from mmbench.evaluators.stats.verdict import pair_verdict
 from mmbench.evaluators.stats.paired import EFFECT_SIZE_KIND
 from mmbench.results.store import RunResults
+from mmbench.tasks import design_strata
 
 from mmbench.evaluators.reports.common import (CI_METRICS, aligned_frames, averages, check_same_pool_set, fmt, fmt_ci, fmt_p, hit_at_1, md_table,
                      metric_ci, run_labels, subset_order)
@@ -93,7 +94,9 @@ def compare_runs(runs: Sequence[RunResults], *, metric: str = "precision_at_1", 
                               resamples=ci_resamples, seed=seed, alpha=alpha).to_dict()
     return {
         "kind": "mmbench.compare", "identical_runs": identical_runs(runs, labels),
-        "ranking": ranking, "design_floor": design_floor(len(shared), alpha=alpha).to_dict(),
+        "ranking": ranking,
+        "design_floor": design_floor(len(shared), alpha=alpha,
+                                     ceiling=metric_range(metric, frames[0]["relevant_ids"])).to_dict(),
         "task": runs[0].task, "content_hash": content_hash,
         "n_items": len(shared), "items_identical": identical, "n_failed_excluded": n_failed,
         "settings": {"metric": metric, "resamples": resamples, "ci_resamples": ci_resamples, "seed": seed, "alpha": alpha,
@@ -117,7 +120,8 @@ def length_rows(runs: Sequence[RunResults], labels: Sequence[str], metric: str,
     for label, run in zip(labels, runs):
         if run.seen is None or metric not in run.per_query.columns:
             continue
-        entry = effective_length_entry(run.per_query, run.seen, label, metric, **(options or {}))
+        entry = effective_length_entry(run.per_query, run.seen, label, metric, **(options or {}),
+                                       strata=design_strata(run.task))
         if entry["effective_tokens"] is not None:
             effective.append(entry)
         share = truncated_share_by_bin(run.per_query, run.seen, label)

@@ -359,8 +359,9 @@ def correlation_figure(points: Sequence[dict[str, Any]], summary: Sequence[dict[
 
 
 def draw_effective_length(entries: Sequence[dict[str, Any]], metric: str):
-    """Score against consumed tokens (log x), one line per model over its consumed-length steps; a dashed
-    vertical line at each model's effective context and a dotted horizontal one at reference - tolerance."""
+    """Score against consumed tokens (log x), one line per model over its consumed-length points (the task's curve
+    combined over its strata); a dashed vertical line at each model's effective context and a dotted line at the
+    reference minus each point's floor."""
     fig, ax = plt.subplots(layout="constrained", figsize=(6.4, 3.8))
     for i, e in enumerate(entries):
         if not e.get("curve"):
@@ -370,8 +371,9 @@ def draw_effective_length(entries: Sequence[dict[str, Any]], metric: str):
                 label=e["label"])
         if e.get("effective_tokens"):
             ax.axvline(e["effective_tokens"], color=color, linestyle="--", linewidth=1)
-        if e.get("reference") is not None:
-            ax.axhline(e["reference"] - e["tolerance"], color=color, linestyle=":", linewidth=0.8)
+        if e.get("reference") is not None:   # each point's floor below the reference (the tolerance band)
+            ax.plot([c["tokens"] for c in e["curve"]], [e["reference"] - c.get("floor", e["tolerance"] or 0.0)
+                                                        for c in e["curve"]], color=color, linestyle=":", linewidth=0.8)
     ax.set_xscale("log", base=2)
     ax.set_ylim(0, 1.02)
     ax.set_xlabel("tokens consumed by the model (relevant document)", fontsize=8)
@@ -379,7 +381,8 @@ def draw_effective_length(entries: Sequence[dict[str, Any]], metric: str):
     ax.set_title("effective length", fontsize=9)
     ax.grid(alpha=0.3)
     _legend_below(fig, [ax])
-    fig.text(0.0, 1.0, "dashed: effective context; dotted: reference - tolerance", fontsize=6, va="bottom", color="0.4")
+    fig.text(0.0, 1.0, "dashed: effective context; dotted: reference - each point's floor", fontsize=6, va="bottom",
+             color="0.4")
     return fig, [ax], 1, 1
 
 

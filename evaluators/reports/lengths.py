@@ -10,16 +10,19 @@ from typing import Any, Sequence
 import pandas as pd
 
 from mmbench.evaluators.ordering import label_key
-from mmbench.evaluators.stats.effective_length import run_effective_length, tolerance_statement
+from mmbench.evaluators.stats.effective_length import (effective_statement, run_effective_length, strata_statement,
+                                                       tolerance_statement)
 
 from mmbench.evaluators.reports.common import fmt, md_table
 
 
 def effective_length_entry(per_query: pd.DataFrame, seen: pd.DataFrame, label: str, metric: str,
-                           tolerance: float | None = None, window: int | None = None) -> dict[str, Any]:
-    """One run's effective context and consumed-length curve, JSON-ready (`tolerance` None: the resolution
-    floor of its window; `window` None: a tenth of its items, at least 20)."""
-    return {"label": label, "metric": metric, **run_effective_length(per_query, seen, metric, tolerance, window).to_dict()}
+                           tolerance: float | None = None, window: int | None = None,
+                           strata: Sequence[str] = ()) -> dict[str, Any]:
+    """One run's effective context and consumed-length curve within the design's `strata`, JSON-ready
+    (`tolerance` None: the resolution floor of each point; `window` None: a tenth of each stratum's items)."""
+    e = run_effective_length(per_query, seen, metric, tolerance, window, strata).to_dict()
+    return {"label": label, "metric": metric, **e, "statement": effective_statement(e), "strata_note": strata_statement(e)}
 
 
 def lengths_markdown(effective: Sequence[dict[str, Any]], truncation: Sequence[dict[str, Any]],
@@ -28,18 +31,18 @@ def lengths_markdown(effective: Sequence[dict[str, Any]], truncation: Sequence[d
     if effective:
         e0 = effective[0]
         lines += ["### Effective context (score against consumed tokens)", "",
-                  f"Items are ordered by the tokens the model consumed for their relevant document (seen.parquet, after "
-                  f"resizing, frame caps and truncation), not by their nominal bin. Reference: the mean {e0['metric']} of "
-                  "each model's shortest `window` items. The effective context is the longest consumed length before the "
-                  "first window of `window` consecutive items whose mean falls more than the tolerance below the "
-                  "reference; inside that window the drop is placed by binary segmentation. The tolerance column says "
-                  "how it was chosen: by default the resolution floor of a window against the reference (the smallest "
-                  "drop `window` items can tell from chance), else a fixed value. `≥`: the score never fell by more "
-                  "than the tolerance, the model may reach further than the data goes.", "",
-                  md_table(["model", "items", "window", "reference", "tolerance", "effective context (tokens)",
+                  f"Within each stratum of the task's design, items are grouped by the tokens the model consumed for "
+                  f"their relevant document (seen.parquet, after resizing, frame caps and truncation; equal lengths "
+                  f"form one point), not by their nominal bin. Each stratum's reference is its mean {e0['metric']} at "
+                  "its own shortest lengths; strata at chance there are left out. The task's curve is the "
+                  "item-weighted mean of the strata's drops from their references; the effective context is the "
+                  "longest consumed length before the first point whose drop exceeds its resolution floor (or a "
+                  "fixed tolerance), placed by binary segmentation. `at least`: the score never dropped, the model "
+                  "may reach further than the data goes. Definition and a worked example: the *Statistics* page.", "",
+                  md_table(["model", "items", "strata", "reference", "tolerance", "effective context",
                             "first drop at", "longest consumed"],
-                           [[e["label"], e["n_items"], e["window"], fmt(e["reference"]), tolerance_statement(e),
-                             "–" if e["effective_tokens"] is None else f"{'≥ ' if e['censored'] else ''}{e['effective_tokens']}",
+                           [[e["label"], e["n_items"], e.get("strata_note") or strata_statement(e), fmt(e["reference"]),
+                             tolerance_statement(e), e.get("statement") or effective_statement(e),
                              "–" if e["first_drop_tokens"] is None else e["first_drop_tokens"],
                              "–" if e["max_tokens"] is None else e["max_tokens"]] for e in effective]), ""]
         if figure:

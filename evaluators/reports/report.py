@@ -9,11 +9,13 @@ from typing import Any, Sequence
 import numpy as np
 import pandas as pd
 
-from mmbench.evaluators.stats.floors import step_floors
+from mmbench.evaluators.metrics import metric_range
+from mmbench.evaluators.stats.floors import metric_sd, step_floors
 from mmbench.evaluators.stats import modality_robustness, positional_bias_lmm, sort_length_bins
 from mmbench.evaluators.stats.bootstrap import DEFAULT_RESAMPLES
 from mmbench.evaluators.stats.robustness import MODALITIES, THRESHOLDS
 from mmbench.results.store import RunResults
+from mmbench.tasks import design_strata
 
 from mmbench.evaluators.reports import figures
 from mmbench.evaluators.reports.lengths import effective_length_entry, lengths_markdown
@@ -53,11 +55,17 @@ def heatmap_numbers(pq: pd.DataFrame, label: str, metric: str) -> list[dict[str,
         cell = part.groupby([part["depth"].astype(float), part["length_bin"].astype(str)])[metric].agg(["mean", "size"])
         values = [[float(cell.loc[(d, l), "mean"]) if (d, l) in cell.index else None for l in lengths] for d in depths]
         counts = [[int(cell.loc[(d, l), "size"]) if (d, l) in cell.index else 0 for l in lengths] for d in depths]
+        sd, basis = metric_sd(part[metric].to_numpy(dtype=float), _score_range(part, metric))
         out.append({"label": label, "anchor_kind": str(anchor), "metric": metric, "lengths": lengths, "depths": depths,
                     "values": values, "n": counts, "ceiling": metric_ceiling(part, metric),
-                    # per depth, each step to the next length bin with its design-time floor
-                    "length_steps": [step_floors(n_row, v_row) for n_row, v_row in zip(counts, values)]})
+                    # per depth, each step to the next length bin with its floor at the metric's own sd
+                    "length_steps": [step_floors(n_row, v_row, sd) for n_row, v_row in zip(counts, values)],
+                    "step_sd": sd, "step_sd_basis": basis})
     return out
+
+
+def _score_range(pq: pd.DataFrame, metric: str) -> float:
+    return metric_range(metric, pq["relevant_ids"]) if "relevant_ids" in pq.columns else 1.0
 
 
 def chance_numbers(pq: pd.DataFrame, metrics: Sequence[str]) -> dict[str, float]:
@@ -107,7 +115,8 @@ def length_curve_numbers(pq: pd.DataFrame, label: str, task: str, metric: str, *
                         "values": [float(c[metric].mean()) for c in cells], "n": [int(len(c)) for c in cells],
                         "ci_low": [ci[0] for ci in cis], "ci_high": [ci[1] for ci in cis],
                         "chance": [chance_numbers(c, [metric]).get(metric) for c in cells],
-                        "steps": step_floors([len(c) for c in cells], [float(c[metric].mean()) for c in cells])})
+                        "steps": step_floors([len(c) for c in cells], [float(c[metric].mean()) for c in cells],
+                                             metric_sd(part[metric].to_numpy(dtype=float), _score_range(part, metric))[0])})
     return out
 
 
@@ -227,7 +236,7 @@ def report_numbers(runs: Sequence[RunResults], *, metric: str = "precision_at_1"
         seen = run.info.get("modalities_seen") or run.info.get("model", {}).get("modalities")
         t["modality_robustness"] += robustness_numbers(pq, label, metric, set(seen) if seen else None, **boot)
         t["effective_length"].append(effective_length_entry(run.per_query, run.seen, label, metric,
-                                                            **(effective or {})))
+                                                            **(effective or {}), strata=design_strata(run.task)))
         t["truncated_share"].append(truncated_share_by_bin(run.per_query, run.seen, label))
     for name, task_runs in by_task.items():
         tasks[name]["efficiency"] = efficiency_rows(task_runs)
@@ -428,8 +437,9 @@ def report_markdown(data: dict[str, Any]) -> str:
 
 
 FLOOR_NOTE = ("A step marked ≈ is smaller than its resolution floor: the smallest change between the two points that "
-              "their items detect with 80 % power at α = 0.05 (two-sample t-test, per-item sd 0.5, the most a 0/1 "
-              "metric has). Such a step is no evidence of a change; the floor follows each mark.")
+              "their items detect with 80 % power at α = 0.05 (two-sample t-test at the metric's own per-item sd: the "
+              "observed one, at most half the metric's range, e.g. 0.1 for P@5 with one relevant candidate; the bound "
+              "where the scores do not vary). Such a step is no evidence of a change; the floor follows each mark.")
 
 
 def _step_mark(step: dict[str, Any] | None) -> str:
@@ -448,6 +458,7 @@ def heatmap_floor_lines(heatmaps: list[dict[str, Any]]) -> list[str]:
         below = sum(bool(st["below_floor"]) for st in steps)
         floors = [st["floor"] for st in steps if st.get("floor") is not None]
         typical = f"; median floor {fmt(float(np.median(floors)), 2)}" if floors else ""
+        sd = f" (per-item sd {fmt(h['step_sd'], 3)}, {h['step_sd_basis']})" if h.get("step_sd") is not None else ""
         out.append(f"- {h['label']}, {h['anchor_kind']} anchors: {below} of {len(steps)} steps between neighbouring "
-                   f"length bins are below their resolution floor{typical} (no evidence of a change there).")
+                   f"length bins are below their resolution floor{typical}{sd} (no evidence of a change there).")
     return out + [""] if out else []

@@ -51,3 +51,18 @@ def as_pair(a: Sequence[float], b: Sequence[float]) -> tuple[np.ndarray, np.ndar
     if x.size == 0:
         raise ValueError("paired samples are empty")
     return x, y
+
+
+# Scores are means of per-item metrics on a grid such as k/5: two equal means can differ by ~1e-17 after
+# subtraction, so "does not vary" is an sd at or below this tolerance, never `sd == 0`.
+SD_TOLERANCE = 1e-9
+
+
+def sample_sd(values: Sequence[float] | np.ndarray) -> float:
+    """The sample sd (ddof 1) of `values`, 0.0 for fewer than two or for values that do not vary (within
+    `SD_TOLERANCE`), so every caller's "does not vary" branch sees an exact 0."""
+    arr = np.asarray(values, dtype=float)
+    if arr.size < 2:
+        return 0.0
+    sd = float(np.std(arr, ddof=1))
+    return sd if sd > SD_TOLERANCE else 0.0

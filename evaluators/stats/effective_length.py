@@ -1,37 +1,44 @@
-"""Effective context: how far along the tokens a model actually consumed its score holds up.
+"""Effective context: how far along the tokens a model actually consumed its score holds up, within the task's design.
 
-Nominal length bins are the same for every model, but what a model consumes is not (images resized, frames
-capped, documents middle-truncated to its window). This module works on the consumed length of each item
-(the seen tokens of its relevant document, from seen.parquet) and never on the nominal bin.
+Nominal length bins are the same for every model, but what a model consumes is not (images resized or unseen,
+frames capped, documents middle-truncated to its window). This module works on the consumed length of each item
+(the seen tokens of its relevant document, from seen.parquet), and it reads that length *within each stratum of
+the task's design* (`TaskSpec.strata`: Visual Grounding's anchor kind x background, Multi-Source Reasoning's
+dataset x difficulty, ...): across strata, consumed length also tracks what the items are (a text anchor in an
+image-only haystack consumes a few tokens for a text-only model), so ordering all items by length reads the
+subset mix as length.
 
-Definitions (tolerance `tol`, window `k` items, both stated in every result):
+Definitions (significance `alpha`, power `power`, reference size `window`, all stated in every result):
 
-* Items are ordered by consumed length. The *reference* is the mean score of the shortest `k` items (the
-  score at short lengths). By default `k` is a tenth of the items, at least 20 (`default_window`).
-* A *window* is `k` consecutive items in that order; it *holds* when its mean score is at least
-  reference - tol.
-* The first window that does not hold contains the drop. Inside it, the drop is placed at the split that
-  maximises the standardised difference of means, (mean left - mean right)·sqrt(n_l·n_r/k), the statistic
-  of binary segmentation (Scott and Knott 1974; Vostrikova 1981). The *effective context* is the consumed
-  length of the last item before that split; `first_drop_tokens` is the next item's. If every window holds,
-  the effective context is the longest consumed length seen: the model never dropped by more than `tol`
-  within the data, so the true value may be longer (`censored`).
+1. *Points.* Items are grouped by consumed length in half-doubling steps (factor sqrt 2; steps with fewer than
+   `min_items` items merge into their longer neighbour). Items of equal consumed length always share a point:
+   they are never put in an order (a truncating model has most items at exactly its window).
+2. *Reference per stratum.* Each stratum's reference is the mean score of its items at its own shortest lengths:
+   the shortest whole length groups that hold at least `window` items (default a tenth of the stratum, at least
+   `MIN_WINDOW`). A stratum with fewer items than `window` cannot fill its reference and is left out (counted).
+3. *At chance.* A stratum whose reference is not above its items' random-ranking expectation (one-sided z-test
+   on the reference mean at `alpha` Bonferroni-corrected over the strata, per-item sd the stratum's own) can
+   show no drop and is left out of the curve; if every stratum is, the run has *no effective context (at
+   chance at the shortest lengths)*.
+4. *The task's curve.* At each point the drop of each stratum is its mean there minus its reference; the task's
+   drop is their item-weighted mean, D = sum n_s d_s / sum n_s, with variance
+   sum (n_s / N)^2 sd_s^2 (1/n_s + 1/r_s) (r_s: the stratum's reference items; sd_s its observed per-item sd,
+   or the bound c/2 of a metric in [0, c] where its scores do not vary, `floors.metric_sd`). The curve's value
+   is the item-weighted reference plus D.
+5. *The floor.* A point *holds* when D is no more than its resolution floor below 0: the drop that a two-sided
+   z-test at `alpha` detects with probability `power`, (z_{1-alpha/2} + z_power) * sd(D). A fixed `tolerance`
+   replaces the floor (stated as fixed).
+6. *Effective context.* The first point that does not hold contains the drop. It is placed between two
+   consumed lengths by binary segmentation (Scott and Knott 1974; Vostrikova 1981) of the items' residuals
+   (score minus their stratum's reference) over that point and the one before, splitting only between distinct
+   lengths: the *effective context* is the longest length before the split, `first_drop_tokens` the next one.
+   If every point holds, the run has an effective context of *at least* the longest consumed length seen
+   (`censored`).
 
-The tolerance, by default, is the *resolution floor* of the comparison made: a mean of `k` items against
-another mean of `k` items (the reference), i.e. the difference a two-sided two-sample t-test at level
-`alpha` (0.05) detects with probability `power` (0.8) (`floors.two_sample_floor`), with the per-item sd
-observed over all the run's scored items. That sd includes any drop, so it errs large and the floor is not
-understated; where the scores do not vary it is the design value 0.5 (the largest a 0/1 score has). A
-window that falls less than the floor below the reference is within what `k` items can tell from no change,
-so chance dips do not end the effective context; a drop of the floor or more ends it. At k = 20 and sd 0.5
-the floor is 0.45, at k = 60 it is 0.26, at k = 200 it is 0.14: more items resolve smaller drops. A fixed
-`tolerance=` replaces the floor (stated as fixed).
-
-With a score that steps down at length L, the first failing window holds the step (the floor is below 1),
-and the split finds it at the last item before L whatever bins the items were built in.
-
-The curve for plotting groups items by consumed length in half-doubling (factor sqrt 2) steps, merging steps
-with fewer than `min_items` items into their longer neighbour.
+`effective_bin` names the longest nominal length bin among the items the model read whole up to the effective
+context (not truncated, no image or frame it cannot see): "at least 20,885 tokens consumed" of a model with its
+own tokenizer is the 32k bin; a text model's items in image-only haystacks, where it reads only the anchor, name
+no bin.
 """
 from __future__ import annotations
 
@@ -40,101 +47,96 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, Mapping, Sequence
 
 import numpy as np
+from scipy import stats
 
-from mmbench.evaluators.stats.floors import DEFAULT_ALPHA, DEFAULT_POWER, two_sample_floor
+from mmbench.evaluators.ordering import label_key
+from mmbench.evaluators.stats.floors import DEFAULT_ALPHA, DEFAULT_POWER, metric_sd
 
-MIN_WINDOW = 20          # the smallest default window (and reference), in items
-WINDOW_SHARE = 10        # the default window is one item in WINDOW_SHARE, at least MIN_WINDOW
-DESIGN_SD = 0.5          # the per-item sd the floor assumes where the scores do not vary
+MIN_WINDOW = 10          # the smallest default reference, in items
+WINDOW_SHARE = 10        # the default reference is one item of a stratum in WINDOW_SHARE, at least MIN_WINDOW
 FLOOR = "resolution floor"
 FIXED = "fixed"
 DEFAULT_MIN_ITEMS = 5
 STEPS_PER_DOUBLING = 2
+# result kinds
+DROP, AT_LEAST, AT_CHANCE, UNFILLED, NO_ITEMS = "drop", "at least", "at chance", "unfilled", "no items"
 
 
 @dataclass
 class EffectiveLength:
-    effective_tokens: int | None       # None: fewer items than one window
+    status: str                        # DROP, AT_LEAST, AT_CHANCE, UNFILLED or NO_ITEMS
+    effective_tokens: int | None       # None: no effective context (at chance, unfilled, no items)
     censored: bool                     # True: the score never dropped, the model may reach further
     first_drop_tokens: int | None      # consumed length of the first item past the effective context
-    reference: float | None
-    tolerance: float
-    window: int
+    reference: float | None            # the item-weighted reference of the strata on the curve
+    tolerance: float | None            # the floor (or fixed tolerance) at the deciding point; the largest if none failed
+    window: int | None                 # the reference size asked for (None: a tenth of each stratum)
     n_items: int
     max_tokens: int | None
-    curve: list[dict[str, Any]] = field(default_factory=list)   # {low, high, tokens, value, n} per length step
-    tolerance_basis: str = FIXED       # FLOOR: the resolution floor of a window against the reference; FIXED: given
-    sd: float | None = None            # the per-item sd the floor was computed with (FLOOR only)
-    sd_basis: str | None = None        # "observed" (all scored items) or "design" (scores that do not vary)
+    curve: list[dict[str, Any]] = field(default_factory=list)   # {low, high, tokens, value, drop, floor, holds, n}
+    tolerance_basis: str = FIXED       # FLOOR: the resolution floor of each point; FIXED: given
     alpha: float | None = None
     power: float | None = None
+    strata_axes: list[str] = field(default_factory=list)
+    strata: list[dict[str, Any]] = field(default_factory=list)  # {key, n, reference, reference_n, chance, sd, ...}
+    effective_bin: str | None = None   # the longest nominal bin read whole up to the effective context
+    n_strata_unfilled: int = 0
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 
 
 def default_window(n_items: int) -> int:
-    """A tenth of the items, at least MIN_WINDOW: larger runs resolve smaller drops (the floor falls as 1/sqrt k)."""
+    """A tenth of a stratum's items, at least MIN_WINDOW: larger strata have a steadier reference."""
     return max(MIN_WINDOW, int(n_items) // WINDOW_SHARE)
 
 
-def window_floor(window: int, scores: Sequence[float], alpha: float = DEFAULT_ALPHA,
-                 power: float = DEFAULT_POWER) -> tuple[float, float, str]:
-    """(floor, sd, sd basis): the resolution floor of a `window`-item mean against a `window`-item reference,
-    with the sd of `scores` (ddof 1), or DESIGN_SD where they do not vary."""
-    s = np.asarray(scores, dtype=float)
-    sd = float(np.std(s, ddof=1)) if len(s) > 1 else 0.0
-    basis = "observed"
-    if not sd > 0:
-        sd, basis = DESIGN_SD, "design"
-    floor = two_sample_floor(window, window, sd, alpha, power)
-    if floor is None:
-        raise ValueError(f"a window of {window} item has no resolution floor: give a window of at least 2 items "
-                         "or a fixed tolerance")
-    return floor, sd, basis
-
-
-def tolerance_statement(e: Mapping[str, Any]) -> str:
-    """How the tolerance of a result (`EffectiveLength.to_dict()`) was chosen, in words."""
-    if e.get("tolerance_basis") != FLOOR:
-        return f"{e['tolerance']:g} (a fixed tolerance)"
-    return (f"{e['tolerance']:.3f} (resolution floor of {e['window']} items against {e['window']}: two-sample t-test, "
-            f"alpha {e['alpha']:g}, power {e['power']:g}, sd {e['sd']:.3f} "
-            f"{'observed' if e['sd_basis'] == 'observed' else 'assumed: the scores do not vary'})")
-
-
-def length_curve(tokens: Sequence[float], scores: Sequence[float], min_items: int = DEFAULT_MIN_ITEMS,
-                 steps_per_doubling: int = STEPS_PER_DOUBLING) -> list[dict[str, Any]]:
-    """Mean score per geometric step of consumed length: {low, high (item lengths), tokens (median), value, n}."""
-    t = np.asarray(tokens, dtype=float)
-    s = np.asarray(scores, dtype=float)
-    keep = np.isfinite(t) & np.isfinite(s) & (t > 0)
-    t, s = t[keep], s[keep]
-    if len(t) == 0:
-        return []
+def _steps(t: np.ndarray, min_items: int, steps_per_doubling: int) -> np.ndarray:
+    """Each item's point: its half-doubling step of consumed length, thin steps merged into the longer one."""
     step = np.floor(np.log2(t) * steps_per_doubling).astype(int)
-    groups: list[np.ndarray] = []
-    pending = np.zeros(0, dtype=int)
-    for k in np.unique(step):
-        pending = np.concatenate([pending, np.flatnonzero(step == k)])
-        if len(pending) >= min_items:
-            groups.append(pending)
-            pending = np.zeros(0, dtype=int)
-    if len(pending):
-        if groups:
-            groups[-1] = np.concatenate([groups[-1], pending])
-        else:
-            groups.append(pending)
-    return [{"low": int(t[g].min()), "high": int(t[g].max()), "tokens": float(np.median(t[g])),
-             "value": float(s[g].mean()), "n": int(len(g))} for g in groups]
+    point = np.zeros(len(t), dtype=int)
+    pending: list[int] = []
+    k = 0
+    for s in np.unique(step):
+        pending.append(int(s))
+        if int(np.isin(step, pending).sum()) >= min_items:
+            point[np.isin(step, pending)] = k
+            k, pending = k + 1, []
+    if pending:
+        point[np.isin(step, pending)] = max(k - 1, 0)
+    return point
 
 
-def effective_length(tokens: Sequence[float], scores: Sequence[float], tolerance: float | None = None,
+def _stratum(key: str, t: np.ndarray, s: np.ndarray, c: np.ndarray, window: int | None, alpha: float,
+             ceiling: float) -> dict[str, Any]:
+    n = len(t)
+    k = default_window(n) if window is None else int(window)
+    out: dict[str, Any] = {"key": key, "n": n, "window": k, "filled": n >= k and n > 0}
+    if not out["filled"]:
+        return out
+    lengths, counts = np.unique(t, return_counts=True)
+    edge = lengths[int(np.searchsorted(np.cumsum(counts), k))]     # whole length groups up to k items
+    ref = t <= edge
+    sd, basis = metric_sd(s, ceiling)
+    r, chance = float(s[ref].mean()), float(c[ref].mean())
+    se = sd / math.sqrt(int(ref.sum()))
+    out.update({"reference": r, "reference_n": int(ref.sum()), "reference_tokens": int(edge), "chance": chance,
+                "sd": sd, "sd_basis": basis, "at_chance": bool(r - chance <= stats.norm.ppf(1 - alpha) * se)})
+    return out
+
+
+def effective_length(tokens: Sequence[float] | np.ndarray, scores: Sequence[float] | np.ndarray,
+                     strata: Sequence[str] | None = None, chance: Sequence[float] | np.ndarray | None = None,
+                     tolerance: float | None = None,
                      window: int | None = None, min_items: int = DEFAULT_MIN_ITEMS, alpha: float = DEFAULT_ALPHA,
-                     power: float = DEFAULT_POWER) -> EffectiveLength:
+                     power: float = DEFAULT_POWER, ceiling: float = 1.0, bins: Sequence[str | None] | None = None,
+                     whole: Sequence[bool] | np.ndarray | None = None,
+                     strata_axes: Sequence[str] = ()) -> EffectiveLength:
     """The effective context of one run from its items' consumed lengths and scores (NaN items left out).
-    `tolerance` None: the resolution floor of the window against the reference (at `alpha`, `power`); a number:
-    that fixed tolerance. `window` None: `default_window` of the scored items."""
+    `strata`: each item's stratum of the design (None: one); `chance`: each item's random-ranking score (None: 0);
+    `tolerance` None: the resolution floor of each point (at `alpha`, `power`), a number: that fixed drop;
+    `window` None: a tenth of each stratum; `ceiling`: the metric's range [0, c]; `bins`, `whole`: each item's
+    nominal length bin and whether the model read it untruncated (for `effective_bin`)."""
     if tolerance is not None and not (tolerance >= 0 and math.isfinite(tolerance)):
         raise ValueError(f"tolerance must be a finite non-negative number, not {tolerance!r}")
     if window is not None and window < 1:
@@ -143,54 +145,138 @@ def effective_length(tokens: Sequence[float], scores: Sequence[float], tolerance
     s = np.asarray(scores, dtype=float)
     if t.shape != s.shape:
         raise ValueError(f"{len(t)} lengths for {len(s)} scores")
+    n_all = len(t)
+    key = np.asarray(["all"] * n_all if strata is None else [str(v) for v in strata], dtype=object)
+    c = np.zeros(n_all) if chance is None else np.asarray(chance, dtype=float)
+    b = np.asarray([None] * n_all if bins is None else list(bins), dtype=object)
+    w = np.ones(n_all, bool) if whole is None else np.asarray(whole, dtype=bool)
     keep = np.isfinite(t) & np.isfinite(s) & (t > 0)
-    t, s = t[keep], s[keep]
-    order = np.lexsort((s, t))   # by length; ties by score so the order does not depend on the input order
-    t, s = t[order], s[order]
+    t, s, key, c, b, w = t[keep], s[keep], key[keep], np.nan_to_num(c[keep]), b[keep], w[keep]
+    how: dict[str, Any] = ({"tolerance_basis": FLOOR, "alpha": alpha, "power": power} if tolerance is None
+                           else {"tolerance_basis": FIXED})
+    base = dict(window=window, n_items=len(t), max_tokens=int(t.max()) if len(t) else None,
+                strata_axes=list(strata_axes), **how)
+    if len(t) == 0:
+        return EffectiveLength(NO_ITEMS, None, False, None, None, tolerance, **base)
+    names = sorted(set(key))   # the at-chance tests are Bonferroni-corrected over the strata
+    per = [_stratum(k, t[key == k], s[key == k], c[key == k], window, alpha / len(names), ceiling) for k in names]
+    unfilled = sum(not p["filled"] for p in per)
+    on_curve = [p for p in per if p["filled"] and not p["at_chance"]]
+    base.update(strata=per, n_strata_unfilled=unfilled)
+    if not any(p["filled"] for p in per):
+        return EffectiveLength(UNFILLED, None, False, None, None, tolerance, **base)
+    if not on_curve:
+        return EffectiveLength(AT_CHANCE, None, False, None, None, tolerance, **base)
+    use = np.isin(key, [p["key"] for p in on_curve])
+    t, s, key, b, w = t[use], s[use], key[use], b[use], w[use]
+    info = {p["key"]: p for p in on_curve}
+    resid = s - np.array([info[k]["reference"] for k in key])
+    reference = float(sum(p["n"] * p["reference"] for p in on_curve) / sum(p["n"] for p in on_curve))
+    point = _steps(t, min_items, STEPS_PER_DOUBLING)
+    curve = [_point(t, resid, key, point == g, info, reference, tolerance, alpha, power) for g in np.unique(point)]
+    base.update(curve=curve, max_tokens=int(t.max()))
+    failed = [g for g, p in enumerate(curve) if not p["holds"]]
+    if not failed:
+        return EffectiveLength(AT_LEAST, int(t.max()), True, None, reference, curve[-1]["floor"],
+                               effective_bin=_longest_bin(b, w, t <= t.max()), **base)
+    g = failed[0]
+    span = (point == g) | (point == g - 1)
+    last, first = _split(t[span], resid[span])
+    if last is None:   # one length in the span: the drop is at it; the context before it is what came earlier
+        before = t[point < g]
+        last = int(before.max()) if len(before) else min(p["reference_tokens"] for p in on_curve)
+    return EffectiveLength(DROP, int(last), False, int(first), reference, curve[g]["floor"],
+                           effective_bin=_longest_bin(b, w, t <= last), **base)
+
+
+def _point(t: np.ndarray, resid: np.ndarray, key: np.ndarray, m: np.ndarray, info: Mapping[str, dict],
+           reference: float, tolerance: float | None, alpha: float, power: float) -> dict[str, Any]:
+    """One point of the task's curve: the item-weighted drop of its strata against their references and its floor."""
+    n = int(m.sum())
+    drop, var = 0.0, 0.0
+    for k in sorted(set(key[m])):
+        mk = m & (key == k)
+        nk, p = int(mk.sum()), info[k]
+        drop += nk / n * float(resid[mk].mean())
+        var += (nk / n) ** 2 * p["sd"] ** 2 * (1 / nk + 1 / p["reference_n"])
+    floor = float(tolerance) if tolerance is not None else (
+        float((stats.norm.ppf(1 - alpha / 2) + stats.norm.ppf(power)) * math.sqrt(var)))
+    return {"low": int(t[m].min()), "high": int(t[m].max()), "tokens": float(np.median(t[m])),
+            "value": reference + drop, "drop": drop, "floor": floor, "holds": bool(drop >= -floor - 1e-12), "n": n}
+
+
+def _split(t: np.ndarray, r: np.ndarray) -> tuple[int | None, int]:
+    """(last length before, first length after) the split of residuals `r` ordered by length `t` that maximises
+    (mean left - mean right) * sqrt(nl * nr / n), splitting only between distinct lengths; (None, the length)
+    where all items share one length."""
+    order = np.argsort(t, kind="stable")
+    t, r = t[order], r[order]
     n = len(t)
-    window = default_window(n) if window is None else int(window)
-    if tolerance is None:
-        tolerance, sd, sd_basis = window_floor(window, s, alpha, power)
-        how: dict[str, Any] = {"tolerance_basis": FLOOR, "sd": sd, "sd_basis": sd_basis, "alpha": alpha, "power": power}
+    cuts = np.flatnonzero(np.diff(t) > 0) + 1          # a split before item i, between distinct lengths
+    if len(cuts) == 0:
+        return None, int(t[0])
+    left = np.cumsum(r)[cuts - 1]
+    stat = (left / cuts - (r.sum() - left) / (n - cuts)) * np.sqrt(cuts * (n - cuts) / n)
+    i = int(cuts[int(np.argmax(stat))])
+    return int(t[i - 1]), int(t[i])
+
+
+def _longest_bin(bins: np.ndarray, whole: np.ndarray, upto: np.ndarray) -> str | None:
+    read = [str(v) for v in bins[upto & whole] if v is not None]
+    return max(read, key=label_key) if read else None
+
+
+def effective_statement(e: Mapping[str, Any]) -> str:
+    """The effective context of a result (`EffectiveLength.to_dict()`) in words."""
+    status = e.get("status")
+    bin_note = f" (read whole up to the {e['effective_bin']} bin)" if e.get("effective_bin") else ""
+    if status == AT_CHANCE:
+        return "no effective context (at chance at the shortest lengths)"
+    if status == UNFILLED:
+        largest = max((p["n"] for p in e.get("strata") or []), default=0)
+        return (f"no effective context: the run cannot fill a reference of {e.get('window')} items in any stratum "
+                f"(largest: {largest} items)")
+    if status == NO_ITEMS or e.get("effective_tokens") is None:
+        return "no effective context (no scored item with a consumed length)"
+    if e.get("censored"):
+        return f"at least {e['effective_tokens']:,} tokens consumed{bin_note}, the longest length seen"
+    return (f"{e['effective_tokens']:,} tokens{bin_note} (first drop at {e['first_drop_tokens']:,}; longest consumed "
+            f"{e['max_tokens']:,})")
+
+
+def tolerance_statement(e: Mapping[str, Any]) -> str:
+    """How the tolerance of a result (`EffectiveLength.to_dict()`) was chosen, in words."""
+    if e.get("tolerance") is None:
+        return "–"
+    if e.get("tolerance_basis") != FLOOR:
+        return f"{e['tolerance']:g} (a fixed tolerance)"
+    where = "at the first drop" if e.get("status") == DROP else "at the longest point"
+    return (f"{e['tolerance']:.3f} (resolution floor {where}: the drop a z-test at alpha {e['alpha']:g} detects "
+            f"with power {e['power']:g} against each stratum's reference)")
+
+
+def strata_statement(e: Mapping[str, Any]) -> str:
+    """Which strata the curve was read in, and which were left out, in words."""
+    per = e.get("strata") or []
+    chance = [p["key"] for p in per if p.get("filled") and p.get("at_chance")]
+    if len(per) <= 1 and not e.get("strata_axes"):
+        out = "over the whole task (no strata declared), against its shortest lengths"
     else:
-        how = {"tolerance_basis": FIXED}
-    tolerance = float(tolerance)
-    curve = length_curve(t, s, min_items)
-    if n < window:
-        return EffectiveLength(None, False, None, None, tolerance, window, n, int(t.max()) if n else None, curve, **how)
-    sums = np.concatenate([[0.0], np.cumsum(s)])
-    means = (sums[window:] - sums[:-window]) / window      # means[j]: items j .. j+window-1
-    reference = float(means[0])
-    fails = np.flatnonzero(means < reference - tolerance - 1e-12)
-    if len(fails) == 0:
-        return EffectiveLength(int(t[-1]), True, None, reference, tolerance, window, n, int(t[-1]), curve, **how)
-    j = int(fails[0])                      # the first failing window: items j .. j+window-1
-    last = j + _split(s[j:j + window])     # the drop's place inside it
-    return EffectiveLength(int(t[last]), False, int(t[last + 1]), reference, tolerance, window, n, int(t[-1]), curve,
-                           **how)
+        out = f"within {len(per)} strata ({' x '.join(e.get('strata_axes') or [])}), each against its own reference"
+    if chance:
+        out += f"; at chance, left out: {', '.join(chance)}"
+    if e.get("n_strata_unfilled"):
+        out += f"; {e['n_strata_unfilled']} too small for the reference"
+    return out
 
 
-def _split(w: np.ndarray) -> int:
-    """Index of the last item before the change inside window `w`: the split that maximises the standardised
-    difference of means (left - right) * sqrt(nl * nr / n), the statistic of binary segmentation. A window of
-    one item is the change itself: -1, the item before it (the first window, the reference, never fails)."""
-    n = len(w)
-    if n < 2:
-        return -1
-    left = np.cumsum(w)[:-1]
-    nl = np.arange(1, n)
-    nr = n - nl
-    stat = (left / nl - (w.sum() - left) / nr) * np.sqrt(nl * nr / n)
-    return int(np.argmax(stat))
-
-
-def item_consumed_tokens(per_query: Any, seen: Any) -> np.ndarray:
-    """Per item (row of per_query): the mean seen tokens of its relevant documents as the model consumed them
+def item_consumed_tokens(per_query: Any, seen: Any, column: str = "seen_tokens") -> np.ndarray:
+    """Per item (row of per_query): the mean `column` of its relevant documents as the model consumed them
     (seen.parquet, role 'document'); NaN where none of them was encoded."""
-    if seen is None or len(seen) == 0 or "seen_tokens" not in seen.columns:
+    if seen is None or len(seen) == 0 or column not in seen.columns:
         return np.full(len(per_query), np.nan)
     docs = seen[seen["role"] == "document"] if "role" in seen.columns else seen
-    by_id = dict(zip(docs["doc_id"].astype(str), docs["seen_tokens"].astype(float)))
+    by_id = dict(zip(docs["doc_id"].astype(str), docs[column].astype(float)))
     out = []
     for relevant in per_query["relevant_ids"]:
         vals = [by_id[str(d)] for d in (list(relevant) if relevant is not None else []) if str(d) in by_id]
@@ -199,10 +285,27 @@ def item_consumed_tokens(per_query: Any, seen: Any) -> np.ndarray:
 
 
 def run_effective_length(per_query: Any, seen: Any, metric: str, tolerance: float | None = None,
-                         window: int | None = None) -> EffectiveLength:
-    """`effective_length` of one run's scored items (failed items, with an error or no score, left out);
-    `tolerance` and `window` as there (None: the resolution floor, a tenth of the items)."""
+                         window: int | None = None, strata: Sequence[str] = ()) -> EffectiveLength:
+    """`effective_length` of one run's scored items (failed items, with an error or no score, left out), within
+    the strata named by `strata` (the task's design axes; those per_query lacks are ignored)."""
+    from mmbench.evaluators.metrics import chance_metrics, metric_range
+
     ok = per_query["error"].isna().to_numpy() if "error" in per_query.columns else np.ones(len(per_query), bool)
-    tokens = item_consumed_tokens(per_query, seen)
-    scores = per_query[metric].to_numpy(dtype=float) if metric in per_query.columns else np.full(len(per_query), np.nan)
-    return effective_length(tokens[ok], scores[ok], tolerance, window)
+    pq = per_query[ok]
+    tokens = item_consumed_tokens(pq, seen)
+    scores = pq[metric].to_numpy(dtype=float) if metric in pq.columns else np.full(len(pq), np.nan)
+    axes = [a for a in strata if a in pq.columns]
+    cols = [pq[a].astype("string").fillna("?").tolist() for a in axes]
+    keys = [" / ".join(v) for v in zip(*cols)] if axes else None
+    chance = None
+    if {"ranked_ids", "relevant_ids"} <= set(pq.columns):
+        chance = [chance_metrics(len(r), len(rel)).get(metric, 0.0) if len(r) and len(rel) else 0.0
+                  for r, rel in zip(pq["ranked_ids"], pq["relevant_ids"])]
+    ceiling = metric_range(metric, pq["relevant_ids"]) if "relevant_ids" in pq.columns else 1.0
+    bins = [v if isinstance(v, str) else None for v in pq["length_bin"]] if "length_bin" in pq.columns else None
+    whole = np.ones(len(pq), bool)
+    for column in ("truncated", "unseen_images", "unseen_frames"):   # read whole: nothing cut, nothing unseen
+        if seen is not None and column in seen.columns:
+            whole &= ~(np.nan_to_num(item_consumed_tokens(pq, seen, column)) > 0)
+    return effective_length(tokens, scores, keys, chance, tolerance, window, ceiling=ceiling, bins=bins, whole=whole,
+                            strata_axes=axes)

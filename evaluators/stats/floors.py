@@ -14,9 +14,17 @@ for delta (Cohen 1988, "Statistical Power Analysis for the Behavioral Sciences",
   the models agree more (Connor 1987, "Sample size for testing differences in proportions for the
   paired-sample design", Biometrics 43(1)).
 * Design time, before any run: psi = 0.5, the discordance of two independent models at 50 % hit
-  rate (the largest without anti-correlation). At n = 164 this gives 15.2 points.
+  rate. It is not an upper bound: two models right on different items disagree more (0.68 has been seen),
+  and their observed floor is then above the design floor. At n = 164 this gives 15.2 points.
 * Observed, from two runs: psi is their measured discordance (binary metrics) or sigma is the sample
   standard deviation of their per-item differences (continuous metrics such as MRR).
+* Each metric on its own scale: a metric whose per-item score lies in [0, c] (P@5 with one relevant
+  candidate: c = 0.2; every other metric: c = 1, `metrics.item_ceiling`) has design floors c times those
+  of a 0/1 metric, and the per-item sd of a mean over different items is the observed one or, where the
+  scores do not vary, its bound c / 2 (Popoviciu's inequality: a variable in [0, c] has variance at most
+  c^2 / 4) (`metric_sd`).
+* Every floor is safe where nothing varies: an sd within `SD_TOLERANCE` is 0 and gives no floor (None),
+  and the root finder only runs on a bracket whose ends straddle the target power.
 """
 from __future__ import annotations
 
@@ -26,7 +34,7 @@ from typing import Sequence
 import numpy as np
 from scipy import optimize, stats
 
-from mmbench.evaluators.stats._base import StatResult
+from mmbench.evaluators.stats._base import StatResult, sample_sd
 
 DESIGN_DISCORDANCE = 0.5
 DEFAULT_ALPHA = 0.05
@@ -55,9 +63,14 @@ def t_test_power(delta: float, n: int, sd: float, alpha: float = DEFAULT_ALPHA) 
 
 
 def _solve(power_at, upper: float, power: float) -> float | None:
-    if power_at(upper) < power:
+    """The difference in (0, upper] at which `power_at` reaches `power`; None where even `upper` does not.
+    The bracket's low end scales with `upper`, so a tiny sd never puts the root below the bracket."""
+    if not upper > 0 or power_at(upper) < power:
         return None
-    return float(optimize.brentq(lambda d: power_at(d) - power, 1e-9, upper, xtol=1e-7))
+    low = upper * 1e-9
+    if power_at(low) >= power:
+        return low
+    return float(optimize.brentq(lambda d: power_at(d) - power, low, upper, xtol=upper * 1e-9))
 
 
 def binary_floor(n: int, discordance: float = DESIGN_DISCORDANCE, alpha: float = DEFAULT_ALPHA,
@@ -76,11 +89,25 @@ def sd_floor(n: int, sd: float, alpha: float = DEFAULT_ALPHA, power: float = DEF
     return _solve(lambda d: t_test_power(d, n, sd, alpha), 100 * sd, power)
 
 
-def design_floor(n: int, alpha: float = DEFAULT_ALPHA, power: float = DEFAULT_POWER) -> Floor:
-    """Design-time floor from the number of items alone (binary metric, discordance 0.5)."""
-    return Floor(n=int(n), mde=binary_floor(n, DESIGN_DISCORDANCE, alpha, power),
-                 basis=f"design (discordance {DESIGN_DISCORDANCE})", discordance=DESIGN_DISCORDANCE, sd=None,
+def design_floor(n: int, alpha: float = DEFAULT_ALPHA, power: float = DEFAULT_POWER, ceiling: float = 1.0) -> Floor:
+    """Design-time floor from the number of items alone: a 0/1 metric at discordance 0.5, scaled to a metric
+    whose per-item score lies in [0, `ceiling`] (0.2 for P@5 with one relevant candidate)."""
+    mde = binary_floor(n, DESIGN_DISCORDANCE, alpha, power)
+    scale = "" if ceiling == 1.0 else f", scaled to the metric's range [0, {ceiling:g}]"
+    return Floor(n=int(n), mde=None if mde is None else mde * float(ceiling),
+                 basis=f"design (discordance {DESIGN_DISCORDANCE}{scale})", discordance=DESIGN_DISCORDANCE, sd=None,
                  alpha=alpha, power=power)
+
+
+def metric_sd(scores: Sequence[float], ceiling: float = 1.0) -> tuple[float, str]:
+    """(sd, basis) of a metric's per-item scores for a floor over different items: the observed sample sd,
+    at most the bound `ceiling` / 2 (a score in [0, ceiling] has variance at most ceiling^2 / 4); the bound
+    itself where the scores do not vary (within `SD_TOLERANCE`) or are fewer than two."""
+    bound = float(ceiling) / 2
+    sd = sample_sd(np.asarray(scores, dtype=float)[np.isfinite(np.asarray(scores, dtype=float))])
+    if sd == 0.0:
+        return bound, "bound"
+    return min(sd, bound), "observed"
 
 
 def observed_floor(a: Sequence[float], b: Sequence[float], alpha: float = DEFAULT_ALPHA,
@@ -94,7 +121,7 @@ def observed_floor(a: Sequence[float], b: Sequence[float], alpha: float = DEFAUL
         psi = float(np.mean(x != y)) if n else 0.0
         return Floor(n=n, mde=binary_floor(n, psi, alpha, power), basis="observed discordance", discordance=psi,
                      sd=None, alpha=alpha, power=power)
-    sd = float(np.std(x - y, ddof=1)) if n > 1 else 0.0
+    sd = sample_sd(x - y)
     return Floor(n=n, mde=sd_floor(n, sd, alpha, power), basis="observed sd", discordance=None, sd=sd,
                  alpha=alpha, power=power)
 
@@ -104,7 +131,7 @@ def two_sample_floor(n1: int, n2: int, sd: float = 0.5, alpha: float = DEFAULT_A
     """Floor of a difference between two means over different items (a step along a length curve or
     across heatmap cells): the two-sided two-sample t-test with pooled per-item sd `sd` (0.5: the
     largest a 0/1 metric has) and n1 + n2 - 2 degrees of freedom reaches `power` at this difference."""
-    if n1 < 1 or n2 < 1 or n1 + n2 < 3 or not sd > 0:
+    if n1 < 1 or n2 < 1 or n1 + n2 < 3 or not sd > 0 or not np.isfinite(sd):
         return None
     df = n1 + n2 - 2
     crit = stats.t.ppf(1 - alpha / 2, df)
@@ -119,8 +146,9 @@ def two_sample_floor(n1: int, n2: int, sd: float = 0.5, alpha: float = DEFAULT_A
 
 def step_floors(counts: Sequence[int], values: Sequence[float | None], sd: float = 0.5,
                 alpha: float = DEFAULT_ALPHA) -> list[dict[str, float | bool | None]]:
-    """For each step between neighbouring points (counts, means): its size, its design-time floor, and whether
-    it is below the floor (a step the items cannot tell from no change)."""
+    """For each step between neighbouring points (counts, means): its size, its floor at per-item sd `sd` (the
+    metric's own, `metric_sd`; 0.5 is the bound of a 0/1 metric), and whether it is below the floor (a step
+    the items cannot tell from no change)."""
     out = []
     for (n0, v0), (n1, v1) in zip(zip(counts, values), zip(counts[1:], values[1:])):
         floor = two_sample_floor(int(n0), int(n1), sd, alpha)

@@ -14,7 +14,7 @@ from typing import Sequence
 import numpy as np
 from scipy import stats
 
-from mmbench.evaluators.stats._base import StatResult, as_pair
+from mmbench.evaluators.stats._base import SD_TOLERANCE, StatResult, as_pair, sample_sd
 from mmbench.evaluators.stats.bootstrap import DEFAULT_CONFIDENCE, DEFAULT_DIFF_RESAMPLES, bootstrap_mean_diff_ci
 
 EFFECT_SIZE_KIND = "cohen_dz: mean(a-b) / sd(a-b), sd with ddof=1 (Cohen's d for paired differences)"
@@ -47,9 +47,9 @@ def cohens_dz(a: Sequence[float], b: Sequence[float]) -> float:
     d = x - y
     if d.size < 2:
         return float("nan")
-    sd = float(np.std(d, ddof=1))
+    sd = sample_sd(d)
     if sd == 0.0:
-        return 0.0 if float(d.mean()) == 0.0 else math.copysign(math.inf, float(d.mean()))
+        return 0.0 if abs(float(d.mean())) <= SD_TOLERANCE else math.copysign(math.inf, float(d.mean()))
     return float(d.mean()) / sd
 
 
@@ -74,10 +74,10 @@ def paired_ttest(a: Sequence[float], b: Sequence[float], *, resamples: int = DEF
     if x.size < 2:
         return _single_pair(x, y, resamples, confidence)
     d = x - y
-    sd = float(np.std(d, ddof=1))
+    sd = sample_sd(d)
     note = ""
     if sd == 0.0:
-        if float(d.mean()) == 0.0:
+        if abs(float(d.mean())) <= SD_TOLERANCE:
             t, p, note = 0.0, 1.0, "all paired differences are zero"
         else:
             t, p, note = math.copysign(math.inf, float(d.mean())), 0.0, "constant non-zero difference"

@@ -26,7 +26,7 @@ from typing import Sequence
 import numpy as np
 from scipy import stats
 
-from mmbench.evaluators.stats._base import StatResult
+from mmbench.evaluators.stats._base import SD_TOLERANCE, StatResult, sample_sd
 from mmbench.evaluators.stats.correction import adjust_pvalues
 
 DEFAULT_RESAMPLES = 1_000
@@ -87,15 +87,15 @@ def paired_pvalue(tasks: Sequence[np.ndarray], a: int, b: int) -> float:
     diffs = [m[a] - m[b] for m in tasks]
     if len(diffs) == 1:
         d = diffs[0]
-        sd = float(np.std(d, ddof=1)) if d.size > 1 else 0.0
+        sd = sample_sd(d)
         if sd == 0.0:
-            return 1.0 if float(np.mean(d)) == 0.0 else 0.0
+            return 1.0 if abs(float(np.mean(d))) <= SD_TOLERANCE else 0.0
         t = float(np.mean(d)) / (sd / np.sqrt(d.size))
         return float(2 * stats.t.sf(abs(t), d.size - 1))
     mean = float(np.mean([np.mean(d) for d in diffs]))
-    var = sum(float(np.var(d, ddof=1)) / d.size if d.size > 1 else 0.0 for d in diffs) / len(diffs) ** 2
+    var = sum(sample_sd(d) ** 2 / d.size for d in diffs) / len(diffs) ** 2
     if var == 0.0:
-        return 1.0 if mean == 0.0 else 0.0
+        return 1.0 if abs(mean) <= SD_TOLERANCE else 0.0
     return float(2 * stats.norm.sf(abs(mean) / np.sqrt(var)))
 
 
@@ -143,5 +143,17 @@ def describe(r: Ranking, i: int) -> str:
     """One model's place in words."""
     lo, hi = r.rank_low[i], r.rank_high[i]
     where = f"rank {lo}" if lo == hi else f"rank {lo} to {hi}"
-    return (f"{r.models[i]}: {where} with {r.level:.0%} confidence; tier {r.tiers[i]} "
-            f"(statistically tied with the best model of tier {r.tiers[i]} at alpha {r.alpha:g}, Holm)")
+    return f"{r.models[i]}: {where} with {r.level:.0%} confidence; tier {r.tiers[i]} ({tier_words(r, i)})"
+
+
+def tier_words(r: Ranking, i: int) -> str:
+    """What model i's tier says: alone in it, the best of it, or tied with its best (named)."""
+    mates = [j for j in range(len(r.models)) if r.tiers[j] == r.tiers[i]]
+    if len(mates) == 1:
+        return "alone in its tier: no other model is statistically tied with it"
+    best = max(mates, key=lambda j: (r.scores[j], -j))
+    how = f"at alpha {r.alpha:g}, Holm"
+    if best == i:
+        others = ", ".join(r.models[j] for j in mates if j != i)
+        return f"the best of its tier; statistically tied with it: {others} ({how})"
+    return f"statistically tied with {r.models[best]}, the best model of its tier ({how})"
