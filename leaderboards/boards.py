@@ -133,7 +133,7 @@ Loader = Callable[[Entry], RunResults]
 
 def chance_of(pq: pd.DataFrame, metric: str) -> float | None:
     """Expected `metric` of a uniformly random ranking of each item's pool, averaged over the rows of `pq`."""
-    from mmbench.evaluators.reports.report import chance_numbers
+    from mmbench.reports.report import chance_numbers
 
     return chance_numbers(pq, [metric]).get(metric)
 

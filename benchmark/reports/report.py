@@ -15,11 +15,11 @@ from mmbench.evaluators.stats.bootstrap import DEFAULT_RESAMPLES
 from mmbench.evaluators.stats.robustness import MODALITIES, THRESHOLDS
 from mmbench.results.store import RunResults
 
-from mmbench.evaluators.reports import figures
-from mmbench.evaluators.reports.lengths import effective_length_entry, lengths_markdown
+from mmbench.reports import figures
+from mmbench.reports.lengths import effective_length_entry, lengths_markdown
 from mmbench.evaluators.truncated_share import truncated_share_by_bin
-from mmbench.evaluators.reports.efficiency import efficiency_markdown, efficiency_rows
-from mmbench.evaluators.reports.common import CI_METRICS, averages, fmt, fmt_ci, fmt_p, md_table, metric_ci, run_labels, scored, subset_order
+from mmbench.reports.efficiency import efficiency_markdown, efficiency_rows
+from mmbench.reports.common import CI_METRICS, averages, fmt, fmt_ci, fmt_p, md_table, metric_ci, run_labels, scored, subset_order
 
 HEATMAP_METRIC = "precision_at_5"   # the seed's heatmaps are P@5
 

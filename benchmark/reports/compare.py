@@ -28,12 +28,12 @@ from mmbench.evaluators.stats.ranking import describe, rank_models
 from mmbench.evaluators.stats.paired import EFFECT_SIZE_KIND
 from mmbench.results.store import RunResults
 
-from mmbench.evaluators.reports.common import (CI_METRICS, aligned_frames, averages, check_same_pool_set, fmt, fmt_ci, fmt_p, hit_at_1, md_table,
+from mmbench.reports.common import (CI_METRICS, aligned_frames, averages, check_same_pool_set, fmt, fmt_ci, fmt_p, hit_at_1, md_table,
                      metric_ci, run_labels, subset_order)
-from mmbench.evaluators.reports.efficiency import efficiency_markdown, efficiency_rows
-from mmbench.evaluators.reports.lengths import effective_length_entry, lengths_markdown
+from mmbench.reports.efficiency import efficiency_markdown, efficiency_rows
+from mmbench.reports.lengths import effective_length_entry, lengths_markdown
 from mmbench.evaluators.truncated_share import truncated_share_by_bin
-from mmbench.evaluators.reports.timing import timing_markdown, timing_rows
+from mmbench.reports.timing import timing_markdown, timing_rows
 
 TEST_FAMILIES = ("ttest", "mcnemar", "wilcoxon")
 CORRECTIONS = ("bonferroni", "holm")
@@ -119,7 +119,7 @@ def length_rows(runs: Sequence[RunResults], labels: Sequence[str], metric: str,
 def draw_comparison_figures(data: dict[str, Any], out: Path) -> None:
     """The forest plot of paired differences (mean A − B and its bootstrap CI per pair) into out/figures;
     recorded in `data["figures"]` with a path relative to `out`."""
-    from mmbench.evaluators.reports import figures
+    from mmbench.reports import figures
 
     metric = data["settings"]["metric"]
     rows = [{"a": p["a"], "b": p["b"], "mean_diff": p["ttest"]["mean_diff"], "ci_low": p["ttest"]["ci_low"],
