@@ -59,7 +59,7 @@ def balanced_order(cells: Sequence[tuple[str, ...]]) -> list[tuple[str, ...]]:
     if not cells:
         return []
     n_axes = len(cells[0])
-    used = [Counter() for _ in range(n_axes)]
+    used: list[Counter[str]] = [Counter() for _ in range(n_axes)]
     left = sorted(cells, key=lambda c: _digest("\x1f".join(c)))
     out: list[tuple[str, ...]] = []
     while left:

@@ -13,7 +13,7 @@ from typing import Sequence
 
 import numpy as np
 
-from mmbench.evaluators.stats._base import StatResult, as_pair, as_vector
+from mmbench.evaluators.stats._base import Values, StatResult, as_pair, as_vector
 
 DEFAULT_RESAMPLES = 1_000          # per-metric CIs (seed 003: 1,000 resamples)
 DEFAULT_DIFF_RESAMPLES = 10_000    # CI of a paired mean difference (seed 002: 10,000 resamples)
@@ -72,7 +72,7 @@ def bootstrap_ci(values: Sequence[float], *, resamples: int = DEFAULT_RESAMPLES,
     return BootstrapCI(float(x.mean()), low, high, int(x.size), int(resamples), float(confidence), seed)
 
 
-def bootstrap_mean_diff_ci(a: Sequence[float], b: Sequence[float], *, resamples: int = DEFAULT_DIFF_RESAMPLES,
+def bootstrap_mean_diff_ci(a: Values, b: Values, *, resamples: int = DEFAULT_DIFF_RESAMPLES,
                            seed: int | None = 0, confidence: float = DEFAULT_CONFIDENCE) -> BootstrapCI:
     """Paired percentile bootstrap CI of mean(a - b): queries are resampled together, keeping pairs."""
     _check(resamples, confidence)

@@ -21,7 +21,7 @@ for delta (Cohen 1988, "Statistical Power Analysis for the Behavioral Sciences",
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Sequence
+from typing import Callable, Sequence
 
 import numpy as np
 from scipy import optimize, stats
@@ -54,7 +54,7 @@ def t_test_power(delta: float, n: int, sd: float, alpha: float = DEFAULT_ALPHA) 
     return float(np.nan_to_num(upper, nan=0.0 if nc < 0 else 1.0) + np.nan_to_num(lower, nan=0.0))
 
 
-def _solve(power_at, upper: float, power: float) -> float | None:
+def _solve(power_at: Callable[[float], float], upper: float, power: float) -> float | None:
     if power_at(upper) < power:
         return None
     return float(optimize.brentq(lambda d: power_at(d) - power, 1e-9, upper, xtol=1e-7))

@@ -47,7 +47,7 @@ def contingency_table(a_correct: Sequence[float], b_correct: Sequence[float]) ->
     return np.array([[np.sum(xa & ya), np.sum(xa & ~ya)], [np.sum(~xa & ya), np.sum(~xa & ~ya)]], dtype=int)
 
 
-def mcnemar_table(table: Sequence[Sequence[int]], *, exact_below: int = EXACT_BELOW,
+def mcnemar_table(table: Sequence[Sequence[int]] | np.ndarray, *, exact_below: int = EXACT_BELOW,
                   labels: Sequence[str] = ("A", "B")) -> McNemarResult:
     """McNemar's test from a 2x2 table laid out as in the module docstring."""
     t = np.asarray(table, dtype=int)

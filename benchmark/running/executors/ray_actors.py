@@ -46,7 +46,8 @@ class _EncodeWorker:
 
     def __init__(self, factory: Callable[[], EmbeddingModel], exit_after: int | None = None,
                  hang_after: int | None = None) -> None:
-        self._model, self.load_error = None, None
+        self._model: EmbeddingModel | None = None
+        self.load_error: str | None = None
         try:
             self._model = factory()
         except Exception as exc:  # noqa: BLE001 - reported to the driver in words, not as Ray's wrapped trace
@@ -58,7 +59,9 @@ class _EncodeWorker:
 
     def model_identity(self) -> dict[str, Any] | str:
         """The loaded model's identity, or why it could not be loaded."""
-        return self.identity if self.load_error is None else self.load_error
+        if self.identity is None:
+            return self.load_error or "the model was not loaded"
+        return self.identity
 
     def encode(self, index: int, views: list[Document], role: Role, media: MediaStore | None) -> BatchResult:
         if self._exit_after is not None and self._done >= self._exit_after:
@@ -69,6 +72,8 @@ class _EncodeWorker:
         if self._hang_after is not None and self._done >= self._hang_after:
             time.sleep(3600)  # simulates a stuck worker (a wedged GPU, a dead mount): alive, never answers
         self._done += 1
+        if self._model is None:  # the driver sends no batch to a worker that failed to load; said if it ever does
+            raise RuntimeError(f"this worker has no model: {self.load_error}")
         return encode_batch(self._model, views, role, media, index)
 
 
@@ -105,12 +110,12 @@ class RayExecutor:
         """Actor `a` is gone (or made so): counted once, killed if it may still hold resources."""
         import ray
 
-        actor = self._actors[a] if self._actors is not None else None
-        if actor is None:
+        actors = self._actors
+        if actors is None or actors[a] is None:
             return
         if kill:
-            ray.kill(actor)
-        self._actors[a] = None
+            ray.kill(actors[a])
+        actors[a] = None
         self.lost_workers += 1
         log.warning("Ray worker %d lost (%s); its unfinished batches go to the others", a, why)
 
