@@ -190,7 +190,7 @@ def step_mark(step: dict[str, Any] | None) -> str:
 def easy_hard_lines(t: TaskReport, metric: str) -> list[str]:
     if not t.easy_hard:
         return []
-    rows = [[r.label, r.group, fmt_ci(r.easy, *r.easy_ci), fmt_ci(r.hard, *r.hard_ci), fmt(r.drop),
+    rows = [[r.label, r.group, _with_ci(r.easy, r.easy_ci), _with_ci(r.hard, r.hard_ci), fmt(r.drop),
              fmt(r.relative_drop), f"{r.n_easy} / {r.n_hard}", f"{fmt(r.chance_easy)} / {fmt(r.chance_hard)}"]
             for r in t.easy_hard]
     lines = [f"### Easy vs Hard ({metric})", "",
@@ -204,7 +204,7 @@ def easy_hard_lines(t: TaskReport, metric: str) -> list[str]:
 def robustness_lines(t: TaskReport, s: Settings) -> list[str]:
     if not t.modality_robustness:
         return []
-    rows = [[r.label, *[fmt_ci(r.scores[m], *(r.ci.get(m) or [None, None])) for m in ("text", "mixed", "image")],
+    rows = [[r.label, *[_with_ci(r.scores[m], r.ci.get(m)) for m in ("text", "mixed", "image")],
              fmt(r.mean), fmt(r.sd), r.kind] for r in t.modality_robustness]
     lines = [f"### Modality robustness ({s.metric} by background modality)", "",
              TYPING_NOTE.format(**s.robustness_thresholds), "",
@@ -213,3 +213,9 @@ def robustness_lines(t: TaskReport, s: Settings) -> list[str]:
     if "modality_robustness" in t.figures:
         lines += [f"![modality robustness]({t.figures['modality_robustness'].path})", ""]
     return lines
+
+
+def _with_ci(estimate: float | None, ci: list[float | None] | None) -> str:
+    """`fmt_ci` of an estimate and its [low, high] (none: no interval)."""
+    low, high = ci or (None, None)
+    return fmt_ci(estimate, low, high)

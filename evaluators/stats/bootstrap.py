@@ -9,7 +9,6 @@ Work is chunked so memory stays bounded; the draws do not depend on the chunking
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Sequence
 
 import numpy as np
 
@@ -60,7 +59,7 @@ def _check(resamples: int, confidence: float) -> None:
         raise ValueError(f"confidence must be in (0, 1), got {confidence}")
 
 
-def bootstrap_ci(values: Sequence[float], *, resamples: int = DEFAULT_RESAMPLES, seed: int | None = 0,
+def bootstrap_ci(values: Values, *, resamples: int = DEFAULT_RESAMPLES, seed: int | None = 0,
                  confidence: float = DEFAULT_CONFIDENCE) -> BootstrapCI:
     """Percentile bootstrap CI of the mean of `values` (e.g. per-query R@1 for a CI of R@1)."""
     _check(resamples, confidence)
