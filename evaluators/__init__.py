@@ -1,4 +1,6 @@
-"""Pure functions over records: retrieval metrics, statistics, RAVEL; `reports/` reads results into tables.
+"""Pure functions over records: retrieval metrics, ordering, statistics, RAVEL's scores.
 
-Imports: `mmbench.common` and `mmbench.data` (and, for `reports/`, `mmbench.tasks` and `mmbench.results`).
+Nothing here reads a results folder or writes a file of its own; the reports over results are `mmbench.reports`.
+
+Imports: `mmbench.common` and `mmbench.data`.
 """

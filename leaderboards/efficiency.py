@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any, Callable, Sequence
 
-from mmbench.evaluators.reports.efficiency import device_label, efficiency_rows, mixed_devices
+from mmbench.reports.efficiency import device_label, efficiency_rows, mixed_devices
 from mmbench.results.store import RunResults
 from mmbench.running.parity_thresholds import block_verdict
 

@@ -23,10 +23,10 @@ from importlib import resources
 from pathlib import Path
 from typing import Any, Sequence
 
-from mmbench.evaluators.reports import figures
-from mmbench.evaluators.reports.lengths import effective_length_entry
+from mmbench.reports import figures
+from mmbench.reports.lengths import effective_length_entry
 from mmbench.evaluators.stats.effective_length import effective_statement, strata_statement, tolerance_statement
-from mmbench.evaluators.reports.report import HEATMAP_METRIC, heatmap_numbers, length_curve_numbers
+from mmbench.reports.report import HEATMAP_METRIC, heatmap_numbers, length_curve_numbers
 from mmbench.data.media import atomic_write_bytes
 from mmbench.results.store import load_results
 from mmbench.tasks import design_strata

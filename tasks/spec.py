@@ -72,7 +72,7 @@ class TaskSpec:
         unknown = sorted(set(params) - known - set(self.services)) if known is not None else []
         if unknown:
             raise UnknownBuildParameter(f"task {self.name} has no build parameter {unknown[0]!r}; its parameters: "
-                                        f"{', '.join(sorted(known))}")
+                                        f"{', '.join(sorted(known or ()))}")
         services = {key: _resolve(ref) for key, ref in self.services.items() if key not in params}
         return fn(source=source, out=Path(out), seed=seed, **services, **{**self.default_params, **params})
 

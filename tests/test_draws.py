@@ -87,7 +87,7 @@ def test_mmbench_draws_builds_runs_and_reports(tmp_path, monkeypatch, capsys):
 
 
 def test_compare_says_when_a_difference_is_within_the_between_draw_spread(tmp_path):
-    from mmbench.evaluators.reports.compare import compare_runs, comparison_markdown
+    from mmbench.reports.compare import compare_runs, comparison_markdown
     from mmbench.results.store import load_results
     from report_helpers import grounding_per_query, write_run
 

@@ -182,8 +182,8 @@ def _synthetic_run(name: str = "dropper", nominal=(1024, 4096, 16384, 65536, 131
 
 
 def test_report_and_show_name_the_effective_context_and_the_truncated_share(tmp_path):
-    from mmbench.evaluators.reports.lengths import effective_length_entry
-    from mmbench.evaluators.reports.report import draw_figures, report_markdown, report_numbers
+    from mmbench.reports.lengths import effective_length_entry
+    from mmbench.reports.report import draw_figures, report_markdown, report_numbers
     from mmbench.results.summary import format_summary
 
     run = _synthetic_run()
@@ -218,7 +218,7 @@ def test_report_and_show_name_the_effective_context_and_the_truncated_share(tmp_
 
 
 def test_the_leaderboard_page_states_the_window_and_how_the_tolerance_was_chosen():
-    from mmbench.evaluators.reports.lengths import effective_length_entry
+    from mmbench.reports.lengths import effective_length_entry
     from html import escape
 
     from mmbench.leaderboards.site import effective_context_html
@@ -234,8 +234,8 @@ def test_the_leaderboard_page_states_the_window_and_how_the_tolerance_was_chosen
 
 
 def test_compare_puts_the_effective_context_and_truncated_share_side_by_side():
-    from mmbench.evaluators.reports.compare import compare_runs, comparison_markdown
-    from mmbench.evaluators.reports.lengths import effective_length_entry
+    from mmbench.reports.compare import compare_runs, comparison_markdown
+    from mmbench.reports.lengths import effective_length_entry
 
     a, b = _synthetic_run("dropper"), _synthetic_run("other")
     b.per_query["precision_at_1"] = 1.0   # never drops: censored at the longest consumed length

@@ -5,7 +5,7 @@ import pytest
 
 from mmbench.cli import main
 from mmbench.evaluators.stats.effective_length import AT_LEAST, DROP, effective_statement
-from mmbench.evaluators.reports.lengths import effective_length_entry
+from mmbench.reports.lengths import effective_length_entry
 from mmbench.models.sentence_transformer import packaged_minilm_path
 from mmbench.results.store import load_results
 from mmbench.tasks import design_strata, get_task

@@ -171,8 +171,8 @@ def _results(vg_tiny, device: str = "cpu", name: str = "paced"):
 
 
 def test_show_compare_and_report_state_the_efficiency_record(vg_tiny):
-    from mmbench.evaluators.reports.compare import compare_runs, comparison_markdown
-    from mmbench.evaluators.reports.report import report_markdown, report_numbers
+    from mmbench.reports.compare import compare_runs, comparison_markdown
+    from mmbench.reports.report import report_markdown, report_numbers
     from mmbench.results.summary import format_summary
 
     a, b = _results(vg_tiny), _results(vg_tiny, name="paced-b")
@@ -187,7 +187,7 @@ def test_show_compare_and_report_state_the_efficiency_record(vg_tiny):
 
 
 def test_rows_measured_on_different_devices_are_flagged(vg_tiny):
-    from mmbench.evaluators.reports.compare import compare_runs, comparison_markdown
+    from mmbench.reports.compare import compare_runs, comparison_markdown
 
     a, b = _results(vg_tiny), _results(vg_tiny, device="cuda:0", name="paced-gpu")
     assert b.info["efficiency"]["device"] == "cuda:0"

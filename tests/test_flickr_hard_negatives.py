@@ -196,7 +196,7 @@ def test_seed_003_defaults(tmp_path, monkeypatch):
     import inspect
 
     from mmbench.builders import flickr_hard_negatives as fhn
-    from mmbench.evaluators.reports.compare import compare_runs
+    from mmbench.reports.compare import compare_runs
 
     assert fhn.DEFAULTS["real"] == {"pool_size": 5000, "n_queries": 1000}
     assert inspect.signature(fhn.build).parameters["n_negatives"].default == 24

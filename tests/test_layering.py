@@ -21,7 +21,7 @@ PACKAGE_DIRS = {"benchmark": "mmbench", "tasks": "mmbench.tasks", "builders": "m
 STAGES = {
     "mmbench.common": "common",               # folders, locks, HTTP, plugins, user errors
     "mmbench.data": "data",                   # document model, tokens, media, pool-set storage, embedding cache
-    "mmbench.evaluators": "metrics",          # pure functions: metrics, ordering, statistics, RAVEL
+    "mmbench.evaluators": "metrics",          # pure functions over records: metrics, ordering, statistics, RAVEL
     "mmbench.builders.sources": "sources",    # readers of the source datasets
     "mmbench.builders": "builders",           # construction steps, checks, the task builders
     "mmbench.tasks": "tasks",                 # task metadata and registry
@@ -30,7 +30,7 @@ STAGES = {
     "mmbench.results": "results",             # results on disk
     "mmbench.running": "running",             # views, batching, executors, the runner, evaluations, sweeps
     "mmbench.interop": "interop",             # mteb layouts and tasks
-    "mmbench.evaluators.reports": "reports",  # tables, figures and reports over results
+    "mmbench.reports": "reports",             # tables, figures and reports written from results folders
     "mmbench.leaderboards": "leaderboards",
     "mmbench.api": "api",                     # the Python API
     "mmbench.cli": "cli",
@@ -57,6 +57,11 @@ ALLOWED = {
     "root": set(),
 }
 EVERYONE_MAY_IMPORT = {"root"}  # `from mmbench import __version__`; the package imports nothing itself
+# The stages from the bottom of the import stack to the top: a stage may import only stages before it. The pure
+# functions of `evaluators/` sit low, since builders and the runner use them too; the runner sits above results,
+# which it writes (results never import the runner).
+ORDER = ("root", "common", "data", "metrics", "sources", "builders", "tasks", "models", "rankers", "results",
+         "running", "interop", "reports", "leaderboards", "api", "cli")
 
 
 def module_files(root: Path = ROOT) -> dict[str, Path]:
@@ -180,6 +185,32 @@ def edges_against_the_pipeline(graph: dict[str, set[str]]) -> list[str]:
     return bad
 
 
+def edges_up_the_pipeline(graph: dict[str, set[str]]) -> list[str]:
+    """Imports from a stage to a stage later in ORDER, whatever ALLOWED says."""
+    rank = {stage: i for i, stage in enumerate(ORDER)}
+    bad = []
+    for module, targets in sorted(graph.items()):
+        for target in sorted(targets):
+            if rank[stage_of(target)] > rank[stage_of(module)]:
+                bad.append(f"{module} ({stage_of(module)}) imports {target} ({stage_of(target)})")
+    return bad
+
+
+def allowances_up_the_pipeline(allowed: dict[str, set[str]]) -> list[str]:
+    """Stages an allow-list names that come later in ORDER than the stage itself."""
+    rank = {stage: i for i, stage in enumerate(ORDER)}
+    return [f"{stage} may import {dest}" for stage in ORDER for dest in sorted(allowed[stage])
+            if rank[dest] > rank[stage]]
+
+
+def stages_nested_above_their_folder(stages: dict[str, str]) -> list[str]:
+    """A stage whose package sits inside the package of an earlier stage (a folder holding two levels)."""
+    rank = {stage: i for i, stage in enumerate(ORDER)}
+    return [f"{inner} ({stages[inner]}) sits inside {outer} ({stages[outer]})"
+            for inner in sorted(stages) for outer in sorted(stages)
+            if outer != "mmbench" and inner.startswith(outer + ".") and rank[stages[inner]] > rank[stages[outer]]]
+
+
 def private_imports(names: list[tuple[str, str, str, int]]) -> list[str]:
     """`from other_module import _private`: a private name used outside its module (and its package)."""
     bad = []
@@ -215,6 +246,20 @@ def test_an_upstream_import_is_reported():
         "mmbench.builders.parts.x (builders) imports mmbench.models.registry (models)"]
 
 
+def test_an_import_up_the_pipeline_is_reported_even_when_allowed():
+    graph = {"mmbench.evaluators.metrics": {"mmbench.results.store"}, "mmbench.results.store": {"mmbench.data"},
+             "mmbench.data": set()}
+    assert edges_up_the_pipeline(graph) == [
+        "mmbench.evaluators.metrics (metrics) imports mmbench.results.store (results)"]
+    assert allowances_up_the_pipeline({**ALLOWED, "metrics": {"common", "results"}}) == ["metrics may import results"]
+
+
+def test_a_stage_inside_an_earlier_stage_folder_is_reported():
+    stages = {**STAGES, "mmbench.evaluators.reports": "reports"}
+    assert stages_nested_above_their_folder(stages) == [
+        "mmbench.evaluators.reports (reports) sits inside mmbench.evaluators (metrics)"]
+
+
 def test_a_private_name_from_another_module_is_reported():
     names = [("mmbench.api", "mmbench.results.store", "_finite", 3), ("mmbench.api", "mmbench.api", "_own", 4),
              ("mmbench.api", "mmbench.results.store", "load_results", 5)]
@@ -242,6 +287,16 @@ def test_every_import_follows_the_pipeline(graph_and_names):
     assert edges_against_the_pipeline(graph_and_names[0]) == []
 
 
+def test_the_allow_lists_point_only_down_the_pipeline():
+    assert set(ORDER) == set(ALLOWED)
+    assert allowances_up_the_pipeline(ALLOWED) == []
+
+
+def test_no_import_points_up_the_pipeline(graph_and_names):
+    assert edges_up_the_pipeline(graph_and_names[0]) == []
+    assert stages_nested_above_their_folder(STAGES) == []  # each folder holds one level of the pipeline
+
+
 def test_no_private_name_is_imported_across_modules(graph_and_names):
     assert private_imports(graph_and_names[1]) == []
 
@@ -255,7 +310,7 @@ def test_benchmark_keeps_only_its_public_surface_at_the_top():
 
 def test_each_package_docstring_says_what_it_may_import():
     for package in ("benchmark/common", "benchmark/data", "benchmark/models", "benchmark/rankers",
-                    "benchmark/running", "benchmark/results", "benchmark/interop", "benchmark/cli",
+                    "benchmark/running", "benchmark/results", "benchmark/interop", "benchmark/reports", "benchmark/cli",
                     "builders/sources", "builders/parts", "evaluators"):
         doc = ast.get_docstring(ast.parse((ROOT / package / "__init__.py").read_text()))
         assert doc and "Imports:" in doc, package

@@ -57,6 +57,25 @@ def test_mmlongembed_table_macro_easy_hard_and_lengths():
     assert vg.rows[0]["length_bin=256"] == 0.95
 
 
+def test_a_plugin_task_named_like_a_benchmark_task_is_not_on_its_board(monkeypatch):
+    """Board membership is the registry's benchmark declaration, not the task's name or reference text."""
+    import dataclasses
+
+    import mmbench.tasks as task_registry
+    from mmbench.tasks import get_task, register_task
+
+    monkeypatch.setattr(task_registry, "_TASKS", dict(task_registry._TASKS))
+    register_task(dataclasses.replace(get_task("visual_grounding"), name="my_niah"))   # reference "MMLongEmbed ..."
+    register_task(dataclasses.replace(get_task("flickr_hard_negatives"), name="flickr_custom"))  # "(seed 003)"
+    scores = {"all": {"precision_at_1": 0.5}}
+    entries = [entry("a", "visual_grounding", scores), entry("b", "my_niah", scores), entry("c", "flickr_custom", {}),
+               entry("d", "flickr_hard_negatives", {})]
+    assert [r["task"] for r in mmlongembed_table(entries).rows] == ["visual_grounding"]
+    per_query = pd.DataFrame({"recall_at_1": [1.0, 0.0], "recall_at_3": [1.0, 1.0], "mrr": [1.0, 0.5]})
+    fl = flickr_table(entries, loader=lambda _: RunResults(per_query, pd.DataFrame(), {}), resamples=50)
+    assert [r["task"] for r in fl.rows] == ["flickr_hard_negatives"]
+
+
 def test_ravel_table_means_and_downloads_neutralise_formulas():
     e = entry("=HYPERLINK(\"x\")", "ravel", {"llm=Qwen3-1.7B": {"spearman": 0.5, "pearson": 0.4, "n": 10},
                                              "llm=SmolLM2-1.7B": {"spearman": 0.7, "pearson": 0.6, "n": 10}}, kind="ravel")

@@ -213,7 +213,7 @@ def test_bm25_run_hard_is_harder_than_easy(ps):
     # BM25 finds the whole report among its own variants most of the time (it keeps all the summary's words);
     # on the default 8K/16K/32K sample it scores Easy 1.0 and Hard 0.63-0.88 by bin
     assert p1["easy"] >= 0.8 and p1["hard"] < p1["easy"]
-    from mmbench.evaluators.reports.report import length_curve_numbers
+    from mmbench.reports.report import length_curve_numbers
 
     curves = length_curve_numbers(per_query, "bm25", ps.task, "precision_at_1")   # `mmbench report`'s curves
     assert {(c["group"].rsplit(" / ", 1)[-1], c["difficulty"]) for c in curves} == {

@@ -48,8 +48,8 @@ def test_a_reduced_128k_build_has_its_counts_and_depths_and_is_valid(vg_128k):
 
 
 def test_reports_order_ten_bins_and_draw_them(tmp_path):
-    from mmbench.evaluators.reports import figures
-    from mmbench.evaluators.reports.report import heatmap_numbers
+    from mmbench.reports import figures
+    from mmbench.reports.report import heatmap_numbers
 
     lengths = [256 * 2 ** k for k in range(10)]                    # 256 .. 128k
     rng = np.random.default_rng(0)

@@ -4,7 +4,7 @@ import pandas as pd
 import pytest
 
 from mmbench.evaluators.metrics import item_ceiling, metric_names, metric_range
-from mmbench.evaluators.reports.report import heatmap_numbers
+from mmbench.reports.report import heatmap_numbers
 from mmbench.evaluators.stats import paired_ttest, rank_models
 from mmbench.evaluators.stats.floors import design_floor, metric_sd, observed_floor, sd_floor, two_sample_floor
 

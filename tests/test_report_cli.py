@@ -369,7 +369,7 @@ def test_report_prints_chance_two_sidedness_and_the_heatmap_ceiling(grounding_ru
 
 
 def test_underflowed_p_values_print_a_bound():
-    from mmbench.evaluators.reports.common import fmt_p
+    from mmbench.reports.common import fmt_p
 
     assert fmt_p(0.0) == "< 1e-300" and fmt_p(1e-320) == "< 1e-300"
     assert fmt_p(3e-9) == "3.0e-09" and fmt_p(0.25) == "0.2500"
@@ -395,7 +395,7 @@ def test_compare_says_when_differences_are_zero_by_construction(tmp_path):
 def test_local_model_paths_are_labelled_as_on_the_board(tmp_path):
     """A run of `--model /some/folder` is labelled by the folder's name in compare and report, as the
     leaderboard shows it (one helper: mmbench.common.names.display_name); the path never appears."""
-    from mmbench.evaluators.reports import run_labels
+    from mmbench.reports import run_labels
     from mmbench.leaderboards.modelmeta import display_name as board_name
 
     secret = "/home/someone/private/ckpts"
@@ -419,7 +419,7 @@ def test_local_model_paths_are_labelled_as_on_the_board(tmp_path):
 
 def test_the_timing_table_does_not_call_text_candidates_images():
     """Issue 26 #8: the column said "image emb. s" for every task, text ones included."""
-    from mmbench.evaluators.reports.timing import timing_markdown
+    from mmbench.reports.timing import timing_markdown
 
     row = {"label": "minilm", "kind": "embedding", "n_items": 3, "query_seconds": 0.1, "document_seconds": 0.2,
            "precompute_seconds": 0.3, "ranking_seconds": 0.01, "end_to_end_seconds": 0.31, "wall_seconds": 1.0,

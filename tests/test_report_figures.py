@@ -16,8 +16,8 @@ from PIL import Image
 from scipy import stats
 
 from mmbench.evaluators.metrics import chance_metrics
-from mmbench.evaluators.reports import figures, write_comparison, write_report
-from mmbench.evaluators.reports.report import easy_hard_numbers, length_curve_numbers, robustness_numbers
+from mmbench.reports import figures, write_comparison, write_report
+from mmbench.reports.report import easy_hard_numbers, length_curve_numbers, robustness_numbers
 from mmbench.evaluators.stats.correlation import fisher_interval, spearman_ci, spearman_null_interval
 from mmbench.results.store import load_results
 

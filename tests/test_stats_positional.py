@@ -142,7 +142,7 @@ def test_a_sound_default_fit_is_kept():
 def test_a_blind_model_is_labelled_not_typed():
     """A text-only model: text anchors score best on image-only haystacks (the anchor is the only text it sees),
     which plain typing reads as 'modality-biased (image)'; the report types by what the model saw."""
-    from mmbench.evaluators.reports.report import robustness_numbers
+    from mmbench.reports.report import robustness_numbers
     from report_helpers import grounding_per_query
 
     pq = grounding_per_query(0, needles=8)

@@ -140,7 +140,7 @@ def test_two_sample_floor_matches_statsmodels_and_marks_small_steps():
 
 def test_report_marks_length_steps_below_their_floor():
     """A length curve whose steps are tiny next to the floor of its 10-item points is marked ≈; a large drop is not."""
-    from mmbench.evaluators.reports.report import heatmap_floor_lines, heatmap_numbers, length_curve_numbers
+    from mmbench.reports.report import heatmap_floor_lines, heatmap_numbers, length_curve_numbers
     from report_helpers import grounding_per_query, real_per_query
 
     pq = real_per_query(seed=1, easy=0.8, hard=0.3, n=10)

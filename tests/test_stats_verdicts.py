@@ -74,7 +74,7 @@ def test_continuous_scores_use_the_sd_of_the_differences():
 
 
 def test_compare_states_a_verdict_for_every_pair(tmp_path):
-    from mmbench.evaluators.reports.compare import compare_runs, comparison_markdown
+    from mmbench.reports.compare import compare_runs, comparison_markdown
     from mmbench.results.store import load_results
     from report_helpers import grounding_per_query, write_run
 

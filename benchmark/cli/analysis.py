@@ -147,7 +147,7 @@ def _check_resamples(*values: int) -> None:
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
-    from mmbench.evaluators.reports import PoolSetMismatch, write_comparison
+    from mmbench.reports import PoolSetMismatch, write_comparison
 
     if len(args.results) < 2:
         raise CLIError("compare needs two or more results folders")
@@ -190,7 +190,7 @@ def draws_report(path: Path | None):
 
 
 def cmd_report(args: argparse.Namespace) -> int:
-    from mmbench.evaluators.reports import write_report
+    from mmbench.reports import write_report
 
     _check_resamples(args.ci_resamples)
     runs = _load(args.results)

@@ -258,7 +258,7 @@ def model_options(args: argparse.Namespace, model: str) -> dict[str, Any]:
     known = option_names(model)
     unknown = sorted(set(extra) - known) if known is not None else []
     if unknown:
-        raise CLIError(f"model {model!r} has no option {unknown[0]!r}; its options: {', '.join(sorted(known))}")
+        raise CLIError(f"model {model!r} has no option {unknown[0]!r}; its options: {', '.join(sorted(known or ()))}")
     return {**flags, **extra}
 
 

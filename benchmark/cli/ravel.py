@@ -294,7 +294,7 @@ def cmd_correlate(args) -> int:
 def _correlation_figure(merged: pd.DataFrame, negate: bool, path: Path):
     """Predicted vs measured per language model, titled with ρ, its 95 % CI, n and a random predictor's range."""
     from mmbench.evaluators.ravel import correlate as C
-    from mmbench.evaluators.reports import figures
+    from mmbench.reports import figures
     from mmbench.evaluators.stats.correlation import spearman_ci, spearman_null_interval
 
     points, summary = [], []

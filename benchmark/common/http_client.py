@@ -46,6 +46,7 @@ from typing import Any, Callable, Iterable, TypeVar
 log = logging.getLogger(__name__)
 T = TypeVar("T")
 R = TypeVar("R")
+_Sock = TypeVar("_Sock", bound=socket.socket)  # a TCP or TLS socket, handed back as it came
 
 
 @dataclass(frozen=True)
@@ -208,7 +209,7 @@ class _Deadline:
         """Whether this attempt opened a connection (a socket is watched only once it is connected)."""
         return bool(self._sockets)
 
-    def watch(self, sock: socket.socket) -> socket.socket:
+    def watch(self, sock: _Sock) -> _Sock:
         with self._lock:
             self._sockets.append(sock)
             late = self._expired
@@ -270,14 +271,16 @@ class _WatchedTLS:
         return getattr(self._context, name)
 
 
-def _watched(connection_class: type, deadline: _Deadline) -> type:
-    """`connection_class` whose sockets (TCP, also one tunnelled through a proxy, and TLS) `deadline` watches."""
+def _watched(connection_class: type, deadline: _Deadline) -> Any:
+    """`connection_class` whose sockets (TCP, also one tunnelled through a proxy, and TLS) `deadline` watches
+    (a class made at run time: urllib's handlers take it where they take `http.client.HTTPConnection`)."""
 
-    class Watched(connection_class):  # type: ignore[misc, valid-type]
+    class Watched(connection_class):
         def connect(self) -> None:
             self._create_connection = lambda *a, **k: deadline.watch(socket.create_connection(*a, **k))
-            if isinstance(getattr(self, "_context", None), ssl.SSLContext):   # HTTPS
-                self._context = _WatchedTLS(self._context, deadline)
+            context = getattr(self, "_context", None)
+            if isinstance(context, ssl.SSLContext):   # HTTPS
+                self._context = _WatchedTLS(context, deadline)
             super().connect()
 
     return Watched
@@ -296,11 +299,11 @@ def _opener(deadline: _Deadline) -> urllib.request.OpenerDirector:
     and no redirects."""
 
     class HTTP(urllib.request.HTTPHandler):
-        def do_open(self, http_class, req, **kw):  # type: ignore[override]
+        def do_open(self, http_class: Any, req: urllib.request.Request, **kw: Any) -> http.client.HTTPResponse:
             return super().do_open(_watched(http_class, deadline), req, **kw)
 
     class HTTPS(urllib.request.HTTPSHandler):
-        def do_open(self, http_class, req, **kw):  # type: ignore[override]
+        def do_open(self, http_class: Any, req: urllib.request.Request, **kw: Any) -> http.client.HTTPResponse:
             return super().do_open(_watched(http_class, deadline), req, **kw)
 
     return urllib.request.build_opener(HTTP(), HTTPS(), _NoRedirect())

@@ -116,7 +116,9 @@ def card_text(manifest: dict[str, Any]) -> str:
 
 def _floor_lines(floors: dict[str, Any] | None) -> list[str]:
     """The design-time resolution floor of all items, and where the per-group floors are."""
-    overall = ((floors or {}).get("groups") or {}).get("all") or {}
+    if floors is None:
+        return []
+    overall = (floors.get("groups") or {}).get("all") or {}
     if overall.get("mde") is None:
         return []
     return [f"Resolution floor: with all {overall['n']} items, two models' main scores (0/1 per item) must differ "

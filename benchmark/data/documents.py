@@ -124,7 +124,7 @@ class RecordDocument(Document):
         doc.__dict__.update(id=str(record["id"]), tokens=int(record.get("tokens") or 0), meta=meta, _raw=raw)
         return doc
 
-    @property  # type: ignore[override]
+    @property
     def segments(self) -> list[Segment]:
         raw = self.__dict__.get("_raw")
         if raw is not None:

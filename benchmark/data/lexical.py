@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import logging
 import re
+from typing import Any
 
 TOKEN = re.compile(r"\w+", re.UNICODE)
 
@@ -15,7 +16,7 @@ def tokenize(text: str) -> list[str]:
     return TOKEN.findall(text.lower())
 
 
-def bm25s_module():
+def bm25s_module() -> Any:
     """`bm25s`, imported with its logger quietened (it sets DEBUG on import)."""
     import bm25s
 

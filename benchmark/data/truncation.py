@@ -63,11 +63,11 @@ def middle_truncate(
         elif isinstance(seg, Image):
             ids.append(None)
             units.append(1)
-            costs.append(lambda k, c=visual_tokens(seg.width, seg.height): k * c)  # noqa: B008 - binds this segment's cost now
+            costs.append(_image_cost(visual_tokens(seg.width, seg.height)))
         elif isinstance(seg, Video):
             ids.append(None)
             units.append(len(seg.frames))
-            costs.append(lambda k, w=seg.width, h=seg.height: video_tokens(k, w, h) if k else 0)
+            costs.append(_frames_cost(video_tokens, seg.width, seg.height))
         else:
             raise TypeError(f"not a segment: {seg!r}")
     total = sum(cost(u) for cost, u in zip(costs, units))
@@ -183,3 +183,13 @@ def _part(seg: Segment, ids: _Tokens | None, start: int, end: int, tokenizer: Te
         return Text(tokenizer.decode(ids.slice(start, end)))
     assert isinstance(seg, Video)
     return Video(seg.frames[start:end], seg.fps, seg.width, seg.height)
+
+
+def _image_cost(per_image: int) -> Callable[[int], int]:
+    """Tokens of k copies of an image that costs `per_image` (bound now, not when called)."""
+    return lambda k: k * per_image
+
+
+def _frames_cost(video_tokens: Callable[[int, int, int], int], width: int, height: int) -> Callable[[int], int]:
+    """Tokens of the first (or last) k frames of a width x height video."""
+    return lambda k: video_tokens(k, width, height) if k else 0

@@ -125,13 +125,13 @@ def mteb_model_name(name: str) -> str:
 
 def model_meta_dict(model_identity: dict[str, Any]) -> dict[str, Any]:
     """mteb's `ModelMeta` of an mmbench model, as `model_meta.json` holds it."""
-    from mteb.models.model_meta import ModelMeta
+    from mteb.models.model_meta import ModelMeta, ScoringFunction
 
     modalities = [m for m in model_identity.get("modalities", ["text"]) if m in ("text", "image", "video", "audio")]
     meta = ModelMeta(
         loader=None, name=mteb_model_name(model_identity["name"]), revision=cache_revision(model_identity), release_date=None,
         languages=None, n_parameters=None, memory_usage_mb=None, max_tokens=model_identity.get("max_tokens"),
         embed_dim=model_identity.get("dim"), license=None, open_weights=None, public_training_code=None,
-        public_training_data=None, framework=[], similarity_fn_name=model_identity.get("similarity") or "cosine",
+        public_training_data=None, framework=[], similarity_fn_name=ScoringFunction(model_identity.get("similarity") or "cosine"),
         use_instructions=None, training_datasets=None, modalities=modalities or ["text"])
     return meta.to_dict()

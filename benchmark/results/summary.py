@@ -1,7 +1,7 @@
 """Plain-text summary tables of a run: the main score by the task's axes, split by subset."""
 from __future__ import annotations
 
-from typing import Sequence
+from typing import Any, Sequence
 
 import pandas as pd
 
@@ -97,7 +97,7 @@ def effective_context_lines(res: RunResults, metric: str, tolerance: float | Non
     return [f"effective context: {effective_statement(e)} ({how})"]
 
 
-def efficiency_lines(eff) -> list[str]:
+def efficiency_lines(eff: Any) -> list[str]:
     """The run's efficiency record in two lines (nothing for results written before it existed)."""
     if not isinstance(eff, dict):
         return []
@@ -120,7 +120,7 @@ def efficiency_lines(eff) -> list[str]:
     return out + (["  " + "; ".join(extra)] if extra else [])
 
 
-def _num(v, digits: int) -> str:
+def _num(v: Any, digits: int) -> str:
     """A figure for people: thousands grouped, and no decimals past 1,000 (`7,439,593 tokens/s`, not `7439593.1`)."""
     if not isinstance(v, (int, float)) or isinstance(v, bool):
         return "n/a"
@@ -156,7 +156,7 @@ def _overall(res: RunResults) -> list[str]:
     return out
 
 
-def _fmt(v) -> str:
+def _fmt(v: float | None) -> str:
     return "n/a" if v is None else f"{v:.3f}"
 
 

@@ -20,7 +20,7 @@ import resource
 import sys
 import time
 from dataclasses import dataclass, field
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Iterator, Sequence
 
 from mmbench.evaluators.ordering import label_key
 
@@ -179,7 +179,7 @@ class EfficiencyMeter:
             tally.gpu_allocated_mb = max(tally.gpu_allocated_mb, alloc)
             tally.gpu_reserved_mb = max(tally.gpu_reserved_mb, reserved)
 
-    def _shares(self, doc_ids: Sequence[str], tokens: Sequence[int]):
+    def _shares(self, doc_ids: Sequence[str], tokens: Sequence[int]) -> Iterator[tuple[_Tally, int, int]]:
         per_bin: dict[str, list[int]] = {}
         for d, t in zip(doc_ids, tokens):
             per_bin.setdefault(self.bin_of.get(d, ""), []).append(max(1, t))

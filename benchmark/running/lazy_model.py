@@ -24,9 +24,12 @@ import sys
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
+import numpy as np
+
 from mmbench.common.http_client import redact_urls
 from mmbench.data.documents import Document
 from mmbench.data.media import MediaStore, atomic_write_bytes
+from mmbench.data.tokens import TextTokenizer
 from mmbench.models.base import EmbeddingModel, ModelCard, Role
 
 log = logging.getLogger(__name__)
@@ -128,10 +131,10 @@ class LazyModel(EmbeddingModel):
                 raise ModelChanged(f"model {self.card.name!r} now has another card than remembered; re-running with it")
         return self._real
 
-    def encode(self, documents: Sequence[Document], role: Role, media: MediaStore | None):
+    def encode(self, documents: Sequence[Document], role: Role, media: MediaStore | None) -> np.ndarray:
         return self.real.encode(documents, role, media)
 
-    def budget_tokenizer(self):
+    def budget_tokenizer(self) -> TextTokenizer | None:
         return self.real.budget_tokenizer()
 
     def visual_tokens(self, width: int, height: int) -> int:

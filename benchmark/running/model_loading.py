@@ -25,7 +25,7 @@ def load_model_explained(name: str, options: dict[str, Any],
         start = clock()
         model = load_model(name, **options)
         try:
-            model.load_seconds = clock() - start  # read by the run's efficiency record
+            setattr(model, "load_seconds", clock() - start)  # read by the run's efficiency record (an extra attribute)
         except AttributeError:
             pass  # an adapter with __slots__ or a frozen object: its load time goes unrecorded
         return model

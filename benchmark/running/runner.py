@@ -25,7 +25,8 @@ from mmbench.data.embedding_cache import CacheRow, EmbeddingCache, model_key
 from mmbench.data.documents import Document
 from mmbench.running.efficiency import EfficiencyMeter, bins_of_documents
 from mmbench.running.executors import LocalExecutor
-from mmbench.running.lazy_model import ModelChanged
+from mmbench.running.executors.local import BatchResult
+from mmbench.running.lazy_model import LazyModel, ModelChanged
 from mmbench.models.base import EmbeddingModel, Role
 from mmbench.models.output_check import BadModelOutput
 from mmbench.data.poolset import PoolItem, PoolSet
@@ -85,6 +86,38 @@ def check_dim(vec: Any, stats: EncodeStats, model: EmbeddingModel, role: Role, d
                                f"but {stats.dim} dimensions for {stats.dim_from}; no results written")
 
 
+@dataclass
+class ViewSlot:
+    """One distinct model view among the documents of an encode call; the call keys its slots by view hash.
+
+    A slot to encode holds the view and its seen record; a slot whose vector is cached holds only a document
+    that has it (its view is made again when it fills a batch, and its cached vector stands)."""
+
+    view_hash: str                               # the key: the content hash of the view
+    tokens: int                                  # the view's seen tokens: its length for batching
+    source: Document                             # a document with this view
+    view: Document | None = None                 # the view to encode (None: cached)
+    record: dict[str, Any] | None = None         # its seen record (to encode only)
+    doc_hashes: list[str] = field(default_factory=list)  # content hashes of the documents waiting for it
+    vector: Any = None                           # the vector the model gave, once it has
+
+    def batch_view(self, model: EmbeddingModel) -> Document:
+        return self.view if self.view is not None else model_view(self.source, model)[0]
+
+
+@dataclass
+class _EncodeCall:
+    """What the steps of one `encode_documents` call share."""
+
+    role: Role
+    model: EmbeddingModel
+    stats: EncodeStats
+    cache: EmbeddingCache | None
+    meter: EfficiencyMeter | None
+    vectors: dict[str, Any] = field(default_factory=dict)            # document id -> vector
+    seen: dict[str, dict[str, Any]] = field(default_factory=dict)    # document id -> seen record
+
+
 def encode_documents(docs: Sequence[Document], role: Role, model: EmbeddingModel, ps: PoolSet,
                      options: RunOptions, stats: EncodeStats, meter: EfficiencyMeter | None = None
                      ) -> tuple[dict[str, Any], dict[str, dict[str, Any]]]:
@@ -95,100 +128,126 @@ def encode_documents(docs: Sequence[Document], role: Role, model: EmbeddingModel
     holds. A batch none of whose views is cached is skipped; one with any view missing is encoded
     whole, so a run resumed after a kill computes each vector in the very batch an uninterrupted run
     would have, and writes byte-identical tables (padded batches change vectors in the last bits).
+
+    The documents are grouped by content hash, the embedding cache's key, only to look them up and store
+    them; everything between is keyed by view hash (`ViewSlot`).
     """
     start = time.perf_counter()
-    cache = _cache_for(model, options)
-    vectors: dict[str, Any] = {}
-    seen: dict[str, dict[str, Any]] = {}
+    call = _EncodeCall(role, model, stats, _cache_for(model, options), meter)
     by_hash: dict[str, list[Document]] = {}
     for d in docs:
         by_hash.setdefault(d.content_hash(), []).append(d)
     stats.documents += len(docs)
-    pending: dict[str, tuple[Document, dict[str, Any], list[str]]] = {}  # view hash -> (view, seen, doc hashes)
-    cached_views: dict[str, tuple[int, Document]] = {}  # view hash -> (seen tokens, a document with that view)
-    hits = cache.get_many(role, by_hash) if cache else {}
+    slots = _plan_views(call, by_hash, options)
+    _encode_slots(call, slots, ps, options)
+    _hand_out(call, slots, by_hash)
+    stats.seconds += time.perf_counter() - start
+    return call.vectors, call.seen
+
+
+def _plan_views(call: _EncodeCall, by_hash: dict[str, list[Document]], options: RunOptions) -> dict[str, ViewSlot]:
+    """Cached documents get their vectors now; the others their view, one slot per distinct view."""
+    hits = call.cache.get_many(call.role, by_hash) if call.cache else {}
     from tqdm.auto import tqdm
 
-    tokenizer = _primed_tokenizer(model, [g[0] for h, g in by_hash.items() if h not in hits])
+    slots: dict[str, ViewSlot] = {}
+    tokenizer = _primed_tokenizer(call.model, [g[0] for h, g in by_hash.items() if h not in hits])
     # preparing views tokenises every document for middle truncation: minutes on a large pool set, so shown
-    prepare = tqdm(by_hash.items(), total=len(by_hash), desc=f"prepare {'queries' if role == 'query' else 'documents'}",
+    prepare = tqdm(by_hash.items(), total=len(by_hash),
+                   desc=f"prepare {'queries' if call.role == 'query' else 'documents'}",
                    unit="doc", disable=not options.progress or len(hits) == len(by_hash))
     try:
         for h, group in prepare:
             hit = hits.get(h)
-            if hit is not None:
-                stats.cache_hits += len(group)
-                check_dim(hit.vector, stats, model, role, group[0].id)
-                for d in group:
-                    vectors[d.id], seen[d.id] = hit.vector, hit.seen
-                vh = hit.meta.get("view_hash")
-                if isinstance(vh, str):
-                    cached_views.setdefault(vh, (int(hit.seen.get("seen_tokens", 0)), group[0]))
+            if hit is None:
+                _add_view_to_encode(slots, h, group[0], call.model)
                 continue
-            view, record = model_view(group[0], model)
-            vh = view.content_hash()
-            if vh in pending:
-                pending[vh][2].append(h)
-            else:
-                pending[vh] = (view, record.to_dict(), [h])
+            call.stats.cache_hits += len(group)
+            check_dim(hit.vector, call.stats, call.model, call.role, group[0].id)
+            for d in group:
+                call.vectors[d.id], call.seen[d.id] = hit.vector, hit.seen
+            vh = hit.meta.get("view_hash")
+            if isinstance(vh, str) and vh not in slots:
+                slots[vh] = ViewSlot(vh, int(hit.seen.get("seen_tokens", 0)), group[0])
     finally:  # the batch's token ids are only for this preparation
         if tokenizer is not None:
             tokenizer.forget()
-    if cache is not None:
-        stats.cache_set_aside += len(cache.set_aside)
-    stats.distinct_views += len(pending)
-    keys = sorted(set(pending) | set(cached_views))
-    lengths = [pending[k][1]["seen_tokens"] if k in pending else cached_views[k][0] for k in keys]
-    batches = [b for b in token_budget_batches(lengths, options.batch_tokens, options.max_batch_size)
-               if any(keys[i] in pending for i in b)]
-    results: dict[str, Any] = {}
-    executor = options.executor if options.executor is not None and shardable(model) else LocalExecutor()
+    if call.cache is not None:
+        call.stats.cache_set_aside += len(call.cache.set_aside)
+    call.stats.distinct_views += sum(s.view is not None for s in slots.values())
+    return slots
+
+
+def _add_view_to_encode(slots: dict[str, ViewSlot], doc_hash: str, doc: Document, model: EmbeddingModel) -> None:
+    """The document's view joins its slot, which becomes one to encode (a cached slot of the same view too)."""
+    view, record = model_view(doc, model)
+    vh = view.content_hash()
+    slot = slots.setdefault(vh, ViewSlot(vh, 0, doc))
+    if slot.view is None:
+        slot.view, slot.record, slot.tokens = view, record.to_dict(), record.seen_tokens
+    slot.doc_hashes.append(doc_hash)
+
+
+def _encode_slots(call: _EncodeCall, slots: dict[str, ViewSlot], ps: PoolSet, options: RunOptions) -> None:
+    """Batch every slot by length in one canonical order and encode the batches holding a view to encode."""
+    keys = sorted(slots)
+    lengths = [slots[k].tokens for k in keys]
+    batches = [[keys[i] for i in b] for b in token_budget_batches(lengths, options.batch_tokens, options.max_batch_size)
+               if any(slots[keys[i]].view is not None for i in b)]
+    executor = options.executor if options.executor is not None and shardable(call.model) else LocalExecutor()
     media = ps.media if ps.root is not None else None
-    views = [[pending[keys[i]][0] if keys[i] in pending else model_view(cached_views[keys[i]][1], model)[0]
-              for i in batch] for batch in batches]
-    if meter is not None and batches:
-        meter.start()
-    for done in executor.encode(model, views, role, media, progress=options.progress):
-        if meter is not None:
-            batch_lengths = [lengths[i] for i in batches[done.index]]
-            meter.batch([v.id for v in views[done.index]], batch_lengths, max(batch_lengths) * len(batch_lengths))
-        stats.encoded += done.encoded
-        stats.failures.update(done.failures)
-        batch_keys = [keys[i] for i in batches[done.index]]
-        for k, v in zip(batch_keys, views[done.index]):
-            if k not in pending:  # a cached document never fails: its vector is already known
-                stats.failures.pop(v.id, None)
-        rows: list[CacheRow] = []
-        for k, v, (vec, info) in zip(batch_keys, views[done.index], done.rows):
-            if vec is not None:
-                check_dim(vec, stats, model, role, v.id)
-            if vec is None or k not in pending:
-                continue  # a cached view encoded again only to keep the batch whole: its cached vector stands
-            results[k] = vec
-            if info:  # the adapter's own account of what it fed the model (exact token count, drops)
-                pending[k][1]["model_info"] = info
-            if cache is not None and not issparse(vec):
-                rows.extend(CacheRow(h, vec, pending[k][1], {"view_hash": k}) for h in pending[k][2])
-        if rows:  # one pack per batch, so a killed run keeps every batch it finished
-            cache.put_many(role, rows)
-        stats.batches += 1
-        if meter is not None:
-            meter.start()  # cache writes are not encoding time: the next batch's clock starts here
-    if cache is not None:
-        cache.save_index(role)
-    doc_hash_to_view = {h: vh for vh, (_, _, hashes) in pending.items() for h in hashes}
+    views = [[slots[k].batch_view(call.model) for k in batch] for batch in batches]
+    if call.meter is not None and batches:
+        call.meter.start()
+    for done in executor.encode(call.model, views, call.role, media, progress=options.progress):
+        _receive_batch(call, [slots[k] for k in batches[done.index]], views[done.index], done)
+    if call.cache is not None:
+        call.cache.save_index(call.role)
+
+
+def _receive_batch(call: _EncodeCall, batch: list[ViewSlot], views: list[Document], done: BatchResult) -> None:
+    """The one place a batch's vectors come back from the model: counted, checked, kept and cached."""
+    stats = call.stats
+    if call.meter is not None:
+        batch_lengths = [s.tokens for s in batch]
+        call.meter.batch([v.id for v in views], batch_lengths, max(batch_lengths) * len(batch_lengths))
+    stats.encoded += done.encoded
+    stats.failures.update(done.failures)
+    for slot, v in zip(batch, views):
+        if slot.view is None:  # a cached document never fails: its vector is already known
+            stats.failures.pop(v.id, None)
+    rows: list[CacheRow] = []
+    for slot, v, (vec, info) in zip(batch, views, done.rows):
+        if vec is not None:
+            check_dim(vec, stats, call.model, call.role, v.id)
+        if vec is None or slot.record is None:
+            continue  # a cached view encoded again only to keep the batch whole: its cached vector stands
+        slot.vector = vec
+        if info:  # the adapter's own account of what it fed the model (exact token count, drops)
+            slot.record["model_info"] = info
+        if call.cache is not None and not issparse(vec):
+            rows.extend(CacheRow(h, vec, slot.record, {"view_hash": slot.view_hash}) for h in slot.doc_hashes)
+    if rows and call.cache is not None:  # one pack per batch, so a killed run keeps every batch it finished
+        call.cache.put_many(call.role, rows)
+    stats.batches += 1
+    if call.meter is not None:
+        call.meter.start()  # cache writes are not encoding time: the next batch's clock starts here
+
+
+def _hand_out(call: _EncodeCall, slots: dict[str, ViewSlot], by_hash: dict[str, list[Document]]) -> None:
+    """Each encoded document gets its view's vector and seen record; one whose view failed, the failure."""
+    slot_of = {h: slot for slot in slots.values() for h in slot.doc_hashes}
     for h, group in by_hash.items():
-        vh = doc_hash_to_view.get(h)
-        if vh is None:
+        slot = slot_of.get(h)
+        if slot is None or slot.view is None or slot.record is None:
             continue  # came from the cache
-        if vh not in results:
+        if slot.vector is None:
+            failure = call.stats.failures.get(slot.view.id, "encoding failed")
             for d in group:
-                stats.failures.setdefault(d.id, stats.failures.get(pending[vh][0].id, "encoding failed"))
+                call.stats.failures.setdefault(d.id, failure)
             continue
         for d in group:
-            vectors[d.id], seen[d.id] = results[vh], pending[vh][1]
-    stats.seconds += time.perf_counter() - start
-    return vectors, seen
+            call.vectors[d.id], call.seen[d.id] = slot.vector, slot.record
 
 
 def _primed_tokenizer(model: EmbeddingModel, docs: Sequence[Document]) -> Any:
@@ -198,7 +257,7 @@ def _primed_tokenizer(model: EmbeddingModel, docs: Sequence[Document]) -> Any:
     if budget is None or not docs:
         return None
     tokenizer = model.budget_tokenizer()
-    if not hasattr(tokenizer, "prime"):
+    if tokenizer is None or not hasattr(tokenizer, "prime"):
         return None
     modalities = model.card.modalities
     tokenizer.prime([t for d in docs for t in first_texts_to_tokenize([s for s in d.segments if s.kind in modalities],
@@ -224,8 +283,10 @@ def vector_warnings(vectors: dict[str, Any], role: Role, similarity: str = "cosi
     if len(vectors) < 2:
         return []
     records = [seen.get(k) for k in vectors] if seen is not None else []
-    if records and all(r is not None and not r.get("seen_tokens") and r.get("unseen_modalities") for r in records):
-        hidden = sorted({m for r in records for m in r["unseen_modalities"]})
+    present = [r for r in records if r is not None]
+    if (records and len(present) == len(records)
+            and all(not r.get("seen_tokens") and r.get("unseen_modalities") for r in present)):
+        hidden = sorted({m for r in present for m in r["unseen_modalities"]})
         effect = "every score ties and the rankings are chance" if role == "document" else "every query looks the same"
         return [f"the model sees nothing of the {len(vectors)} {role}s (they hold only {', '.join(hidden)}, which it "
                 f"does not take): {effect}"]
@@ -274,7 +335,7 @@ def _query_vector(query_vec: Any, similarity: str) -> np.ndarray:
     """A dense query vector as float64, scaled to unit length for cosine."""
     q = np.asarray(query_vec, dtype=np.float64)
     if similarity == "cosine":
-        q = q / max(np.linalg.norm(q), 1e-12)
+        q = q / max(float(np.linalg.norm(q)), 1e-12)
     return q
 
 
@@ -324,6 +385,8 @@ def run_poolset(ps: PoolSet, model: EmbeddingModel, options: RunOptions) -> tupl
     try:
         return _run_poolset(ps, model, options)
     except ModelChanged:
+        if not isinstance(model, LazyModel):  # only a stand-in for a remembered model changes
+            raise
         log.warning("the remembered card of %s was stale; evaluating again with the loaded model", model.card.name)
         return _run_poolset(ps, model.real, options)
 

@@ -12,7 +12,10 @@ from __future__ import annotations
 import traceback
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Sequence
+from typing import TYPE_CHECKING, Any, Sequence
+
+if TYPE_CHECKING:
+    from mmbench.models.base import EmbeddingModel
 
 
 @dataclass(frozen=True)
@@ -96,7 +99,7 @@ def _run(job: Job) -> JobOutcome:
     return JobOutcome(job, "done", f"{n_failed} failed items" if n_failed else "", _main_score(job, summary), n_failed)
 
 
-def _load(job: Job):
+def _load(job: Job) -> EmbeddingModel:
     """The job's model; with the cache on, a stand-in that loads the weights only if a vector is missing."""
     from mmbench.running.model_loading import load_model_explained
     from mmbench.running.lazy_model import load_model_lazily

@@ -149,7 +149,7 @@ def compare_paths(probe: Probe, ref: PathVectors, other: PathVectors, min_cosine
     reasons = []
     if not finite:
         reasons.append("no item was encoded by both paths with vectors of one shape")
-    elif cos_min < min_cosine:
+    elif cos_min is not None and cos_min < min_cosine:
         worst = items[int(np.argmin(cosines))]["id"]
         reasons.append(f"minimum cosine {cos_min:.6f} < {min_cosine} (item {worst!r})")
     if top1 is None:

@@ -7,6 +7,8 @@ from typing import Any, Sequence
 
 import numpy as np
 
+Values = Sequence[float] | np.ndarray  # a sample: a list of numbers or a 1-d array
+
 
 def jsonable(obj: Any) -> Any:
     """Plain-JSON form: numpy scalars and arrays to Python, non-finite floats to None."""
@@ -34,7 +36,7 @@ class StatResult:
         return jsonable(asdict(self))
 
 
-def as_vector(values: Sequence[float] | np.ndarray, name: str = "values") -> np.ndarray:
+def as_vector(values: Values, name: str = "values") -> np.ndarray:
     arr = np.asarray(values, dtype=float)
     if arr.ndim != 1:
         raise ValueError(f"{name}: expected a 1-D sequence, got shape {arr.shape}")
@@ -43,7 +45,7 @@ def as_vector(values: Sequence[float] | np.ndarray, name: str = "values") -> np.
     return arr
 
 
-def as_pair(a: Sequence[float], b: Sequence[float]) -> tuple[np.ndarray, np.ndarray]:
+def as_pair(a: Values, b: Values) -> tuple[np.ndarray, np.ndarray]:
     """Two paired samples of equal length (query i of `a` is query i of `b`)."""
     x, y = as_vector(a, "a"), as_vector(b, "b")
     if x.shape != y.shape:

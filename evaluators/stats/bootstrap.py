@@ -9,11 +9,10 @@ Work is chunked so memory stays bounded; the draws do not depend on the chunking
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Sequence
 
 import numpy as np
 
-from mmbench.evaluators.stats._base import StatResult, as_pair, as_vector
+from mmbench.evaluators.stats._base import Values, StatResult, as_pair, as_vector
 
 DEFAULT_RESAMPLES = 1_000          # per-metric CIs (seed 003: 1,000 resamples)
 DEFAULT_DIFF_RESAMPLES = 10_000    # CI of a paired mean difference (seed 002: 10,000 resamples)
@@ -60,7 +59,7 @@ def _check(resamples: int, confidence: float) -> None:
         raise ValueError(f"confidence must be in (0, 1), got {confidence}")
 
 
-def bootstrap_ci(values: Sequence[float], *, resamples: int = DEFAULT_RESAMPLES, seed: int | None = 0,
+def bootstrap_ci(values: Values, *, resamples: int = DEFAULT_RESAMPLES, seed: int | None = 0,
                  confidence: float = DEFAULT_CONFIDENCE) -> BootstrapCI:
     """Percentile bootstrap CI of the mean of `values` (e.g. per-query R@1 for a CI of R@1)."""
     _check(resamples, confidence)
@@ -72,7 +71,7 @@ def bootstrap_ci(values: Sequence[float], *, resamples: int = DEFAULT_RESAMPLES,
     return BootstrapCI(float(x.mean()), low, high, int(x.size), int(resamples), float(confidence), seed)
 
 
-def bootstrap_mean_diff_ci(a: Sequence[float], b: Sequence[float], *, resamples: int = DEFAULT_DIFF_RESAMPLES,
+def bootstrap_mean_diff_ci(a: Values, b: Values, *, resamples: int = DEFAULT_DIFF_RESAMPLES,
                            seed: int | None = 0, confidence: float = DEFAULT_CONFIDENCE) -> BootstrapCI:
     """Paired percentile bootstrap CI of mean(a - b): queries are resampled together, keeping pairs."""
     _check(resamples, confidence)

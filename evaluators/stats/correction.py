@@ -10,7 +10,7 @@ from typing import Sequence
 
 import numpy as np
 
-from mmbench.evaluators.stats._base import StatResult, as_vector
+from mmbench.evaluators.stats._base import Values, StatResult, as_vector
 
 METHODS = ("bonferroni", "holm")
 DEFAULT_ALPHA = 0.05
@@ -26,7 +26,7 @@ class CorrectionResult(StatResult):
     reject: list[bool]
 
 
-def adjust_pvalues(pvalues: Sequence[float], method: str = "bonferroni") -> np.ndarray:
+def adjust_pvalues(pvalues: Values, method: str = "bonferroni") -> np.ndarray:
     p = as_vector(pvalues, "pvalues")
     if np.any((p < 0) | (p > 1)):
         raise ValueError("p-values must lie in [0, 1]")

@@ -29,7 +29,7 @@ for delta (Cohen 1988, "Statistical Power Analysis for the Behavioral Sciences",
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Sequence
+from typing import Callable, Sequence
 
 import numpy as np
 from scipy import optimize, stats
@@ -62,7 +62,7 @@ def t_test_power(delta: float, n: int, sd: float, alpha: float = DEFAULT_ALPHA) 
     return float(np.nan_to_num(upper, nan=0.0 if nc < 0 else 1.0) + np.nan_to_num(lower, nan=0.0))
 
 
-def _solve(power_at, upper: float, power: float) -> float | None:
+def _solve(power_at: Callable[[float], float], upper: float, power: float) -> float | None:
     """The difference in (0, upper] at which `power_at` reaches `power`; None where even `upper` does not.
     The bracket's low end scales with `upper`, so a tiny sd never puts the root below the bracket."""
     if not upper > 0 or power_at(upper) < power:

@@ -19,7 +19,7 @@ from typing import Sequence
 import numpy as np
 from scipy import stats
 
-from mmbench.evaluators.stats._base import StatResult, as_pair
+from mmbench.evaluators.stats._base import StatResult, Values, as_pair
 
 EXACT_BELOW = 25
 
@@ -37,7 +37,7 @@ class McNemarResult(StatResult):
     labels: list[str] = field(default_factory=lambda: ["A", "B"])
 
 
-def contingency_table(a_correct: Sequence[float], b_correct: Sequence[float]) -> np.ndarray:
+def contingency_table(a_correct: Values, b_correct: Values) -> np.ndarray:
     """2x2 counts of paired binary outcomes (values must be 0/1 or booleans)."""
     x, y = as_pair(a_correct, b_correct)
     for name, arr in (("a_correct", x), ("b_correct", y)):
@@ -47,7 +47,7 @@ def contingency_table(a_correct: Sequence[float], b_correct: Sequence[float]) ->
     return np.array([[np.sum(xa & ya), np.sum(xa & ~ya)], [np.sum(~xa & ya), np.sum(~xa & ~ya)]], dtype=int)
 
 
-def mcnemar_table(table: Sequence[Sequence[int]], *, exact_below: int = EXACT_BELOW,
+def mcnemar_table(table: Sequence[Sequence[int]] | np.ndarray, *, exact_below: int = EXACT_BELOW,
                   labels: Sequence[str] = ("A", "B")) -> McNemarResult:
     """McNemar's test from a 2x2 table laid out as in the module docstring."""
     t = np.asarray(table, dtype=int)
@@ -67,7 +67,7 @@ def mcnemar_table(table: Sequence[Sequence[int]], *, exact_below: int = EXACT_BE
                          method=method, df=df, labels=list(labels))
 
 
-def mcnemar(a_correct: Sequence[float], b_correct: Sequence[float], *, exact_below: int = EXACT_BELOW,
+def mcnemar(a_correct: Values, b_correct: Values, *, exact_below: int = EXACT_BELOW,
             labels: Sequence[str] = ("A", "B")) -> McNemarResult:
     """McNemar's test on per-query binary outcomes of two systems on the same queries."""
     return mcnemar_table(contingency_table(a_correct, b_correct), exact_below=exact_below, labels=labels)

@@ -14,7 +14,7 @@ from typing import Sequence
 import numpy as np
 from scipy import stats
 
-from mmbench.evaluators.stats._base import SD_TOLERANCE, StatResult, as_pair, sample_sd
+from mmbench.evaluators.stats._base import SD_TOLERANCE, StatResult, Values, as_pair, sample_sd
 from mmbench.evaluators.stats.bootstrap import DEFAULT_CONFIDENCE, DEFAULT_DIFF_RESAMPLES, bootstrap_mean_diff_ci
 
 EFFECT_SIZE_KIND = "cohen_dz: mean(a-b) / sd(a-b), sd with ddof=1 (Cohen's d for paired differences)"
@@ -41,7 +41,7 @@ class PairedTTestResult(StatResult):
     note: str = ""
 
 
-def cohens_dz(a: Sequence[float], b: Sequence[float]) -> float:
+def cohens_dz(a: Values, b: Values) -> float:
     """Cohen's d_z for paired data: mean of differences over their sample sd (ddof=1)."""
     x, y = as_pair(a, b)
     d = x - y

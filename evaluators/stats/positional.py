@@ -32,6 +32,7 @@ from __future__ import annotations
 import math
 import warnings
 from dataclasses import dataclass, field
+from typing import Any, Callable, Iterable
 
 import numpy as np
 import pandas as pd
@@ -93,7 +94,7 @@ class PositionalBiasResult(StatResult):
     fit_notes: list[str] = field(default_factory=list)
 
 
-def sort_length_bins(values) -> list[str]:
+def sort_length_bins(values: Iterable[Any]) -> list[str]:
     """Length-bin labels ("256", "1k", "0.25k", "32k") in increasing nominal length."""
     return sorted({str(v) for v in values}, key=label_key)
 
@@ -102,7 +103,7 @@ def _depth_label(d: float) -> str:
     return f"{d:g}"
 
 
-def _estimates(res, names: list[str], confidence: float) -> list[Estimate]:
+def _estimates(res: Any, names: list[str], confidence: float) -> list[Estimate]:
     params, bse = res.params, res.bse
     ci = res.conf_int(alpha=1.0 - confidence)
     out = []
@@ -115,7 +116,7 @@ def _estimates(res, names: list[str], confidence: float) -> list[Estimate]:
     return out
 
 
-def wald_chi2(res, terms: list[str]) -> WaldTest:
+def wald_chi2(res: Any, terms: list[str]) -> WaldTest:
     """Wald chi-squared test that all `terms` are zero, from the fitted params and covariance."""
     b = np.asarray(res.params[terms], dtype=float)
     cov = res.cov_params().loc[terms, terms].to_numpy(dtype=float)
@@ -124,7 +125,7 @@ def wald_chi2(res, terms: list[str]) -> WaldTest:
     return WaldTest(terms=list(terms), chi2=stat, df=rank, p_value=float(stats.chi2.sf(stat, rank)) if rank else float("nan"))
 
 
-def _fit(formula: str, data: pd.DataFrame, use_groups: bool, caught: list[str]):
+def _fit(formula: str, data: pd.DataFrame, use_groups: bool, caught: list[str]) -> tuple[Any, str, list[str]]:
     """(result, method, notes): OLS, or the checked mixed-model fit (see the module docstring)."""
     import statsmodels.formula.api as smf
 
@@ -157,7 +158,7 @@ def _fit(formula: str, data: pd.DataFrame, use_groups: bool, caught: list[str]):
     return res, method, notes
 
 
-def _recorded(fit, caught: list[str]):
+def _recorded(fit: Callable[[], Any], caught: list[str]) -> Any:
     with warnings.catch_warnings(record=True) as record:
         warnings.simplefilter("always")
         res = fit()
@@ -168,7 +169,7 @@ def _recorded(fit, caught: list[str]):
     return res
 
 
-def _fit_problem(res) -> str | None:
+def _fit_problem(res: Any) -> str | None:
     """Why a mixed-model fit cannot be trusted, or None."""
     if not bool(getattr(res, "converged", True)):
         return "did not converge"
@@ -182,7 +183,7 @@ def _fit_problem(res) -> str | None:
     return None
 
 
-def _status(res, method: str, notes: list[str]) -> str:
+def _status(res: Any, method: str, notes: list[str]) -> str:
     if method == "none usable":
         return "unreliable"
     if method == "ols":

@@ -53,10 +53,11 @@ def wilcoxon_signed_rank(a: Sequence[float], b: Sequence[float]) -> WilcoxonResu
     x, y = as_pair(a, b)
     d = x - y
     nz = d[d != 0]
-    common = dict(n=int(d.size), n_nonzero=int(nz.size), median_diff=float(np.median(d)), mean_diff=float(d.mean()))
+    n, n_nonzero, median_diff, mean_diff = int(d.size), int(nz.size), float(np.median(d)), float(d.mean())
     if nz.size == 0:
         return WilcoxonResult(statistic=0.0, p_value=1.0, w_plus=0.0, w_minus=0.0, rank_biserial=0.0,
-                              method=ALL_ZERO, note="all paired differences are zero: no test is run, p = 1", **common)
+                              method=ALL_ZERO, note="all paired differences are zero: no test is run, p = 1", n=n,
+                              n_nonzero=n_nonzero, median_diff=median_diff, mean_diff=mean_diff)
     ranks = stats.rankdata(np.abs(nz))
     w_plus, w_minus = float(ranks[nz > 0].sum()), float(ranks[nz < 0].sum())
     method = _auto_method(d)
@@ -64,4 +65,5 @@ def wilcoxon_signed_rank(a: Sequence[float], b: Sequence[float]) -> WilcoxonResu
         warnings.simplefilter("ignore")   # scipy warns when it switches to the normal approximation
         res = stats.wilcoxon(x, y, zero_method=ZERO_METHOD, alternative="two-sided", method="auto")
     return WilcoxonResult(statistic=float(res.statistic), p_value=float(res.pvalue), w_plus=w_plus, w_minus=w_minus,
-                          rank_biserial=(w_plus - w_minus) / (w_plus + w_minus), method=method, **common)
+                          rank_biserial=(w_plus - w_minus) / (w_plus + w_minus), method=method, n=n,
+                          n_nonzero=n_nonzero, median_diff=median_diff, mean_diff=mean_diff)

@@ -4,14 +4,21 @@ The runner forms the batches (length-sorted, token-budget) and hands them to an 
 an executor only decides where each batch runs. Both executors run each batch through the
 same `encode_batch`, so vectors depend on the batch's contents, never on the executor.
 """
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
 from mmbench.running.executors.local import LocalExecutor, encode_batch
+
+if TYPE_CHECKING:   # ray is imported only when a run asks for it
+    from mmbench.running.executors.ray_actors import RayExecutor
 
 __all__ = ["LocalExecutor", "encode_batch"]
 
 
 def make_executor(kind: str, model: str, model_options: dict, workers: int = 1, *, address: str | None = None,
                   cpus_per_worker: float = 1.0, gpus_per_worker: float = 0.0, num_cpus: int | None = None,
-                  timeout: float | None = None):
+                  timeout: float | None = None) -> LocalExecutor | RayExecutor:
     """The executor a run asked for: `local`, or `ray` with `workers` actors loading `model` themselves
     (`timeout`: seconds an actor may take to load it or to encode one batch; None: the default)."""
     if kind == "local":

@@ -19,7 +19,7 @@ import logging
 import os
 import time
 from collections import deque
-from typing import Any, Callable, Iterator, Sequence
+from typing import Any, Callable, Generator, Iterator, Sequence
 
 from mmbench.data.documents import Document
 from mmbench.data.media import MediaStore
@@ -47,7 +47,8 @@ class _EncodeWorker:
 
     def __init__(self, factory: Callable[[], EmbeddingModel], exit_after: int | None = None,
                  hang_after: int | None = None) -> None:
-        self._model, self.load_error = None, None
+        self._model: EmbeddingModel | None = None
+        self.load_error: str | None = None
         try:
             self._model = factory()
         except Exception as exc:  # noqa: BLE001 - reported to the driver in words, not as Ray's wrapped trace
@@ -59,7 +60,9 @@ class _EncodeWorker:
 
     def model_identity(self) -> dict[str, Any] | str:
         """The loaded model's identity, or why it could not be loaded."""
-        return self.identity if self.load_error is None else self.load_error
+        if self.identity is None:
+            return self.load_error or "the model was not loaded"
+        return self.identity
 
     def encode(self, index: int, views: list[Document], role: Role, media: MediaStore | None) -> BatchResult:
         if self._exit_after is not None and self._done >= self._exit_after:
@@ -70,6 +73,8 @@ class _EncodeWorker:
         if self._hang_after is not None and self._done >= self._hang_after:
             time.sleep(3600)  # simulates a stuck worker (a wedged GPU, a dead mount): alive, never answers
         self._done += 1
+        if self._model is None:  # the driver sends no batch to a worker that failed to load; said if it ever does
+            raise RuntimeError(f"this worker has no model: {self.load_error}")
         return encode_batch(self._model, views, role, media, index)
 
 
@@ -106,12 +111,12 @@ class RayExecutor:
         """Actor `a` is gone (or made so): counted once, killed if it may still hold resources."""
         import ray
 
-        actor = self._actors[a] if self._actors is not None else None
-        if actor is None:
+        actors = self._actors
+        if actors is None or actors[a] is None:
             return
         if kill:
-            ray.kill(actor)
-        self._actors[a] = None
+            ray.kill(actors[a])
+        actors[a] = None
         self.lost_workers += 1
         log.warning("Ray worker %d lost (%s); its unfinished batches go to the others", a, why)
 
@@ -160,90 +165,52 @@ class RayExecutor:
     def encode(self, model: EmbeddingModel, batches: Sequence[Sequence[Document]], role: Role,
                media: MediaStore | None, progress: bool = True) -> Iterator[BatchResult]:
         import ray
-        from ray.exceptions import RayActorError, RayTaskError
 
         if not batches:
             return
-        actors = self._start(model.card.identity(), len(batches))
-        alive = {i for i, a in enumerate(actors) if a is not None}
-        queue: deque[int] = deque(range(len(batches)))
-        attempts = [0] * len(batches)
-        running: dict[Any, tuple[int, int]] = {}  # object ref -> (actor, batch)
-        order: dict[int, deque[Any]] = {a: deque() for a in alive}  # each actor's refs, in the order it runs them
-        since: dict[int, float] = {}  # when the actor began the batch at the head of its line
-        load = dict.fromkeys(alive, 0)
-
-        def fill() -> None:
-            for a in sorted(alive, key=lambda i: (load[i], i)):
-                while queue and load[a] < self.inflight:
-                    b = queue.popleft()
-                    attempts[b] += 1
-                    ref = actors[a].encode.remote(b, list(batches[b]), role, media)
-                    running[ref] = (a, b)
-                    if not order[a]:
-                        since[a] = time.monotonic()
-                    order[a].append(ref)
-                    load[a] += 1
-
-        def give_back(b: int, why: str) -> BatchResult | None:
-            """Batch `b` was not returned: back to the queue, or failed once `max_attempts` actors lost it."""
-            if attempts[b] >= self.max_attempts:
-                reason = f"{why} (tried on {attempts[b]} workers)"
-                return BatchResult(b, [(None, None)] * len(batches[b]), 0, {v.id: reason for v in batches[b]})
-            self.requeued_batches += 1
-            queue.appendleft(b)
-            return None
-
-        def take_back(a: int, why: str) -> list[BatchResult]:
-            """Actor `a` is gone: every batch in its line goes back (or fails, see `give_back`). Only the first
-            was being encoded; the ones queued behind it never started there, so they are not attempts."""
-            alive.discard(a)
-            load[a] = 0
-            failed = []
-            for k, ref in enumerate(order.pop(a, ())):
-                _, b = running.pop(ref)
-                if k > 0:
-                    attempts[b] -= 1
-                result = give_back(b, why)
-                if result is not None:
-                    failed.append(result)
-            return failed
-
-        fill()
+        d = _Dispatch(self, self._start(model.card.identity(), len(batches)), batches, role, media)
+        d.fill()
         cause = ""
-        while running:
-            now = time.monotonic()
-            wait = max(0.0, min((since[a] + self.timeout - now for a in alive if order[a]), default=self.timeout))
-            done, _ = ray.wait(list(running), num_returns=1, timeout=wait)
+        while d.running:
+            done, _ = ray.wait(list(d.running), num_returns=1, timeout=d.wait_budget())
             if not done:  # some actor has been on one batch for longer than the timeout
-                now = time.monotonic()
-                for a in sorted(a for a in alive if order[a] and now - since[a] >= self.timeout):
-                    cause = f"worker {a} took more than {self.timeout:g} s on one batch"
-                    self.timed_out_workers += 1
-                    self._lose(a, cause, kill=True)
-                    yield from take_back(a, "worker timed out while encoding")
+                cause = yield from self._drop_slow(d, cause)
             else:
-                (ref,) = done
-                a = running[ref][0]  # an actor taken back has no refs left in `running`: `a` is alive
-                try:
-                    result = ray.get(ref)
-                except RayActorError as exc:
-                    cause = f"worker {a} died: {_first_line(exc)}"
-                    self._lose(a, cause)
-                    yield from take_back(a, "worker died while encoding")
-                except RayTaskError as exc:   # garbage vectors stop the run as in this process: one line, exit 2
-                    if isinstance(exc.cause, BadModelOutput):
-                        raise BadModelOutput(str(exc.cause)) from None
-                    raise
-                else:
-                    running.pop(ref)
-                    load[a] -= 1
-                    order[a].remove(ref)
-                    since[a] = time.monotonic()
-                    yield result
-            if not alive:
-                raise self._no_workers(len(queue) + len(running), cause) from None
-            fill()
+                cause = yield from self._collect(d, done[0], cause)
+            if not d.alive:
+                raise self._no_workers(len(d.queue) + len(d.running), cause) from None
+            d.fill()
+
+    def _drop_slow(self, d: _Dispatch, cause: str) -> Generator[BatchResult, None, str]:
+        """Kill every actor past the timeout on its current batch; its batches go back (or fail)."""
+        now = time.monotonic()
+        for a in sorted(a for a in d.alive if d.order[a] and now - d.since[a] >= self.timeout):
+            cause = f"worker {a} took more than {self.timeout:g} s on one batch"
+            self.timed_out_workers += 1
+            self._lose(a, cause, kill=True)
+            yield from d.take_back(a, "worker timed out while encoding")
+        return cause
+
+    def _collect(self, d: _Dispatch, ref: Any, cause: str) -> Generator[BatchResult, None, str]:
+        """The batch `ref` finished: its result, or (its actor died) the batches that actor held."""
+        import ray
+        from ray.exceptions import RayActorError, RayTaskError
+
+        a = d.running[ref][0]  # an actor taken back has no refs left in `running`: `a` is alive
+        try:
+            result = ray.get(ref)
+        except RayActorError as exc:
+            cause = f"worker {a} died: {_first_line(exc)}"
+            self._lose(a, cause)
+            yield from d.take_back(a, "worker died while encoding")
+            return cause
+        except RayTaskError as exc:   # garbage vectors stop the run as in this process: one line, exit 2
+            if isinstance(exc.cause, BadModelOutput):
+                raise BadModelOutput(str(exc.cause)) from None
+            raise
+        d.finished(a, ref)
+        yield result
+        return cause
 
     def close(self) -> None:
         import ray
@@ -262,3 +229,66 @@ class RayExecutor:
 
     def __exit__(self, *exc: Any) -> None:
         self.close()
+
+
+class _Dispatch:
+    """One `RayExecutor.encode` call's bookkeeping: which batches wait, which actor runs which, since when."""
+
+    def __init__(self, executor: RayExecutor, actors: list[Any], batches: Sequence[Sequence[Document]], role: Role,
+                 media: MediaStore | None) -> None:
+        self.executor, self.actors, self.batches, self.role, self.media = executor, actors, batches, role, media
+        self.alive = {i for i, a in enumerate(actors) if a is not None}
+        self.queue: deque[int] = deque(range(len(batches)))
+        self.attempts = [0] * len(batches)
+        self.running: dict[Any, tuple[int, int]] = {}  # object ref -> (actor, batch)
+        self.order: dict[int, deque[Any]] = {a: deque() for a in self.alive}  # each actor's refs, in its order
+        self.since: dict[int, float] = {}  # when the actor began the batch at the head of its line
+        self.load = dict.fromkeys(self.alive, 0)
+
+    def fill(self) -> None:
+        """Hand queued batches to the least loaded live actors, up to `inflight` each."""
+        for a in sorted(self.alive, key=lambda i: (self.load[i], i)):
+            while self.queue and self.load[a] < self.executor.inflight:
+                b = self.queue.popleft()
+                self.attempts[b] += 1
+                ref = self.actors[a].encode.remote(b, list(self.batches[b]), self.role, self.media)
+                self.running[ref] = (a, b)
+                if not self.order[a]:
+                    self.since[a] = time.monotonic()
+                self.order[a].append(ref)
+                self.load[a] += 1
+
+    def wait_budget(self) -> float:
+        """Seconds until the first actor on a batch passes the timeout (the timeout when none is busy)."""
+        timeout, now = self.executor.timeout, time.monotonic()
+        return max(0.0, min((self.since[a] + timeout - now for a in self.alive if self.order[a]), default=timeout))
+
+    def finished(self, a: int, ref: Any) -> None:
+        self.running.pop(ref)
+        self.load[a] -= 1
+        self.order[a].remove(ref)
+        self.since[a] = time.monotonic()
+
+    def give_back(self, b: int, why: str) -> BatchResult | None:
+        """Batch `b` was not returned: back to the queue, or failed once `max_attempts` actors lost it."""
+        if self.attempts[b] >= self.executor.max_attempts:
+            reason = f"{why} (tried on {self.attempts[b]} workers)"
+            return BatchResult(b, [(None, None)] * len(self.batches[b]), 0, {v.id: reason for v in self.batches[b]})
+        self.executor.requeued_batches += 1
+        self.queue.appendleft(b)
+        return None
+
+    def take_back(self, a: int, why: str) -> list[BatchResult]:
+        """Actor `a` is gone: every batch in its line goes back (or fails, see `give_back`). Only the first
+        was being encoded; the ones queued behind it never started there, so they are not attempts."""
+        self.alive.discard(a)
+        self.load[a] = 0
+        failed = []
+        for k, ref in enumerate(self.order.pop(a, ())):
+            _, b = self.running.pop(ref)
+            if k > 0:
+                self.attempts[b] -= 1
+            result = self.give_back(b, why)
+            if result is not None:
+                failed.append(result)
+        return failed

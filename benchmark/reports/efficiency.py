@@ -11,7 +11,7 @@ from typing import Any, Sequence
 from mmbench.evaluators.ordering import label_key
 from mmbench.results.store import RunResults
 
-from mmbench.evaluators.reports.common import fmt, md_table, run_labels
+from mmbench.reports.common import fmt, md_table, run_labels
 
 
 def efficiency_rows(runs: Sequence[RunResults]) -> list[dict[str, Any]]:

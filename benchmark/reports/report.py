@@ -17,11 +17,12 @@ from mmbench.evaluators.stats.robustness import MODALITIES, THRESHOLDS
 from mmbench.results.store import RunResults
 from mmbench.tasks import design_strata
 
-from mmbench.evaluators.reports import figures
-from mmbench.evaluators.reports.lengths import effective_length_entry, lengths_markdown
+from mmbench.reports import figures
+from mmbench.reports.lengths import effective_length_entry
 from mmbench.evaluators.truncated_share import truncated_share_by_bin
-from mmbench.evaluators.reports.efficiency import efficiency_markdown, efficiency_rows
-from mmbench.evaluators.reports.common import CI_METRICS, averages, fmt, fmt_ci, fmt_p, md_table, metric_ci, run_labels, scored, subset_order
+from mmbench.reports.efficiency import efficiency_rows
+from mmbench.reports.common import CI_METRICS, averages, metric_ci, run_labels, scored
+from mmbench.reports.report_text import heatmap_floor_lines, report_markdown
 
 HEATMAP_METRIC = "precision_at_5"   # the seed's heatmaps are P@5
 
@@ -296,169 +297,6 @@ def _main_score(task: str) -> str | None:
         return None
 
 
-def _distinct_chance(runs: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """One chance row when all runs were scored on the same items, else one per run."""
-    seen, out = set(), []
-    for r in runs:
-        key = tuple(sorted(r["chance"].items()))
-        if r["chance"] and key not in seen:
-            seen.add(key)
-            out.append(r)
-    return out if len(out) > 1 else out[:1]
-
-
-def _fit_cell(r: dict[str, Any]) -> str:
-    """The positional table's fit column: status, and the optimizer when it is not the default."""
-    status = r.get("fit_status", "ok" if r["converged"] else "unreliable")
-    label = "**UNRELIABLE**" if status == "unreliable" else status
-    opt = r.get("optimizer", "")
-    return label + (f" ({opt})" if opt and opt not in ("default", "ols") else "")
-
-
-def report_markdown(data: dict[str, Any]) -> str:
-    s = data["settings"]
-    metric, hm = s["metric"], s["heatmap_metric"]
-    lines = ["# mmbench report", "",
-             f"Main metric `{metric}`; heatmaps `{hm}`. 95 % CIs: {s['ci_method']}, {s['ci_resamples']} resamples, seed {s['seed']}. "
-             "All tests are two-sided.", ""]
-    for t in data["tasks"]:
-        figs = t.get("figures", {})
-        lines += [f"## Task `{t['task']}`", "", "Pool set(s): " + ", ".join(f"`{h}`" for h in t["content_hashes"]), ""]
-        ci_names = list(t["runs"][0]["bootstrap_ci"])
-        failed = [f"{r['label']}: {r['n_failed_excluded']}" for r in t["runs"] if r["n_failed_excluded"]]
-        no_ci = any(c["low"] is None for r in t["runs"] for c in r["bootstrap_ci"].values())
-        lines += ["### Averages", "", "Micro = mean over items; macro = mean of the per-subset means."
-                  + (f" Items the runner failed to score are left out ({', '.join(failed)})." if failed else "")
-                  + (" [–]: no CI, a bootstrap CI needs at least 2 items." if no_ci else ""), "",
-                  md_table(["model", "items", f"{metric} micro", f"{metric} macro (subsets)"]
-                           + [f"{m} [95 % CI]" for m in ci_names],
-                           [[r["label"], r["micro"]["n"], fmt(r["micro"].get(metric)),
-                             f"{fmt(r['macro'].get(metric))} ({r['macro']['n_subsets']})"]
-                            + [fmt_ci(r["bootstrap_ci"][m]["estimate"], r["bootstrap_ci"][m]["low"], r["bootstrap_ci"][m]["high"])
-                               for m in ci_names] for r in t["runs"]]
-                           + [[f"random ranking (expected){'' if len(t['runs']) == 1 else ', ' + r['label'] + ' items'}",
-                               "–", fmt(r["chance"].get(metric)), "–"] + [fmt(r["chance"].get(m)) for m in ci_names]
-                              for r in _distinct_chance(t["runs"])]), "",
-                  "The random-ranking row is the exact expected value of each metric when every item's pool is ranked "
-                  "uniformly at random: a model near it has learned nothing the metric can see.", ""]
-        if "retrieval_metrics" in figs:
-            lines += ["Bars: R@1, R@3 and MRR per model with their 95 % bootstrap CIs; dotted ticks: random ranking.", "",
-                      f"![R@1, R@3, MRR]({figs['retrieval_metrics']['path']})", ""]
-        subsets = subset_order(k for r in t["runs"] for k in r["subsets"])
-        if len(subsets) > 1:
-            lines += [f"#### {metric} per subset", "",
-                      md_table(["subset"] + [r["label"] for r in t["runs"]],
-                               [[sub] + [fmt(r["subsets"].get(sub, {}).get(metric)) for r in t["runs"]] for sub in subsets]), ""]
-        if t["positional_bias"]:
-            lines += ["### Positional bias (linear mixed-effects model)", "", f"Model: {s['positional_model']}. "
-                      "Depth test: Wald χ² of all depth terms (k − 1 df for k depths). "
-                      "U-shape: Wald χ² (1 df) of the depth² term; U-shape when positive, significant, and its vertex lies in (0, 1).", ""]
-            rows = []
-            for e in t["positional_bias"]:
-                if "error" in e:
-                    rows.append([e["label"], e["rows"], "–", "–", "–", "–", "–", e["error"]])
-                    continue
-                r = e["result"]
-                rows.append([e["label"], e["rows"], f"{r['n_obs']} / {r['n_groups'] or '–'}",
-                             f"{fmt(r['depth_wald']['chi2'], 2)} ({r['depth_wald']['df']})", fmt_p(r["depth_wald"]["p_value"]),
-                             f"{fmt(r['quadratic_coef'])}, χ²={fmt(r['quadratic_wald']['chi2'], 2)}", fmt_p(r["quadratic_wald"]["p_value"]),
-                             f"{r['shape']}" + (f" (vertex {fmt(r['vertex'], 2)})" if r["vertex"] is not None else "")
-                             + ("" if r["model"].startswith("mixedlm") else f"; {r['model']}"),
-                             _fit_cell(r)])
-            lines += [md_table(["model", "rows", "obs / needles", "depth Wald χ² (df)", "p", "depth² coef", "p (1 df)", "shape",
-                                "fit"], rows), "",
-                      "Fit: `ok`; `boundary` = the random-intercept variance is ≈ 0 (a singular but valid fit); "
-                      "**UNRELIABLE** = no optimizer gave a converged fit with finite standard errors: do not read its "
-                      "tests. The optimizer is named when statsmodels' default had to be replaced.", ""]
-            for e in t["positional_bias"]:
-                if "error" in e or e["rows"] != "all":
-                    continue
-                r = e["result"]
-                lines += [f"<details><summary>{e['label']}: estimates (categorical depth model)</summary>", "",
-                          md_table(["term", "estimate", "SE", "z", "p", "95 % CI"],
-                                   [[x["term"], fmt(x["estimate"], 4), fmt(x["std_err"], 4), fmt(x["z"], 2), fmt_p(x["p_value"]),
-                                     f"[{fmt(x['ci_low'], 4)}, {fmt(x['ci_high'], 4)}]"] for x in r["estimates"]]),
-                          "", f"Random-intercept variance: {fmt(r['group_variance'], 4)}."
-                          + (f" Fit notes: {'; '.join(r['fit_notes'])}." if r.get("fit_notes") else "")
-                          + (f" Warnings: {'; '.join(r['warnings'])}" if r["warnings"] else ""), "", "</details>", ""]
-            if "depth_coefficients" in figs:
-                lines += ["Depth coefficients of the categorical model (each depth against the first, which is 0 by "
-                          "definition), with 95 % Wald CIs; panels: " + ", ".join(figs["depth_coefficients"]["panels"]) + ".",
-                          "", f"![depth coefficients]({figs['depth_coefficients']['path']})", ""]
-        if "heatmap" in figs:
-            lines += [f"### Length × depth heatmaps ({hm})", "",
-                      f"Rows: models; columns: anchor kinds; x: length bin, y: needle depth; brighter is higher. "
-                      f"Panels: {', '.join(figs['heatmap']['panels'])}. Colours run from 0 to the metric's ceiling (the mean a "
-                      f"perfect ranking reaches: {fmt(max(h['ceiling'] for h in t['heatmaps']), 2)} here; P@5 with one "
-                      "relevant item is at most 0.2), so a perfect cell is fully bright.", "",
-                      f"![heatmaps]({figs['heatmap']['path']})", ""]
-            lines += heatmap_floor_lines(t["heatmaps"])
-        if "length_curves" in figs:
-            lines += [f"### {metric} by length", "", "Bands: 95 % bootstrap CI of each point; dotted grey: random ranking "
-                      "(expected). Easy: solid line, circles; Hard: dashed line, squares, a lighter shade.", "",
-                      f"![length curves]({figs['length_curves']['path']})", ""]
-            lines += [FLOOR_NOTE, ""]
-            for c in t["length_curves"]:
-                steps = [None, *c.get("steps", [])]
-                lines.append(f"- {c['label']}, {c['group']} ({c['difficulty']}): "
-                             + ", ".join(f"{l}: {fmt_ci(v, lo, hi)}" + _step_mark(st)
-                                         for l, v, lo, hi, st in zip(c["lengths"], c["values"], c["ci_low"], c["ci_high"], steps)))
-            lines.append("")
-        if t["easy_hard"]:
-            lines += [f"### Easy vs Hard ({metric})", "",
-                      md_table(["model", "group", "Easy [95 % CI]", "Hard [95 % CI]", "drop", "relative drop", "n easy / hard",
-                                "chance easy / hard"],
-                               [[r["label"], r["group"], fmt_ci(r["easy"], *r["easy_ci"]), fmt_ci(r["hard"], *r["hard_ci"]),
-                                 fmt(r["drop"]), fmt(r["relative_drop"]), f"{r['n_easy']} / {r['n_hard']}",
-                                 f"{fmt(r['chance_easy'])} / {fmt(r['chance_hard'])}"] for r in t["easy_hard"]]), ""]
-            if "easy_vs_hard" in figs:
-                lines += [f"![easy vs hard]({figs['easy_vs_hard']['path']})", ""]
-        if t["modality_robustness"]:
-            th = s["robustness_thresholds"]
-            lines += [f"### Modality robustness ({metric} by background modality)", "",
-                      "Mean and sample standard deviation (N − 1) across the text, mixed and image background columns. "
-                      f"Typing: stable if sd ≤ {th['STABLE_MAX_SD']}; else disrupted by mixed noise if mixed is more than "
-                      f"{th['MIXED_DROP_MIN']} below both pure columns; else modality-biased if |text − image| ≥ {th['MODALITY_GAP_MIN']}; "
-                      "else variable. Text and image anchors are typed apart; a model that cannot see the anchor is "
-                      "`blind`, and one that cannot see a background modality is `not typed` (its anchor is then the "
-                      "only thing it sees in that column).", "",
-                      md_table(["model", "text [95 % CI]", "mixed [95 % CI]", "image [95 % CI]", "mean", "sd", "type"],
-                               [[r["label"], *[fmt_ci(r["scores"][m], *(r.get("ci", {}).get(m) or [None, None]))
-                                               for m in ("text", "mixed", "image")],
-                                 fmt(r["mean"]), fmt(r["sd"]), r["kind"]] for r in t["modality_robustness"]]), ""]
-            if "modality_robustness" in figs:
-                lines += [f"![modality robustness]({figs['modality_robustness']['path']})", ""]
-        if t.get("effective_length") or any(t.get("truncated_share") or []):
-            lines += [lengths_markdown(t.get("effective_length") or [], t.get("truncated_share") or [],
-                                       figs.get("effective_length", {}).get("path"))]
-        if t.get("efficiency"):
-            lines += [efficiency_markdown(t["efficiency"], level=3)]
-    return "\n".join(lines)
-
-
-FLOOR_NOTE = ("A step marked ≈ is smaller than its resolution floor: the smallest change between the two points that "
-              "their items detect with 80 % power at α = 0.05 (two-sample t-test at the metric's own per-item sd: the "
-              "observed one, at most half the metric's range, e.g. 0.1 for P@5 with one relevant candidate; the bound "
-              "where the scores do not vary). Such a step is no evidence of a change; the floor follows each mark.")
-
-
-def _step_mark(step: dict[str, Any] | None) -> str:
-    if not step or not step.get("below_floor"):
-        return ""
-    return f" (≈, floor {fmt(step['floor'], 2)})" if step.get("floor") is not None else " (≈, too few items)"
-
-
-def heatmap_floor_lines(heatmaps: list[dict[str, Any]]) -> list[str]:
-    """Per panel: how many length steps of the heatmap are below their floor, and the typical floor."""
-    out = []
-    for h in heatmaps:
-        steps = [st for row in h.get("length_steps", []) for st in row if st.get("below_floor") is not None]
-        if not steps:
-            continue
-        below = sum(bool(st["below_floor"]) for st in steps)
-        floors = [st["floor"] for st in steps if st.get("floor") is not None]
-        typical = f"; median floor {fmt(float(np.median(floors)), 2)}" if floors else ""
-        sd = f" (per-item sd {fmt(h['step_sd'], 3)}, {h['step_sd_basis']})" if h.get("step_sd") is not None else ""
-        out.append(f"- {h['label']}, {h['anchor_kind']} anchors: {below} of {len(steps)} steps between neighbouring "
-                   f"length bins are below their resolution floor{typical}{sd} (no evidence of a change there).")
-    return out + [""] if out else []
+__all__ = ["HEATMAP_METRIC", "chance_numbers", "draw_figures", "easy_hard_numbers", "heatmap_floor_lines", "heatmap_numbers",
+           "length_curve_numbers", "metric_ceiling", "positional_numbers", "report_markdown", "report_numbers",
+           "robustness_numbers"]

@@ -11,7 +11,7 @@ from typing import Any, Sequence
 
 from mmbench.results.store import RunResults
 
-from mmbench.evaluators.reports.common import fmt, md_table, run_labels
+from mmbench.reports.common import fmt, md_table, run_labels
 
 
 def _num(value: Any) -> float | None:

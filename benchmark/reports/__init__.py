@@ -3,6 +3,9 @@
 
 Each writer produces a Markdown file and a JSON file holding the same numbers (and, for the
 report, PNG figures under ``figures/``).
+
+Imports: `mmbench.common`, `mmbench.data`, `mmbench.evaluators` (the statistics), `mmbench.tasks` and
+`mmbench.results`.
 """
 from __future__ import annotations
 
@@ -14,10 +17,10 @@ from mmbench.evaluators.stats._base import jsonable
 from mmbench.data.media import atomic_write_bytes
 from mmbench.results.store import RunResults
 
-from mmbench.evaluators.reports.common import PoolSetMismatch, check_same_pool_set, run_labels
-from mmbench.evaluators.reports.compare import compare_runs, comparison_markdown, draw_comparison_figures
-from mmbench.evaluators.reports.figures import FigureInfo
-from mmbench.evaluators.reports.report import draw_figures, report_markdown, report_numbers
+from mmbench.reports.common import PoolSetMismatch, check_same_pool_set, run_labels
+from mmbench.reports.compare import compare_runs, comparison_markdown, draw_comparison_figures
+from mmbench.reports.figures import FigureInfo
+from mmbench.reports.report import draw_figures, report_markdown, report_numbers
 
 COMPARE_MD, COMPARE_JSON = "compare.md", "compare.json"
 REPORT_MD, REPORT_JSON = "report.md", "report.json"

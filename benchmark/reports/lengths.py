@@ -13,7 +13,7 @@ from mmbench.evaluators.ordering import label_key
 from mmbench.evaluators.stats.effective_length import (effective_statement, run_effective_length, strata_statement,
                                                        tolerance_statement)
 
-from mmbench.evaluators.reports.common import fmt, md_table
+from mmbench.reports.common import fmt, md_table
 
 
 def effective_length_entry(per_query: pd.DataFrame, seen: pd.DataFrame, label: str, metric: str,

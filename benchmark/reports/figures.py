@@ -268,7 +268,10 @@ def draw_depth_coefficients(fits: Sequence[dict[str, Any]], metric: str):
         est = {e["term"]: e for e in r["estimates"] if e["term"].startswith("depth=")}
         depths = r["depth_levels"]
         ref = depths[0]
-        xs, vals, lows, highs = [ref], [0.0], [0.0], [0.0]
+        xs = [ref]
+        vals: list[float | None] = [0.0]   # None: a depth the fit has no estimate for
+        lows: list[float | None] = [0.0]
+        highs: list[float | None] = [0.0]
         for d in depths[1:]:
             e = est.get(f"depth={d:g}")
             xs.append(d)

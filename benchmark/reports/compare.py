@@ -31,12 +31,12 @@ from mmbench.evaluators.stats.paired import EFFECT_SIZE_KIND
 from mmbench.results.store import RunResults
 from mmbench.tasks import design_strata
 
-from mmbench.evaluators.reports.common import (CI_METRICS, aligned_frames, averages, check_same_pool_set, fmt, fmt_ci, fmt_p, hit_at_1, md_table,
+from mmbench.reports.common import (CI_METRICS, aligned_frames, averages, check_same_pool_set, fmt, fmt_ci, fmt_p, hit_at_1, md_table,
                      metric_ci, run_labels, subset_order)
-from mmbench.evaluators.reports.efficiency import efficiency_markdown, efficiency_rows
-from mmbench.evaluators.reports.lengths import effective_length_entry, lengths_markdown
+from mmbench.reports.efficiency import efficiency_markdown, efficiency_rows
+from mmbench.reports.lengths import effective_length_entry, lengths_markdown
 from mmbench.evaluators.truncated_share import truncated_share_by_bin
-from mmbench.evaluators.reports.timing import timing_markdown, timing_rows
+from mmbench.reports.timing import timing_markdown, timing_rows
 
 TEST_FAMILIES = ("ttest", "mcnemar", "wilcoxon")
 CORRECTIONS = ("bonferroni", "holm")
@@ -133,7 +133,7 @@ def length_rows(runs: Sequence[RunResults], labels: Sequence[str], metric: str,
 def draw_comparison_figures(data: dict[str, Any], out: Path) -> None:
     """The forest plot of paired differences (mean A − B and its bootstrap CI per pair) into out/figures;
     recorded in `data["figures"]` with a path relative to `out`."""
-    from mmbench.evaluators.reports import figures
+    from mmbench.reports import figures
 
     metric = data["settings"]["metric"]
     rows = [{"a": p["a"], "b": p["b"], "mean_diff": p["ttest"]["mean_diff"], "ci_low": p["ttest"]["ci_low"],
@@ -227,87 +227,11 @@ def tied_by_construction(a: pd.DataFrame, b: pd.DataFrame) -> int:
 
 
 def comparison_markdown(data: dict[str, Any]) -> str:
-    s = data["settings"]
-    metric = s["metric"]
-    lines = [f"# mmbench compare: {data['task']}", "",
-             f"Pool set `{data['content_hash']}`; {data['n_items']} paired items"
-             + ("" if data["items_identical"] else " (the items all runs share; the runs' item sets differ)")
-             + (f"; {data['n_failed_excluded']} items some run failed to score are left out" if data["n_failed_excluded"] else "")
-             + ".",
-             f"Significance level α = {s['alpha']}; {s['correction']}. All tests are two-sided.",
-             "Protocol ids: " + ", ".join(f"{r['label']} `{r.get('protocol_id') or 'not recorded'}`" for r in data["runs"]) + ".",
-             ""]
-    lines += verdict_markdown(data)
-    lines += ranking_markdown(data)
-    for pair in data["pairs"]:
-        if pair.get("tied_by_construction"):
-            lines += [f"Note: on {pair['tied_by_construction']} of {data['n_items']} items {pair['a']} and {pair['b']} gave "
-                      "every candidate the same score and were ranked by the same seeded tie-break, so their difference "
-                      "there is zero by construction (e.g. neither model could see what those documents hold).", ""]
-    for a, b in data.get("identical_runs", []):
-        lines += [f"Note: {a} and {b} have byte-identical per-query results (copies of one run?); "
-                  "their comparison counts in the correction family.", ""]
-    lines += ["## Averages", "",
-              "Micro = mean over items; macro = mean of the per-subset means. "
-              f"95 % CIs: {s['ci_method']}, {s['ci_resamples']} resamples, seed {s['seed']}."
-              + (" [–]: no CI, a bootstrap CI needs at least 2 items." if data["n_items"] < 2 else ""), ""]
-    ci_names = list(data["runs"][0]["bootstrap_ci"])
-    header = ["model", f"{metric} micro", f"{metric} macro"] + [f"{m} micro [95 % CI]" for m in ci_names if m != metric] \
-        + [f"{metric} [95 % CI]"]
-    rows = []
-    for r in data["runs"]:
-        ci = r["bootstrap_ci"]
-        cells = [fmt_ci(ci[m]["estimate"], ci[m]["low"], ci[m]["high"]) for m in ci_names if m != metric]
-        rows.append([r["label"], fmt(r["micro"].get(metric)), fmt(r["macro"].get(metric)), *cells,
-                     fmt_ci(ci[metric]["estimate"], ci[metric]["low"], ci[metric]["high"])])
-    chance = data.get("chance", {})
-    if chance:  # the expected value of a uniformly random ranking of each item's pool
-        rows.append(["random ranking (expected)", fmt(chance.get(metric)), "–",
-                     *[fmt(chance.get(m)) for m in ci_names if m != metric], fmt(chance.get(metric))])
-    lines += [md_table(header, rows), ""]
-    subsets = subset_order(k for r in data["runs"] for k in r["subsets"])
-    if len(subsets) > 1:
-        lines += [f"### {metric} per subset (micro within each subset)", "",
-                  md_table(["subset", "n"] + [r["label"] for r in data["runs"]],
-                           [[sub, data["runs"][0]["subsets"].get(sub, {}).get("n", "–")]
-                            + [fmt(r["subsets"].get(sub, {}).get(metric)) for r in data["runs"]] for sub in subsets]), ""]
-    lines += [f"## Paired t-test on per-item {metric}", "",
-              f"Difference = A − B. CI of the mean difference: {s['ci_method']}, {s['resamples']} resamples. "
-              f"Effect size: {s['effect_size']}.", ""]
-    df = data.get("design_floor") or {}
-    lines += [f"Floor (MDE): the smallest true difference in {metric} this pair's items detect with 80 % power at "
-              f"α = {s['alpha']}, from the pair's observed discordance (0/1 metrics) or the sd of its differences; "
-              f"a difference below it is not evidence either way. Design-time floor for {df.get('n')} items: "
-              f"{fmt(df.get('mde'))}.", ""]
-    lines += [md_table(["A", "B", "mean A", "mean B", "mean diff [95 % CI]", "t (df)", "p", "p Bonferroni", "p Holm", "d_z",
-                        "floor (MDE)", "note"],
-                       [[p["a"], p["b"], fmt(p["ttest"]["mean_a"]), fmt(p["ttest"]["mean_b"]),
-                         fmt_ci(p["ttest"]["mean_diff"], p["ttest"]["ci_low"], p["ttest"]["ci_high"], 4),
-                         f"{fmt(p['ttest']['t'])} ({p['ttest']['df']})", fmt_p(p["ttest"]["p_value"]),
-                         fmt_p(p["ttest"]["p_bonferroni"]), fmt_p(p["ttest"]["p_holm"]), fmt(p["ttest"]["cohens_dz"]),
-                         fmt((p.get("floor") or {}).get("mde"), 4), p["ttest"].get("note") or ""]
-                        for p in data["pairs"]]), ""]
-    if "paired_differences" in data.get("figures", {}):
-        lines += [f"Forest plot: mean difference A − B in {metric} with its 95 % bootstrap CI; the dotted line is no "
-                  "difference.", "", f"![paired differences]({data['figures']['paired_differences']['path']})", ""]
-    lines += ["## McNemar's test on R@1", "", f"{s['mcnemar']}.", ""]
-    lines += [md_table(["A", "B", "both right", "A only", "B only", "both wrong", "method", "statistic", "p", "p Bonferroni", "p Holm"],
-                       [[p["a"], p["b"], p["mcnemar"]["table"][0][0], p["mcnemar"]["table"][0][1], p["mcnemar"]["table"][1][0],
-                         p["mcnemar"]["table"][1][1], p["mcnemar"]["method"], fmt(p["mcnemar"]["statistic"]),
-                         fmt_p(p["mcnemar"]["p_value"]), fmt_p(p["mcnemar"]["p_bonferroni"]), fmt_p(p["mcnemar"]["p_holm"])]
-                        for p in data["pairs"]]), ""]
-    lines += ["### 2×2 contingency tables (R@1)", ""]
-    for p in data["pairs"]:
-        t = p["mcnemar"]["table"]
-        lines += [f"**{p['a']} vs {p['b']}**", "",
-                  md_table(["", f"{p['b']} right", f"{p['b']} wrong"],
-                           [[f"{p['a']} right", t[0][0], t[0][1]], [f"{p['a']} wrong", t[1][0], t[1][1]]]), ""]
-    lines += ["## Wilcoxon signed-rank test on reciprocal rank", "", f"{s['wilcoxon']}.", ""]
-    lines += [md_table(["A", "B", "non-zero pairs", "W", "method", "p", "p Bonferroni", "p Holm", "rank-biserial r", "mean diff"],
-                       [[p["a"], p["b"], p["wilcoxon"]["n_nonzero"], fmt(p["wilcoxon"]["statistic"], 1), p["wilcoxon"]["method"],
-                         fmt_p(p["wilcoxon"]["p_value"]), fmt_p(p["wilcoxon"]["p_bonferroni"]), fmt_p(p["wilcoxon"]["p_holm"]),
-                         fmt(p["wilcoxon"]["rank_biserial"]), fmt(p["wilcoxon"]["mean_diff"], 4)] for p in data["pairs"]]), ""]
-    sig = [f"{p['a']} vs {p['b']} ({fam})" for p in data["pairs"] for fam in TEST_FAMILIES if p[fam].get("reject_bonferroni")]
+    """compare.md from the comparison's numbers (and the figure `draw_comparison_figures` recorded in them)."""
+    lines = _header_lines(data) + verdict_markdown(data) + ranking_markdown(data) + _note_lines(data) + _averages_lines(data)
+    lines += _ttest_lines(data) + _mcnemar_lines(data) + _wilcoxon_lines(data)
+    sig = [f"{p['a']} vs {p['b']} ({fam})" for p in data["pairs"] for fam in TEST_FAMILIES
+           if p[fam].get("reject_bonferroni")]
     lines += ["## Summary", "",
               ("Significant after Bonferroni correction: " + "; ".join(sig) + ".") if sig
               else "No difference is significant after Bonferroni correction.", ""]
@@ -320,6 +244,115 @@ def comparison_markdown(data: dict[str, Any]) -> str:
         lines += ["## Lengths", "", lengths_markdown(lengths.get("effective_length") or [],
                                                      lengths.get("truncated_share") or [])]
     return "\n".join(lines)
+
+
+def _header_lines(data: dict[str, Any]) -> list[str]:
+    s = data["settings"]
+    return [f"# mmbench compare: {data['task']}", "",
+            f"Pool set `{data['content_hash']}`; {data['n_items']} paired items"
+            + ("" if data["items_identical"] else " (the items all runs share; the runs' item sets differ)")
+            + (f"; {data['n_failed_excluded']} items some run failed to score are left out"
+               if data["n_failed_excluded"] else "") + ".",
+            f"Significance level α = {s['alpha']}; {s['correction']}. All tests are two-sided.",
+            "Protocol ids: " + ", ".join(f"{r['label']} `{r.get('protocol_id') or 'not recorded'}`"
+                                         for r in data["runs"]) + ".",
+            ""]
+
+
+def _note_lines(data: dict[str, Any]) -> list[str]:
+    """Pairs tied by construction on some items, and runs that are copies of each other."""
+    lines = []
+    for pair in data["pairs"]:
+        if pair.get("tied_by_construction"):
+            lines += [f"Note: on {pair['tied_by_construction']} of {data['n_items']} items {pair['a']} and "
+                      f"{pair['b']} gave every candidate the same score and were ranked by the same seeded tie-break, "
+                      "so their difference there is zero by construction (e.g. neither model could see what those "
+                      "documents hold).", ""]
+    for a, b in data.get("identical_runs", []):
+        lines += [f"Note: {a} and {b} have byte-identical per-query results (copies of one run?); "
+                  "their comparison counts in the correction family.", ""]
+    return lines
+
+
+def _averages_lines(data: dict[str, Any]) -> list[str]:
+    """The averages table (with the random-ranking row) and the per-subset table."""
+    s, metric = data["settings"], data["settings"]["metric"]
+    ci_names = [m for m in data["runs"][0]["bootstrap_ci"] if m != metric]
+    header = (["model", f"{metric} micro", f"{metric} macro"] + [f"{m} micro [95 % CI]" for m in ci_names]
+              + [f"{metric} [95 % CI]"])
+    rows = []
+    for r in data["runs"]:
+        ci = r["bootstrap_ci"]
+        rows.append([r["label"], fmt(r["micro"].get(metric)), fmt(r["macro"].get(metric)),
+                     *[fmt_ci(ci[m]["estimate"], ci[m]["low"], ci[m]["high"]) for m in ci_names],
+                     fmt_ci(ci[metric]["estimate"], ci[metric]["low"], ci[metric]["high"])])
+    chance = data.get("chance", {})
+    if chance:  # the expected value of a uniformly random ranking of each item's pool
+        rows.append(["random ranking (expected)", fmt(chance.get(metric)), "–",
+                     *[fmt(chance.get(m)) for m in ci_names], fmt(chance.get(metric))])
+    lines = ["## Averages", "",
+             "Micro = mean over items; macro = mean of the per-subset means. "
+             f"95 % CIs: {s['ci_method']}, {s['ci_resamples']} resamples, seed {s['seed']}."
+             + (" [–]: no CI, a bootstrap CI needs at least 2 items." if data["n_items"] < 2 else ""), "",
+             md_table(header, rows), ""]
+    subsets = subset_order(k for r in data["runs"] for k in r["subsets"])
+    if len(subsets) > 1:
+        first = data["runs"][0]["subsets"]
+        lines += [f"### {metric} per subset (micro within each subset)", "",
+                  md_table(["subset", "n"] + [r["label"] for r in data["runs"]],
+                           [[sub, first.get(sub, {}).get("n", "–")]
+                            + [fmt(r["subsets"].get(sub, {}).get(metric)) for r in data["runs"]] for sub in subsets]),
+                  ""]
+    return lines
+
+
+def _ttest_lines(data: dict[str, Any]) -> list[str]:
+    """The paired t-tests with their floors, and the forest plot."""
+    s, metric = data["settings"], data["settings"]["metric"]
+    df = data.get("design_floor") or {}
+    rows = [[p["a"], p["b"], fmt(t["mean_a"]), fmt(t["mean_b"]), fmt_ci(t["mean_diff"], t["ci_low"], t["ci_high"], 4),
+             f"{fmt(t['t'])} ({t['df']})", fmt_p(t["p_value"]), fmt_p(t["p_bonferroni"]), fmt_p(t["p_holm"]),
+             fmt(t["cohens_dz"]), fmt((p.get("floor") or {}).get("mde"), 4), t.get("note") or ""]
+            for p in data["pairs"] for t in [p["ttest"]]]
+    lines = [f"## Paired t-test on per-item {metric}", "",
+             f"Difference = A − B. CI of the mean difference: {s['ci_method']}, {s['resamples']} resamples. "
+             f"Effect size: {s['effect_size']}.", "",
+             f"Floor (MDE): the smallest true difference in {metric} this pair's items detect with 80 % power at "
+             f"α = {s['alpha']}, from the pair's observed discordance (0/1 metrics) or the sd of its differences; "
+             f"a difference below it is not evidence either way. Design-time floor for {df.get('n')} items: "
+             f"{fmt(df.get('mde'))}.", "",
+             md_table(["A", "B", "mean A", "mean B", "mean diff [95 % CI]", "t (df)", "p", "p Bonferroni", "p Holm",
+                       "d_z", "floor (MDE)", "note"], rows), ""]
+    if "paired_differences" in data.get("figures", {}):
+        lines += [f"Forest plot: mean difference A − B in {metric} with its 95 % bootstrap CI; the dotted line is no "
+                  "difference.", "", f"![paired differences]({data['figures']['paired_differences']['path']})", ""]
+    return lines
+
+
+def _mcnemar_lines(data: dict[str, Any]) -> list[str]:
+    """McNemar's tests and each pair's 2×2 table."""
+    rows = [[p["a"], p["b"], m["table"][0][0], m["table"][0][1], m["table"][1][0], m["table"][1][1], m["method"],
+             fmt(m["statistic"]), fmt_p(m["p_value"]), fmt_p(m["p_bonferroni"]), fmt_p(m["p_holm"])]
+            for p in data["pairs"] for m in [p["mcnemar"]]]
+    lines = ["## McNemar's test on R@1", "", f"{data['settings']['mcnemar']}.", "",
+             md_table(["A", "B", "both right", "A only", "B only", "both wrong", "method", "statistic", "p",
+                       "p Bonferroni", "p Holm"], rows), "",
+             "### 2×2 contingency tables (R@1)", ""]
+    for p in data["pairs"]:
+        t = p["mcnemar"]["table"]
+        lines += [f"**{p['a']} vs {p['b']}**", "",
+                  md_table(["", f"{p['b']} right", f"{p['b']} wrong"],
+                           [[f"{p['a']} right", t[0][0], t[0][1]], [f"{p['a']} wrong", t[1][0], t[1][1]]]), ""]
+    return lines
+
+
+def _wilcoxon_lines(data: dict[str, Any]) -> list[str]:
+    rows = [[p["a"], p["b"], w["n_nonzero"], fmt(w["statistic"], 1), w["method"], fmt_p(w["p_value"]),
+             fmt_p(w["p_bonferroni"]), fmt_p(w["p_holm"]), fmt(w["rank_biserial"]), fmt(w["mean_diff"], 4)]
+            for p in data["pairs"] for w in [p["wilcoxon"]]]
+    return ["## Wilcoxon signed-rank test on reciprocal rank", "", f"{data['settings']['wilcoxon']}.", "",
+            md_table(["A", "B", "non-zero pairs", "W", "method", "p", "p Bonferroni", "p Holm", "rank-biserial r",
+                      "mean diff"], rows), ""]
 
 
 def ranking_markdown(data: dict[str, Any]) -> list[str]:
