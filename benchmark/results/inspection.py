@@ -89,7 +89,8 @@ def format_item(item: Mapping[str, Any], query: Document, candidates: Mapping[st
                 seen: Mapping[str, Mapping[str, Any]], metric: str, top: int = 5, chars: int = 100) -> list[str]:
     """The lines that show one item: header, query, the top-k ranked candidates, the relevant one marked."""
     ranked = [str(c) for c in item["ranked_ids"]]
-    scores = list(item.get("scores") if item.get("scores") is not None else [])
+    raw_scores = item.get("scores")
+    scores = list(raw_scores) if raw_scores is not None else []
     relevant = {str(r) for r in item["relevant_ids"]}
     value = item.get(metric)
     head = f"== {item['item_id']}  (subset {item.get('subset')}; {metric} {value:.3f}" if value is not None else \

@@ -197,7 +197,8 @@ def run_block(cert: dict[str, Any]) -> dict[str, Any]:
 
 def certificate_verdict(cert: dict[str, Any]) -> bool:
     """Whether the certificate passes by its own thresholds and measurements."""
-    thresholds = cert.get("thresholds") if isinstance(cert.get("thresholds"), dict) else {}
+    stated = cert.get("thresholds")
+    thresholds: dict[str, Any] = stated if isinstance(stated, dict) else {}
     return verdict(cert.get("cosine_min"), cert.get("top1_agreement"), thresholds.get("min_cosine"),
                    thresholds.get("min_top1_agreement"))
 

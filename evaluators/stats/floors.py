@@ -34,7 +34,7 @@ from typing import Callable, Sequence
 import numpy as np
 from scipy import optimize, stats
 
-from mmbench.evaluators.stats._base import StatResult, sample_sd
+from mmbench.evaluators.stats._base import StatResult, Values, sample_sd
 
 DESIGN_DISCORDANCE = 0.5
 DEFAULT_ALPHA = 0.05
@@ -99,7 +99,7 @@ def design_floor(n: int, alpha: float = DEFAULT_ALPHA, power: float = DEFAULT_PO
                  alpha=alpha, power=power)
 
 
-def metric_sd(scores: Sequence[float], ceiling: float = 1.0) -> tuple[float, str]:
+def metric_sd(scores: Values, ceiling: float = 1.0) -> tuple[float, str]:
     """(sd, basis) of a metric's per-item scores for a floor over different items: the observed sample sd,
     at most the bound `ceiling` / 2 (a score in [0, ceiling] has variance at most ceiling^2 / 4); the bound
     itself where the scores do not vary (within `SD_TOLERANCE`) or are fewer than two."""
