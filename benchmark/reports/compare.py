@@ -56,29 +56,10 @@ def compare_runs(runs: Sequence[RunResults], *, metric: str = "precision_at_1", 
             raise ValueError(f"{run.root or run.model_name}: per-query metric {metric!r} is missing")
     labels = run_labels(runs)
     ci_metrics = list(dict.fromkeys([*CI_METRICS, metric]))
-    out_runs = []
-    for label, run, frame in zip(labels, runs, frames):
-        avg = averages(frame)
-        cis = {m: metric_ci(frame[m].to_numpy(dtype=float), resamples=ci_resamples, seed=seed)
-               for m in ci_metrics if m in frame.columns}
-        out_runs.append({"label": label, "model": run.info.get("model", {}), "root": str(run.root) if run.root else None,
-                         "protocol_id": run.info.get("protocol_id"),
-                         "n_items_total": int(len(run.per_query)), "micro": avg["micro"], "macro": avg["macro"],
-                         "subsets": avg["subsets"], "bootstrap_ci": cis})
-    pairs = []
-    n_pairs, available = len(runs) * (len(runs) - 1) // 2, task_items(runs)
-    for (i, a), (j, b) in itertools.combinations(enumerate(frames), 2):
-        pair_labels = [labels[i], labels[j]]
-        t = paired_ttest(a[metric].to_numpy(dtype=float), b[metric].to_numpy(dtype=float),
-                         resamples=resamples, seed=seed).to_dict()
-        mc = mcnemar(hit_at_1(a), hit_at_1(b), labels=pair_labels).to_dict()
-        wx = wilcoxon_signed_rank(a["mrr"].to_numpy(dtype=float), b["mrr"].to_numpy(dtype=float)).to_dict()
-        pairs.append({"a": labels[i], "b": labels[j], "ttest": t, "mcnemar": mc, "wilcoxon": wx,
-                      "tied_by_construction": tied_by_construction(a, b),
-                      "floor": observed_floor(a[metric].to_numpy(dtype=float), b[metric].to_numpy(dtype=float),
-                                              alpha=alpha).to_dict(),
-                      "settle": items_to_settle(a[metric].to_numpy(dtype=float), b[metric].to_numpy(dtype=float),
-                                                level=alpha / n_pairs, available=available).to_dict()})
+    out_runs = [run_summary(label, run, frame, ci_metrics, ci_resamples, seed)
+                for label, run, frame in zip(labels, runs, frames)]
+    pairs = pair_tests(frames, labels, metric, resamples=resamples, seed=seed, alpha=alpha,
+                       available=task_items(runs))
     corrections = {family: correct_family(pairs, family, alpha) for family in TEST_FAMILIES}
     for pair in pairs:  # the verdict reads the paired t-test on the chosen metric, Holm-adjusted
         pair["verdict"] = pair_verdict(pair["a"], pair["b"], pair["ttest"]["mean_diff"], pair["ttest"]["p_holm"],
@@ -110,6 +91,35 @@ def compare_runs(runs: Sequence[RunResults], *, metric: str = "precision_at_1", 
         "lengths": length_rows(runs, labels, metric, effective),
         "chance": chance,
     }
+
+
+def run_summary(label: str, run: RunResults, frame: pd.DataFrame, ci_metrics: Sequence[str], ci_resamples: int,
+                seed: int) -> dict[str, Any]:
+    """One run's averages and per-metric bootstrap CIs over the shared items."""
+    avg = averages(frame)
+    cis = {m: metric_ci(frame[m].to_numpy(dtype=float), resamples=ci_resamples, seed=seed)
+           for m in ci_metrics if m in frame.columns}
+    return {"label": label, "model": run.info.get("model", {}), "root": str(run.root) if run.root else None,
+            "protocol_id": run.info.get("protocol_id"),
+            "n_items_total": int(len(run.per_query)), "micro": avg["micro"], "macro": avg["macro"],
+            "subsets": avg["subsets"], "bootstrap_ci": cis}
+
+
+def pair_tests(frames: Sequence[pd.DataFrame], labels: Sequence[str], metric: str, *, resamples: int, seed: int,
+               alpha: float, available: int | None) -> list[dict[str, Any]]:
+    """Every pair's paired t-test, McNemar, Wilcoxon, floor and items-to-settle (before multiplicity correction)."""
+    pairs = []
+    n_pairs = len(frames) * (len(frames) - 1) // 2
+    for (i, a), (j, b) in itertools.combinations(enumerate(frames), 2):
+        x, y = a[metric].to_numpy(dtype=float), b[metric].to_numpy(dtype=float)
+        t = paired_ttest(x, y, resamples=resamples, seed=seed).to_dict()
+        mc = mcnemar(hit_at_1(a), hit_at_1(b), labels=[labels[i], labels[j]]).to_dict()
+        wx = wilcoxon_signed_rank(a["mrr"].to_numpy(dtype=float), b["mrr"].to_numpy(dtype=float)).to_dict()
+        pairs.append({"a": labels[i], "b": labels[j], "ttest": t, "mcnemar": mc, "wilcoxon": wx,
+                      "tied_by_construction": tied_by_construction(a, b),
+                      "floor": observed_floor(x, y, alpha=alpha).to_dict(),
+                      "settle": items_to_settle(x, y, level=alpha / n_pairs, available=available).to_dict()})
+    return pairs
 
 
 def length_rows(runs: Sequence[RunResults], labels: Sequence[str], metric: str,
