@@ -107,6 +107,7 @@ def card_text(manifest: dict[str, Any]) -> str:
         "Sources and their licences:", "",
         *(f"- `{name}`: {lic} ({manifest['sources'][name]})" for name, lic in licences.items()), "",
         *_floor_lines(manifest.get("resolution_floors")),
+        *shortcut_lines((manifest.get("validity") or {}).get("leak_audit") or {}),
         "Builder parameters, seed and drop counts are in `manifest.json`.", "",
     ]
     return "\n".join(lines)
@@ -120,6 +121,30 @@ def _floor_lines(floors: dict[str, Any] | None) -> list[str]:
     return [f"Resolution floor: with all {overall['n']} items, two models' main scores (0/1 per item) must differ "
             f"by at least {overall['mde']:.3f} to be told apart with {floors['power']:.0%} power at alpha "
             f"{floors['alpha']}; per subset, axis value and cell in `manifest.json` (`resolution_floors`).", ""]
+
+
+def shortcut_lines(audit: dict[str, Any]) -> list[str]:
+    """The learned shortcut probe's held-out P@1 over all items, its top features, and the lexical ceiling per
+    subset (information), from a validity report's leak audit."""
+    out: list[str] = []
+    probe = audit.get("shortcut_probe") or {}
+    for name, fs in sorted((probe.get("feature_sets") or {}).items()):
+        row = (fs.get("per_subset") or {}).get("all")
+        if row:
+            top = ", ".join(f"`{k}` {v:.2f}" for k, v in (fs.get("importances") or {}).items())
+            out.append(f"- shortcut probe ({name} features{'' if fs.get('enforced') else ', reported only'}): "
+                       f"held-out P@1 {row['score']:.3f} over {row['n']} items (chance {row['chance']:.3f}, binomial "
+                       f"p {row['p_chance']:.2g}); importances: {top or 'none'}")
+    if out:
+        out = [f"Learned shortcut probe: {probe['model']}; a build {probe['rule']}.", "", *out, ""]
+    lexical = audit.get("lexical_ceiling") or {}
+    rows = lexical.get("per_subset") or {}
+    if rows:
+        out += [f"Lexical ceiling per subset ({lexical['note']}):", "",
+                "| subset | BM25 on the first text unit | query 4-grams | chance |", "|---|---|---|---|",
+                *(f"| `{k}` | {v['bm25_first_unit']:.3f} | {v['query_ngrams']:.3f} | {v['chance']:.3f} |"
+                  for k, v in rows.items()), ""]
+    return out
 
 
 def is_mmbench_card(path: Path) -> bool:

@@ -20,6 +20,7 @@ from types import ModuleType
 from typing import Any, Iterable
 
 from mmbench.builders.checks import leaks
+from mmbench.builders.checks import lexical, probe
 from mmbench.builders.parts.blinding import blind
 from mmbench.data.drops import DropLog
 from mmbench.data.selection import design_groups
@@ -32,6 +33,9 @@ COMMON_INVARIANTS = {
     "distinct_questions": "queries ranked against the same candidates ask different questions (normalised text)",
     "label_blind": "no label-blind baseline (stored position, ids, length, one metadata column) scores a subset's "
                    "P@1 further from chance than a two-sided binomial test allows at p < 1e-6 (mmbench.builders.checks.leaks)",
+    "shortcut_probe": f"a classifier over query-blind candidate features, trained {probe.FOLDS}-fold by query group, "
+                      f"scores no subset's held-out P@1 significantly above chance + {probe.MARGIN:g} (one-sided "
+                      f"binomial p < {probe.ALPHA:g}; mmbench.builders.checks.probe)",
 }
 
 
@@ -97,11 +101,12 @@ def check_distinct_questions(ps: PoolSet) -> Iterable[Violation]:
         groups[key].setdefault(text, item.query_id)
 
 
-def validate(ps: PoolSet, module: ModuleType | None) -> ValidityReport:
+def validate(ps: PoolSet, module: ModuleType | None, media_root: Path | None = None) -> ValidityReport:
     """Run the common invariant checks and those of the task's checks `module` (None: the common ones only).
 
     The module is passed in by the task's builder (its own `mmbench.builders.checks.<task>`) or, for a
     pool set read from disk, looked up from the task registry (`mmbench.tasks.validation.validate`).
+    `media_root` is where the media refs live (default: a written pool set's `media/`), for the probe's byte counts.
     """
     invariants = {**COMMON_INVARIANTS, **(getattr(module, "INVARIANTS", {}) if module else {})}
     report = ValidityReport(task=ps.task, invariants=invariants)
@@ -111,12 +116,24 @@ def validate(ps: PoolSet, module: ModuleType | None) -> ValidityReport:
     report.leak_audit = leaks.summary(scores, ps.provenance_columns)
     report.violations.extend(Violation("label_blind", s.subset, s.line()) for s in scores if s.leaks)
     report.checked["label_blind"] = len(scores)
+    check_shortcut_probe(ps, report, media_root)
     if module is not None:
         report.violations.extend(module.check(ps, report.checked))
     unknown = {v.invariant for v in report.violations} - set(invariants)
     if unknown:
         raise RuntimeError(f"{ps.task} validator reports undeclared invariants {sorted(unknown)}")
     return report
+
+
+def check_shortcut_probe(ps: PoolSet, report: ValidityReport, media_root: Path | None) -> None:
+    """The learned shortcut probe (a refusal) and the lexical ceiling (information), into the report's leak audit."""
+    if media_root is None and ps.root is not None:
+        media_root = Path(ps.root) / "media"
+    found = probe.probe(ps, ps.provenance_columns, media_root)
+    report.leak_audit["shortcut_probe"] = probe.summary(found)
+    report.leak_audit["lexical_ceiling"] = lexical.ceiling(ps)
+    report.violations.extend(Violation("shortcut_probe", s.subset, s.line()) for s in found if s.refuses)
+    report.checked["shortcut_probe"] = sum(s.features == "candidate" for s in found)
 
 
 def write_valid_poolset(ps: PoolSet, out: Path, checks: ModuleType | None, media_from: Path | None = None,
@@ -126,7 +143,7 @@ def write_valid_poolset(ps: PoolSet, out: Path, checks: ModuleType | None, media
     order first (`blinding.blind`), so nothing but the labels says which candidate is relevant."""
     blind(ps)
     ps.provenance_columns = provenance_columns(checks)
-    report = validate(ps, checks)
+    report = validate(ps, checks, media_from)
     if not report.ok:
         raise PoolSetError(f"refusing to write an invalid {ps.task} pool set: {report.summary_line()}")
     extra = {"validity": report.to_dict(), "dropped": {k: v.to_dict() for k, v in (drops or {}).items()},
