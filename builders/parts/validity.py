@@ -145,7 +145,9 @@ def write_valid_poolset(ps: PoolSet, out: Path, checks: ModuleType | None, media
     ps.provenance_columns = provenance_columns(checks)
     report = validate(ps, checks, media_from)
     if not report.ok:
-        raise PoolSetError(f"refusing to write an invalid {ps.task} pool set: {report.summary_line()}")
+        learned = next((v for v in report.violations if v.invariant == "shortcut_probe"), None)
+        also = f"; {learned.line()}" if learned is not None and learned is not report.violations[0] else ""
+        raise PoolSetError(f"refusing to write an invalid {ps.task} pool set: {report.summary_line()}{also}")
     extra = {"validity": report.to_dict(), "dropped": {k: v.to_dict() for k, v in (drops or {}).items()},
              "resolution_floors": design_floors(ps)}
     return write_poolset(ps, out, media_from=media_from, extra_manifest=extra)
