@@ -150,3 +150,57 @@ def test_lexical_ceiling_finds_a_title_line_and_a_quoted_query():
     assert lexical.ngram_scores(q.text, docs, text)[1] == 4.0 and lexical.ngram_scores(q.text, docs, text)[2] == 0.0
     per = {"a/easy/x": {"ceiling": 0.5}, "a/hard/x": {"ceiling": 0.75}, "b/hard/x": {"ceiling": 0.2}}
     assert lexical.hard_above_easy(per) == ["a/hard/x: lexical ceiling 0.750 above a/easy/x's 0.500"]
+
+
+# ---- the samples ------------------------------------------------------------------------------------------------
+
+REDUCED = {
+    "visual_grounding": dict(lengths=(256,), backgrounds=("text",), kinds=("text",), needles_per_kind=10),
+    "multi_source_reasoning": dict(lengths=(2048,), queries_per_dataset=8, candidates_per_query=4),
+    "logical_summarization": dict(lengths=(2048, 4096, 8192), queries_per_dataset=4, candidates_per_query=4,
+                                  lookalikes=3),
+    "temporal_summarization": dict(videos=8, lengths=[128, 256], frame_size=[64, 64], distractors=3),
+    "flickr_hard_negatives": dict(sample_images=50, pool_size=50, n_queries=15),
+}
+
+
+@pytest.mark.parametrize("task", sorted(REDUCED))
+def test_the_reduced_samples_pass_the_probe_and_report_the_lexical_ceiling(task, tmp_path):
+    from mmbench.tasks import get_task
+
+    ps = get_task(task).build("sample", tmp_path / task, seed=0, progress=False, **REDUCED[task])
+    audit = ps.manifest["validity"]["leak_audit"]
+    candidate = audit["shortcut_probe"]["feature_sets"]["candidate"]
+    assert candidate["enforced"] and candidate["per_subset"]["all"]["n"] == len(ps.pools)
+    assert not audit["shortcut_probe"]["refusals"]
+    assert audit["lexical_ceiling"]["per_subset"]["all"]["n"] == sum(
+        bool(q.text.strip()) for q in (ps.query_by_id()[p.query_id] for p in ps.pools))
+    if task in ("multi_source_reasoning", "logical_summarization"):
+        assert audit["lexical_ceiling"]["hard_above_easy"] == [], audit["lexical_ceiling"]["per_subset"]
+
+
+def test_no_sample_report_title_line_names_the_company_the_question_asks_about():
+    from mmbench.builders.sources.sample_reasoning import mmdocrag_records
+
+    records, _ = mmdocrag_records(0, 12)
+    for rec in records:
+        first = min(rec["text_quotes"], key=lambda q: (q["page_id"], q["layout_id"]))["text"]
+        company = rec["doc_name"].removesuffix(" annual report")
+        assert company not in first and company.split()[0] not in first, first
+        if "revenue" in rec["question"]:
+            assert company in rec["question"]
+            assert all(any(q["quote_id"] == g for q in rec["text_quotes"] + rec["img_quotes"])
+                       for g in rec["gold_quotes"])
+
+
+def test_sample_summaries_quote_no_run_of_their_report():
+    from mmbench.builders.sources.sample_reports import pydoc_reports
+    from mmbench.data.lexical import tokenize
+
+    reports = [r for r in pydoc_reports() if not r.summary.startswith("This report quotes")]
+    assert len(reports) > 20
+    for r in reports:
+        text = " " + " ".join(tokenize(r.text)) + " "
+        words = tokenize(r.summary)
+        grams = {" " + " ".join(words[i:i + 4]) + " " for i in range(len(words) - 3)}
+        assert not [g for g in grams if g in text], (r.id, [g for g in grams if g in text])
