@@ -34,34 +34,62 @@ def first_unit(doc: Document) -> str:
     return next((s.text.strip() for s in doc.segments if isinstance(s, Text) and s.text.strip()), "")
 
 
-class _Normalised:
-    """Each candidate's words joined by single spaces, padded with one on each side (memoised by id)."""
+def grams(words: Sequence[str]) -> set[str]:
+    return {" ".join(words[i:i + NGRAM]) for i in range(len(words) - NGRAM + 1)}
 
-    def __init__(self) -> None:
-        self.memo: dict[str, str] = {}
 
-    def __call__(self, doc: Document) -> str:
+class _QueryGrams:
+    """Each candidate's word 4-grams made only of words some query uses (the only ones a query 4-gram can equal),
+    memoised by id, so a long candidate is read once however many pools hold it."""
+
+    def __init__(self, vocabulary: set[str]) -> None:
+        self.vocabulary: set[str] = vocabulary
+        self.memo: dict[str, set[str]] = {}
+
+    def __call__(self, doc: Document) -> set[str]:
         if doc.id not in self.memo:
-            self.memo[doc.id] = " " + " ".join(tokenize(doc.text)) + " "
+            words = tokenize(doc.text)
+            keep = [w in self.vocabulary for w in words]
+            self.memo[doc.id] = {" ".join(words[i:i + NGRAM]) for i in range(len(words) - NGRAM + 1)
+                                 if all(keep[i:i + NGRAM])}
         return self.memo[doc.id]
 
 
-def ngram_scores(query: str, docs: Sequence[Document], text: Callable[[Document], str]) -> list[float]:
-    words = tokenize(query)
-    grams = {" " + " ".join(words[i:i + NGRAM]) + " " for i in range(len(words) - NGRAM + 1)}
-    return [float(sum(g in text(d) for g in grams)) for d in docs]
+def ngram_scores(query: str, docs: Sequence[Document], found: Callable[[Document], set[str]]) -> list[float]:
+    """How many of the query's distinct word 4-grams each candidate's text holds."""
+    wanted = grams(tokenize(query))
+    return [float(len(wanted & found(d))) for d in docs]
+
+
+class _PoolIndex:
+    """BM25 over each candidate set's first text units, built once per set (pools over one set share it)."""
+
+    def __init__(self) -> None:
+        self.memo: dict[tuple[str, ...], tuple[LookalikeIndex | None, dict[str, int]]] = {}
+
+    def __call__(self, query: str, docs: Sequence[Document]) -> list[float]:
+        key = tuple(sorted(d.id for d in docs))
+        if key not in self.memo:
+            by_id = {d.id: d for d in docs}
+            units = [first_unit(by_id[i]) for i in key]
+            index = LookalikeIndex(list(key), units) if len(key) >= 2 and any(units) else None
+            self.memo[key] = (index, {i: k for k, i in enumerate(key)})
+        index, at = self.memo[key]
+        if index is None:
+            return [0.0] * len(docs)
+        s = np.round(index.scores(query), 6)
+        return [float(s[at[d.id]]) for d in docs]
 
 
 def bm25_scores(query: str, docs: Sequence[Document]) -> list[float]:
-    units = [first_unit(d) for d in docs]
-    if len({d.id for d in docs}) < 2 or not any(units):
-        return [0.0] * len(docs)
-    return [float(x) for x in np.round(LookalikeIndex([d.id for d in docs], units).scores(query), 6)]
+    """BM25 of the query against each candidate's first text unit (one pool)."""
+    return _PoolIndex()(query, docs)
 
 
 def ceiling(ps: PoolSet) -> dict[str, Any]:
     """Per subset and over all items: each matcher's P@1, the chance, and the ceiling (the better matcher)."""
-    queries, cands, text = ps.query_by_id(), ps.candidate_by_id(), _Normalised()
+    queries, cands, index = ps.query_by_id(), ps.candidate_by_id(), _PoolIndex()
+    found = _QueryGrams({w for q in ps.queries for w in tokenize(q.text)})
     sums: dict[str, dict[str, float]] = defaultdict(lambda: defaultdict(float))
     for item in ps.pools:
         q = queries[item.query_id].text
@@ -69,13 +97,13 @@ def ceiling(ps: PoolSet) -> dict[str, Any]:
         rel = [c in set(item.relevant_ids) for c in item.candidate_ids]
         if not q.strip() or len(docs) < 2 or not any(rel):
             continue
-        found = {"bm25_first_unit": expected_p1(bm25_scores(q, docs), rel),
-                 "query_ngrams": expected_p1(ngram_scores(q, docs, text), rel)}
+        hits = {"bm25_first_unit": expected_p1(index(q, docs), rel),
+                "query_ngrams": expected_p1(ngram_scores(q, docs, found), rel)}
         for subset in (item.subset, "all"):
             acc = sums[subset]
             acc["n"] += 1
             acc["chance"] += sum(rel) / len(rel)
-            for k, v in found.items():
+            for k, v in hits.items():
                 acc[k] += v
     per = {}
     for subset, acc in sorted(sums.items()):
