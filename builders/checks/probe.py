@@ -20,6 +20,12 @@ so a probe that is truly at chance refuses far less often than ALPHA (tested by 
 above chance is not yet a refusal: small learned edges come from the pools' honest structure as well as from leaks,
 and the fixed baselines keep their own strict rule. The refusal names the probe, the subset and the features the
 model leaned on (impurity importances of one model fitted on every pool).
+
+Known limit: where one candidate is ranked by several queries (a Visual Grounding cell, a Logical Summarization
+Easy set), the model can learn a candidate's identity from a training pool where it was relevant and then pick it
+in a held-out pool where it is not, which pulls the held-out P@1 below chance (VG's default sample: 0.004 at chance
+0.04). Grouping by candidate set would stop that but joins every VG pool into one group (each query is asked in every
+cell). The bias makes the probe err towards passing, never towards refusing.
 """
 from __future__ import annotations
 
@@ -122,7 +128,8 @@ def held_out_scores(X: np.ndarray, y: np.ndarray, groups: np.ndarray, seed: int)
     for train, test in GroupKFold(n_splits=k).split(X, y, groups):
         if len(train) > MAX_TRAIN_ROWS:
             names = np.unique(groups[train])
-            keep = rng.choice(names, size=max(2, int(len(names) * MAX_TRAIN_ROWS / len(train))), replace=False)
+            keep = rng.choice(names, size=min(len(names), max(2, int(len(names) * MAX_TRAIN_ROWS / len(train)))),
+                              replace=False)
             train = train[np.isin(groups[train], keep)]
         if len(np.unique(y[train])) < 2:
             continue              # a fold with one class learns nothing: every held-out candidate ties at 0
