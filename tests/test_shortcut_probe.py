@@ -75,6 +75,20 @@ def test_shortcut_free_pools_build_and_report_the_probe_and_the_ceiling(tmp_path
     assert set(audit["lexical_ceiling"]["per_subset"]) == {"all", "s0", "s1"}
     card = (tmp_path / "out" / "README.md").read_text()
     assert "Learned shortcut probe" in card and "Lexical ceiling per subset" in card
+    weights = [v for _, v in sets["candidate"]["importances"]]
+    assert weights == sorted(weights, reverse=True) and len(weights) == probe.TOP_FEATURES
+
+
+def test_validate_prints_the_probe_and_the_ceiling(tmp_path, capsys):
+    from mmbench.cli.commands_validate import print_shortcuts
+
+    ps, media = _planted(tmp_path, "none")
+    write_valid_poolset(ps, tmp_path / "out", None, media_from=media)
+    print_shortcuts(ps.manifest["validity"]["leak_audit"])
+    out = capsys.readouterr().out
+    assert "shortcut probe: gradient boosting" in out and "pool features (reported only)" in out
+    assert "  candidate features: held-out P@1" in out and "importances: " in out
+    assert "lexical ceiling (information, not a check" in out and "  s0: BM25 first unit" in out
 
 
 def test_pool_relative_features_are_ranks_and_z_scores():

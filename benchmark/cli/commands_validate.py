@@ -47,7 +47,7 @@ def print_shortcuts(audit: dict) -> None:
         print(f"shortcut probe: {probe['model']}; {probe['rule']}")
     for name, fs in sorted((probe.get("feature_sets") or {}).items()):
         row = fs["per_subset"].get("all", {})
-        top = ", ".join(f"{k} {v:.2f}" for k, v in fs["importances"].items())
+        top = ", ".join(f"{k} {v:.2f}" for k, v in fs["importances"])
         print(f"  {name} features{'' if fs['enforced'] else ' (reported only)'}: held-out P@1 "
               f"{row.get('score', 0):.3f} (chance {row.get('chance', 0):.3f}, n={row.get('n', 0)}, binomial p "
               f"{row.get('p_chance', 1):.2g}); importances: {top}")

@@ -131,7 +131,7 @@ def shortcut_lines(audit: dict[str, Any]) -> list[str]:
     for name, fs in sorted((probe.get("feature_sets") or {}).items()):
         row = (fs.get("per_subset") or {}).get("all")
         if row:
-            top = ", ".join(f"`{k}` {v:.2f}" for k, v in (fs.get("importances") or {}).items())
+            top = ", ".join(f"`{k}` {v:.2f}" for k, v in fs.get("importances") or [])   # largest first
             out.append(f"- shortcut probe ({name} features{'' if fs.get('enforced') else ', reported only'}): "
                        f"held-out P@1 {row['score']:.3f} over {row['n']} items (chance {row['chance']:.3f}, binomial "
                        f"p {row['p_chance']:.2g}); importances: {top or 'none'}")

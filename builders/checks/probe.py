@@ -187,7 +187,7 @@ def summary(scores: list[ProbeScore]) -> dict[str, Any]:
     held-out P@1 against chance, every refusal and every pool-aware finding not (yet) enforced."""
     sets: dict[str, Any] = {}
     for s in scores:
-        entry = sets.setdefault(s.features, {"importances": dict(s.importances), "enforced":
+        entry = sets.setdefault(s.features, {"importances": [list(x) for x in s.importances], "enforced":
                                              s.features == "candidate" or POOL_AWARE_ENFORCED, "per_subset": {}})
         entry["per_subset"][s.subset] = {"score": round(s.score, 6), "chance": round(s.chance, 6), "n": s.n,
                                          "p_chance": float(f"{s.p_chance:.3g}"), "p_margin": float(f"{s.p_margin:.3g}")}

@@ -44,14 +44,16 @@ def _media_refs(doc: Document) -> list[str]:
 
 
 class _MediaSizes:
-    """File sizes of media refs under `root` (0 without a root or for a missing file: `validate` names those)."""
+    """File sizes of media refs under `root` (0 without a root, for a missing file or a ref leaving the folder:
+    loading the pool set refuses those)."""
 
     def __init__(self, root: Path | None) -> None:
         self.root, self.sizes = root, {}
 
     def __call__(self, ref: str) -> int:
         if ref not in self.sizes:
-            path = self.root / ref if self.root is not None else None
+            inside = self.root is not None and not ref.startswith("/") and ".." not in Path(ref).parts
+            path = self.root / ref if inside else None
             self.sizes[ref] = path.stat().st_size if path is not None and path.is_file() else 0
         return self.sizes[ref]
 
