@@ -44,7 +44,7 @@ from mmbench.builders.parts.summary_pools import (LENGTH_MEANING, PARTS, Placed,
                             query_doc, rule_reason, vet)
 
 TASK_NAME = "logical_summarization"
-TASK_VERSION = "2.3"   # 2.3: one stored candidate order per candidate set, drawn from (seed, the sorted set) and applied to it (issue 33); 2.2: provenance columns (source record, image, needle, ...) stored apart from the document tables (issue 24); 2.1: opaque ids, candidates in a seeded order, leak audit (issue 24)
+TASK_VERSION = "2.3"   # 2.3: one stored candidate order per candidate set, drawn from (seed, the sorted set) and applied to it; the sample summaries name each part by words of their own instead of quoting topic names and sentences (query 4-grams found the report in every pool, Hard ones included) (issue 33); 2.2: provenance columns (source record, image, needle, ...) stored apart from the document tables (issue 24); 2.1: opaque ids, candidates in a seeded order, leak audit (issue 24)
 DATASETS = ("govreport", "mmlongbench")
 LENGTH_CONTROLS = ("natural", "padding")
 LENGTH_TOLERANCE = 0.01          # padding mode: text candidates ±1 % of nominal; pages at most one row short

@@ -558,13 +558,13 @@ def test_duplicate_reports_are_dropped_and_counted_not_given_two_answers(tmp_pat
 def test_default_sample_bins_mix_both_text_genres():
     """Before issue 24 the corpus was cut in order, so the 8K bin was all Language Reference text and the 32K bin
     all module docstrings: length was confounded with genre. Every default bin now holds both."""
-    from mmbench.builders.sources.sample_reports import _topics, natural_reports
+    from mmbench.builders.sources.sample_reports import _paragraphs, _topics, natural_reports
 
-    topics = {name for name, _ in _topics()}
+    reference = {p for _, text in _topics() for p in _paragraphs(text)}
     counter = UnifiedTokenCounter.default()
     reports = natural_reports([(4096, 8192), (8192, 16384), (16384, 32768)], 8, counter.text)
     genres: dict = {}
-    for r in reports:   # a summary names the topics or modules its report was cut from, in quotes
-        kind = "reference" if any(f"'{t}'" in r.summary for t in topics) else "docstrings"
+    for r in reports:   # a report is cut from one genre: its paragraphs are Language Reference text or docstrings
+        kind = "reference" if r.paragraphs[0] in reference else "docstrings"
         genres.setdefault(r.id.split("-")[1], set()).add(kind)
     assert genres == {b: {"reference", "docstrings"} for b in ("8k", "16k", "32k")}, genres

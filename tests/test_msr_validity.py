@@ -167,7 +167,7 @@ def test_validity_report_and_drop_counts_in_the_manifest(default_ps):
     assert v["ok"] and v["violations"] == 0
     assert {"hard_chain_broken", "only_labelled_answers", "length_promises", "candidates_per_query",
             "replacement_boundary", "distinct_questions", "label_blind", "label_is_own_record", "distinct_content",
-            "pool_order_blind"} == set(v["invariants"])
+            "pool_order_blind", "shortcut_probe"} == set(v["invariants"])
     assert v["leak_audit"]["leaks"] == [] and "Binomial" in v["leak_audit"]["rule"]
     assert v["checked"]["hard_chain_broken"] == sum(c.meta["difficulty"] == "hard" for c in default_ps.candidates)
     assert v["checked"]["replacement_boundary"] > 100

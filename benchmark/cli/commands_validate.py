@@ -28,6 +28,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
         print(f"{'FAIL' if bad else 'ok  '} {name} ({n} checked{f', {bad} broken' if bad else ''}): {text}")
     if report.leak_audit:
         print(f"leak audit: {report.leak_audit['rule']}")
+        print_shortcuts(report.leak_audit)
     print_pool_aware(report.leak_audit)
     for v in report.violations[:20]:
         print(f"  {v.line()}")
@@ -49,6 +50,27 @@ def print_pool_aware(leak_audit: dict | None, indent: str = "") -> None:
         print(f"{indent}pool-aware leak audit (query-blind, reads the whole pool or pool set):")
     for line in lines:
         print(f"{indent}  {line}")
+
+
+def print_shortcuts(audit: dict) -> None:
+    """The learned probe over all items per feature set, and the subsets' lexical ceilings (information)."""
+    probe = audit.get("shortcut_probe") or {}
+    if probe:
+        print(f"shortcut probe: {probe['model']}; {probe['rule']}")
+    for name, fs in sorted((probe.get("feature_sets") or {}).items()):
+        row = fs["per_subset"].get("all", {})
+        top = ", ".join(f"{k} {v:.2f}" for k, v in fs["importances"])
+        print(f"  {name} features{'' if fs['enforced'] else ' (reported only)'}: held-out P@1 "
+              f"{row.get('score', 0):.3f} (chance {row.get('chance', 0):.3f}, n={row.get('n', 0)}, binomial p "
+              f"{row.get('p_chance', 1):.2g}); importances: {top}")
+    for line in probe.get("not_enforced", [])[:5]:
+        print(f"  reported only: {line}")
+    lexical = audit.get("lexical_ceiling") or {}
+    if lexical.get("per_subset"):
+        print(f"lexical ceiling ({lexical['note']}):")
+        for k, v in lexical["per_subset"].items():
+            print(f"  {k}: BM25 first unit {v['bm25_first_unit']:.3f}, query 4-grams {v['query_ngrams']:.3f} "
+                  f"(chance {v['chance']:.3f})")
 
 
 def print_design_floors(ps) -> None:

@@ -109,6 +109,7 @@ def card_text(manifest: dict[str, Any]) -> str:
         *(f"- `{name}`: {lic} ({manifest['sources'][name]})" for name, lic in licences.items()), "",
         *_floor_lines(manifest.get("resolution_floors")),
         *_audit_lines((manifest.get("validity") or {}).get("leak_audit")),
+        *shortcut_lines((manifest.get("validity") or {}).get("leak_audit") or {}),
         "Builder parameters, seed and drop counts are in `manifest.json`.", "",
     ]
     return "\n".join(lines)
@@ -140,6 +141,30 @@ def _audit_lines(leak_audit: dict[str, Any] | None) -> list[str]:
                    "leaks")
     out += [f"- pool-aware {line}" for line in pool_aware_lines(leak_audit)]
     return [*out, ""]
+
+
+def shortcut_lines(audit: dict[str, Any]) -> list[str]:
+    """The learned shortcut probe's held-out P@1 over all items, its top features, and the lexical ceiling per
+    subset (information), from a validity report's leak audit."""
+    out: list[str] = []
+    probe = audit.get("shortcut_probe") or {}
+    for name, fs in sorted((probe.get("feature_sets") or {}).items()):
+        row = (fs.get("per_subset") or {}).get("all")
+        if row:
+            top = ", ".join(f"`{k}` {v:.2f}" for k, v in fs.get("importances") or [])   # largest first
+            out.append(f"- shortcut probe ({name} features{'' if fs.get('enforced') else ', reported only'}): "
+                       f"held-out P@1 {row['score']:.3f} over {row['n']} items (chance {row['chance']:.3f}, binomial "
+                       f"p {row['p_chance']:.2g}); importances: {top or 'none'}")
+    if out:
+        out = [f"Learned shortcut probe: {probe['model']}; a build {probe['rule']}.", "", *out, ""]
+    lexical = audit.get("lexical_ceiling") or {}
+    rows = lexical.get("per_subset") or {}
+    if rows:
+        out += [f"Lexical ceiling per subset ({lexical['note']}):", "",
+                "| subset | BM25 on the first text unit | query 4-grams | chance |", "|---|---|---|---|",
+                *(f"| `{k}` | {v['bm25_first_unit']:.3f} | {v['query_ngrams']:.3f} | {v['chance']:.3f} |"
+                  for k, v in rows.items()), ""]
+    return out
 
 
 def is_mmbench_card(path: Path) -> bool:

@@ -19,7 +19,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any, Iterable
 
-from mmbench.builders.checks import leaks, pool_aware
+from mmbench.builders.checks import leaks, lexical, pool_aware, probe
 from mmbench.builders.parts.blinding import blind
 from mmbench.data.drops import DropLog
 from mmbench.data.selection import design_groups
@@ -36,6 +36,9 @@ COMMON_INVARIANTS = {
                         "occupant changes between them) scores a subset's P@1 further from chance than a two-sided "
                         "binomial test allows at p < 1e-6; the pool medoid is reported beside it "
                         "(mmbench.builders.checks.pool_aware)",
+    "shortcut_probe": f"a classifier over query-blind candidate features, trained {probe.FOLDS}-fold by query group, "
+                      f"scores no subset's held-out P@1 significantly above chance + {probe.MARGIN:g} (one-sided "
+                      f"binomial p < {probe.ALPHA:g}; mmbench.builders.checks.probe)",
 }
 
 
@@ -101,11 +104,12 @@ def check_distinct_questions(ps: PoolSet) -> Iterable[Violation]:
         groups[key].setdefault(text, item.query_id)
 
 
-def validate(ps: PoolSet, module: ModuleType | None) -> ValidityReport:
+def validate(ps: PoolSet, module: ModuleType | None, media_root: Path | None = None) -> ValidityReport:
     """Run the common invariant checks and those of the task's checks `module` (None: the common ones only).
 
     The module is passed in by the task's builder (its own `mmbench.builders.checks.<task>`) or, for a
     pool set read from disk, looked up from the task registry (`mmbench.tasks.validation.validate`).
+    `media_root` is where the media refs live (default: a written pool set's `media/`), for the probe's byte counts.
     """
     invariants = {**COMMON_INVARIANTS, **(getattr(module, "INVARIANTS", {}) if module else {})}
     report = ValidityReport(task=ps.task, invariants=invariants)
@@ -120,12 +124,24 @@ def validate(ps: PoolSet, module: ModuleType | None) -> ValidityReport:
     enforced = [s for s in pooled if s.baseline in pool_aware.ENFORCED]
     report.violations.extend(Violation("pool_order_blind", s.subset, s.line()) for s in enforced if s.leaks)
     report.checked["pool_order_blind"] = len(enforced)
+    check_shortcut_probe(ps, report, media_root)
     if module is not None:
         report.violations.extend(module.check(ps, report.checked))
     unknown = {v.invariant for v in report.violations} - set(invariants)
     if unknown:
         raise RuntimeError(f"{ps.task} validator reports undeclared invariants {sorted(unknown)}")
     return report
+
+
+def check_shortcut_probe(ps: PoolSet, report: ValidityReport, media_root: Path | None) -> None:
+    """The learned shortcut probe (a refusal) and the lexical ceiling (information), into the report's leak audit."""
+    if media_root is None and ps.root is not None:
+        media_root = Path(ps.root) / "media"
+    found = probe.probe(ps, ps.provenance_columns, media_root)
+    report.leak_audit["shortcut_probe"] = probe.summary(found)
+    report.leak_audit["lexical_ceiling"] = lexical.ceiling(ps)
+    report.violations.extend(Violation("shortcut_probe", s.subset, s.line()) for s in found if s.refuses)
+    report.checked["shortcut_probe"] = sum(s.features == "candidate" for s in found)
 
 
 def write_valid_poolset(ps: PoolSet, out: Path, checks: ModuleType | None, media_from: Path | None = None,
@@ -135,9 +151,11 @@ def write_valid_poolset(ps: PoolSet, out: Path, checks: ModuleType | None, media
     order first (`blinding.blind`), so nothing but the labels says which candidate is relevant."""
     blind(ps)
     ps.provenance_columns = provenance_columns(checks)
-    report = validate(ps, checks)
+    report = validate(ps, checks, media_from)
     if not report.ok:
-        raise PoolSetError(f"refusing to write an invalid {ps.task} pool set: {report.summary_line()}")
+        learned = next((v for v in report.violations if v.invariant == "shortcut_probe"), None)
+        also = f"; {learned.line()}" if learned is not None and learned is not report.violations[0] else ""
+        raise PoolSetError(f"refusing to write an invalid {ps.task} pool set: {report.summary_line()}{also}")
     extra = {"validity": report.to_dict(), "dropped": {k: v.to_dict() for k, v in (drops or {}).items()},
              "resolution_floors": design_floors(ps)}
     return write_poolset(ps, out, media_from=media_from, extra_manifest=extra)

@@ -253,7 +253,9 @@ def mmdocrag_records(seed: int, n: int) -> tuple[list[dict], dict[str, PILImage.
         revenue = [int(x) for x in r.integers(40, 900, len(years))]
         ask = int(r.integers(len(years)))
         rid = f"sample-md-{i:03d}"
-        texts = [f"{c['name']} annual report {years[-1]}: letter to shareholders.",
+        # the title line names no company (every report's is the same), so one line never gives the record away; the
+        # company is named where a real report names it, in the body and on its charts
+        texts = [f"Annual report {years[-1]}: letter to shareholders.",
                  f"Our chief executive officer, {ceo['name']}, joined the board after a long career as {with_article(ceo['job'])}.",
                  f"Headquartered in {c['city']}, {c['name']} employs about {c['staff']} people.",
                  "The audit committee met six times during the year and reviewed all material contracts.",
@@ -294,7 +296,8 @@ def mmdocrag_records(seed: int, n: int) -> tuple[list[dict], dict[str, PILImage.
             q = (f"How much revenue did {c['name']} report in {years[ask]} according to its revenue chart, "
                  f"and who is its chief executive officer?")
             ceo_quote, chart = f"text{ceo_at + 1}", f"image{chart_at + 1}"
-            gold = [chart, ceo_quote] if i % 2 == 0 else ["text1", chart, ceo_quote]
+            seat = f"text{next(k for k, t in enumerate(texts) if t.startswith('Headquartered in')) + 1}"
+            gold = [chart, ceo_quote] if i % 2 == 0 else [seat, chart, ceo_quote]
         records.append({"q_id": rid, "doc_name": f"{c['name']} annual report", "domain": "sample",
                         "question": q, "question_type": "multi-hop", "text_quotes": text_quotes,
                         "img_quotes": img_quotes, "gold_quotes": gold,

@@ -1,0 +1,157 @@
+"""Query-blind features of each candidate in each pool: what the learned shortcut probe may read.
+
+A feature says something about a candidate that a model should *not* be able to use: its size (unified tokens,
+characters, text segments, images, video frames, media bytes), its id (length, digits, the value of an opaque
+hex id), where it is stored in the pool, any numeric metadata column an evaluator sees, and how much of its text it
+shares with the rest of the pool (word 5-gram shingles: the Jaccard overlap with each other candidate, averaged).
+None of them reads the query or the label.
+
+Each raw feature is turned into two pool-relative ones, because a shortcut is relative ("the relevant document is 3 %
+longer than the others in its pool"): its rank in the pool scaled to [0, 1] (ties share the mean rank) and its
+z-score within the pool (0 where the pool has no spread). `pool_rows` returns one row per (pool, candidate) in stored
+order. Everything is exact integer or float64 arithmetic in a fixed order, so the same pool set gives the same matrix
+on every machine.
+"""
+from __future__ import annotations
+
+import math
+import re
+from pathlib import Path
+from typing import Iterable, Sequence
+
+import numpy as np
+from scipy.stats import rankdata
+
+from mmbench.data.documents import Document, Image, Text, Video
+from mmbench.data.lexical import tokenize
+from mmbench.data.poolset import PoolSet
+
+SHINGLE = 5                      # words per shingle in the pool-overlap feature
+BASE_FEATURES = ("tokens", "text_chars", "text_segments", "images", "video_frames", "media_bytes", "id_length",
+                 "id_digits", "id_value", "position", "pool_overlap")
+HEX_ID = re.compile(r"^[a-z]+-([0-9a-f]{6,})$")
+_MASK = np.uint64(0xFFFFFFFFFFFFFFFF)
+
+
+def _media_refs(doc: Document) -> list[str]:
+    refs: list[str] = []
+    for s in doc.segments:
+        if isinstance(s, Image):
+            refs.append(s.ref)
+        elif isinstance(s, Video):
+            refs.extend(s.frames)
+    return refs
+
+
+class _MediaSizes:
+    """File sizes of media refs under `root` (0 without a root, for a missing file or a ref leaving the folder:
+    loading the pool set refuses those)."""
+
+    def __init__(self, root: Path | None) -> None:
+        self.root, self.sizes = root, {}
+
+    def __call__(self, ref: str) -> int:
+        if ref not in self.sizes:
+            inside = self.root is not None and not ref.startswith("/") and ".." not in Path(ref).parts
+            path = self.root / ref if inside else None
+            self.sizes[ref] = path.stat().st_size if path is not None and path.is_file() else 0
+        return self.sizes[ref]
+
+
+def _id_value(doc_id: str) -> float:
+    m = HEX_ID.match(doc_id)
+    return int(m.group(1)[:12], 16) / 16 ** min(12, len(m.group(1))) if m else 0.0
+
+
+class _Shingles:
+    """Sorted unique 64-bit hashes of each document's word 5-grams (a word's number is its first-seen order, so
+    equal shingles hash equal; the Jaccard overlap depends on equality only)."""
+
+    def __init__(self) -> None:
+        self.vocab: dict[str, int] = {}
+        self.memo: dict[str, np.ndarray] = {}
+
+    def __call__(self, doc: Document) -> np.ndarray:
+        if doc.id not in self.memo:
+            ids = np.array([self.vocab.setdefault(w, len(self.vocab) + 1) for w in tokenize(doc.text)], dtype=np.uint64)
+            if len(ids) < SHINGLE:
+                self.memo[doc.id] = np.unique(ids)
+            else:
+                h = np.zeros(len(ids) - SHINGLE + 1, dtype=np.uint64)
+                for k in range(SHINGLE):
+                    h = (h * np.uint64(1_000_003) + ids[k:len(ids) - SHINGLE + 1 + k]) & _MASK
+                self.memo[doc.id] = np.unique(h)
+        return self.memo[doc.id]
+
+
+def _jaccard(a: np.ndarray, b: np.ndarray) -> float:
+    if not len(a) and not len(b):
+        return 1.0
+    inter = len(np.intersect1d(a, b, assume_unique=True))
+    return inter / (len(a) + len(b) - inter)
+
+
+def _numeric_columns(ps: PoolSet, kept_apart: Iterable[str]) -> list[str]:
+    hidden, seen, numeric = set(kept_apart), set(), {}
+    for c in ps.candidates:
+        for k, v in c.meta.items():
+            if k in hidden:
+                continue
+            seen.add(k)
+            ok = isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+            numeric[k] = numeric.get(k, True) and ok
+    return sorted(k for k in seen if numeric.get(k))
+
+
+def raw_features(doc: Document, position: int, size: int, media: _MediaSizes) -> list[float]:
+    """The candidate-alone raw features (all but the pool overlap), in BASE_FEATURES order."""
+    texts = [s for s in doc.segments if isinstance(s, Text)]
+    images = sum(isinstance(s, Image) for s in doc.segments)
+    frames = sum(len(s.frames) for s in doc.segments if isinstance(s, Video))
+    return [float(doc.tokens), float(sum(len(s.text) for s in texts)), float(len(texts)), float(images),
+            float(frames), float(sum(media(r) for r in _media_refs(doc))), float(len(doc.id)),
+            float(sum(ch.isdigit() for ch in doc.id)), _id_value(doc.id), position / max(1, size - 1)]
+
+
+def pool_relative(raw: np.ndarray) -> np.ndarray:
+    """(candidates x features) -> (candidates x 2·features): each feature's rank in [0, 1] and its z-score."""
+    n = raw.shape[0]
+    ranks = np.column_stack([(rankdata(raw[:, j]) - 1) / max(1, n - 1) for j in range(raw.shape[1])])
+    sd = raw.std(axis=0)
+    z = np.where(sd > 0, (raw - raw.mean(axis=0)) / np.where(sd > 0, sd, 1.0), 0.0)
+    return np.column_stack([ranks, z])
+
+
+def feature_names(columns: Sequence[str]) -> list[str]:
+    base = [*BASE_FEATURES, *(f"meta:{c}" for c in columns)]
+    return [f"{b}:rank" for b in base] + [f"{b}:z" for b in base]
+
+
+def pool_rows(ps: PoolSet, kept_apart: Iterable[str] = (), media_root: Path | None = None):
+    """(X, relevant 0/1, item index per row, feature names): one row per candidate of each labelled pool."""
+    columns = _numeric_columns(ps, kept_apart)
+    cands, media, shingles = ps.candidate_by_id(), _MediaSizes(media_root), _Shingles()
+    pair: dict[tuple[str, str], float] = {}
+    blocks, labels, items = [], [], []
+    for i, item in enumerate(ps.pools):
+        docs = [cands[c] for c in item.candidate_ids]
+        rel = set(item.relevant_ids)
+        if len(docs) < 2 or not rel:
+            continue
+        rows = []
+        for k, d in enumerate(docs):
+            overlap = []
+            for other in docs:
+                if other.id != d.id:
+                    key = (min(d.id, other.id), max(d.id, other.id))
+                    if key not in pair:
+                        pair[key] = _jaccard(shingles(cands[key[0]]), shingles(cands[key[1]]))
+                    overlap.append(pair[key])
+            meta = [float(d.meta.get(c, 0.0)) for c in columns]   # numeric in every candidate that has it
+            rows.append(raw_features(d, k, len(docs), media) + [float(np.mean(overlap))] + meta)
+        blocks.append(pool_relative(np.asarray(rows, dtype=np.float64)))
+        labels.extend(float(c in rel) for c in item.candidate_ids)
+        items.extend([i] * len(docs))
+    width = 2 * (len(BASE_FEATURES) + len(columns))
+    X = np.vstack(blocks) if blocks else np.zeros((0, width))
+    return X, np.asarray(labels), np.asarray(items, dtype=np.int64), feature_names(columns)
