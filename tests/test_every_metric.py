@@ -40,3 +40,20 @@ def test_every_metric_runs_through_show_compare_and_report(two_runs, capsys):
         assert main(["report", *runs, "--metric", metric, "--heatmap-metric", metric, "--ci-resamples", "20",
                      "--out", str(root / f"rep-{metric}")]) == 0, metric
         assert (root / f"rep-{metric}" / "report.md").is_file()
+
+
+def test_every_metric_gives_a_report_without_figures(two_runs):
+    """The report's statistics (positional model, heatmaps and their floors, curves, Easy/Hard, robustness,
+    effective context) for every registered metric; figures are drawn for three metrics above."""
+    from pathlib import Path
+
+    from mmbench.reports.report import report_numbers
+    from mmbench.reports.report_text import report_markdown
+    from mmbench.results.store import load_results
+
+    _, runs = two_runs
+    loaded = [load_results(Path(r)) for r in runs]
+    for metric in metric_names():
+        data = report_numbers(loaded, metric=metric, heatmap_metric=metric, ci_resamples=20)
+        text = report_markdown(data)
+        assert f"Main metric `{metric}`" in text, metric
