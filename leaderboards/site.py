@@ -34,6 +34,7 @@ from mmbench.tasks import design_strata
 from mmbench.leaderboards.boards import MAIN, Column, Table, aggregates_table, all_tables, is_mmlongembed, ravel_predictions_table
 from mmbench.leaderboards.efficiency import certificate_cell, efficiency_table
 from mmbench.leaderboards.matrix import main_score, overview_table, seen_shares
+from mmbench.leaderboards.draw_spread import draws_section
 from mmbench.leaderboards.overfit import overfit_section
 from mmbench.leaderboards.rank_sets import rank_sets_section
 from mmbench.leaderboards.modelmeta import MetadataError, ModelMeta, all_metadata, display_name, redact_paths
@@ -136,6 +137,7 @@ def _render(entries: Sequence[Entry], out: Path, board_root: Path | None = None)
             body.append(fig)
     body.append(rank_sets_section(entries, loader, main_score))  # with two or more tasks
     body.append(overfit_section(board_root))  # the keeper's fresh-draw tests, when the board holds any
+    body.append(draws_section(board_root, entries))  # the keeper's draws reports: gaps within the spread
     atomic_write_bytes(out / "index.html", _page("mmbench leaderboards", "\n".join(body), "").encode("utf-8"))
     for e in entries:
         atomic_write_bytes(out / "models" / f"{e.slug}.html", pages[e.id].encode("utf-8"))

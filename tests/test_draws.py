@@ -114,3 +114,41 @@ def test_the_spread_a_pair_is_read_against():
     assert spread_for(data, "z", "w") == 0.01           # one of them: its own scores' sd
     assert spread_for(data, "v", "w") == 0.05           # neither: the largest in the report
     assert spread_for({"pairs": [], "models": {}}, "v", "w") is None
+
+
+def test_the_board_flags_gaps_within_the_between_draw_spread(tmp_path):
+    """A draws report filed on a board: neighbouring models whose gap is smaller than the between-draw sd of their
+    difference are flagged; a wide gap is not; an unreadable report is named (issue 36: the board says so)."""
+    from dataclasses import dataclass, field
+
+    from mmbench.leaderboards.draw_spread import draws_section, file_draws, ordered_gaps
+
+    report = {"kind": "mmbench.draws", "task": "multi_source_reasoning", "metric": "precision_at_1",
+              "seeds": [0, 1, 2], "models": {}, "scores": {},
+              "pairs": [{"a": "a", "b": "b", "mean_diff": 0.01, "between_sd_of_difference": 0.03},
+                        {"a": "b", "b": "c", "mean_diff": 0.2, "between_sd_of_difference": 0.03}]}
+    rows = ordered_gaps({"a": 0.80, "b": 0.79, "c": 0.50}, report)
+    assert [r["model"] for r in rows] == ["a", "b", "c"]
+    assert [r["within"] for r in rows] == [True, False, None]      # 0.01 < 0.03; 0.29 > 0.03; last has no next
+    assert rows[0]["gap"] == pytest.approx(0.01) and rows[1]["sd"] == 0.03
+
+    @dataclass
+    class FakeEntry:   # the fields draws_section reads of a board entry
+        model_name: str
+        score: float
+        task: str = "multi_source_reasoning"
+        kind: str = "retrieval"
+        submitted_at: str = "2026-12-04"
+        id: str = field(default="")
+
+        @property
+        def scores(self):
+            return {"all": {"precision_at_1": self.score}}
+
+    board = tmp_path / "board"
+    file_draws(board, report)
+    page = draws_section(board, [FakeEntry("a", 0.80, id="1"), FakeEntry("b", 0.79, id="2"), FakeEntry("c", 0.5, id="3")])
+    assert page.count("another draw could reverse this order") == 1 and "3 draws" in page
+    assert draws_section(tmp_path / "nothing", []) == ""
+    (board / "draws" / "broken.json").write_text("{")
+    assert "Unreadable draws report broken.json" in draws_section(board, [])

@@ -48,6 +48,8 @@ def register(sub) -> None:
                    help="seeds of the draws: A..B (inclusive), a comma-separated list, or one seed (default: %(default)s)")
     p.add_argument("--model", action="append", default=[], help="model to run over the draws; repeatable "
                    "(default: none, only build the draws)")
+    p.add_argument("--board", type=Path, default=None,
+                   help="a board folder to file the report on (its overview flags gaps within the spread; default: none)")
     p.add_argument("--out", type=Path, default=None,
                    help="folder of the runs and of draws.md / draws.json (default: runs/draws/<task>)")
     p.set_defaults(func=cmd_draws)
@@ -120,4 +122,8 @@ def cmd_draws(args: argparse.Namespace) -> int:
     write_report(out, "draws", data, text)
     print(text)
     print(f"report written to {out / 'draws.md'} and {out / 'draws.json'}")
+    if args.board is not None:
+        from mmbench.leaderboards.draw_spread import file_draws
+
+        print(f"filed on the board: {file_draws(args.board, data)}")
     return 0
