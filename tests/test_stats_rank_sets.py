@@ -97,6 +97,12 @@ def test_mmbench_ranks_over_results_of_several_tasks(tmp_path, capsys):
     assert data["new_task"]["coverage"] == 1.0  # 3 tasks cannot guarantee 95 %: every rank
     assert "rank on a new task" in capsys.readouterr().out
     assert main(["ranks", *map(str, folders[:-1])]) == 2  # weak has no run on task_c
+    capsys.readouterr()
+    # compare over runs of several tasks (a benchmark) gives the same rank sets
+    assert main(["compare", *map(str, folders), "--ci-resamples", "300", "--out", str(tmp_path / "cmp")]) == 0
+    assert json.loads((tmp_path / "cmp" / "ranks.json").read_text())["rank_sets"] == sets
+    assert "rank on a new task" in capsys.readouterr().out
+    assert main(["compare", *map(str, folders[:-1])]) == 2
 
 
 def test_the_board_overview_has_rank_sets_across_tasks(tmp_path):

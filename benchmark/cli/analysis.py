@@ -153,6 +153,8 @@ def cmd_compare(args: argparse.Namespace) -> int:
         raise CLIError("compare needs two or more results folders")
     _check_resamples(args.resamples, args.ci_resamples)
     runs = _load(args.results)
+    if len({run.task for run in runs}) > 1:   # a benchmark: rank sets per task and across its tasks
+        return compare_across_tasks(runs, args)
     check_protocols(runs, args.allow_protocol_mismatch)
     args.metric = args.metric or main_score(runs)
     _check_metrics(runs, args.metric)
@@ -187,6 +189,32 @@ def draws_report(path: Path | None):
     if not isinstance(data, dict) or data.get("kind") != "mmbench.draws":
         raise CLIError(f"--draws {path}: not a draws.json of `mmbench draws` (kind is not mmbench.draws)")
     return data
+
+
+def compare_across_tasks(runs, args: argparse.Namespace) -> int:
+    """`compare` over runs of several tasks (a benchmark): simultaneous rank sets per task and across tasks, and
+    each model's rank interval on a new task (as `mmbench ranks`), each task on its own main score unless
+    --metric names one."""
+    from mmbench.results.benchmark_ranks import BenchmarkIncomplete, benchmark_ranks, ranks_markdown
+    from mmbench.tasks import UnknownTaskError, get_task
+
+    def task_metric(task: str) -> str:
+        try:
+            return args.metric or get_task(task).main_score
+        except UnknownTaskError:
+            return "precision_at_1"
+
+    try:
+        data = benchmark_ranks(runs, task_metric, args.alpha, args.ci_resamples, args.seed)
+    except BenchmarkIncomplete as exc:
+        raise CLIError(str(exc)) from None
+    text = ranks_markdown(data)
+    if args.out is not None:
+        from mmbench.cli.draws import write_report
+
+        write_report(args.out, "ranks", data, text)
+    print(text)
+    return 0
 
 
 def cmd_report(args: argparse.Namespace) -> int:
