@@ -50,7 +50,7 @@ def test_navigation_has_at_most_fifteen_top_level_entries():
     assert len(titles) <= 15, titles
     sections = {next(iter(e)): [next(iter(p)) if isinstance(p, dict) else p for p in next(iter(e.values()))]
                 for e in nav if isinstance(e, dict) and isinstance(next(iter(e.values())), list)}
-    assert {"What mmbench promises", "Guards and error messages"} <= set(sections["Reliability"])
+    assert {"What mmbench promises", "Guards and error messages"} <= set(sections["Reliability and performance"])
     assert {"Statistics and reports", "Rank intervals, tiers and floors"} <= set(sections["Statistics"])
     assert "The mteb export" in sections["mteb and Hugging Face"]
 
