@@ -208,7 +208,12 @@ def _table_section(t: Table, data_href: str, root: str, level: int) -> str:
                    for c in shown)
     rows = "\n".join(_row(t, shown, r, root) for r in [*t.rows, *t.baselines])
     cls = "sortable matrix" if t.id == "overview" else "sortable"
+    more = ('<p class="desc" id="overview-details">Shown here: each task\'s score with its CI, rank interval and tier, '
+            'the mean, its rank interval and tier, and the size. Easy and Hard, the truncated / unseen shares, the '
+            'protocol and the model metadata are in the CSV and JSON below and on each model\'s page.</p>\n'
+            if len(shown) < len(t.columns) else "")
     return (f'<section id="{esc(t.id)}"><h{level}>{esc(t.title)}</h{level}>\n<p class="desc">{esc(t.description)}</p>\n'
+            f'{more}'
             f'<div class="scroll"><table class="{cls}" id="table-{esc(t.id)}"><thead><tr>{head}</tr></thead>\n'
             f'<tbody>\n{rows}\n</tbody></table></div>\n'
             f'<p class="downloads">Download: <a href="{data_href}/{esc(t.id)}.csv" download>CSV</a> · '

@@ -205,6 +205,7 @@ def test_main_board_is_a_model_by_task_matrix(page, base_url, site, artefacts):
     assert 0 < float(floor["visual_grounding"][1]) < 1
     desc = page.text_content("#overview p.desc")
     assert "Rank interval" in desc and "statistically tied" in desc and "Resolution floor" in desc
+    assert "on each model's page" in page.text_content("#overview-details")  # where the details went
     page.screenshot(path=str(artefacts / "board-1400.png"), full_page=True)
     # sorting the matrix by a task column
     page.click("#table-overview th[data-key='visual_grounding'] button")
