@@ -193,28 +193,65 @@ def _breakable(label: str) -> str:
     return esc(label).replace("_", "_<wbr>")
 
 
+# The main board's HTML table keeps what a reader compares at a glance (rank, each task's score with its CI and
+# rank interval, the mean, its rank interval and tier, the size); the rest of its columns stay in its CSV/JSON
+# and on each model's page, so five tasks fit 1,400 px.
+MAIN_DETAIL_SUFFIXES = (":easy", ":hard", ":seen", ":place")
+MAIN_DETAIL_KEYS = frozenset({"protocol", "dim", "context", "modalities", "license", "weights"})
+
+
+def shown_columns(t: Table) -> list[Column]:
+    """The columns the HTML table of `t` renders: all of them, except the main board's details."""
+    if t.id != "overview":
+        return list(t.columns)
+    return [c for c in t.columns if c.key not in MAIN_DETAIL_KEYS and not c.key.endswith(MAIN_DETAIL_SUFFIXES)]
+
+
 def _table_section(t: Table, data_href: str, root: str, level: int) -> str:
+    shown = shown_columns(t)
     head = "".join(f'<th class="{esc(c.kind)}" data-type="{"number" if c.kind in ("number", "ci", "seen", "count", "place") else "text"}" '
                    f'data-key="{esc(c.key)}"{" data-low-first" if c.key == "rank" else ""} scope="col">'
                    f'<button type="button">{_breakable(c.label)}</button></th>'
-                   for c in t.columns)
-    rows = "\n".join(_row(t, r, root) for r in [*t.rows, *t.baselines])
+                   for c in shown)
+    rows = "\n".join(_row(t, shown, r, root) for r in [*t.rows, *t.baselines])
     cls = "sortable matrix" if t.id == "overview" else "sortable"
+    more = ('<p class="desc" id="overview-details">Shown here: each task\'s score with its CI, rank interval and tier, '
+            'the mean, its rank interval and tier, and the size. Easy and Hard, the truncated / unseen shares, the '
+            'protocol and the model metadata are in the CSV and JSON below and on each model\'s page.</p>\n'
+            if len(shown) < len(t.columns) else "")
     return (f'<section id="{esc(t.id)}"><h{level}>{esc(t.title)}</h{level}>\n<p class="desc">{esc(t.description)}</p>\n'
+            f'{more}'
             f'<div class="scroll"><table class="{cls}" id="table-{esc(t.id)}"><thead><tr>{head}</tr></thead>\n'
             f'<tbody>\n{rows}\n</tbody></table></div>\n'
             f'<p class="downloads">Download: <a href="{data_href}/{esc(t.id)}.csv" download>CSV</a> · '
             f'<a href="{data_href}/{esc(t.id)}.json" download>JSON</a></p></section>')
 
 
-def _row(t: Table, r: dict[str, Any], root: str) -> str:
+def _row(t: Table, shown: Sequence[Column], r: dict[str, Any], root: str) -> str:
     """A table row; main-board rows carry what the filters read (modalities, size bucket); cells carry their
-    column label (shown beside the value when a phone stacks the cells)."""
+    column label (shown beside the value when a phone stacks the cells). On the main board a task's rank
+    interval and tier sit under its score."""
     attrs = ' class="baseline"' if r.get("_baseline") else ""
     if "_size" in r:
         attrs += f' data-modalities="{esc(r.get("modalities") or "")}" data-size="{esc(r["_size"])}"'
-    cells = "".join(_cell(c, r, root).replace("<td", f'<td data-label="{esc(c.label)}"', 1) for c in t.columns)
-    return f"<tr{attrs}>{cells}</tr>"
+    cells = []
+    for c in shown:
+        cell = _cell(c, r, root).replace("<td", f'<td data-label="{esc(c.label)}"', 1)
+        if t.id == "overview" and c.kind == "ci" and r.get(f"{c.key}:place"):
+            cell = cell.replace("</td>", f'<span class="place">{_place(r[f"{c.key}:place"])}</span></td>')
+        cells.append(cell)
+    return f"<tr{attrs}>{''.join(cells)}</tr>"
+
+
+def _place(v: dict[str, Any]) -> str:
+    """A rank interval, always as a range ("1–1" too), and the tier as a labelled badge explained on hover."""
+    low, high, tier = int(v["low"]), int(v["high"]), int(v["tier"])
+    tied = ("alone in its tier: no other model is statistically tied with it" if v.get("tier_size") == 1
+            else f"statistically tied with the best model of tier {tier}")
+    title = (f"Rank interval {low}–{high}: the ranks this model takes in 95 % of bootstrap resamples of the items. "
+             f"Tier {tier}: {tied} (paired tests, Holm-corrected).")
+    return (f'<span class="range" title="{esc(title)}">{low}–{high}</span> '
+            f'<span class="tier tier-{min(tier, 4)}" title="{esc(title)}">tier\u00a0{tier}</span>')
 
 
 def _cell(c: Column, row: dict[str, Any], root: str) -> str:
@@ -230,12 +267,7 @@ def _cell(c: Column, row: dict[str, Any], root: str) -> str:
     if c.kind == "place":
         if not v:
             return '<td class="place" data-value="">–</td>'
-        span = f"{v['low']}" if v["low"] == v["high"] else f"{v['low']}–{v['high']}"
-        tied = ("alone in its tier: no other model is statistically tied with it" if v.get("tier_size") == 1
-                else f"statistically tied with the best model of tier {v['tier']}")
-        title = f"rank {span} in 95 % of bootstrap resamples; tier {v['tier']}: {tied}"
-        return (f'<td class="place" data-value="{1000 * int(v["tier"]) + int(v["low"])}" title="{esc(title)}">'
-                f'{esc(span)} · tier {int(v["tier"])}</td>')
+        return f'<td class="place" data-value="{1000 * int(v["tier"]) + int(v["low"])}">{_place(v)}</td>'
     if c.kind == "count":
         if v is None:
             return '<td class="meta" data-value="">–</td>'
@@ -312,6 +344,8 @@ def _model_page(e: Entry, out: Path, meta: ModelMeta, loader) -> str:
              f'<tr><th class="text">Data</th><td class="text"><code>{esc(e.content_hash)}</code></td></tr>',
              f'<tr><th class="text">Submitted</th><td class="text">{esc(e.submitted_at)}</td></tr>',
              f'<tr><th class="text">Submission id</th><td class="text"><code>{esc(e.id)}</code></td></tr>',
+             *([f'<tr><th class="text">Protocol</th><td class="text"><code>{esc(loader(e).info.get("protocol_id") or "–")}'
+                '</code></td></tr>'] if e.kind == "retrieval" else []),
              '</tbody></table>', _metadata_block(meta)]
     if e.kind == "retrieval":
         parts.append(_seen_block(seen_shares(loader(e)), loader(e).info.get("modalities_seen")))
@@ -343,7 +377,7 @@ def _metadata_block(m: ModelMeta) -> str:
 
 def _seen_block(shares: dict[str, Any], modalities_seen: Any) -> str:
     pct = lambda x: "–" if x is None else f"{100 * x:.1f}%"
-    rows = [("Documents encoded", shares["documents"] if shares["documents"] is not None else "–"),
+    rows = [("Documents represented (encoded or from the cache)", shares["documents"] if shares["documents"] is not None else "–"),
             ("Truncated to the model's window", f'{shares["truncated"] if shares["truncated"] is not None else "–"} '
                                                 f'({pct(shares["truncated_share"])})'),
             ("With content the model cannot see", f'{shares["unseen"] if shares["unseen"] is not None else "–"} '

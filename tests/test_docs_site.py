@@ -41,8 +41,38 @@ def test_home_page_renders_with_its_navigation(page, base_url):
     assert page.problems == []
 
 
+def test_navigation_has_at_most_fifteen_top_level_entries():
+    """Issue 37 #3: the nav had 34 flat entries with near-duplicates; related pages now share a section."""
+    import yaml
+
+    nav = yaml.safe_load((ROOT / "mkdocs.yml").read_text())["nav"]
+    titles = [next(iter(e)) if isinstance(e, dict) else e for e in nav]
+    assert len(titles) <= 15, titles
+    sections = {next(iter(e)): [next(iter(p)) if isinstance(p, dict) else p for p in next(iter(e.values()))]
+                for e in nav if isinstance(e, dict) and isinstance(next(iter(e.values())), list)}
+    assert {"What mmbench promises", "Guards and error messages"} <= set(sections["Reliability and performance"])
+    assert {"Statistics and reports", "Rank intervals, tiers and floors"} <= set(sections["Statistics"])
+    assert "The mteb export" in sections["mteb and Hugging Face"]
+
+
+def test_site_works_from_disk(page, site):
+    """mkdocs.yml says the site works from disk: a page opened as file:// and a link followed from it must
+    land on a page, not on a directory listing."""
+    page.goto((site / "index.html").as_uri())
+    page.wait_for_load_state("load")
+    href = page.locator("nav.md-nav--primary a[href*='getting-started']").first.get_attribute("href")
+    assert href.endswith(".html"), href
+    page.click("nav.md-nav--primary a[href*='getting-started']")
+    page.wait_for_load_state("load")
+    assert page.url.endswith("getting-started.html") and page.locator("article h1").count() == 1
+    page.goto((site / "tasks" / "index.html").as_uri())
+    page.locator("article a[href*='visual-grounding']").first.click()
+    page.wait_for_load_state("load")
+    assert "Visual Grounding" in page.inner_text("article h1")
+
+
 def test_a_task_page_shows_its_invariants(page, base_url):
-    page.goto(f"{base_url}/tasks/visual-grounding/")
+    page.goto(f"{base_url}/tasks/visual-grounding.html")
     page.wait_for_load_state("load")
     assert "Visual Grounding" in page.inner_text("article h1")
     table = page.inner_text("article")
@@ -51,7 +81,7 @@ def test_a_task_page_shows_its_invariants(page, base_url):
 
 
 def test_the_api_reference_is_rendered_from_the_docstrings(page, base_url):
-    page.goto(f"{base_url}/api/")
+    page.goto(f"{base_url}/api.html")
     page.wait_for_load_state("load")
     for name in ("mmbench.api.evaluate", "mmbench.api.load_model", "mmbench.tasks.spec.TaskSpec",
                  "mmbench.models.base.EmbeddingModel", "mmbench.data.documents.Document"):
@@ -63,7 +93,7 @@ def test_the_api_reference_is_rendered_from_the_docstrings(page, base_url):
 
 
 def test_formulas_are_rendered_as_mathml_not_left_as_tex(page, base_url):
-    page.goto(f"{base_url}/statistics-and-reports/")
+    page.goto(f"{base_url}/statistics-and-reports.html")
     page.wait_for_load_state("load")
     formulas = page.locator("article .arithmatex math")
     assert formulas.count() >= 20
@@ -75,6 +105,24 @@ def test_formulas_are_rendered_as_mathml_not_left_as_tex(page, base_url):
     tex = page.locator("article .arithmatex").first.get_attribute("data-tex")
     assert tex == "n"   # the first formula of the page, its TeX kept for copying
     assert page.problems == []
+
+
+def test_fractions_in_tables_are_legible(page, base_url):
+    """Issue 37 #3: a fraction in the metrics table rendered about 6 px high (a compact-style fraction in
+    Material's small table text); its numerator and denominator are now at least table-text size."""
+    page.goto(f"{base_url}/statistics-and-reports.html")
+    page.wait_for_load_state("load")
+    # [font size of the numerator, height of numerator, of denominator] of each fraction not asked to be small
+    # (\\tfrac sets displaystyle="false")
+    sizes = page.evaluate("""() => [...document.querySelectorAll('article table mfrac')]
+        .filter(f => !f.closest('[displaystyle="false"]'))
+        .map(f => [parseFloat(getComputedStyle(f.children[0]).fontSize),
+                   ...[...f.children].map(c => c.getBoundingClientRect().height)])""")
+    assert len(sizes) >= 2, "the statistics table should hold fractions"
+    text = page.evaluate("parseFloat(getComputedStyle(document.querySelector('article table td')).fontSize)")
+    for font, numerator, denominator in sizes:
+        assert font >= text, f"a fraction's parts are set smaller ({font} px) than the table's text ({text} px)"
+        assert min(numerator, denominator) >= 7, (numerator, denominator)  # was 4-6 px
 
 
 def test_search_finds_a_command(page, base_url):

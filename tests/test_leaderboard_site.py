@@ -158,8 +158,12 @@ def test_main_board_is_a_model_by_task_matrix(page, base_url, site, artefacts):
     page.goto(f"{base_url}/index.html")
     assert page.eval_on_selector("nav a", "a => a.getAttribute('href')") == "#overview"  # the matrix comes first
     keys = page.eval_on_selector_all("#table-overview th", "ths => ths.map(th => th.dataset.key)")
-    assert keys[:4] == ["rank", "model", "visual_grounding", "visual_grounding:seen"]
-    assert {"mean", "parameters", "dim", "context", "modalities", "license", "weights"} <= set(keys)
+    # at a glance: rank, model, each task's score (CI and rank interval under it), mean, its place, size;
+    # the details are in the CSV/JSON and on each model's page
+    assert keys == ["rank", "model", "visual_grounding", "mean", "place", "parameters"]
+    data_keys = {c["key"] for c in json.loads((site / "data" / "overview.json").read_text())["columns"]}
+    assert {"visual_grounding:seen", "visual_grounding:place", "protocol", "dim", "context", "modalities", "license",
+            "weights"} <= data_keys
     rows = _matrix(page)
     models = [r for r in rows if r["_class"] != "baseline"]
     assert sorted(r["model"][0] for r in models) == sorted(SHOWN.values())  # one row per model
@@ -172,33 +176,36 @@ def test_main_board_is_a_model_by_task_matrix(page, base_url, site, artefacts):
         assert float(r["visual_grounding"][1]) == pytest.approx(ref["visual_grounding"])
         low, high = ref["visual_grounding_ci_low"], ref["visual_grounding_ci_high"]
         assert low <= ref["visual_grounding"] <= high and f"[{low:.3f}, {high:.3f}]" in r["visual_grounding"][0]
-        assert "%" in r["visual_grounding:seen"][0]  # truncated / unseen shares
     baselines = [r for r in rows if r["_class"] == "baseline"]
     chance = [r for r in baselines if r["model"][0] == "random ranking (expected)"]
     assert len(chance) == 1 and len(baselines) == 2
     assert 0 < float(chance[0]["visual_grounding"][1]) < min(float(r["visual_grounding"][1]) for r in models) + 1
     local = next(r for r in models if r["model"][0] == SHOWN[LOCAL_PATH])
     assert local["model"][0] == "all-MiniLM-L6-v2 (local)"
-    assert local["parameters"][0] == "22.7M" and local["license"][0] == "apache-2.0" and local["dim"][0] == "384"
-    assert local["weights"][2] == "https://huggingface.co/sentence-transformers/all-MiniLM-L6-v2"
+    assert local["parameters"][0] == "22.7M" and data[SHOWN[LOCAL_PATH]]["license"] == "apache-2.0"
+    assert data[SHOWN[LOCAL_PATH]]["weights"] == "https://huggingface.co/sentence-transformers/all-MiniLM-L6-v2"
     zeta = next(r for r in models if r["model"][0] == "zeta")
-    assert zeta["parameters"][0] == "7.00B" and zeta["license"][0] == "mit"  # described on the board by someone else
+    assert zeta["parameters"][0] == "7.00B" and data["zeta"]["license"] == "mit"  # described on the board by someone else
     html_text = (site / "index.html").read_text() + "".join(p.read_text() for p in (site / "models").glob("*.html"))
     assert "/home/alice" not in html_text and "alice" not in (site / "data" / "overview.csv").read_text()
     # rank intervals, tiers and the resolution floor, shown next to the scores and explained in words
-    assert {"visual_grounding:place", "place", "protocol"} <= set(keys)
     for r in models:
         ref = data[r["model"][0]]
         lo, hi, tier = ref["place_rank_low"], ref["place_rank_high"], ref["place_tier"]
         assert lo <= float(r["rank"][1]) <= hi and tier >= 1
-        assert r["place"][0] == (f"{lo}" if lo == hi else f"{lo}–{hi}") + f" · tier {tier}"
-        assert r["visual_grounding:place"][0].endswith(f"tier {ref['visual_grounding:place_tier']}")
-        assert len(r["protocol"][0].split(".")) == 2
+        assert r["place"][0] == f"{lo}–{hi} tier\u00a0{tier}"  # always a range, the tier a badge
+        task_lo, task_hi = ref["visual_grounding:place_rank_low"], ref["visual_grounding:place_rank_high"]
+        assert r["visual_grounding"][0].endswith(f"{task_lo}–{task_hi} tier\u00a0{ref['visual_grounding:place_tier']}")
+        assert len(ref["protocol"].split(".")) == 2
+    badges = page.locator("#table-overview span.tier")
+    assert badges.count() == 2 * len(MODELS)  # the mean's and the task's, per model
+    assert all("statistically tied" in badges.nth(i).get_attribute("title") for i in range(badges.count()))
     assert 1 in {data[r["model"][0]]["place_tier"] for r in models}
     floor = next(r for r in baselines if r["model"][0].startswith("resolution floor"))
     assert 0 < float(floor["visual_grounding"][1]) < 1
     desc = page.text_content("#overview p.desc")
     assert "Rank interval" in desc and "statistically tied" in desc and "Resolution floor" in desc
+    assert "on each model's page" in page.text_content("#overview-details")  # where the details went
     page.screenshot(path=str(artefacts / "board-1400.png"), full_page=True)
     # sorting the matrix by a task column
     page.click("#table-overview th[data-key='visual_grounding'] button")
@@ -210,9 +217,9 @@ def test_main_board_is_a_model_by_task_matrix(page, base_url, site, artefacts):
     assert page.problems == []
 
 
-def test_main_board_model_column_is_sticky(page, base_url):
+def test_main_board_model_column_is_sticky(page, five_task_url):
     page.set_viewport_size({"width": 700, "height": 900})
-    page.goto(f"{base_url}/index.html")
+    page.goto(f"{five_task_url}/index.html")
     box = page.locator("#overview .scroll")
     assert box.evaluate("b => b.scrollWidth > b.clientWidth"), "the matrix should overflow at 700 px for this check"
     frame = box.bounding_box()
@@ -272,29 +279,47 @@ def test_model_page_shows_metadata_and_what_the_model_saw(page, base_url, site):
     assert "22.7M" in meta and "apache-2.0" in meta and "huggingface.co/sentence-transformers/all-MiniLM-L6-v2" in meta
     seen = page.text_content("#model-seen")
     assert "Truncated to the model's window" in seen and "%" in seen and "text" in seen
+    # one name for one count: the run summary's "documents encoded in this run" excludes cache hits, this does not
+    assert "Documents represented (encoded or from the cache)" in seen and "Documents encoded" not in seen
+    assert "Protocol" in page.text_content("table.identity")  # the protocol id moved here from the main table
     assert "/home/alice" not in page.content()
     assert page.problems == []
 
 
-@pytest.fixture(scope="module")
-def two_task_url(site, tmp_path_factory):
-    """The board with every submission also shown as a second task (its rows copied under another task name),
-    so the main table has two tasks' columns, as a real board does."""
+def _board_with_tasks(site: Path, root: Path, tasks: tuple[str, ...]) -> Path:
+    """The board with every submission also shown under each of `tasks` (its rows copied under that task
+    name), so the main table has as many tasks' columns as a real board does; returns the built site."""
     import shutil
     import sqlite3
 
-    root = tmp_path_factory.mktemp("lbtwo")
     board = Path(shutil.copytree(site.parent / "board", root / "board"))
     with sqlite3.connect(board / "board.sqlite") as con:
         cols = [d[0] for d in con.execute("SELECT * FROM submissions").description]
         for row in con.execute("SELECT * FROM submissions").fetchall():
             d = dict(zip(cols, row))
-            new = ("f" if d["id"][0] != "f" else "e") + d["id"][1:]   # a new id, whatever the first digit was
-            con.execute(f"INSERT INTO submissions VALUES ({','.join('?' * len(cols))})",
-                        [{**d, "id": new, "task": "multi_source_reasoning"}[c] for c in cols])
-            con.execute("INSERT INTO scores SELECT ?, grp, metric, value FROM scores WHERE submission_id = ?", (new, d["id"]))
+            for k, task in enumerate(tasks):
+                new = d["id"][:-2] + f"x{k}"  # a new id per copy ('x' is never in a stored, hex id)
+                con.execute(f"INSERT INTO submissions VALUES ({','.join('?' * len(cols))})",
+                            [{**d, "id": new, "task": task}[c] for c in cols])
+                con.execute("INSERT INTO scores SELECT ?, grp, metric, value FROM scores WHERE submission_id = ?",
+                            (new, d["id"]))
     assert main(["leaderboard", "build", "--board", str(board), "--out", str(root / "site")]) == 0
-    with serve(root / "site") as url:
+    return root / "site"
+
+
+@pytest.fixture(scope="module")
+def two_task_url(site, tmp_path_factory):
+    with serve(_board_with_tasks(site, tmp_path_factory.mktemp("lbtwo"), ("multi_source_reasoning",))) as url:
+        yield url
+
+
+FIVE_TASKS = ("multi_source_reasoning", "logical_summarization", "temporal_summarization", "flickr_hard_negatives")
+
+
+@pytest.fixture(scope="module")
+def five_task_url(site, tmp_path_factory):
+    """The board with five tasks' columns: the sample's runs copied under the other four task names."""
+    with serve(_board_with_tasks(site, tmp_path_factory.mktemp("lbfive"), FIVE_TASKS)) as url:
         yield url
 
 
@@ -313,13 +338,96 @@ def test_two_tasks_scores_fit_a_wide_screen(page, two_task_url, artefacts):
 
 
 def test_phone_per_task_tables_are_not_clipped_and_figures_stay_readable(page, two_task_url):
-    """Issue 26 #8: at 390 px the per-task tables ran off the right edge and the length figure shrank to
-    an unreadable width."""
+    """Issue 26 #8: at 390 px the per-task tables ran off the right edge. Issue 37 #4: the length figure was
+    cut off at the edge; it now fits the screen (a tap opens it full size)."""
     page.set_viewport_size({"width": 390, "height": 844})
     page.goto(f"{two_task_url}/index.html")
     widths = page.evaluate("[...document.querySelectorAll('.scroll')].map(s => [s.scrollWidth, s.clientWidth])")
     assert len(widths) >= 3 and all(sw <= cw for sw, cw in widths), widths
     figures = page.locator(".figure-wrap img.figure")
     assert figures.count() >= 1
-    assert all(figures.nth(i).bounding_box()["width"] >= 500 for i in range(figures.count()))  # scrolled, not shrunk
+    for i in range(figures.count()):
+        box = figures.nth(i).bounding_box()
+        assert box["x"] >= 0 and box["x"] + box["width"] <= 390 and box["width"] >= 300, box  # fits, still legible
+        assert figures.nth(i).evaluate("img => img.closest('a').getAttribute('href')").endswith(".png")
+    assert page.problems == []
+
+
+def test_five_tasks_main_table_fits_1400_px(page, five_task_url, artefacts):
+    """Issue 37 #4: with one task the main table was 1,593 px wide (16 columns); five tasks must fit 1,400 px,
+    every task's score and the mean's rank interval in view without scrolling."""
+    page.set_viewport_size({"width": 1400, "height": 900})
+    page.goto(f"{five_task_url}/index.html")
+    keys = page.eval_on_selector_all("#table-overview th", "ths => ths.map(th => th.dataset.key)")
+    assert {"visual_grounding", *FIVE_TASKS} <= set(keys)
+    table = page.locator("#table-overview").bounding_box()
+    assert table["width"] <= 1400 - 32, table  # the page's own margins included
+    assert page.locator("#overview .scroll").evaluate("b => b.scrollWidth <= b.clientWidth")
+    for key in ("visual_grounding", *FIVE_TASKS, "mean", "place", "parameters"):
+        cell = page.locator(f"#table-overview th[data-key='{key}']").bounding_box()
+        assert cell["x"] + cell["width"] <= 1400, f"{key} is off screen: {cell}"
+    page.screenshot(path=str(artefacts / "board-five-tasks-1400.png"), full_page=True)
+    assert page.problems == []
+
+
+# Every visible text node, character by character: a text
+# element wider than the viewport ends past its right edge; a word is broken where a line ends between two letters
+# or digits. Machine strings (pre, code: hashes, JSON) are left
+# out: they have no words to keep whole. The phone's cell labels (CSS ::before from data-label) are checked by
+# measuring each label word in the label's own font against the cell's width.
+_LAYOUT_PROBLEMS = r"""width => {
+    const out = [];
+    const visible = el => { for (let e = el; e; e = e.parentElement) {
+        const st = getComputedStyle(e);
+        if (st.display === "none" || st.visibility === "hidden" || e.hidden) return false;
+        if (e.tagName === "THEAD" && e.getBoundingClientRect().width <= 1) return false; } return true; };
+    const walker = document.createTreeWalker(document.body, NodeFilter.SHOW_TEXT);
+    for (let n = walker.nextNode(); n; n = walker.nextNode()) {
+        const el = n.parentElement;
+        if (!n.textContent.trim() || el.closest("pre, code, script") || !visible(el)) continue;
+        const r = el.getBoundingClientRect();
+        if (r.right > width + 0.5 || r.left < -0.5) out.push(`wider than the viewport: ${el.tagName} "${n.textContent.trim().slice(0, 40)}" ${r.left}-${r.right}`);
+        for (const m of n.textContent.matchAll(/\S+/g)) {
+            const range = document.createRange();
+            const top = i => { range.setStart(n, i); range.setEnd(n, i + 1); const q = range.getClientRects()[0];
+                               return q ? Math.round(q.top) : null; };
+            // a line may end inside a token at punctuation (after a hyphen, a slash, a tag); never between two
+            // letters or digits
+            for (let i = m.index + 1; i < m.index + m[0].length; i++) {
+                const a = n.textContent[i - 1], b = n.textContent[i];
+                if (/[\p{L}\p{N}]/u.test(a) && /[\p{L}\p{N}]/u.test(b) && top(i - 1) !== top(i))
+                    out.push(`word broken: "${m[0].slice(0, 40)}" at "${a}|${b}" in ${el.tagName}`);
+            }
+        }
+    }
+    const ctx = document.createElement("canvas").getContext("2d");
+    for (const td of document.querySelectorAll("td[data-label]")) {
+        const st = getComputedStyle(td, "::before");
+        if (st.content === "none" || !visible(td)) continue;
+        ctx.font = `${st.fontWeight} ${st.fontSize} ${st.fontFamily}`;
+        const room = td.clientWidth - parseFloat(getComputedStyle(td).paddingLeft) - parseFloat(getComputedStyle(td).paddingRight);
+        for (const word of td.dataset.label.split(/\s+/)) {
+            if (ctx.measureText(word).width > room) out.push(`label word broken: "${word}"`);
+        }
+        const r = td.getBoundingClientRect();
+        if (r.right > width + 0.5) out.push(`cell wider than the viewport: "${td.dataset.label}"`);
+    }
+    return out;
+}"""
+
+
+def test_phone_has_no_text_past_the_edge_and_no_broken_words(page, five_task_url, artefacts):
+    """Issue 37 #4: at 390 px labels broke mid-word and the length figure was cut off. On the board and a model
+    page no text element may be wider than the viewport and no word may be broken across lines."""
+    page.set_viewport_size({"width": 390, "height": 844})
+    page.goto(f"{five_task_url}/index.html")
+    assert page.evaluate("document.documentElement.scrollWidth") <= 390
+    page.screenshot(path=str(artefacts / "board-five-tasks-390.png"), full_page=True)
+    problems = page.evaluate(_LAYOUT_PROBLEMS, 390)
+    assert problems == [], "\n".join(problems)
+    href = page.locator("#table-overview td.model a").first.get_attribute("href")
+    page.goto(f"{five_task_url}/{href}")
+    assert page.evaluate("document.documentElement.scrollWidth") <= 390
+    problems = page.evaluate(_LAYOUT_PROBLEMS, 390)
+    assert problems == [], "\n".join(problems)
     assert page.problems == []

@@ -105,7 +105,7 @@ def efficiency_lines(eff: Any) -> list[str]:
     gpu = (f", GPU peak {_num(eff.get('gpu_peak_allocated_mb'), 0)} MB allocated / "
            f"{_num(eff.get('gpu_peak_reserved_mb'), 0)} MB reserved" if eff.get("gpu_peak_reserved_mb") is not None else "")
     out = [f"efficiency on {device}, backend {eff.get('backend') or '?'}: {_num(eff.get('documents_per_second'), 2)} docs/s, "
-           f"{_num(eff.get('tokens_per_second'), 1)} tokens/s over {eff.get('documents', 0)} encoded documents; first vector "
+           f"{_num(eff.get('tokens_per_second'), 1)} tokens/s over {eff.get('documents', 0)} documents encoded in this run; first vector "
            f"after {_num(eff.get('time_to_first_vector_seconds'), 3)} s; load {_num(eff.get('load_seconds'), 2)} s; "
            f"peak RSS {_num(eff.get('peak_rss_mb'), 0)} MB{gpu}"]
     extra = []
