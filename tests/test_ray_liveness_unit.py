@@ -70,6 +70,7 @@ def test_batches_queued_behind_a_dying_batch_are_not_counted_as_attempts(monkeyp
     mod.wait, mod.get, mod.kill = fake.wait, fake.get, fake.kill
     exc = types.ModuleType("ray.exceptions")
     exc.RayActorError = FakeActorError
+    exc.RayTaskError = type("FakeTaskError", (Exception,), {"cause": None})  # a worker's own error (none raised here)
     monkeypatch.setitem(sys.modules, "ray", mod)
     monkeypatch.setitem(sys.modules, "ray.exceptions", exc)
 
