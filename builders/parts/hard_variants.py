@@ -108,7 +108,8 @@ def reason_kind(reason: str) -> str:
     if reason.startswith("answer reachable"):
         return "answer reachable from what remains"
     return {"answer": "answer survives elsewhere", "fact": "replaced fact restated elsewhere",
-            "image": "replaced gold image survives", "span": "span not needed: the remaining evidence answers"
+            "image": "replaced gold image survives", "comparison": "comparison still decided by what remains",
+            "span": "span not needed: the remaining evidence answers"
             }.get(reason.split()[0], reason.split(":")[0])
 
 
