@@ -44,7 +44,7 @@ from mmbench.builders.parts.pools import (LENGTHS, candidate_doc, candidate_meta
                                          easy_hard_pools, unit_log)
 
 TASK_NAME = "multi_source_reasoning"
-TASK_VERSION = "1.3"   # 1.3: provenance columns (source record, image, needle, ...) stored apart from the document tables (issue 24); 1.2: opaque ids, candidates in a seeded order, leak audit (issue 24); before: 1.1: Hard variants are checked to break the chain; replacements end at word boundaries
+TASK_VERSION = "1.4"   # 1.4: Hard variants of comparison and yes/no questions remove what decides the comparison (issue 33); 1.3: provenance columns (source record, image, needle, ...) stored apart from the document tables (issue 24); 1.2: opaque ids, candidates in a seeded order, leak audit (issue 24); before: 1.1: Hard variants are checked to break the chain; replacements end at word boundaries
 DATASETS = ("hotpotqa", "mmdocrag")
 VARIANTS = ("first", "last", "middle")
 LENGTH_TOLERANCE = 0.01      # every candidate is within ±1 % of its pool's nominal length

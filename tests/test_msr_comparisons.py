@@ -116,3 +116,15 @@ def test_slots_that_cannot_be_repaired_are_counted_per_reason(built):
     assert dropped.get("first") == "comparison still decided by what remains", (plans, dropped)
     reasons = built.manifest["dropped"]["hard_variants"]["dropped"]
     assert all(not k.startswith("comparison decided") for k in reasons)    # counted under the plain reason
+
+
+def test_the_validity_report_counts_hard_variants_per_question_type(built):
+    got = built.manifest["validity"]["breakdown"]
+    hard = [c for c in built.candidates if c.meta["difficulty"] == "hard"]
+    yes_no = sum(1 for c in hard if c.meta["record_id"] == "nation")
+    comparison = sum(1 for c in hard if c.meta["record_id"] in ("dog", "older", "band")
+                     or (c.meta["record_id"].startswith("sample-hp-") and int(c.meta["record_id"][-3:]) % 7 == 2))
+    assert got["hard_variants_by_question_type"] == {
+        "hotpotqa/comparison": comparison, "hotpotqa/other": len(hard) - comparison - yes_no,
+        "hotpotqa/yes/no": yes_no}
+    assert sum(got["queries_by_question_type"].values()) == len(built.queries)

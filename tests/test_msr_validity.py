@@ -162,7 +162,7 @@ def test_checker_flags_broken_length_and_cpq_promises(default_ps):
 
 def test_validity_report_and_drop_counts_in_the_manifest(default_ps):
     m = default_ps.manifest
-    assert default_ps.task_version == TASK_VERSION == "1.3"
+    assert default_ps.task_version == TASK_VERSION == "1.4"
     v = m["validity"]
     assert v["ok"] and v["violations"] == 0
     assert {"hard_chain_broken", "only_labelled_answers", "length_promises", "candidates_per_query",

@@ -9,9 +9,10 @@ or drop a failing variant.
 from __future__ import annotations
 
 import re
-from typing import Iterable
+from collections import Counter
+from typing import Any, Iterable
 
-from mmbench.builders.parts.evidence_chain import ChainUnit, chain_survives
+from mmbench.builders.parts.evidence_chain import ChainUnit, chain_survives, is_comparison, norm
 from mmbench.builders.parts.validity import Violation, normalise_question, query_text
 from mmbench.data.documents import Document, Image, Text
 from mmbench.data.poolset import PoolSet
@@ -90,6 +91,26 @@ def check(ps: PoolSet, checked: dict[str, int]) -> Iterable[Violation]:
     yield from _cpq(ps, b, checked)
     yield from _own_label(ps, cands, checked)
     yield from _boundaries(ps, checked)
+
+
+def question_type(question: str, answer: str) -> str:
+    """'yes/no', 'comparison' (the answer is one of the names the question writes) or 'other' (bridge and the rest)."""
+    if norm(str(answer)) in ("yes", "no"):
+        return "yes/no"
+    return "comparison" if is_comparison(question, answer) else "other"
+
+
+def breakdown(ps: PoolSet) -> dict[str, Any]:
+    """What the validity report adds: Hard variants and queries per dataset and question type."""
+    qtype = {(q.meta.get("dataset"), q.meta.get("record_id")): question_type(query_text(q), q.meta.get("answer", ""))
+             for q in ps.queries}
+    hard: Counter = Counter()
+    for c in ps.candidates:
+        if c.meta.get("difficulty") == "hard":
+            hard[f"{c.meta.get('dataset')}/{qtype.get((c.meta.get('dataset'), c.meta.get('record_id')), 'other')}"] += 1
+    queries = Counter(f"{ds}/{t}" for (ds, _), t in qtype.items())
+    return {"hard_variants_by_question_type": dict(sorted(hard.items())),
+            "queries_by_question_type": dict(sorted(queries.items()))}
 
 
 def _evidence_texts(doc: Document) -> list[str]:
