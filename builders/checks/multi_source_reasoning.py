@@ -211,17 +211,18 @@ def _own_label(ps: PoolSet, cands: dict[str, Document], checked: dict[str, int])
 def _boundaries(ps: PoolSet, checked: dict[str, int]) -> Iterable[Violation]:
     """A replacement text must end a sentence, or be a whole-word prefix of its donor's text."""
     donor_text: dict[str, str] = {}
-    for c in ps.candidates:
-        if c.meta.get("difficulty") == "easy":
-            for seg, (_, source, _) in zip(c.segments, c.meta["provenance"]["units"]):
-                if isinstance(seg, Text):
-                    donor_text.setdefault(source, " ".join(seg.text.split()))
+    for c in ps.candidates:      # a unit replaced by its record's decoy is still in that record's Hard variants
+        for seg, (role, source, _) in zip(c.segments, c.meta["provenance"]["units"]):
+            if isinstance(seg, Text) and role in ("context", "evidence"):
+                donor_text.setdefault(source, " ".join(seg.text.split()))
     n = 0
     for c in ps.candidates:
-        if c.meta.get("difficulty") != "hard":
-            continue
         prov = c.meta["provenance"]
-        for r in [prov["replacement"], *(a["replacement"] for a in prov.get("also_replaced", []))]:
+        if c.meta.get("difficulty") != "hard":
+            replaced = [prov["decoy"]["replacement"]] if "decoy" in prov else []
+        else:
+            replaced = [prov["replacement"], *(a["replacement"] for a in prov.get("also_replaced", []))]
+        for r in replaced:
             if r.get("kind") != "text":
                 continue
             n += 1
