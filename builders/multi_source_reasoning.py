@@ -34,7 +34,8 @@ from mmbench.builders.parts.evidence_chain import chain_leaks
 from mmbench.builders.parts.expansion import Filler, Unit, expand, replace_units, start_positions
 from mmbench.builders.sources.backgrounds import text_reach
 from mmbench.builders.parts.hard_auditor import HardAuditor
-from mmbench.builders.parts.hard_variants import audit_hard, chain_units, plan_variants, reason_kind, replacements_for
+from mmbench.builders.parts.hard_variants import (audit_hard, chain_units, decoy_for, plan_variants, reason_kind,
+                                                 replacements_for)
 from mmbench.builders.parts.query_filter import RULES_VERSION, LLMAuditor, RuleFilter, decision_summary, filter_records
 from mmbench.builders.sources.hotpotqa import ReasoningRecord, hotpot_record, hotpotqa_fingerprint, read_hotpotqa
 from mmbench.builders.sources.mmdocrag import mmdocrag_record, read_mmdocrag
@@ -44,7 +45,7 @@ from mmbench.builders.parts.pools import (LENGTHS, candidate_doc, candidate_meta
                                          easy_hard_pools, unit_log)
 
 TASK_NAME = "multi_source_reasoning"
-TASK_VERSION = "1.4"   # 1.4: one stored candidate order per candidate set, drawn from (seed, the sorted set) and applied to it; the MMDocRAG-layout sample's title line names no company (BM25 on that line alone found the report in every Easy pool) (issue 33); 1.3: provenance columns (source record, image, needle, ...) stored apart from the document tables (issue 24); 1.2: opaque ids, candidates in a seeded order, leak audit (issue 24); before: 1.1: Hard variants are checked to break the chain; replacements end at word boundaries
+TASK_VERSION = "1.4"   # 1.4 (issue 33): one stored candidate order per candidate set, drawn from (seed, the sorted set) and applied to it; the MMDocRAG-layout sample's title line names no company; Hard variants of comparison and yes/no questions remove what decides the comparison; the relevant candidate carries one replaced span outside the chain and Hard pools hold whole families of one shape, so no family has a centre; 1.3: provenance columns (source record, image, needle, ...) stored apart from the document tables (issue 24); 1.2: opaque ids, candidates in a seeded order, leak audit (issue 24); before: 1.1: Hard variants are checked to break the chain; replacements end at word boundaries
 DATASETS = ("hotpotqa", "mmdocrag")
 VARIANTS = ("first", "last", "middle")
 LENGTH_TOLERANCE = 0.01      # every candidate is within ±1 % of its pool's nominal length
@@ -222,6 +223,7 @@ def _dataset_pools(ds: str, kept: list[ReasoningRecord], lengths, fill: Filler,
         replacements[r.id] = replacements_for(r, planned, kept, counter, media, seed, refused[r.id])
         if hard_auditor is not None:
             audits[r.id] = audit_hard(hard_auditor, r, replacements[r.id], refused[r.id])
+    decoys = {r.id: decoy_for(r, replacements[r.id], kept, counter, seed) for r in kept}
     candidates: list[Document] = []
     pools: list[PoolItem] = []
     for length in tqdm(lengths, desc=f"{ds} lengths", disable=not progress):
@@ -237,9 +239,17 @@ def _dataset_pools(ds: str, kept: list[ReasoningRecord], lengths, fill: Filler,
                          "expanded_start": round(new_pos[where[i]], 6), "segment_index": where[i]}
                         for i in r.evidence_indices]
             meta = candidate_meta(ds, length, "easy", r.id)
+            own = expanded
+            if decoys[r.id] is not None:     # its own replaced span outside the chain: no centre to its family
+                i, unit, info = decoys[r.id]
+                own = replace_units(expanded, where[i], where[i] + 1, [unit])
             meta["provenance"] = {"original": f"{ds}:{r.id}", "operation": "expand", "filler": fill.name,
-                                  "context_tokens": r.tokens, "evidence": evidence, "units": unit_log(expanded)}
-            candidates.append(candidate_doc(base, expanded, meta))
+                                  "context_tokens": r.tokens, "evidence": evidence, "units": unit_log(own)}
+            if decoys[r.id] is not None:
+                meta["provenance"]["decoy"] = {"unit": r.units[i].source, "segment_index": where[i],
+                                               "tokens": r.units[i].tokens, "content": _describe(r.units[i]),
+                                               "replacement": info}
+            candidates.append(candidate_doc(base, own, meta))
             relevant[r.id] = base
             hard[r.id] = []
             for which, why in refused[r.id].items():
@@ -270,7 +280,7 @@ def _dataset_pools(ds: str, kept: list[ReasoningRecord], lengths, fill: Filler,
                 candidates.append(candidate_doc(cid, broken, m))
                 hard[r.id].append(cid)
         try:
-            pools += easy_hard_pools(ds, length, [r.id for r in kept], relevant, hard, C, seed)
+            pools += easy_hard_pools(ds, length, [r.id for r in kept], relevant, hard, C, seed, whole_families=True)
         except ValueError as exc:
             top = ", ".join(f"{why} ×{n}" for why, n in drops.reasons.most_common(3))
             raise ValueError(f"{exc} (Hard variants dropped so far: {top or 'none'})") from None

@@ -250,15 +250,15 @@ def test_no_article_slips_in_the_sample():
 def test_replacements_are_whole_sentences_or_whole_words_of_their_donor(default_ps):
     ps = default_ps
     donor = {}
-    for c in ps.candidates:
-        if c.meta["difficulty"] == "easy":
-            for seg, (_, source, _) in zip(c.segments, c.meta["provenance"]["units"]):
-                if isinstance(seg, Text):
-                    donor[source] = seg.text
+    for c in ps.candidates:      # a unit the relevant candidate's decoy replaced is still in its Hard variants
+        for seg, (role, source, _) in zip(c.segments, c.meta["provenance"]["units"]):
+            if isinstance(seg, Text) and role != "replacement":
+                donor[source] = seg.text
     n = Counter()
     for c in ps.candidates:
         prov = c.meta.get("provenance", {})
-        for r in [prov.get("replacement")] + [a["replacement"] for a in prov.get("also_replaced", [])]:
+        for r in [prov.get("replacement"), prov.get("decoy", {}).get("replacement")] + \
+                [a["replacement"] for a in prov.get("also_replaced", [])]:
             if not r or r["kind"] != "text":
                 continue
             full = " ".join(" ".join(donor[u].split()) for u in r["from_units"])

@@ -110,7 +110,11 @@ def test_removed_span_is_a_key_evidence_span_replaced_by_equal_length_text(ps, c
         diffs = [i for i, (a, b) in enumerate(zip(c.segments, easy.segments)) if a != b]
         k = prov["replaced"]["segment_index"]
         also = [a["segment_index"] for a in prov["also_replaced"]]   # units that restated the fact
-        assert len(c.segments) == len(easy.segments) and diffs == sorted([k] + also)
+        decoy = easy.meta["provenance"]["decoy"]                     # the relevant candidate's own replaced span
+        assert decoy["segment_index"] not in [k] + also
+        assert easy.segments[decoy["segment_index"]].text == decoy["replacement"]["text"] != decoy["content"]
+        assert c.segments[decoy["segment_index"]].text == decoy["content"]     # the variant keeps the original
+        assert len(c.segments) == len(easy.segments) and diffs == sorted([k, decoy["segment_index"]] + also)
         for a in prov["also_replaced"]:
             assert a["why"] == "restates the replaced fact or the answer"
             assert counter.segment(c.segments[a["segment_index"]]) == a["tokens"] == a["replacement"]["tokens"]
@@ -239,6 +243,7 @@ def test_runner_shows_easy_and_hard_per_length(ps):
     table = pivot(per_query, "difficulty", "precision_at_1")
     assert list(table.columns) == ["easy", "hard"]
     assert list(table.index) == ["hotpotqa/2k", "hotpotqa/4k", "mmdocrag/2k", "mmdocrag/4k", "all"]
-    # the relevant context always contains the evidence words; a bag of words ranks it first on
-    # Easy pools (other queries' contexts) far more often than on Hard pools (its own variants)
-    assert table.loc["all", "easy"] > table.loc["all", "hard"]
+    # the relevant context always contains the evidence words; a bag of words ranks it first on Easy pools (other
+    # queries' contexts) above chance, and no less often than on Hard pools (its own variants, and since issue 33
+    # another query's family of the same shape)
+    assert table.loc["all", "easy"] > 1 / C and table.loc["all", "easy"] >= table.loc["all", "hard"]

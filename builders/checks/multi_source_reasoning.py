@@ -11,9 +11,10 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from typing import Iterable
+from collections import Counter
+from typing import Any, Iterable
 
-from mmbench.builders.parts.evidence_chain import ChainUnit, chain_survives
+from mmbench.builders.parts.evidence_chain import ChainUnit, chain_survives, is_comparison, norm
 from mmbench.builders.parts.validity import Violation, normalise_question, query_text
 from mmbench.data.documents import Document, Image, Text
 from mmbench.data.poolset import PoolSet
@@ -95,6 +96,26 @@ def check(ps: PoolSet, checked: dict[str, int]) -> Iterable[Violation]:
     yield from _own_label(ps, cands, checked)
     yield from _boundaries(ps, checked)
     yield from _distinct_content(ps, cands, checked)
+
+
+def question_type(question: str, answer: str) -> str:
+    """'yes/no', 'comparison' (the answer is one of the names the question writes) or 'other' (bridge and the rest)."""
+    if norm(str(answer)) in ("yes", "no"):
+        return "yes/no"
+    return "comparison" if is_comparison(question, answer) else "other"
+
+
+def breakdown(ps: PoolSet) -> dict[str, Any]:
+    """What the validity report adds: Hard variants and queries per dataset and question type."""
+    qtype = {(q.meta.get("dataset"), q.meta.get("record_id")): question_type(query_text(q), q.meta.get("answer", ""))
+             for q in ps.queries}
+    hard: Counter = Counter()
+    for c in ps.candidates:
+        if c.meta.get("difficulty") == "hard":
+            hard[f"{c.meta.get('dataset')}/{qtype.get((c.meta.get('dataset'), c.meta.get('record_id')), 'other')}"] += 1
+    queries = Counter(f"{ds}/{t}" for (ds, _), t in qtype.items())
+    return {"hard_variants_by_question_type": dict(sorted(hard.items())),
+            "queries_by_question_type": dict(sorted(queries.items()))}
 
 
 def _evidence_texts(doc: Document) -> list[str]:
@@ -195,17 +216,18 @@ def _own_label(ps: PoolSet, cands: dict[str, Document], checked: dict[str, int])
 def _boundaries(ps: PoolSet, checked: dict[str, int]) -> Iterable[Violation]:
     """A replacement text must end a sentence, or be a whole-word prefix of its donor's text."""
     donor_text: dict[str, str] = {}
-    for c in ps.candidates:
-        if c.meta.get("difficulty") == "easy":
-            for seg, (_, source, _) in zip(c.segments, c.meta["provenance"]["units"]):
-                if isinstance(seg, Text):
-                    donor_text.setdefault(source, " ".join(seg.text.split()))
+    for c in ps.candidates:      # a unit replaced by its record's decoy is still in that record's Hard variants
+        for seg, (role, source, _) in zip(c.segments, c.meta["provenance"]["units"]):
+            if isinstance(seg, Text) and role in ("context", "evidence"):
+                donor_text.setdefault(source, " ".join(seg.text.split()))
     n = 0
     for c in ps.candidates:
-        if c.meta.get("difficulty") != "hard":
-            continue
         prov = c.meta["provenance"]
-        for r in [prov["replacement"], *(a["replacement"] for a in prov.get("also_replaced", []))]:
+        if c.meta.get("difficulty") != "hard":
+            replaced = [prov["decoy"]["replacement"]] if "decoy" in prov else []
+        else:
+            replaced = [prov["replacement"], *(a["replacement"] for a in prov.get("also_replaced", []))]
+        for r in replaced:
             if r.get("kind") != "text":
                 continue
             n += 1

@@ -25,9 +25,20 @@ chain can survive:
 * ``span not needed``: the answer is searchable, yet the span carries no part of it and shares
   no distinctive value with any other evidence unit: the remaining evidence answers without it.
 
-Answers that are "yes"/"no" or written in the question (comparison questions) are not searched
-for; every evidence span then counts as needed and only restatements are checked. Everything is
-a pure function of the units' text, so the same data gives the same verdict everywhere.
+* ``comparison decided``: for a comparison or yes/no question (the answer is "yes"/"no" or one of the
+  names the question compares), what decides the comparison for the replaced span's entity must go with
+  it: a remaining unit about that entity (its paragraph, or naming its title) that holds a number (a year,
+  a date, a count: what "older", "earlier", "more" compare) or a word of the question's property (a
+  question word, other than the compared names, sharing its first five letters: "members" and "member")
+  still decides it, and so does one sharing a distinctive value with the replaced span ("an American
+  director" restated as "Derrickson, an American, ..."). A remaining unit about any compared entity that writes the question's property
+  values (its capitalised names and numbers besides the compared names; two of them, or all when
+  there is one) decides it alone: "Which dog's ancestors include Gordon and Irish Setters?" is answered
+  by "Other ancestors include the Gordon and Irish Setters." under either title.
+
+Answers that are "yes"/"no" or written in the question are not searched for as answer parts; every
+evidence span then counts as needed and the comparison rule above applies. Everything is a pure
+function of the units' text, so the same data gives the same verdict everywhere.
 """
 from __future__ import annotations
 
@@ -167,6 +178,8 @@ def chain_leaks(original: Sequence[ChainUnit], variant: Sequence[ChainUnit], rep
             hit = vals & _words(u.text)
             if len(hit) >= need:
                 reasons.append(Leak(f"fact restated: {sorted(hit)} of {_snip(g.text)!r} also in {_snip(u.text)!r}", k))
+    if not parts and is_comparison(question, answer):
+        reasons += _comparison_leaks(original, variant, replaced, question, answer)
     if parts and not carried_by_gone:
         others = [u for k, u in enumerate(original) if u.gold and k not in replaced and u.text is not None]
         linked = any(values(g.text, q_words | _words(g.subject)) & (_words(u.text) | _words(u.subject))
@@ -175,6 +188,57 @@ def chain_leaks(original: Sequence[ChainUnit], variant: Sequence[ChainUnit], rep
             reasons.append(Leak("span not needed: it carries no part of the answer and no link to the other "
                                 "evidence, which still answers"))
     return reasons
+
+
+PROPERTY_PREFIX = 5          # a question's property word matches a unit word sharing its first five letters
+QUESTION_WORDS = frozenset("which who whom whose what when where why how both either same more most less least "
+                           "older younger earlier later first last".split())
+
+
+def is_comparison(question: str, answer: str) -> bool:
+    """A comparison or yes/no question: the answer is yes/no or one of the names written in the question."""
+    a = norm(str(answer))
+    return a in ("yes", "no") or (bool(a) and has_phrase(norm(question), a))
+
+
+def _property_words(question: str, names: set[str]) -> set[str]:
+    """The question's own words for what it compares: content words (4+ letters) other than the compared names."""
+    return {w[:PROPERTY_PREFIX] for w in norm(question).split()
+            if len(w) >= 4 and not w.isdigit() and w not in names and w not in NOT_NAMES and w not in QUESTION_WORDS}
+
+
+def _comparison_leaks(original: Sequence[ChainUnit], variant: Sequence[ChainUnit], replaced: Sequence[int],
+                      question: str, answer: str) -> list[Leak]:
+    """What still decides a comparison once the spans `replaced` are gone (see the module's rule)."""
+    subjects = {u.subject for u in original if u.gold and u.subject}
+    names = {w for s in subjects for w in _words(s)} | set(norm(str(answer)).split())
+    prop_values = values(question, names)
+    prop_words = _property_words(question, names)
+    gone = {original[i].subject for i in replaced if original[i].subject}
+    spans: dict[str, set[str]] = {}     # the replaced spans' own distinctive values, per entity
+    for i in replaced:
+        if original[i].subject and original[i].text is not None:
+            spans.setdefault(original[i].subject, set()).update(values(original[i].text, names | _words(question)))
+    out: list[Leak] = []
+    for k, u in enumerate(variant):
+        if u.text is None or (k in replaced and u.text != original[k].text):
+            continue
+        u = original[k] if k in replaced else u     # a "replacement" that gives the original text back
+        words = _words(u.text)
+        hit = prop_values & words
+        if prop_values and len(hit) >= min(2, len(prop_values)) and any(_about(u, s) for s in subjects):
+            out.append(Leak(f"comparison decided: {_snip(u.text)!r} writes {sorted(hit)} of the question", k))
+            continue
+        about = next((s for s in gone if _about(u, s)), None)
+        if about is None:
+            continue
+        numbers = sorted(w for w in words if w[0].isdigit())
+        props = sorted(w for w in words if w[:PROPERTY_PREFIX] in prop_words)
+        shared = sorted(spans.get(about, set()) & words)
+        if numbers or props or shared:
+            what = f"number {numbers[0]}" if numbers else repr(props[0]) if props else repr(shared[0])
+            out.append(Leak(f"comparison decided: {_snip(u.text)!r} still gives {about!r} its {what}", k))
+    return out
 
 
 def _reachable(variant: Sequence[ChainUnit], left_text, parts: list[str], q_values: set[str],

@@ -14,7 +14,7 @@ from mmbench.data.documents import Image, Text
 from mmbench.data.media import MediaStore
 from mmbench.data.tokens import UnifiedTokenCounter
 
-from mmbench.builders.parts.evidence_chain import ChainUnit, chain_leaks
+from mmbench.builders.parts.evidence_chain import ChainUnit, answer_parts, chain_leaks, has_phrase, norm, values
 from mmbench.builders.parts.expansion import Unit, boundary_matched_text, image_unit
 from mmbench.builders.parts.hard_auditor import HardAuditor
 from mmbench.builders.parts.seeding import seeded_rng
@@ -108,7 +108,8 @@ def reason_kind(reason: str) -> str:
     if reason.startswith("answer reachable"):
         return "answer reachable from what remains"
     return {"answer": "answer survives elsewhere", "fact": "replaced fact restated elsewhere",
-            "image": "replaced gold image survives", "span": "span not needed: the remaining evidence answers"
+            "image": "replaced gold image survives", "comparison": "comparison still decided by what remains",
+            "span": "span not needed: the remaining evidence answers"
             }.get(reason.split()[0], reason.split(":")[0])
 
 
@@ -141,6 +142,44 @@ def replacements_for(r: ReasoningRecord, plans: dict[str, list[int]], pool: list
                 break
             dropped[which] = "every donor drawn gives the answer or the fact back"
     return out
+
+
+def decoy_for(r: ReasoningRecord, variants: dict[str, list[tuple[int, Unit, dict, str]]],
+              pool: list[ReasoningRecord], counter: UnifiedTokenCounter, seed: int) -> tuple[int, Unit, dict] | None:
+    """The relevant candidate's own replaced span (issue 33): one text unit outside the evidence chain, swapped for
+    donor text of exactly its length, so the relevant candidate differs from each Hard variant by two spans, as the
+    variants differ from each other, and is no longer the centre of its family. The unit is a sentence of a
+    paragraph no evidence belongs to (any non-evidence text for untitled sources) that writes no answer part and
+    no distinctive value of the question; its length is the nearest to the replaced length of one variant drawn by
+    seed. None when the record has no such unit or no variant."""
+    if not variants:
+        return None
+    rng = seeded_rng(seed, "decoy", r.dataset, r.id)
+    used = {i for repl in variants.values() for i, _, _, _ in repl}
+    gold_subjects = {str(r.units[i].info.get("title", "")) for i in r.evidence_indices}
+    parts = answer_parts(r.answer, r.question)
+    q_values = values(r.question, set())
+    spare = []
+    for i, u in enumerate(r.units):
+        if u.is_evidence or i in used or not isinstance(u.segment, Text) or u.role not in ("context", "evidence") \
+                or ("title" in u.info and "sent_id" not in u.info):
+            continue
+        if u.info.get("title") and str(u.info["title"]) in gold_subjects:
+            continue
+        t = norm(u.segment.text)
+        if any(has_phrase(t, p) for p in parts) or q_values & set(t.split()):
+            continue
+        spare.append(i)
+    if not spare:
+        return None
+    which = sorted(variants)[int(rng.integers(len(variants)))]
+    target = sum(r.units[i].tokens for i, _, _, _ in variants[which])
+    i = min(spare, key=lambda k: (abs(r.units[k].tokens - target), k))
+    try:
+        unit, info = _text_replacement(r.units[i], [d for d in pool if d.id != r.id], counter, rng)
+    except ValueError:
+        return None
+    return i, unit, {**info, "matched_to": which}
 
 
 def _replacement(target: Unit, donors: list[ReasoningRecord], counter, media, rng) -> tuple[Unit, dict]:

@@ -55,8 +55,16 @@ def unit_log(units: list[Unit]) -> list[list]:
 
 
 def easy_hard_pools(ds: str, length: int, order: list[str], relevant: dict[str, str], hard: dict[str, list[str]],
-                    C: int, seed: int) -> list[PoolItem]:
-    """Easy and Hard items with exactly C candidates each (the same other queries at every length)."""
+                    C: int, seed: int, whole_families: bool = False) -> list[PoolItem]:
+    """Easy and Hard items with exactly C candidates each (the same other queries at every length).
+
+    A Hard item holds its query's family (the relevant candidate and its own variants) and, to fill C, other
+    queries' variants drawn by seed. With `whole_families` (Multi-Source Reasoning, issue 33) it is filled with
+    whole families of other queries of the same shape instead: another query's relevant candidate and as many of
+    its variants, cut short only in the last family. So every candidate sits in a family like the query's, and a
+    reader that looks at the pool but not at the query cannot tell which family is the query's (a family alone
+    among singletons is found by its overlap with the rest of the pool).
+    """
     label = length_label(length)
     items = []
     for q in order:
@@ -69,14 +77,44 @@ def easy_hard_pools(ds: str, length: int, order: list[str], relevant: dict[str, 
         easy = [relevant[q]] + [relevant[o] for o in picked]
         items.append(PoolItem(id=f"{ds}/easy/{label}/{q}", query_id=f"q-{ds}-{q}", subset=f"{ds}/easy/{label}",
                               candidate_ids=easy, relevant_ids=[relevant[q]], meta={**meta, "difficulty": "easy"}))
+        if not whole_families:
+            items.append(_mixed_hard(ds, label, q, others, picked, relevant, hard, C, rng, meta))
+            continue
         own = hard[q][:C - 1]
-        fill = [c for o in picked for c in hard[o]]
-        if len(own) + len(fill) < C - 1:
+        ids = [relevant[q]] + own
+        rest = [others[i] for i in rng.permutation(len(others))]
+        rest.sort(key=lambda o: len(hard[o]) < len(own))       # families of the query's shape first (stable)
+        for o in rest:
+            if len(ids) >= C or not own:   # a query without variants: other queries' variants alone, as before
+                break
+            ids += ([relevant[o]] + _some(hard[o], min(len(own), len(hard[o])), rng))[:C - len(ids)]
+        if not own:
             fill = [c for o in others for c in hard[o]]
-        if len(own) + len(fill) < C - 1:
+            ids += _some(fill, min(len(fill), C - 1), rng)
+        if len(ids) < C:
             raise ValueError(f"{ds}/{label}: not enough Hard variants to fill {C} candidates for {q}")
-        extra = [fill[i] for i in sorted(rng.choice(len(fill), C - 1 - len(own), replace=False))]
         items.append(PoolItem(id=f"{ds}/hard/{label}/{q}", query_id=f"q-{ds}-{q}", subset=f"{ds}/hard/{label}",
-                              candidate_ids=[relevant[q]] + own + extra, relevant_ids=[relevant[q]],
+                              candidate_ids=ids, relevant_ids=[relevant[q]],
                               meta={**meta, "difficulty": "hard", "own_variants": len(own)}))
     return items
+
+
+def _mixed_hard(ds, label, q, others, picked, relevant, hard, C, rng, meta) -> PoolItem:
+    """The Hard item of version 1: the query's own variants topped up with other queries' variants."""
+    own = hard[q][:C - 1]
+    fill = [c for o in picked for c in hard[o]]
+    if len(own) + len(fill) < C - 1:
+        fill = [c for o in others for c in hard[o]]
+    if len(own) + len(fill) < C - 1:
+        raise ValueError(f"{ds}/{label}: not enough Hard variants to fill {C} candidates for {q}")
+    extra = [fill[i] for i in sorted(rng.choice(len(fill), C - 1 - len(own), replace=False))]
+    return PoolItem(id=f"{ds}/hard/{label}/{q}", query_id=f"q-{ds}-{q}", subset=f"{ds}/hard/{label}",
+                    candidate_ids=[relevant[q]] + own + extra, relevant_ids=[relevant[q]],
+                    meta={**meta, "difficulty": "hard", "own_variants": len(own)})
+
+
+def _some(ids: list[str], k: int, rng) -> list[str]:
+    """`k` of `ids` drawn by `rng`, in their stored order (all of them, untouched, when k covers them)."""
+    if k >= len(ids):
+        return list(ids)
+    return [ids[i] for i in sorted(rng.choice(len(ids), k, replace=False))]

@@ -59,6 +59,7 @@ class ValidityReport:
     violations: list[Violation] = field(default_factory=list)
     checked: dict[str, int] = field(default_factory=dict)  # invariant -> how many things were checked
     leak_audit: dict[str, Any] = field(default_factory=dict)  # leaks.summary, with pool_aware.summary under "pool_aware"
+    breakdown: dict[str, Any] = field(default_factory=dict)   # a task's counts of what it checked (checks.breakdown)
 
     @property
     def ok(self) -> bool:
@@ -71,7 +72,8 @@ class ValidityReport:
         return {"ok": self.ok, "invariants": dict(sorted(self.invariants.items())),
                 "checked": dict(sorted(self.checked.items())), "violations": len(self.violations),
                 "violations_by_invariant": self.counts(),
-                "listed": [v.__dict__ for v in self.violations[:MAX_LISTED]], "leak_audit": self.leak_audit}
+                "listed": [v.__dict__ for v in self.violations[:MAX_LISTED]], "leak_audit": self.leak_audit,
+                **({"breakdown": self.breakdown} if self.breakdown else {})}
 
     def summary_line(self) -> str:
         if self.ok:
@@ -127,6 +129,8 @@ def validate(ps: PoolSet, module: ModuleType | None, media_root: Path | None = N
     check_shortcut_probe(ps, report, media_root)
     if module is not None:
         report.violations.extend(module.check(ps, report.checked))
+        if hasattr(module, "breakdown"):
+            report.breakdown = module.breakdown(ps)
     unknown = {v.invariant for v in report.violations} - set(invariants)
     if unknown:
         raise RuntimeError(f"{ps.task} validator reports undeclared invariants {sorted(unknown)}")
