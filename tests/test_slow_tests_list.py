@@ -33,6 +33,14 @@ def test_durations_add_setup_call_and_teardown_and_the_slowest_go_first():
     assert mod.slowest_until(times, 1000) == []
 
 
+def test_ordered_snippet_files_are_skipped_whole():
+    """Snippets run in order and read what earlier ones wrote: one slow snippet takes its whole file along."""
+    mod = _script()
+    times = {"tests/test_docs_snippets.py::test_snippet[a.md:L1]": 50.0,
+             "tests/test_docs_snippets.py::test_snippet[b.md:L9]": 1.0, "tests/test_x.py::test_y": 10.0}
+    assert mod.slowest_until(times, 20) == ["tests/test_docs_snippets.py"]
+
+
 def test_listed_tests_carry_the_slow_mark(request):
     from conftest import _slow_prefixes
 
