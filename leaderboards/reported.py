@@ -13,6 +13,7 @@ import csv
 from dataclasses import dataclass, fields
 from importlib import resources
 from pathlib import Path
+from typing import Any
 
 FILE = "reported_results.csv"
 CAVEAT = "reported in {paper}, not reproduced here; protocol may differ"
@@ -59,7 +60,8 @@ def load_reported(path: Path | None = None) -> list[ReportedResult]:
                 value = float(row["value"])
             except (TypeError, ValueError):
                 raise ValueError(f"{path}:{line}: field 'value' is not a number: {row['value']!r}") from None
-            out.append(ReportedResult(**{**row, "value": value}))
+            record: dict[str, Any] = {**row, "value": value}
+            out.append(ReportedResult(**record))
     return out
 
 

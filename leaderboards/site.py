@@ -414,8 +414,8 @@ def _model_figures(e: Entry, out: Path, loader) -> list[str]:
         html_parts.append(f'<h2>By length</h2>{_figure(f"../img/{name}", f"{MAIN} against context length")}')
     eff = effective_length_entry(pq, loader(e).seen, label, MAIN, strata=design_strata(e.task))
     if eff["status"] != "no items":
-        name = f"{e.slug}-effective-length.png" if eff["curve"] else None
-        if name:
-            figures.effective_length_figure([eff], out / "img" / name, MAIN)
-        html_parts.append(effective_context_html(eff, MAIN, f"../img/{name}" if name else None))
+        curve_name: str | None = f"{e.slug}-effective-length.png" if eff["curve"] else None
+        if curve_name:
+            figures.effective_length_figure([eff], out / "img" / curve_name, MAIN)
+        html_parts.append(effective_context_html(eff, MAIN, f"../img/{curve_name}" if curve_name else None))
     return html_parts

@@ -48,12 +48,13 @@ class _MediaSizes:
     loading the pool set refuses those)."""
 
     def __init__(self, root: Path | None) -> None:
-        self.root, self.sizes = root, {}
+        self.root: Path | None = root
+        self.sizes: dict[str, int] = {}
 
     def __call__(self, ref: str) -> int:
         if ref not in self.sizes:
             inside = self.root is not None and not ref.startswith("/") and ".." not in Path(ref).parts
-            path = self.root / ref if inside else None
+            path = self.root / ref if inside and self.root is not None else None
             self.sizes[ref] = path.stat().st_size if path is not None and path.is_file() else 0
         return self.sizes[ref]
 
@@ -92,7 +93,8 @@ def _jaccard(a: np.ndarray, b: np.ndarray) -> float:
 
 
 def _numeric_columns(ps: PoolSet, kept_apart: Iterable[str]) -> list[str]:
-    hidden, seen, numeric = set(kept_apart), set(), {}
+    hidden, seen = set(kept_apart), set()
+    numeric: dict[str, bool] = {}
     for c in ps.candidates:
         for k, v in c.meta.items():
             if k in hidden:

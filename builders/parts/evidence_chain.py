@@ -45,7 +45,7 @@ from __future__ import annotations
 import functools
 import re
 from dataclasses import dataclass
-from typing import Sequence
+from typing import AbstractSet, Sequence
 
 from mmbench.builders.parts.query_filter import STOPWORDS
 
@@ -70,7 +70,7 @@ def _words(text: str) -> frozenset[str]:
     return frozenset(norm(text).split())
 
 
-def values(text: str, exclude: set[str]) -> set[str]:
+def values(text: str, exclude: AbstractSet[str]) -> set[str]:
     """Distinctive values of a sentence: numbers and capitalised names, lower-cased, minus `exclude`.
 
     The sentence's first word is a name only if it is capitalised again later ("During", "Its"
