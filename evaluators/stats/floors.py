@@ -32,7 +32,7 @@ from dataclasses import dataclass
 from typing import Sequence
 
 import numpy as np
-from scipy import optimize, stats
+from scipy import stats
 
 from mmbench.evaluators.stats._base import StatResult, sample_sd
 
@@ -70,6 +70,8 @@ def _solve(power_at, upper: float, power: float) -> float | None:
     low = upper * 1e-9
     if power_at(low) >= power:
         return low
+    from scipy import optimize  # only a continuous floor needs the root finder
+
     return float(optimize.brentq(lambda d: power_at(d) - power, low, upper, xtol=upper * 1e-9))
 
 
