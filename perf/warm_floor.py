@@ -21,7 +21,7 @@ from pathlib import Path
 
 from cache_rerun import _run  # perf/ is on sys.path when this script runs
 
-FLOOR = "import numpy, pandas, pyarrow, benchmark"
+FLOOR = "import numpy, pandas, pyarrow, mmbench"
 
 
 def _floor(env: dict[str, str]) -> float:
