@@ -34,6 +34,7 @@ from mmbench.data.selection import select_sample, selection_record
 from mmbench.data.truncation import first_texts_to_tokenize
 from mmbench.common.errors import CLIError
 from mmbench.common.sparse import issparse
+from mmbench.running.scoring import score_items
 from mmbench.running.views import SeenRecord, model_view
 
 log = logging.getLogger(__name__)
@@ -416,7 +417,11 @@ def _run_poolset(ps: PoolSet, model: EmbeddingModel, options: RunOptions) -> tup
         log.warning("%s", w)
     start = time.perf_counter()
     scorer = PoolScorer(c_vecs, model.card.similarity)
-    rows = [_score_item(p, q_vecs, c_vecs, scorer, options.seed, stats.failures) for p in items]
+    ready = [p.query_id in q_vecs and p.query_id not in stats.failures
+             and all(c in c_vecs and c not in stats.failures for c in p.candidate_ids) for p in items]
+    rows = score_items(items, ready, lambda p: scorer(q_vecs[p.query_id], p.candidate_ids),
+                       lambda p: _score_item(p, q_vecs, c_vecs, scorer, options.seed, stats.failures),
+                       options.seed, SCORE_DECIMALS, rank)
     scoring_seconds = time.perf_counter() - start
     per_query = pd.DataFrame(rows)
     seen = pd.DataFrame([{"doc_id": k, "role": role, **_flat(v)} for role, recs in (("query", q_seen), ("document", c_seen))

@@ -32,7 +32,7 @@ from dataclasses import dataclass
 from typing import Callable, Sequence
 
 import numpy as np
-from scipy import optimize, stats
+from scipy import stats
 
 from mmbench.evaluators.stats._base import StatResult, Values, sample_sd
 
@@ -70,6 +70,8 @@ def _solve(power_at: Callable[[float], float], upper: float, power: float) -> fl
     low = upper * 1e-9
     if power_at(low) >= power:
         return low
+    from scipy import optimize  # only a continuous floor needs the root finder
+
     return float(optimize.brentq(lambda d: power_at(d) - power, low, upper, xtol=upper * 1e-9))
 
 
