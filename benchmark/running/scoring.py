@@ -36,7 +36,7 @@ def rank_block(block: Sequence[PoolItem], scores: np.ndarray, seed: int, decimal
     order = np.argsort(keys, axis=1, kind="stable")
     sorted_keys = np.take_along_axis(keys, order, axis=1)
     tied = ~np.all(np.isfinite(keys), axis=1) | np.any(np.diff(sorted_keys, axis=1) == 0, axis=1)
-    for i in np.flatnonzero(tied):
+    for i in (int(j) for j in np.flatnonzero(tied)):
         order[i] = rank(block[i].id, block[i].candidate_ids, scores[i], seed)
     return order
 
