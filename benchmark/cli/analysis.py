@@ -195,7 +195,7 @@ def compare_across_tasks(runs, args: argparse.Namespace) -> int:
     """`compare` over runs of several tasks (a benchmark): simultaneous rank sets per task and across tasks, and
     each model's rank interval on a new task (as `mmbench ranks`), each task on its own main score unless
     --metric names one."""
-    from mmbench.results.benchmark_ranks import BenchmarkIncomplete, benchmark_ranks, ranks_markdown
+    from mmbench.cli.ranks import print_ranks
     from mmbench.tasks import UnknownTaskError, get_task
 
     def task_metric(task: str) -> str:
@@ -204,16 +204,7 @@ def compare_across_tasks(runs, args: argparse.Namespace) -> int:
         except UnknownTaskError:
             return "precision_at_1"
 
-    try:
-        data = benchmark_ranks(runs, task_metric, args.alpha, args.ci_resamples, args.seed)
-    except BenchmarkIncomplete as exc:
-        raise CLIError(str(exc)) from None
-    text = ranks_markdown(data)
-    if args.out is not None:
-        from mmbench.cli.draws import write_report
-
-        write_report(args.out, "ranks", data, text)
-    print(text)
+    print_ranks(runs, task_metric, args.alpha, args.ci_resamples, args.seed, args.out)
     return 0
 
 

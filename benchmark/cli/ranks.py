@@ -24,21 +24,27 @@ def register(sub) -> None:
 
 
 def cmd_ranks(args: argparse.Namespace) -> int:
-    from mmbench.cli.draws import write_report
-    from mmbench.results.benchmark_ranks import BenchmarkIncomplete, benchmark_ranks, ranks_markdown
-
     from mmbench.results.store import ResultsError, load_results
 
     try:
         runs = [load_results(path) for path in dict.fromkeys(args.results)]
     except ResultsError as exc:
         raise CLIError(str(exc)) from None
+    print_ranks(runs, args.metric, args.alpha, args.resamples, args.seed, args.out)
+    return 0
+
+
+def print_ranks(runs, metric, alpha: float, resamples: int, seed: int, out: Path | None) -> None:
+    """Rank sets per task and across tasks and the new-task rank interval, printed (and written to `out`);
+    `mmbench ranks` and `compare` over runs of several tasks both print them this way."""
+    from mmbench.cli.draws import write_report
+    from mmbench.results.benchmark_ranks import BenchmarkIncomplete, benchmark_ranks, ranks_markdown
+
     try:
-        data = benchmark_ranks(runs, args.metric, args.alpha, args.resamples, args.seed)
+        data = benchmark_ranks(runs, metric, alpha, resamples, seed)
     except BenchmarkIncomplete as exc:
         raise CLIError(str(exc)) from None
     text = ranks_markdown(data)
-    if args.out is not None:
-        write_report(args.out, "ranks", data, text)
+    if out is not None:
+        write_report(out, "ranks", data, text)
     print(text)
-    return 0
