@@ -14,6 +14,13 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 os.environ.setdefault("HF_DATASETS_CACHE", tempfile.mkdtemp(prefix="mmbench-tests-datasets-"))
 
 
+def pytest_xdist_auto_num_workers(config) -> int:
+    """`-n auto` (setup.cfg's addopts): one worker per usable core, at most four (each worker loads torch and builds
+    the session's pool sets once; beyond four the memory outgrows what the files gain). Two on the CI machine."""
+    usable = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+    return max(1, min(4, usable))
+
+
 @pytest.fixture(autouse=True)
 def _isolated_home(tmp_path_factory, monkeypatch):
     """Never touch the user's ~/.cache/mmbench from a test."""
