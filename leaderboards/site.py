@@ -37,6 +37,7 @@ from mmbench.leaderboards.matrix import main_score, overview_table, seen_shares
 from mmbench.leaderboards.draw_spread import draws_section
 from mmbench.leaderboards.overfit import overfit_section
 from mmbench.leaderboards.rank_sets import rank_sets_section
+from mmbench.leaderboards.reported_band import band_data, band_rows, band_section
 from mmbench.leaderboards.modelmeta import MetadataError, ModelMeta, all_metadata, display_name, redact_paths
 from mmbench.leaderboards.store import Board, Entry
 
@@ -50,14 +51,15 @@ def esc(value: Any) -> str:
     return html.escape(str(value), quote=True)
 
 
-def build_site(board: Board, out: Path | str, skipped: list[str] | None = None) -> Path:
+def build_site(board: Board, out: Path | str, skipped: list[str] | None = None, reported: bool = True) -> Path:
     """Render `board` into `out` (replaced atomically: a reader never sees half a site). A stored entry
-    that cannot be rendered is left out and described in `skipped` (id, model, task, why)."""
+    that cannot be rendered is left out and described in `skipped` (id, model, task, why). With `reported`,
+    the papers' reported numbers for the board's tasks follow the measured tables in a band of their own."""
     out = Path(out)
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(dir=out.parent, prefix=f".{out.name}.building."))
     try:
-        left_out = _render(board.entries(), tmp, board.root)
+        left_out = _render(board.entries(), tmp, board.root, reported)
         if skipped is not None:
             skipped.extend(left_out)
         old = None
@@ -73,7 +75,7 @@ def build_site(board: Board, out: Path | str, skipped: list[str] | None = None) 
     return out
 
 
-def _render(entries: Sequence[Entry], out: Path, board_root: Path | None = None) -> list[str]:
+def _render(entries: Sequence[Entry], out: Path, board_root: Path | None = None, reported: bool = True) -> list[str]:
     """Write the site for `entries` into `out`; returns the entries left out, each as one line."""
     for sub in ("assets", "data/models", "img", "models"):
         (out / sub).mkdir(parents=True, exist_ok=True)
@@ -124,7 +126,11 @@ def _render(entries: Sequence[Entry], out: Path, board_root: Path | None = None)
         tables.insert(1 if overview is not None else 0, efficiency)
     for t in tables:
         _write_table_data(t, out / "data")
+    band = band_rows(e.task for e in entries) if reported else []  # never entries: nothing above counts them
+    for name, data in (band_data(band) if band else {}).items():
+        atomic_write_bytes(out / "data" / name, data)
     links = " ".join(f'<a href="#{esc(t.id)}">{esc(t.title)}</a>' for t in tables)
+    links += ' <a href="#reported">Reported in the papers</a>' if band else ""
     body = [f"<nav>{links}</nav>"]
     if not tables:
         body.append("<p>No submissions yet.</p>")
@@ -138,6 +144,7 @@ def _render(entries: Sequence[Entry], out: Path, board_root: Path | None = None)
     body.append(rank_sets_section(entries, loader, main_score))  # with two or more tasks
     body.append(overfit_section(board_root))  # the keeper's fresh-draw tests, when the board holds any
     body.append(draws_section(board_root, entries))  # the keeper's draws reports: gaps within the spread
+    body.append(band_section(band))  # the papers' numbers, apart from every measured table
     atomic_write_bytes(out / "index.html", _page("mmbench leaderboards", "\n".join(body), "").encode("utf-8"))
     for e in entries:
         atomic_write_bytes(out / "models" / f"{e.slug}.html", pages[e.id].encode("utf-8"))

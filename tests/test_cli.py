@@ -17,11 +17,29 @@ def test_list_tasks_and_models(capsys):
 
     vg = OfficialRegistry.load().get("visual_grounding", get_task("visual_grounding").version)
     assert f"default sample (seed 0): {vg.n_items:,} items in {len(vg.subsets)} subsets" in out
+    # its candidates and a rough CPU time per model, from figures measured by perf/sample_runtimes.py (no build)
+    from mmbench.cli.commands_core import sample_runtimes
+
+    shipped = sample_runtimes()
+    for task, figures in shipped["tasks"].items():
+        assert f"    {figures['candidates']:,} candidates; rough CPU time, sample built: bm25 " in out, task
+    assert f"CPU times: measured by perf/sample_runtimes.py on {shipped['machine']}, {shipped['measured']}" in out
     assert main(["list", "models"]) == 0
     out = capsys.readouterr().out
     for name in ("minilm", "bm25", "clip-vit-b-32", "gme-2b"):
         assert name in out
     assert "text" in out and "256" in out
+
+
+def test_rough_cpu_time_reads_at_a_glance_and_names_a_stale_measurement():
+    from mmbench.cli.commands_core import rough_duration, runtime_line
+
+    assert [rough_duration(s) for s in (0.2, 1.4, 89.4, 95, 540)] == ["<1 s", "~1 s", "~89 s", "~2 min", "~9 min"]
+    figures = {"version": "1.3", "candidates": 7200, "build_seconds": 130,
+               "models": {"bm25": {"estimate_seconds": 61}, "minilm": {"estimate_seconds": 560}}}
+    assert runtime_line(figures, "1.4") == ("7,200 candidates; rough CPU time, sample built: bm25 ~61 s, minilm ~9 min "
+                                            "(its build ~2 min) (measured on v1.3)")
+    assert runtime_line(figures, "1.3").endswith("(its build ~2 min)")
 
 
 @pytest.mark.parametrize("argv,needle", [

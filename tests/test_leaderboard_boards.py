@@ -211,6 +211,13 @@ def test_shipped_official_hash_matches_a_fresh_sample_build(task, tmp_path):
     assert ps.manifest["content_hash"] == entry.content_hash, (
         f"{task}: the default sample build no longer matches leaderboards/data/official_hashes.json; "
         "regenerate it (README, 'Official pool sets')")
+    # the counts `mmbench list tasks` prints without building are this build's
+    from mmbench.cli.commands_core import sample_runtimes
+
+    figures = sample_runtimes()["tasks"][task]
+    if figures["version"] == spec.version:
+        assert (figures["items"], figures["candidates"]) == (len(ps.pools), len(ps.candidates)), (
+            f"{task}: leaderboards/data/sample_runtimes.json is stale; run perf/sample_runtimes.py --write it")
 
 
 

@@ -431,3 +431,33 @@ def test_phone_has_no_text_past_the_edge_and_no_broken_words(page, five_task_url
     problems = page.evaluate(_LAYOUT_PROBLEMS, 390)
     assert problems == [], "\n".join(problems)
     assert page.problems == []
+
+
+def test_reported_numbers_stand_apart_from_measured_runs(page, five_task_url, artefacts):
+    """Issue 37 #1: a board built with reported rows shows them in a band of their own, after every measured
+    table, each paper under its caveat, with no rank, tier or interval, and in no measured table."""
+    from mmbench.leaderboards.reported import CAVEAT
+    from mmbench.leaderboards.reported_band import band_rows
+
+    expected = band_rows(("visual_grounding", *FIVE_TASKS))
+    page.set_viewport_size({"width": 1400, "height": 900})
+    page.goto(f"{five_task_url}/index.html")
+    band = page.locator("section#reported")
+    assert band.count() == 1 and band.is_visible()
+    assert band.evaluate("s => s.closest('table') === null && s.parentElement === document.body")
+    caveats = band.locator("h3.caveat").all_text_contents()
+    assert caveats == [CAVEAT.format(paper=p) for p in dict.fromkeys(r.paper for r in expected)]
+    assert band.locator("tbody tr").count() == len(expected)
+    assert band.locator(".tier, .range, .place, .ci, th[data-key='rank'], td.model a").count() == 0
+    # below every measured table, and none of its systems is in one
+    top = band.bounding_box()["y"]
+    measured = page.locator("table.sortable")
+    assert measured.count() >= 3
+    for i in range(measured.count()):
+        box = measured.nth(i).bounding_box()
+        assert box["y"] + box["height"] <= top, "a measured table comes after the reported band"
+    measured_text = " ".join(measured.all_text_contents())
+    assert all(r.model not in measured_text for r in expected)
+    assert band.evaluate("s => getComputedStyle(s).borderLeftStyle") == "solid"  # set off visibly
+    band.screenshot(path=str(artefacts / "board-reported-band-1400.png"))
+    assert page.problems == []

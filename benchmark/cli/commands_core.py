@@ -4,6 +4,7 @@ from __future__ import annotations
 import argparse
 import math
 import ast
+import json
 import os
 import re
 import time
@@ -101,12 +102,39 @@ def sample_sizes() -> dict[str, str]:
     return out
 
 
+RUNTIMES_FILE = "sample_runtimes.json"  # measured by perf/sample_runtimes.py; mmbench.leaderboards' package data
+
+
+def sample_runtimes() -> dict[str, Any]:
+    """The shipped figures of each default sample: candidates, build time and each measured model's rough runtime on
+    CPU (`perf/sample_runtimes.py` wrote them, with the machine and the date); {} when the file is absent."""
+    from importlib import resources
+
+    path = resources.files("mmbench.leaderboards").joinpath("data", RUNTIMES_FILE)
+    return json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
+
+
+def rough_duration(seconds: float) -> str:
+    """A rough duration: '<1 s', '~40 s', '~9 min'."""
+    if seconds < 1:
+        return "<1 s"
+    return f"~{seconds:.0f} s" if seconds < 90 else f"~{seconds / 60:.0f} min"
+
+
+def runtime_line(figures: dict[str, Any], version: str) -> str:
+    """'7,200 candidates; rough CPU time, sample built: bm25 ~18 s, minilm ~4 min (its build ~88 s)'."""
+    models = ", ".join(f"{name} {rough_duration(m['estimate_seconds'])}" for name, m in figures["models"].items())
+    stale = "" if figures["version"] == version else f" (measured on v{figures['version']})"
+    return (f"{figures['candidates']:,} candidates; rough CPU time, sample built: {models} "
+            f"(its build {rough_duration(figures['build_seconds'])}){stale}")
+
+
 def cmd_list(args: argparse.Namespace) -> int:
     load_includes(args)
     if args.what == "tasks":
         from mmbench.tasks import BENCHMARKS, task_specs
 
-        sizes = sample_sizes()
+        sizes, runtimes = sample_sizes(), sample_runtimes()
         for t in task_specs():
             bins = ",".join(t.length_bins) or "-"
             long = (f"  optional long bins: {','.join(t.long_bins)} (--param lengths=[{','.join(map(str, t.long_lengths))}])"
@@ -115,8 +143,13 @@ def cmd_list(args: argparse.Namespace) -> int:
             print(f"    {t.description}")
             if t.name in sizes:
                 print(f"    default sample (seed 0): {sizes[t.name]}")
+            if t.name in runtimes.get("tasks", {}):
+                print(f"    {runtime_line(runtimes['tasks'][t.name], t.version)}")
         for name, members in sorted(BENCHMARKS.items()):
             print(f"benchmark {name}: {', '.join(members)}")
+        if runtimes:
+            print(f"CPU times: measured by {runtimes['by']} on {runtimes['machine']}, {runtimes['measured']}; rough "
+                  "(the machine's load moves them); a first run adds the build")
     else:
         from mmbench.models.registry import model_specs
 

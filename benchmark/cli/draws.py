@@ -11,7 +11,7 @@ from __future__ import annotations
 import argparse
 import json
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from mmbench.cli.commands_core import float_in, parse_params, positive_int, task_or_error
 from mmbench.common.errors import CLIError
@@ -95,8 +95,20 @@ def write_report(out: Path, stem: str, data: dict[str, Any], markdown: str) -> N
     atomic_write_bytes(out / f"{stem}.md", markdown.encode())
 
 
+def publish_report(out: Path, stem: str, data: dict[str, Any], markdown: str, board: Path | None,
+                   file_on_board: Callable[[Path, dict[str, Any]], Path]) -> None:
+    """How `draws` and `overfit` end: write <stem>.json and <stem>.md under `out`, print the report and where it
+    went, and with a `board`, file it there (`file_on_board(board, data)` returns the filed path)."""
+    write_report(out, stem, data, markdown)
+    print(markdown)
+    print(f"report written to {out / f'{stem}.md'} and {out / f'{stem}.json'}")
+    if board is not None:
+        print(f"filed on the board: {file_on_board(board, data)}")
+
+
 def cmd_draws(args: argparse.Namespace) -> int:
     from mmbench.cli.commands_core import safe_name
+    from mmbench.leaderboards.draw_spread import file_draws
     from mmbench.results.draw_report import draws_markdown, draws_numbers
     from mmbench.running.draws import run_over_draws
 
@@ -118,12 +130,5 @@ def cmd_draws(args: argparse.Namespace) -> int:
         raise CLIError(f"per-query metric {metric!r} is missing from the runs of {missing[0]}")
     data = draws_numbers(task.name, metric, args.seeds, by_model, axes=("subset", "length_bin", *task.summary_axes[1:]),
                          cell=task.summary_axes[:2])
-    text = draws_markdown(data)
-    write_report(out, "draws", data, text)
-    print(text)
-    print(f"report written to {out / 'draws.md'} and {out / 'draws.json'}")
-    if args.board is not None:
-        from mmbench.leaderboards.draw_spread import file_draws
-
-        print(f"filed on the board: {file_draws(args.board, data)}")
+    publish_report(out, "draws", data, draws_markdown(data), args.board, file_draws)
     return 0

@@ -35,6 +35,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--allow-protocol-mismatch", action="store_true",
                    help="build even when submissions of one pool set (or one model) differ in protocol; the "
                         "differences are printed. Without it the build is refused")
+    p.add_argument("--no-reported", dest="reported", action="store_false",
+                   help="leave out the band of numbers the seed papers report for the board's tasks (shown by "
+                        "default after the measured tables, never ranked with them)")
     p.set_defaults(func=cmd_build)
 
     p = lsub.add_parser("remove", help="take one submission off a board (its rows and files)")
@@ -130,7 +133,7 @@ def cmd_build(args: argparse.Namespace) -> int:
                    "--allow-protocol-mismatch to build anyway")
     skipped: list[str] = []
     try:
-        out = build_site(board, args.out, skipped)
+        out = build_site(board, args.out, skipped, reported=args.reported)
     except MetadataError as exc:
         raise CLIError(str(exc)) from exc
     for line in skipped:

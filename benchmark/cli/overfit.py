@@ -5,7 +5,7 @@ import argparse
 from pathlib import Path
 
 from mmbench.cli.commands_core import nonnegative_int, parse_params, positive_int, safe_name, task_or_error
-from mmbench.cli.draws import add_draw_arguments, alpha_level, build_or_error, draw_options, load_models, write_report
+from mmbench.cli.draws import add_draw_arguments, alpha_level, build_or_error, draw_options, load_models, publish_report
 from mmbench.common.errors import CLIError
 
 
@@ -28,6 +28,7 @@ def register(sub) -> None:
 
 
 def cmd_overfit(args: argparse.Namespace) -> int:
+    from mmbench.leaderboards.overfit import file_report
     from mmbench.running.overfit import fresh_seeds, overfit_markdown, overfit_test
 
     if args.fresh < 2:
@@ -46,12 +47,5 @@ def cmd_overfit(args: argparse.Namespace) -> int:
         data = overfit_test(model, args.model, task, public, fresh, out, draw_options(args), metric, args.alpha)
     except ValueError as exc:
         raise CLIError(str(exc)) from None
-    text = overfit_markdown(data)
-    write_report(out, "overfit", data, text)
-    print(text)
-    print(f"report written to {out / 'overfit.md'} and {out / 'overfit.json'}")
-    if args.board is not None:
-        from mmbench.leaderboards.overfit import file_report
-
-        print(f"filed on the board: {file_report(args.board, data)}")
+    publish_report(out, "overfit", data, overfit_markdown(data), args.board, file_report)
     return 0

@@ -129,6 +129,21 @@ def heatmap_figure(heatmaps: Sequence[dict[str, Any]], path: Path, metric: str, 
     return _save(fig, path, "length_depth_heatmap", len(models), len(anchors), drawn)
 
 
+def _length_axes(ax, xlabel: str, metric: str, title: str) -> None:
+    """A score-against-length panel: the score from 0 to 1, both axes labelled, a light grid, its title."""
+    ax.set_ylim(0, 1.02)
+    ax.set_xlabel(xlabel, fontsize=8)
+    ax.set_ylabel(metric, fontsize=8)
+    ax.grid(alpha=0.3)
+    ax.set_title(title, fontsize=9)
+
+
+def _legend_and_note(fig, axes, note: str) -> None:
+    """The legend under the panels and a small note on how to read them in the top left corner."""
+    _legend_below(fig, axes)
+    fig.text(0.0, 1.0, note, fontsize=6, va="bottom", color="0.4")
+
+
 def draw_length_curves(curves: Sequence[dict[str, Any]], metric: str):
     """One panel per task/dataset group: metric against length bin with its CI band, a line per model and
     difficulty (Easy: solid, circles, dark hue; Hard: dashed, squares, light hue of the model's colour)."""
@@ -163,14 +178,9 @@ def draw_length_curves(curves: Sequence[dict[str, Any]], metric: str):
                 chance_lines.add((tuple(x), chance))
                 ax.plot(x, [_nan(v) for v in chance], **CHANCE_STYLE, marker="_", markersize=14, label=CHANCE_LABEL)
         ax.set_xticks(range(len(lengths)), lengths, fontsize=7)
-        ax.set_ylim(0, 1.02)
-        ax.set_xlabel("context length bin", fontsize=8)
-        ax.set_ylabel(metric, fontsize=8)
-        ax.grid(alpha=0.3)
-        ax.set_title(group, fontsize=9)
+        _length_axes(ax, "context length bin", metric, group)
         drawn.append(ax)
-    _legend_below(fig, drawn)
-    fig.text(0.0, 1.0, "bands / bars: 95 % bootstrap CI", fontsize=6, va="bottom", color="0.4")
+    _legend_and_note(fig, drawn, "bands / bars: 95 % bootstrap CI")
     return fig, drawn, rows, cols
 
 
@@ -378,14 +388,8 @@ def draw_effective_length(entries: Sequence[dict[str, Any]], metric: str):
             ax.plot([c["tokens"] for c in e["curve"]], [e["reference"] - c.get("floor", e["tolerance"] or 0.0)
                                                         for c in e["curve"]], color=color, linestyle=":", linewidth=0.8)
     ax.set_xscale("log", base=2)
-    ax.set_ylim(0, 1.02)
-    ax.set_xlabel("tokens consumed by the model (relevant document)", fontsize=8)
-    ax.set_ylabel(metric, fontsize=8)
-    ax.set_title("effective length", fontsize=9)
-    ax.grid(alpha=0.3)
-    _legend_below(fig, [ax])
-    fig.text(0.0, 1.0, "dashed: effective context; dotted: reference - each point's floor", fontsize=6, va="bottom",
-             color="0.4")
+    _length_axes(ax, "tokens consumed by the model (relevant document)", metric, "effective length")
+    _legend_and_note(fig, [ax], "dashed: effective context; dotted: reference - each point's floor")
     return fig, [ax], 1, 1
 
 

@@ -6,7 +6,7 @@ field fails where the record is built, naming it, and each section of the text s
 from __future__ import annotations
 
 from dataclasses import dataclass, field, fields
-from typing import Any
+from typing import Any, Self
 
 
 def _pick(cls: Any, data: dict[str, Any], **defaults: Any) -> Any:
@@ -19,8 +19,21 @@ def _pick(cls: Any, data: dict[str, Any], **defaults: Any) -> Any:
     return cls(**{n: data.get(n, defaults.get(n)) for n in names})
 
 
+class _Record:
+    """A record read from the report data by `of`: `_nested` turns the fields that hold records of their own (and
+    those older data lack) into their values; every other field is taken as it is."""
+
+    @classmethod
+    def _nested(cls, data: dict[str, Any]) -> dict[str, Any]:
+        return {}
+
+    @classmethod
+    def of(cls, data: dict[str, Any]) -> Self:
+        return _pick(cls, {**data, **cls._nested(data)})
+
+
 @dataclass(frozen=True)
-class Settings:
+class Settings(_Record):
     metric: str
     heatmap_metric: str
     ci_method: str
@@ -28,10 +41,6 @@ class Settings:
     seed: int
     positional_model: str
     robustness_thresholds: dict[str, float]
-
-    @classmethod
-    def of(cls, data: dict[str, Any]) -> Settings:
-        return _pick(cls, data)
 
 
 @dataclass(frozen=True)
@@ -42,7 +51,7 @@ class Interval:
 
 
 @dataclass(frozen=True)
-class RunSummary:
+class RunSummary(_Record):
     """One run's averages: micro and macro means (with their counts), per-subset means, CIs and chance."""
 
     label: str
@@ -54,9 +63,8 @@ class RunSummary:
     n_failed_excluded: int
 
     @classmethod
-    def of(cls, data: dict[str, Any]) -> RunSummary:
-        ci = {m: _pick(Interval, c) for m, c in data["bootstrap_ci"].items()}
-        return _pick(cls, {**data, "bootstrap_ci": ci})
+    def _nested(cls, data: dict[str, Any]) -> dict[str, Any]:
+        return {"bootstrap_ci": {m: _pick(Interval, c) for m, c in data["bootstrap_ci"].items()}}
 
 
 @dataclass(frozen=True)
@@ -114,7 +122,7 @@ class Figure:
 
 
 @dataclass(frozen=True)
-class TaskReport:
+class TaskReport(_Record):
     """Everything the report says about one task."""
 
     task: str
@@ -131,9 +139,8 @@ class TaskReport:
     figures: dict[str, Figure] = field(default_factory=dict)
 
     @classmethod
-    def of(cls, data: dict[str, Any]) -> TaskReport:
-        return _pick(cls, {
-            **data,
+    def _nested(cls, data: dict[str, Any]) -> dict[str, Any]:
+        return {
             "runs": [RunSummary.of(r) for r in data["runs"]],
             "positional_bias": [_pick(PositionalFit, e, result=None, error=None) for e in data["positional_bias"]],
             "length_curves": [_pick(LengthCurve, c, steps=[]) for c in data["length_curves"]],
@@ -143,4 +150,4 @@ class TaskReport:
             "truncated_share": data.get("truncated_share") or [],
             "efficiency": data.get("efficiency") or [],
             "figures": {k: _pick(Figure, f, panels=[]) for k, f in (data.get("figures") or {}).items()},
-        })
+        }
