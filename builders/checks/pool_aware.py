@@ -31,9 +31,8 @@ from collections import Counter, defaultdict
 from typing import Any, Callable, Iterable, Sequence
 
 import numpy as np
-from scipy import sparse
-
 from mmbench.builders.checks import leaks
+from mmbench.builders.checks.shingles import intersections
 from mmbench.data.documents import Document, Image, Text, Video
 from mmbench.data.poolset import PoolSet
 
@@ -99,10 +98,7 @@ def medoid_from_shingles(sets: Sequence[np.ndarray]) -> list[float]:
     """Each set's summed Jaccard similarity with the other sets (one sparse product gives every intersection)."""
     if len(sets) < 2:
         return [0.0] * len(sets)
-    codes, column = np.unique(np.concatenate(list(sets)), return_inverse=True)
-    rows = np.repeat(np.arange(len(sets)), [len(a) for a in sets])
-    incidence = sparse.csr_matrix((np.ones(len(column)), (rows, column.ravel())), shape=(len(sets), len(codes)))
-    inter = (incidence @ incidence.T).toarray()
+    inter = intersections(sets)
     size = np.array([len(a) for a in sets], dtype=float)
     union = size[:, None] + size[None, :] - inter
     jaccard = np.divide(inter, union, out=np.zeros_like(inter), where=union > 0)

@@ -22,6 +22,7 @@ from typing import Iterable, Sequence
 import numpy as np
 from scipy.stats import rankdata
 
+from mmbench.builders.checks.shingles import intersections
 from mmbench.data.documents import Document, Image, Text, Video
 from mmbench.data.lexical import tokenize
 from mmbench.data.poolset import PoolSet
@@ -117,8 +118,7 @@ def raw_features(doc: Document, position: int, size: int, media: _MediaSizes) ->
 
 def pool_relative(raw: np.ndarray) -> np.ndarray:
     """(candidates x features) -> (candidates x 2·features): each feature's rank in [0, 1] and its z-score."""
-    n = raw.shape[0]
-    ranks = np.column_stack([(rankdata(raw[:, j]) - 1) / max(1, n - 1) for j in range(raw.shape[1])])
+    ranks = (rankdata(raw, axis=0) - 1) / max(1, raw.shape[0] - 1)
     sd = raw.std(axis=0)
     z = np.where(sd > 0, (raw - raw.mean(axis=0)) / np.where(sd > 0, sd, 1.0), 0.0)
     return np.column_stack([ranks, z])
@@ -129,31 +129,53 @@ def feature_names(columns: Sequence[str]) -> list[str]:
     return [f"{b}:rank" for b in base] + [f"{b}:z" for b in base]
 
 
+def _overlaps(sets: list[np.ndarray]) -> np.ndarray:
+    """(n x n) Jaccard overlaps of n shingle sets (1.0 for two empty sets), as `_jaccard` gives each pair."""
+    inter = intersections(sets)
+    size = np.array([len(a) for a in sets], dtype=np.float64)
+    union = size[:, None] + size[None, :] - inter
+    return np.divide(inter, union, out=np.ones_like(inter), where=union > 0)
+
+
+def _mean_overlap(ids: list[str], by_set: dict[tuple[str, ...], tuple[dict[str, int], np.ndarray]],
+                  shingles: _Shingles, cands: dict[str, Document]) -> list[float]:
+    """Each candidate's mean overlap with the pool's other candidates, averaged in stored order (the pair matrix
+    is computed once per candidate set: the pools of a pool set repeat their candidate sets)."""
+    key = tuple(sorted(set(ids)))
+    if key not in by_set:
+        by_set[key] = ({c: k for k, c in enumerate(key)}, _overlaps([shingles(cands[c]) for c in key]))
+    where, overlap = by_set[key]
+    perm = np.array([where[c] for c in ids])
+    full = overlap[np.ix_(perm, perm)]
+    if len(key) == len(ids):
+        return [float(v) for v in full[~np.eye(len(ids), dtype=bool)].reshape(len(ids), -1).mean(axis=1)]
+    other = np.array(ids)
+    return [float(np.mean(full[k][other != c])) for k, c in enumerate(ids)]
+
+
 def pool_rows(ps: PoolSet, kept_apart: Iterable[str] = (), media_root: Path | None = None):
     """(X, relevant 0/1, item index per row, feature names): one row per candidate of each labelled pool."""
     columns = _numeric_columns(ps, kept_apart)
     cands, media, shingles = ps.candidate_by_id(), _MediaSizes(media_root), _Shingles()
-    pair: dict[tuple[str, str], float] = {}
+    alone: dict[str, list[float]] = {}      # candidate id -> its raw features but the position
+    by_set: dict[tuple[str, ...], tuple[dict[str, int], np.ndarray]] = {}
     blocks, labels, items = [], [], []
     for i, item in enumerate(ps.pools):
-        docs = [cands[c] for c in item.candidate_ids]
         rel = set(item.relevant_ids)
-        if len(docs) < 2 or not rel:
+        n = len(item.candidate_ids)
+        if n < 2 or not rel:
             continue
+        overlap = _mean_overlap(item.candidate_ids, by_set, shingles, cands)
         rows = []
-        for k, d in enumerate(docs):
-            overlap = []
-            for other in docs:
-                if other.id != d.id:
-                    key = (min(d.id, other.id), max(d.id, other.id))
-                    if key not in pair:
-                        pair[key] = _jaccard(shingles(cands[key[0]]), shingles(cands[key[1]]))
-                    overlap.append(pair[key])
-            meta = [float(d.meta.get(c, 0.0)) for c in columns]   # numeric in every candidate that has it
-            rows.append(raw_features(d, k, len(docs), media) + [float(np.mean(overlap))] + meta)
+        for k, c in enumerate(item.candidate_ids):
+            if c not in alone:
+                d = cands[c]
+                alone[c] = raw_features(d, 0, n, media)[:-1] + [float(d.meta.get(m, 0.0)) for m in columns]
+            base = alone[c]
+            rows.append(base[:-len(columns) or None] + [k / max(1, n - 1), overlap[k]] + base[len(base) - len(columns):])
         blocks.append(pool_relative(np.asarray(rows, dtype=np.float64)))
         labels.extend(float(c in rel) for c in item.candidate_ids)
-        items.extend([i] * len(docs))
+        items.extend([i] * n)
     width = 2 * (len(BASE_FEATURES) + len(columns))
     X = np.vstack(blocks) if blocks else np.zeros((0, width))
     return X, np.asarray(labels), np.asarray(items, dtype=np.int64), feature_names(columns)
