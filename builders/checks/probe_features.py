@@ -86,13 +86,6 @@ class _Shingles:
         return self.memo[doc.id]
 
 
-def _jaccard(a: np.ndarray, b: np.ndarray) -> float:
-    if not len(a) and not len(b):
-        return 1.0
-    inter = len(np.intersect1d(a, b, assume_unique=True))
-    return inter / (len(a) + len(b) - inter)
-
-
 def _numeric_columns(ps: PoolSet, kept_apart: Iterable[str]) -> list[str]:
     hidden, seen = set(kept_apart), set()
     numeric: dict[str, bool] = {}
@@ -130,7 +123,7 @@ def feature_names(columns: Sequence[str]) -> list[str]:
 
 
 def _overlaps(sets: list[np.ndarray]) -> np.ndarray:
-    """(n x n) Jaccard overlaps of n shingle sets (1.0 for two empty sets), as `_jaccard` gives each pair."""
+    """(n x n) Jaccard overlaps of n shingle sets (1.0 for two empty sets), |a ∩ b| / |a ∪ b| for each pair."""
     inter = intersections(sets)
     size = np.array([len(a) for a in sets], dtype=np.float64)
     union = size[:, None] + size[None, :] - inter
