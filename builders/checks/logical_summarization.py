@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import Any, Iterable
 
-from mmbench.builders.checks.pool_aware import _Shingler, medoid_from_shingles
+from mmbench.builders.checks.pool_aware import Shingler, medoid_from_shingles
 from mmbench.builders.parts.validity import Violation, normalise_question, query_text
 from mmbench.data.documents import Document
 from mmbench.data.poolset import PoolSet
@@ -137,7 +137,7 @@ def check(ps: PoolSet, checked: dict[str, int]) -> Iterable[Violation]:
                 yield Violation("macro_level_summary", q.id, f"page document summary filter says {rule!r}")
 
     # ---- per item ----
-    shingle = _Shingler()
+    shingle = Shingler()
     seen_bins: dict[tuple[str, str], set[str]] = defaultdict(set)
     subset_texts: dict[str, dict[str, str]] = defaultdict(dict)
     for item in ps.pools:
