@@ -1,7 +1,8 @@
 """Hard families with no centre (issue 33): a reader that never sees the query and scores each candidate by its
 word-shingle overlap with the rest of its pool (the medoid) must not find the relevant candidate of a Multi-Source
-Reasoning Hard pool more often than chance (1/C) + 0.08 (Logical Summarization: open, see the task page). The scorer is written here, on
+Reasoning or Logical Summarization Hard pool more often than chance (1/C) + 0.08. The scorer is written here, on
 what an evaluator reads (segments), sharing no code with the builders."""
+import random
 import re
 
 import pytest
@@ -68,3 +69,47 @@ def test_msr_every_relevant_candidate_carries_its_decoy_and_hard_pools_hold_whol
         sizes = sorted((len(v) for v in fam.values()), reverse=True)
         assert len(own) == item.meta["own_variants"] + 1 and sizes[0] == len(own), (item.id, sizes)
 
+
+
+LS_SMALL = dict(lengths=(2048,), queries_per_dataset=4, candidates_per_query=4, lookalikes=2)
+
+
+@pytest.fixture(scope="module")
+def ls(tmp_path_factory):
+    from mmbench.builders.logical_summarization import build
+
+    return build("sample", tmp_path_factory.mktemp("ls") / "ps", seed=0, progress=False, **LS_SMALL)
+
+
+def test_ls_hard_has_no_centre(ls):
+    """Before version 2.4 the medoid scored 0.917 here (chance 0.25): each variant replaced its own look-alike text,
+    so the report was the centre of its family. Now its variants share one replacement."""
+    p1, chance, n = medoid_p1(ls)
+    assert n >= 8 and p1 <= chance + MARGIN, (p1, chance, n)
+
+
+def test_ls_family_with_a_planted_centre_is_refused(ls, tmp_path):
+    """Give every Hard variant its own text in place of the shared replacement (the old construction's centre):
+    `hard_family_no_centre` names the items."""
+    from dataclasses import replace
+
+    from mmbench.data.documents import Text
+    from mmbench.tasks.validation import validate
+
+    def own_text(doc):
+        if doc.meta.get("difficulty") != "hard":
+            return doc
+        roles = [u[0] for u in doc.meta["provenance"]["units"]]
+        return replace(doc, segments=[Text(shuffled(s.text, doc.id)) if isinstance(s, Text) and r == "replacement"
+                                      else s for s, r in zip(doc.segments, roles)])
+
+    def shuffled(text, key):     # the same words in a variant's own order: no shingle shared with another variant
+        words = text.split()
+        random.Random(key).shuffle(words)
+        return " ".join(words)
+
+    report = validate(ls)
+    assert not [v for v in report.violations if v.invariant == "hard_family_no_centre"]
+    planted = replace(ls, candidates=[own_text(d) for d in ls.candidates])
+    hit = [v for v in validate(planted).violations if v.invariant == "hard_family_no_centre"]
+    assert hit and all("/hard/" in v.item for v in hit), hit

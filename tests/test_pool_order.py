@@ -139,7 +139,7 @@ def test_medoid_equals_summed_jaccard_over_word_shingles():
     docs = [Document(f"d{i}", [Text(" ".join(base[:10 * i] + _words(rng, 8) + base[10 * i + 8:])),
                                Image(f"{'ab'[i % 2] * 64}.png", 8, 8)]) for i in range(5)]
     docs.append(Document("empty", []))
-    shingle = pool_aware._Shingler()
+    shingle = pool_aware.Shingler()
     got = pool_aware.medoid_from_shingles([shingle(d) for d in docs])
 
     def as_set(doc):

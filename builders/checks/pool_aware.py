@@ -51,7 +51,7 @@ def _distinct(codes: np.ndarray) -> np.ndarray:
     return codes[np.concatenate(([True], codes[1:] != codes[:-1]))] if len(codes) else codes
 
 
-class _Shingler:
+class Shingler:
     """Shingle codes of documents, with a word vocabulary and a cache of text segments shared between calls (the
     pools of a pool set repeat the same backgrounds and passages many times)."""
 
@@ -109,7 +109,7 @@ def medoid_from_shingles(sets: Sequence[np.ndarray]) -> list[float]:
 def medoid_scores(ps: PoolSet) -> PoolScores:
     """`pool_medoid` for every pool (see the module text); pools over one candidate set are scored once."""
     cands = ps.candidate_by_id()
-    shingle = _Shingler()
+    shingle = Shingler()
     memo: dict[str, np.ndarray] = {}
     by_set: dict[tuple[str, ...], dict[str, float]] = {}
     out: PoolScores = {}

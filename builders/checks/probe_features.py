@@ -25,6 +25,7 @@ from scipy.stats import rankdata
 from mmbench.builders.checks.shingles import intersections
 from mmbench.data.documents import Document, Image, Text, Video
 from mmbench.data.lexical import tokenize
+from mmbench.data.media import MediaError, MediaStore
 from mmbench.data.poolset import PoolSet
 
 SHINGLE = 5                      # words per shingle in the pool-overlap feature
@@ -46,18 +47,25 @@ def _media_refs(doc: Document) -> list[str]:
 
 class _MediaSizes:
     """File sizes of media refs under `root` (0 without a root, for a missing file or a ref leaving the folder:
-    loading the pool set refuses those)."""
+    loading the pool set refuses those). Where a ref may lead is `MediaStore.path`'s rule, not a copy of it."""
 
     def __init__(self, root: Path | None) -> None:
-        self.root: Path | None = root
+        self.store: MediaStore | None = MediaStore(root) if root is not None else None
         self.sizes: dict[str, int] = {}
 
     def __call__(self, ref: str) -> int:
         if ref not in self.sizes:
-            inside = self.root is not None and not ref.startswith("/") and ".." not in Path(ref).parts
-            path = self.root / ref if inside and self.root is not None else None
-            self.sizes[ref] = path.stat().st_size if path is not None and path.is_file() else 0
+            self.sizes[ref] = self._size(ref)
         return self.sizes[ref]
+
+    def _size(self, ref: str) -> int:
+        if self.store is None:
+            return 0
+        try:
+            path = self.store.path(ref)
+        except MediaError:
+            return 0
+        return path.stat().st_size if path.is_file() else 0
 
 
 def _id_value(doc_id: str) -> float:

@@ -116,13 +116,14 @@ def page_span(n_pages: int, lo: float, hi: float) -> tuple[int, int]:
 def page_variant(d: PagedDocument, units: list[Unit], lo: float, hi: float, media: MediaStore, seed: int,
                   stored: dict[tuple[int, int, int], Image] | None = None):
     """(a, b, replacement units, provenance) or None; `stored` keeps each extension page encoded once
-    per document and size, as the three variants of a document mostly draw the same pages."""
+    per document and size, as the three variants of a document draw the same pages: one start per document, so
+    they share their extension pages and the document is not the centre of its family (issue 33)."""
     stored = {} if stored is None else stored
     a, b = page_span(len(units), lo, hi)
     k = b - a
     if len(d.extension) < k:
         return None
-    start = int(seeded_rng(seed, "extension", d.id, lo, hi).integers(len(d.extension) - k + 1))
+    start = int(seeded_rng(seed, "extension", d.id).random() * (len(d.extension) - k + 1))   # shared (issue 33)
     repl = []
     for off, u in enumerate(units[a:b]):
         page = d.extension[start + off]

@@ -187,7 +187,8 @@ def assemble(ds: str, kept: list[Placed], o: PoolOptions, padded, filler_name: s
                                  "units": [u.source for u in units[a:b_]]},
                     "replacement": info, "units": unit_log(broken)}}))
                 hard[p.rid].append(cid)
-        items = easy_hard_pools(ds, b.nominal, [p.rid for p, _ in here], relevant, hard, o.C, o.seed)
+        items = easy_hard_pools(ds, b.nominal, [p.rid for p, _ in here], relevant, hard, o.C, o.seed,
+                                whole_families=True)
         for item in items:
             item.meta["length_range"] = [b.lo, b.nominal]
         pools += items
