@@ -20,7 +20,6 @@ from pathlib import Path
 from typing import Iterable, Sequence
 
 import numpy as np
-from scipy.stats import rankdata
 
 from mmbench.data.documents import Document, Image, Text, Video
 from mmbench.data.lexical import tokenize
@@ -117,6 +116,8 @@ def raw_features(doc: Document, position: int, size: int, media: _MediaSizes) ->
 
 def pool_relative(raw: np.ndarray) -> np.ndarray:
     """(candidates x features) -> (candidates x 2·features): each feature's rank in [0, 1] and its z-score."""
+    from scipy.stats import rankdata  # scipy.stats only when a probe runs (the task registry imports this module)
+
     n = raw.shape[0]
     ranks = np.column_stack([(rankdata(raw[:, j]) - 1) / max(1, n - 1) for j in range(raw.shape[1])])
     sd = raw.std(axis=0)

@@ -47,8 +47,8 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, Mapping, Sequence
 
 import numpy as np
-from scipy import stats
 
+from mmbench.common.value_memo import remembered
 from mmbench.evaluators.ordering import label_key
 from mmbench.evaluators.stats.floors import DEFAULT_ALPHA, DEFAULT_POWER, metric_sd
 
@@ -107,6 +107,18 @@ def _steps(t: np.ndarray, min_items: int, steps_per_doubling: int) -> np.ndarray
     return point
 
 
+def normal_quantile(p: float) -> float:
+    """scipy's standard normal quantile at `p`, remembered per scipy version (a warm run then needs no scipy.stats)."""
+    def compute() -> float:
+        from scipy import stats
+
+        return float(stats.norm.ppf(p))
+
+    value = remembered("norm.ppf", (p,), compute)
+    assert value is not None
+    return value
+
+
 def _stratum(key: str, t: np.ndarray, s: np.ndarray, c: np.ndarray, window: int | None, alpha: float,
              ceiling: float) -> dict[str, Any]:
     n = len(t)
@@ -121,7 +133,7 @@ def _stratum(key: str, t: np.ndarray, s: np.ndarray, c: np.ndarray, window: int 
     r, chance = float(s[ref].mean()), float(c[ref].mean())
     se = sd / math.sqrt(int(ref.sum()))
     out.update({"reference": r, "reference_n": int(ref.sum()), "reference_tokens": int(edge), "chance": chance,
-                "sd": sd, "sd_basis": basis, "at_chance": bool(r - chance <= stats.norm.ppf(1 - alpha) * se)})
+                "sd": sd, "sd_basis": basis, "at_chance": bool(r - chance <= normal_quantile(1 - alpha) * se)})
     return out
 
 
@@ -200,7 +212,7 @@ def _point(t: np.ndarray, resid: np.ndarray, key: np.ndarray, m: np.ndarray, inf
         drop += nk / n * float(resid[mk].mean())
         var += (nk / n) ** 2 * p["sd"] ** 2 * (1 / nk + 1 / p["reference_n"])
     floor = float(tolerance) if tolerance is not None else (
-        float((stats.norm.ppf(1 - alpha / 2) + stats.norm.ppf(power)) * math.sqrt(var)))
+        float((normal_quantile(1 - alpha / 2) + normal_quantile(power)) * math.sqrt(var)))
     return {"low": int(t[m].min()), "high": int(t[m].max()), "tokens": float(np.median(t[m])),
             "value": reference + drop, "drop": drop, "floor": floor, "holds": bool(drop >= -floor - 1e-12), "n": n}
 
