@@ -11,6 +11,7 @@ compute a value twice.
 """
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import logging
@@ -29,12 +30,17 @@ FORMAT = "mmbench-scipy-values/1"
 _copies: dict[Path | None, dict[str, float | None]] = {}  # this process's copy of each file it used
 
 
-def _path() -> Path | None:
+@functools.lru_cache(maxsize=None)
+def _scipy_version() -> str | None:
     try:
-        version = metadata.version("scipy")
+        return metadata.version("scipy")
     except metadata.PackageNotFoundError:
         return None
-    return mmbench_home() / "scipy-values" / f"{version}.json"
+
+
+def _path() -> Path | None:
+    version = _scipy_version()
+    return None if version is None else mmbench_home() / "scipy-values" / f"{version}.json"
 
 
 def _check(values: dict[str, float | None]) -> str:
@@ -90,3 +96,4 @@ def remembered(name: str, args: tuple[float | int, ...], compute: Callable[[], f
 def forget() -> None:
     """Drop this process's copies (the next call reads the file again)."""
     _copies.clear()
+    _scipy_version.cache_clear()
