@@ -7,8 +7,13 @@ timing). Then --pairs times, alternating: (1) a process that runs `mteb.evaluate
 whose metadata points at the exported folder, mteb's own loader and scoring, and no mmbench import (checked in that
 process); (2) `mmbench run --task multi_source_reasoning --model minilm --no-cache` on the pool set, with a fresh
 MMBENCH_HOME (no vectors, no remembered model card or hashes). Each is timed as a whole process: wall seconds and the
-CPU seconds of the child (user + system). Prints both medians, mteb / mmbench on wall and CPU time, and both P@1,
-which must agree (mteb stores 5 decimals). Issue 38 asks for at least 8x on wall time.
+CPU seconds of the child (user + system). Prints both medians, mteb / mmbench on wall and CPU time, and both P@1
+(mteb stores 5 decimals). Issue 38 asks for at least 8x on wall time.
+
+The two P@1 need not be equal: the model sees different text. A stock SentenceTransformer cuts each text after its
+first 256 tokens; mmbench middle-truncates (keeps the head and the tail, its protocol), and most Multi-Source
+Reasoning documents are longer than the window. The script prints by how many items they differ. (Through
+`mmbench_encoder`, mteb gets mmbench's numbers exactly: tests/test_mteb_folder_parity.py.)
 """
 from __future__ import annotations
 
@@ -116,18 +121,43 @@ def main() -> None:
         walls["mmbench"].append(wall), cpus["mmbench"].append(cpu)
         p1["mmbench"] = _mmbench_p1(res)
         print(f"pair {k + 1}: mteb {walls['mteb'][-1]:.1f} s wall, {cpus['mteb'][-1]:.1f} CPU-s; mmbench "
-              f"{walls['mmbench'][-1]:.1f} s wall, {cpus['mmbench'][-1]:.1f} CPU-s", flush=True)
+              f"{walls['mmbench'][-1]:.1f} s wall, {cpus['mmbench'][-1]:.1f} CPU-s; "
+              f"{walls['mteb'][-1] / walls['mmbench'][-1]:.1f}x wall (load {os.getloadavg()[0]:.1f})", flush=True)
     w = {k: statistics.median(v) for k, v in walls.items()}
     c = {k: statistics.median(v) for k, v in cpus.items()}
     agree = abs(p1["mteb"] - p1["mmbench"]) <= 1e-6 or abs(p1["mteb"] - round(p1["mmbench"], 5)) <= 1e-9
+    items = _mmbench_items(work / "run-0")
+    ratios = [a / b for a, b in zip(walls["mteb"], walls["mmbench"])]
     print(f"stock mteb + SentenceTransformer: median {w['mteb']:.1f} s wall, {c['mteb']:.1f} CPU-s; P@1 {p1['mteb']:.5f}")
     print(f"mmbench run --no-cache:           median {w['mmbench']:.1f} s wall, {c['mmbench']:.1f} CPU-s; "
           f"P@1 {p1['mmbench']:.6f}")
     print(f"mteb / mmbench: {w['mteb'] / w['mmbench']:.1f}x wall, {c['mteb'] / c['mmbench']:.1f}x CPU "
-          f"({args.pairs} alternating pairs, {os.cpu_count()} CPUs, load {os.getloadavg()[0]:.1f}); "
-          f"P@1 {'agree' if agree else 'DIFFER'} (issue 38 target: at least 8x on wall time)")
-    if not agree:
-        sys.exit(1)
+          f"({args.pairs} alternating pairs, {os.cpu_count()} CPUs, load {os.getloadavg()[0]:.1f}) "
+          f"(issue 38 target: at least 8x on wall time); per pair {min(ratios):.1f}x-{max(ratios):.1f}x, median "
+          f"{statistics.median(ratios):.1f}x")
+    if agree:
+        print("P@1: the same")
+    else:  # not a failure of either tool: the two feed the model different text (see the module docstring)
+        print(f"P@1 differs by {abs(p1['mteb'] - p1['mmbench']) * items:.0f} of {items} items: the stock "
+              f"SentenceTransformer keeps each text's first {ST_WINDOW} tokens, mmbench keeps the head and the tail "
+              f"(middle truncation); {_truncated_share(work / 'run-0'):.0%} of the documents are longer than the "
+              f"window")
+
+
+def _mmbench_items(out: Path) -> int:
+    import pandas as pd
+
+    return len(pd.read_parquet(out / "per_query.parquet", columns=["item_id"]))
+
+
+def _truncated_share(out: Path) -> float:
+    import pandas as pd
+
+    seen = pd.read_parquet(out / "seen.parquet", columns=["role", "truncated"])
+    return float(seen.loc[seen["role"] == "document", "truncated"].mean())
+
+
+ST_WINDOW = 256  # all-MiniLM-L6-v2's max_seq_length
 
 
 if __name__ == "__main__":
