@@ -292,7 +292,8 @@ def item_consumed_tokens(per_query: Any, seen: Any, column: str = "seen_tokens")
     out = []
     for relevant in per_query["relevant_ids"]:
         vals = [by_id[str(d)] for d in (list(relevant) if relevant is not None else []) if str(d) in by_id]
-        out.append(float(np.mean(vals)) if vals else np.nan)
+        # one relevant document (most items): its value, the bits np.mean would give, without its overhead
+        out.append(vals[0] if len(vals) == 1 else float(np.mean(vals)) if vals else np.nan)
     return np.asarray(out, dtype=float)
 
 
@@ -311,8 +312,14 @@ def run_effective_length(per_query: Any, seen: Any, metric: str, tolerance: floa
     keys = [" / ".join(v) for v in zip(*cols)] if axes else None
     chance = None
     if {"ranked_ids", "relevant_ids"} <= set(pq.columns):
-        chance = [chance_metrics(len(r), len(rel)).get(metric, 0.0) if len(r) and len(rel) else 0.0
-                  for r, rel in zip(pq["ranked_ids"], pq["relevant_ids"])]
+        levels: dict[tuple[int, int], float] = {}  # chance depends only on the pool's and the relevant set's sizes
+
+        def level(n: int, r: int) -> float:
+            if (n, r) not in levels:
+                levels[n, r] = chance_metrics(n, r).get(metric, 0.0) if n and r else 0.0
+            return levels[n, r]
+
+        chance = [level(len(r), len(rel)) for r, rel in zip(pq["ranked_ids"], pq["relevant_ids"])]
     ceiling = metric_range(metric, pq["relevant_ids"]) if "relevant_ids" in pq.columns else 1.0
     bins = [v if isinstance(v, str) else None for v in pq["length_bin"]] if "length_bin" in pq.columns else None
     whole = np.ones(len(pq), bool)
