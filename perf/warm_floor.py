@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import statistics
 import subprocess
 import sys
@@ -19,7 +18,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from cache_rerun import _run  # perf/ is on sys.path when this script runs
+from cache_rerun import _run, build_cut_sample  # perf/ is on sys.path when this script runs
 
 FLOOR = "import numpy, pandas, pyarrow, mmbench"
 
@@ -37,11 +36,7 @@ def main() -> None:
     ap.add_argument("--runs", type=int, default=3)
     args = ap.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
-        env = {**os.environ, "MMBENCH_HOME": tmp}
-        data = Path(tmp) / "ps"
-        lengths = [] if args.lengths == "default" else ["--param", f"lengths=[{args.lengths}]"]
-        subprocess.run([sys.executable, "-m", "mmbench", "build", "--task", "visual_grounding", "--out", str(data),
-                        *lengths], env=env, check=True, capture_output=True)
+        data, env = build_cut_sample(Path(tmp), args.lengths)
         base = ["run", "--task", "visual_grounding", "--model", args.model, "--data", str(data), "--quiet"]
         first = _run([*base, "--output", str(Path(tmp) / "run0")], env)
         print(f"first (cold cache) run: {first:.2f}s")

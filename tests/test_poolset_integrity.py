@@ -146,3 +146,22 @@ def test_sealed_tables_decode_segments_only_when_used(copy, tmp_path):
     del manifest["table_digests"]
     (copy / "manifest.json").write_text(json.dumps(manifest))
     assert all(type(d) is Document for d in load_poolset(copy).candidates)
+
+
+def test_a_sealed_tables_segments_stay_compressed_until_first_used(copy):
+    """Issue 38: decompressing the segments column was most of a warm load; it is read on first use, once per
+    table, and a document pickled (for a worker) carries its own segments' text, not its table's bytes."""
+    import pickle
+
+    from mmbench.data.documents import DeferredText, Document
+    from mmbench.data.poolset_tables import read_rows
+
+    load_poolset(copy)  # the first load hashes the documents (decoding them) and remembers the hashes
+    docs = load_poolset(copy).candidates
+    column = docs[0].__dict__["_raw"]._source
+    assert all(isinstance(d.__dict__["_raw"], DeferredText) for d in docs) and column._values is None
+    rows = list(read_rows(copy / "candidates.parquet", (copy / "candidates.parquet").read_bytes()))
+    sent = pickle.loads(pickle.dumps(docs[1]))
+    assert sent.__dict__["_raw"] == rows[1]["segments"] and len(pickle.dumps(docs[1])) < len(rows[1]["segments"]) + 4096
+    assert docs[3].segments == Document.from_record(rows[3]).segments and column._values is not None  # read once, whole
+    assert all(d.__dict__["_raw"]._source is column for d in docs[4:])

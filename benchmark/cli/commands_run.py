@@ -84,12 +84,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     if args.output is not None:
         writable_folder_or_error(args.output)
     try:
-        # the model first: an unavailable one (unknown name, no weights offline, no key) fails in seconds,
-        # before any pool set is built or read
-        model = load_model_for_run(args.model, model_options(args, args.model), cached=not args.no_cache)
-        if args.model_name:
-            rename_model(model, args.model_name)
-        poolsets = [resolve_poolset(task, args.data, args.seed, quiet=args.quiet, verify=args.verify) for task in tasks]
+        model, poolsets = _model_and_poolsets(args, tasks)
     except ModelUnavailable as exc:
         remove_if_empty(created, args.output)  # a failed load leaves no empty results folder behind
         raise CLIError(str(exc)) from None
@@ -120,6 +115,33 @@ def cmd_run(args: argparse.Namespace) -> int:
     finally:
         options.executor.close()
     return 1 if failed else 0
+
+
+def _model_and_poolsets(args: argparse.Namespace, tasks) -> tuple[Any, list]:
+    """The model and the tasks' pool sets; the model's error (unknown name, no weights offline, no key) comes first.
+
+    Without --data the offline sample may have to be built (minutes), so the model loads first and an unavailable
+    one fails before any pool set is built. A --data folder is only read and checked, so that happens in a thread
+    while the model loads (imports and weights take seconds of a cold run); a model that fails still wins."""
+    def poolsets() -> list:
+        return [resolve_poolset(task, args.data, args.seed, quiet=args.quiet, verify=args.verify) for task in tasks]
+
+    def model() -> Any:
+        loaded = load_model_for_run(args.model, model_options(args, args.model), cached=not args.no_cache)
+        if args.model_name:
+            rename_model(loaded, args.model_name)
+        return loaded
+
+    if args.data is None:
+        return model(), poolsets()
+    from concurrent.futures import ThreadPoolExecutor
+
+    import pyarrow.parquet  # noqa: F401  imported before the thread starts, so the two threads never import them
+    import mmbench.running.poolsets  # noqa: F401  at once (the model's imports need numpy and pyarrow too)
+
+    with ThreadPoolExecutor(1, thread_name_prefix="mmbench-poolset") as pool:
+        pending = pool.submit(poolsets)
+        return model(), pending.result()  # a model error leaves the block at once; the block waits for the read
 
 
 def certificate_or_error(path: Path | None, model, allow_failed: bool = False) -> dict[str, Any] | None:

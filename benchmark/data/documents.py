@@ -106,6 +106,26 @@ class Document:
 _RAW = object()  # a content-hash memo made for a record's segments before they were decoded
 
 
+class DeferredText:
+    """One cell of a table's text column, read from the table's bytes only when first asked for (`source` is
+    shared by the column's cells: `source.value(index)`); a warm run that needs no segments never reads them.
+    Pickled, it is the text itself, so a document sent to a worker never carries its whole table."""
+
+    __slots__ = ("_source", "_index")
+
+    def __init__(self, source: Any, index: int) -> None:
+        self._source, self._index = source, index
+
+    def text(self) -> str:
+        value = self._source.value(self._index)
+        if not isinstance(value, str):
+            raise TypeError(f"segments must be JSON text, got {type(value).__name__}")
+        return value
+
+    def __reduce__(self) -> tuple[Any, tuple[str]]:
+        return (str, (self.text(),))
+
+
 class RecordDocument(Document):
     """A document of a pool set table whose bytes verified against its manifest (see `load_poolset`): its
     segments, most of a document's size, are decoded from the record's JSON on first use, so a warm run
@@ -117,7 +137,7 @@ class RecordDocument(Document):
         try:
             meta = json.loads(record.get("meta") or "{}")
             raw = record["segments"]
-            if not isinstance(raw, str):
+            if not isinstance(raw, (str, DeferredText)):
                 raise TypeError(f"segments must be JSON text, got {type(raw).__name__}")
         except (KeyError, TypeError, ValueError) as exc:
             raise ValueError(f"document {record.get('id', '?')!r}: malformed record ({exc})") from exc
@@ -129,7 +149,7 @@ class RecordDocument(Document):
         raw = self.__dict__.get("_raw")
         if raw is not None:
             try:
-                segments = segments_from_json(json.loads(raw))
+                segments = segments_from_json(json.loads(raw if isinstance(raw, str) else raw.text()))
             except (TypeError, ValueError) as exc:
                 raise ValueError(f"document {self.id!r}: malformed record ({exc})") from exc
             self.__dict__["_segments"] = segments

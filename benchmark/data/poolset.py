@@ -28,10 +28,10 @@ from pathlib import Path
 from typing import Any, Iterable, Iterator
 
 from mmbench.common.scratch import absolute, check_replaceable, clean_stale, locked_workdir, release_lock_file
-from mmbench.data.documents import Document, Image, RecordDocument, Video
+from mmbench.data.documents import DeferredText, Document, Image, RecordDocument, Video
 from mmbench.data.hash_memo import remember_hashes
 from mmbench.data.media import MediaError, MediaStore, atomic_write_bytes, default_mode
-from mmbench.data.poolset_tables import (PROVENANCE_TABLE, SCHEMAS, PoolSetError, file_sha256, parse_rows,
+from mmbench.data.poolset_tables import (PROVENANCE_TABLE, SCHEMAS, LazyColumn, PoolSetError, file_sha256, parse_rows,
                                          read_rows, split_provenance, write_table)
 
 log = logging.getLogger(__name__)
@@ -336,7 +336,8 @@ def load_poolset(root: Path, verify: bool = False) -> PoolSet:
     sealed = isinstance(recorded, dict) and recorded.get("seal") == _seal(manifest, digests)
     parse_document = RecordDocument.from_sealed_record if sealed else Document.from_record
     parsers = {"queries": parse_document, "candidates": parse_document, "pools": PoolItem.from_record}
-    records = {table: parse_rows(root / f"{table}.parquet", read_rows(root / f"{table}.parquet", raw.pop(table)),
+    records = {table: parse_rows(root / f"{table}.parquet", _table_rows(root / f"{table}.parquet", raw.pop(table),
+                                                                         sealed and table != "pools"),
                                   parsers[table]) for table in TABLES}
     ps = PoolSet(
         task=manifest["task"], task_version=manifest["task_version"],
@@ -358,6 +359,19 @@ def load_poolset(root: Path, verify: bool = False) -> PoolSet:
         check_content_hash(ps)
         check_media(ps)
     return ps
+
+
+def _table_rows(path: Path, raw: bytes, deferred: bool) -> Iterator[dict[str, Any]]:
+    """A table's rows; with `deferred` (a document table whose bytes are sealed), each row's segments are a
+    `DeferredText` read from those bytes when first used, not decompressed now."""
+    if not deferred:
+        yield from read_rows(path, raw)
+        return
+    segments = LazyColumn(path, raw, "segments")
+    names = [n for n in SCHEMAS["candidates"].names if n != "segments"]
+    for i, row in enumerate(read_rows(path, raw, names)):
+        row["segments"] = DeferredText(segments, i)
+        yield row
 
 
 def check_media(ps: PoolSet) -> None:

@@ -69,14 +69,33 @@ def split_provenance(row: dict[str, Any], table: str, columns: Iterable[str],
     return row
 
 
-def read_rows(path: Path, raw: bytes) -> Iterator[dict[str, Any]]:
-    """The rows of one Parquet table, a batch at a time: parsing a table of 128K-token documents holds one
-    batch of rows beside the parsed records, not the whole table as Arrow and again as Python rows."""
+def read_rows(path: Path, raw: bytes, columns: list[str] | None = None) -> Iterator[dict[str, Any]]:
+    """The rows of one Parquet table (only `columns`, if given), a batch at a time: parsing a table of 128K-token
+    documents holds one batch of rows beside the parsed records, not the whole table as Arrow and again as
+    Python rows."""
     try:
-        for batch in pq.ParquetFile(pa.BufferReader(raw)).iter_batches(batch_size=READ_BATCH_ROWS):
+        for batch in pq.ParquetFile(pa.BufferReader(raw)).iter_batches(batch_size=READ_BATCH_ROWS, columns=columns):
             yield from batch.to_pylist()
     except Exception as exc:  # pyarrow raises several types for corrupt files
         raise PoolSetError(f"{path}: unreadable parquet ({exc})") from exc
+
+
+class LazyColumn:
+    """One column of a table kept as the table's bytes until a cell is first asked for, then read whole (a batch
+    at a time) and held: decompressing the documents' segments was most of loading a pool set, and a warm run
+    needs none of them."""
+
+    def __init__(self, path: Path, raw: bytes, name: str) -> None:
+        self.path, self.name = path, name
+        self._raw: bytes | None = raw
+        self._values: list[Any] | None = None
+
+    def value(self, index: int) -> Any:
+        if self._values is None:
+            assert self._raw is not None
+            self._values = [row[self.name] for row in read_rows(self.path, self._raw, [self.name])]
+            self._raw = None
+        return self._values[index]
 
 
 def parse_rows(path: Path, rows: Iterable[dict[str, Any]], parse: Callable[[dict[str, Any]], Any]) -> list[Any]:

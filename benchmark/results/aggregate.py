@@ -8,6 +8,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from mmbench.evaluators.metrics import mean_metrics, metric_names
@@ -25,16 +26,26 @@ class AggregateRow:
 
 
 def aggregate(per_query: pd.DataFrame) -> list[AggregateRow]:
-    """Micro averages overall, per subset and per metadata axis; macro average over subsets."""
+    """Micro averages overall, per subset and per metadata axis; macro average over subsets.
+
+    Each metric column is taken out of the frame once and each group is a mask over it: the mean of the masked
+    values is `mean_metrics` of the group's rows (the same values in the same order, so the same bits), without
+    a frame and a list of dicts per group."""
     names = [n for n in metric_names() if n in per_query.columns]
     if "error" in per_query.columns:  # failed items are reported by the runner, not averaged
         per_query = per_query[per_query["error"].isna()]
-    rows = [AggregateRow("all", len(per_query), mean_metrics(per_query[names].to_dict("records"), names))]
+    columns = {n: per_query[n].to_numpy(dtype=float) for n in names}
+
+    def row(group: str, mask: np.ndarray | None) -> AggregateRow:
+        n_rows = len(per_query) if mask is None else int(mask.sum())
+        if not n_rows:
+            return AggregateRow(group, 0, mean_metrics([], names))
+        return AggregateRow(group, n_rows, {n: float(np.mean(v if mask is None else v[mask])) for n, v in columns.items()})
+
+    rows = [row("all", None)]
+    subset = per_query["subset"].to_numpy()
     subsets = sorted(per_query["subset"].unique(), key=subset_key) if len(per_query) else []
-    subset_rows = []
-    for s in subsets:
-        part = per_query[per_query["subset"] == s]
-        subset_rows.append(AggregateRow(f"subset={s}", len(part), mean_metrics(part[names].to_dict("records"), names)))
+    subset_rows = [row(f"subset={s}", subset == s) for s in subsets]
     if len(subset_rows) > 1:
         macro = {n: float(sum(r.metrics[n] for r in subset_rows) / len(subset_rows)) for n in names}
         rows.append(AggregateRow("macro_over_subsets", len(per_query), macro))
@@ -43,9 +54,9 @@ def aggregate(per_query: pd.DataFrame) -> list[AggregateRow]:
         if axis not in per_query.columns:
             continue
         col = per_query[axis]
+        values = col.to_numpy()
         for value in sorted(col.dropna().unique(), key=label_key):
-            part = per_query[col == value]
-            rows.append(AggregateRow(f"{axis}={value}", len(part), mean_metrics(part[names].to_dict("records"), names)))
+            rows.append(row(f"{axis}={value}", values == value))
     return rows
 
 

@@ -47,8 +47,8 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, Mapping, Sequence
 
 import numpy as np
-from scipy import stats
 
+from mmbench.common.value_memo import remembered
 from mmbench.evaluators.ordering import label_key
 from mmbench.evaluators.stats.floors import DEFAULT_ALPHA, DEFAULT_POWER, metric_sd
 
@@ -107,6 +107,18 @@ def _steps(t: np.ndarray, min_items: int, steps_per_doubling: int) -> np.ndarray
     return point
 
 
+def normal_quantile(p: float) -> float:
+    """scipy's standard normal quantile at `p`, remembered per scipy version (a warm run then needs no scipy.stats)."""
+    def compute() -> float:
+        from scipy import stats
+
+        return float(stats.norm.ppf(p))
+
+    value = remembered("norm.ppf", (p,), compute)
+    assert value is not None
+    return value
+
+
 def _stratum(key: str, t: np.ndarray, s: np.ndarray, c: np.ndarray, window: int | None, alpha: float,
              ceiling: float) -> dict[str, Any]:
     n = len(t)
@@ -121,7 +133,7 @@ def _stratum(key: str, t: np.ndarray, s: np.ndarray, c: np.ndarray, window: int 
     r, chance = float(s[ref].mean()), float(c[ref].mean())
     se = sd / math.sqrt(int(ref.sum()))
     out.update({"reference": r, "reference_n": int(ref.sum()), "reference_tokens": int(edge), "chance": chance,
-                "sd": sd, "sd_basis": basis, "at_chance": bool(r - chance <= stats.norm.ppf(1 - alpha) * se)})
+                "sd": sd, "sd_basis": basis, "at_chance": bool(r - chance <= normal_quantile(1 - alpha) * se)})
     return out
 
 
@@ -200,7 +212,7 @@ def _point(t: np.ndarray, resid: np.ndarray, key: np.ndarray, m: np.ndarray, inf
         drop += nk / n * float(resid[mk].mean())
         var += (nk / n) ** 2 * p["sd"] ** 2 * (1 / nk + 1 / p["reference_n"])
     floor = float(tolerance) if tolerance is not None else (
-        float((stats.norm.ppf(1 - alpha / 2) + stats.norm.ppf(power)) * math.sqrt(var)))
+        float((normal_quantile(1 - alpha / 2) + normal_quantile(power)) * math.sqrt(var)))
     return {"low": int(t[m].min()), "high": int(t[m].max()), "tokens": float(np.median(t[m])),
             "value": reference + drop, "drop": drop, "floor": floor, "holds": bool(drop >= -floor - 1e-12), "n": n}
 
@@ -280,7 +292,8 @@ def item_consumed_tokens(per_query: Any, seen: Any, column: str = "seen_tokens")
     out = []
     for relevant in per_query["relevant_ids"]:
         vals = [by_id[str(d)] for d in (list(relevant) if relevant is not None else []) if str(d) in by_id]
-        out.append(float(np.mean(vals)) if vals else np.nan)
+        # one relevant document (most items): its value, the bits np.mean would give, without its overhead
+        out.append(vals[0] if len(vals) == 1 else float(np.mean(vals)) if vals else np.nan)
     return np.asarray(out, dtype=float)
 
 
@@ -299,8 +312,14 @@ def run_effective_length(per_query: Any, seen: Any, metric: str, tolerance: floa
     keys = [" / ".join(v) for v in zip(*cols)] if axes else None
     chance = None
     if {"ranked_ids", "relevant_ids"} <= set(pq.columns):
-        chance = [chance_metrics(len(r), len(rel)).get(metric, 0.0) if len(r) and len(rel) else 0.0
-                  for r, rel in zip(pq["ranked_ids"], pq["relevant_ids"])]
+        levels: dict[tuple[int, int], float] = {}  # chance depends only on the pool's and the relevant set's sizes
+
+        def level(n: int, r: int) -> float:
+            if (n, r) not in levels:
+                levels[n, r] = chance_metrics(n, r).get(metric, 0.0) if n and r else 0.0
+            return levels[n, r]
+
+        chance = [level(len(r), len(rel)) for r, rel in zip(pq["ranked_ids"], pq["relevant_ids"])]
     ceiling = metric_range(metric, pq["relevant_ids"]) if "relevant_ids" in pq.columns else 1.0
     bins = [v if isinstance(v, str) else None for v in pq["length_bin"]] if "length_bin" in pq.columns else None
     whole = np.ones(len(pq), bool)

@@ -32,8 +32,8 @@ from dataclasses import dataclass
 from typing import Callable, Sequence
 
 import numpy as np
-from scipy import stats
 
+from mmbench.common.value_memo import remembered
 from mmbench.evaluators.stats._base import StatResult, Values, sample_sd
 
 DESIGN_DISCORDANCE = 0.5
@@ -54,6 +54,8 @@ class Floor(StatResult):
 
 def t_test_power(delta: float, n: int, sd: float, alpha: float = DEFAULT_ALPHA) -> float:
     """Power of the two-sided one-sample (paired) t-test at true mean `delta`, per-item sd `sd`, n items."""
+    from scipy import stats  # imported when a floor is computed, not with this module (see design_floor)
+
     df = n - 1
     crit = stats.t.ppf(1 - alpha / 2, df)
     nc = delta * np.sqrt(n) / sd
@@ -93,8 +95,11 @@ def sd_floor(n: int, sd: float, alpha: float = DEFAULT_ALPHA, power: float = DEF
 
 def design_floor(n: int, alpha: float = DEFAULT_ALPHA, power: float = DEFAULT_POWER, ceiling: float = 1.0) -> Floor:
     """Design-time floor from the number of items alone: a 0/1 metric at discordance 0.5, scaled to a metric
-    whose per-item score lies in [0, `ceiling`] (0.2 for P@5 with one relevant candidate)."""
-    mde = binary_floor(n, DESIGN_DISCORDANCE, alpha, power)
+    whose per-item score lies in [0, `ceiling`] (0.2 for P@5 with one relevant candidate). The unscaled floor is
+    scipy's, remembered per scipy version (`mmbench.common.value_memo`): a run summary prints these floors, and
+    importing scipy.stats for them took most of a warm run's time."""
+    mde = remembered("binary_floor", (n, DESIGN_DISCORDANCE, alpha, power),
+                     lambda: binary_floor(n, DESIGN_DISCORDANCE, alpha, power))
     scale = "" if ceiling == 1.0 else f", scaled to the metric's range [0, {ceiling:g}]"
     return Floor(n=int(n), mde=None if mde is None else mde * float(ceiling),
                  basis=f"design (discordance {DESIGN_DISCORDANCE}{scale})", discordance=DESIGN_DISCORDANCE, sd=None,
@@ -135,6 +140,8 @@ def two_sample_floor(n1: int, n2: int, sd: float = 0.5, alpha: float = DEFAULT_A
     largest a 0/1 metric has) and n1 + n2 - 2 degrees of freedom reaches `power` at this difference."""
     if n1 < 1 or n2 < 1 or n1 + n2 < 3 or not sd > 0 or not np.isfinite(sd):
         return None
+    from scipy import stats
+
     df = n1 + n2 - 2
     crit = stats.t.ppf(1 - alpha / 2, df)
     scale = sd * np.sqrt(1 / n1 + 1 / n2)

@@ -23,7 +23,6 @@ from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
 import numpy as np
-from scipy import stats
 
 from mmbench.evaluators.stats._base import StatResult
 
@@ -91,6 +90,8 @@ def stratified_mean(values: Sequence[float] | np.ndarray, cells: Sequence[str], 
         var += w * w * s2 / len(y)
     se = float(np.sqrt(var))
     df = (dof_num ** 2 / dof_den) if dof_den > 0 else max(len(y) - len(have), 1)
+    from scipy import stats  # only a --limit run estimates (the runner imports this module for every run)
+
     half = float(stats.t.ppf(0.5 + confidence / 2, df)) * se
     return StratifiedEstimate(value, se, value - half, value + half, confidence, int(len(y)), total, len(have),
                               list(axes[:depth]), float(df))
