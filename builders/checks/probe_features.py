@@ -156,13 +156,16 @@ def _mean_overlap(ids: list[str], by_set: dict[tuple[str, ...], tuple[dict[str, 
 
 
 def pool_rows(ps: PoolSet, kept_apart: Iterable[str] = (), media_root: Path | None = None):
-    """(X, relevant 0/1, item index per row, feature names): one row per candidate of each labelled pool."""
+    """(X, relevant 0/1, item index per row, feature names): one row per candidate of each labelled pool, pools in
+    the order of their ids (the order `load_poolset` gives), so the folds, and the probe's figures, are the same at
+    build time and in `mmbench validate`."""
     columns = _numeric_columns(ps, kept_apart)
     cands, media, shingles = ps.candidate_by_id(), _MediaSizes(media_root), _Shingles()
     alone: dict[str, list[float]] = {}      # candidate id -> its raw features but the position
     by_set: dict[tuple[str, ...], tuple[dict[str, int], np.ndarray]] = {}
     blocks, labels, items = [], [], []
-    for i, item in enumerate(ps.pools):
+    for i in sorted(range(len(ps.pools)), key=lambda j: ps.pools[j].id):
+        item = ps.pools[i]
         rel = set(item.relevant_ids)
         n = len(item.candidate_ids)
         if n < 2 or not rel:
