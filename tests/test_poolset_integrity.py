@@ -165,3 +165,23 @@ def test_a_sealed_tables_segments_stay_compressed_until_first_used(copy):
     assert sent.__dict__["_raw"] == rows[1]["segments"] and len(pickle.dumps(docs[1])) < len(rows[1]["segments"]) + 4096
     assert docs[3].segments == Document.from_record(rows[3]).segments and column._values is not None  # read once, whole
     assert all(d.__dict__["_raw"]._source is column for d in docs[4:])
+
+
+def test_segments_decoded_by_many_threads_at_once_are_decoded_once_and_whole(copy):
+    """LLM rankers read documents from several threads; the first reads of a sealed table's documents once raced
+    (KeyError '_raw' for a document whose segments another thread was decoding, a failed ranking item)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from mmbench.data.documents import Document
+    from mmbench.data.poolset_tables import read_rows
+
+    load_poolset(copy)
+    docs = load_poolset(copy).candidates
+    rows = list(read_rows(copy / "candidates.parquet", (copy / "candidates.parquet").read_bytes()))
+    want = [Document.from_record(r).segments for r in rows]
+    for _ in range(3):
+        fresh = load_poolset(copy).candidates
+        with ThreadPoolExecutor(8) as pool:
+            got = list(pool.map(lambda d: d.segments, fresh + fresh))
+        assert got == want + want
+    assert [d.segments for d in docs] == want

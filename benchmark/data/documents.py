@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import threading
 from dataclasses import dataclass, field
 from typing import Any, Union
 
@@ -104,6 +105,7 @@ class Document:
 
 
 _RAW = object()  # a content-hash memo made for a record's segments before they were decoded
+_DECODING = threading.Lock()  # a document's segments are decoded once, even when ranker threads ask together
 
 
 class DeferredText:
@@ -146,8 +148,20 @@ class RecordDocument(Document):
 
     @property
     def segments(self) -> list[Segment]:
+        if "_raw" in self.__dict__:
+            with _DECODING:
+                self._decode()
+        return self.__dict__["_segments"]
+
+    @segments.setter
+    def segments(self, value: list[Segment]) -> None:
+        self.__dict__.pop("_raw", None)
+        self.__dict__.pop("_hash_memo", None)
+        self.__dict__["_segments"] = value
+
+    def _decode(self) -> None:
         raw = self.__dict__.get("_raw")
-        if raw is not None:
+        if raw is not None:  # None once another thread has decoded them
             try:
                 segments = segments_from_json(json.loads(raw if isinstance(raw, str) else raw.text()))
             except (TypeError, ValueError) as exc:
@@ -157,13 +171,6 @@ class RecordDocument(Document):
             memo = self.__dict__.get("_hash_memo")
             if memo is not None and memo[0] is _RAW:  # made for exactly these segments
                 self.__dict__["_hash_memo"] = (tuple(segments), memo[1])
-        return self.__dict__["_segments"]
-
-    @segments.setter
-    def segments(self, value: list[Segment]) -> None:
-        self.__dict__.pop("_raw", None)
-        self.__dict__.pop("_hash_memo", None)
-        self.__dict__["_segments"] = value
 
     def __eq__(self, other: object) -> bool:  # equal to the plain Document of the same record
         if not isinstance(other, Document):

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import threading
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator
 
@@ -89,12 +90,14 @@ class LazyColumn:
         self.path, self.name = path, name
         self._raw: bytes | None = raw
         self._values: list[Any] | None = None
+        self._reading = threading.Lock()  # ranker threads may ask for cells of an unread column together
 
     def value(self, index: int) -> Any:
-        if self._values is None:
-            assert self._raw is not None
-            self._values = [row[self.name] for row in read_rows(self.path, self._raw, [self.name])]
-            self._raw = None
+        with self._reading:
+            if self._values is None:
+                assert self._raw is not None
+                self._values = [row[self.name] for row in read_rows(self.path, self._raw, [self.name])]
+                self._raw = None
         return self._values[index]
 
 
