@@ -66,6 +66,16 @@ class Document:
         """All text segments joined in reading order (what a text-only model sees)."""
         return "\n".join(s.text for s in self.segments if isinstance(s, Text))
 
+    def media_refs(self) -> list[str]:
+        """The media files the document refers to, in reading order (an image's ref, each video frame's)."""
+        refs: list[str] = []
+        for s in self.segments:
+            if isinstance(s, Image):
+                refs.append(s.ref)
+            elif isinstance(s, Video):
+                refs.extend(s.frames)
+        return refs
+
     def content_hash(self) -> str:
         """Hash of the segments only (not the id or metadata): keys the embedding cache.
 

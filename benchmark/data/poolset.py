@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any, Iterable, Iterator
 
 from mmbench.common.scratch import absolute, check_replaceable, clean_stale, locked_workdir, release_lock_file
-from mmbench.data.documents import DeferredText, Document, Image, RecordDocument, Video
+from mmbench.data.documents import DeferredText, Document, RecordDocument
 from mmbench.data.hash_memo import remember_hashes
 from mmbench.data.media import MediaError, MediaStore, atomic_write_bytes, default_mode
 from mmbench.data.poolset_tables import (PROVENANCE_TABLE, SCHEMAS, LazyColumn, PoolSetError, file_sha256, parse_rows,
@@ -299,14 +299,7 @@ def _candidates_per_query(pools: list[PoolItem]) -> float | None:
 
 
 def _media_refs(docs: Iterable[Document]) -> set[str]:
-    refs: set[str] = set()
-    for d in docs:
-        for s in d.segments:
-            if isinstance(s, Image):
-                refs.add(s.ref)
-            elif isinstance(s, Video):
-                refs.update(s.frames)
-    return refs
+    return {ref for d in docs for ref in d.media_refs()}
 
 
 def load_poolset(root: Path, verify: bool = False) -> PoolSet:

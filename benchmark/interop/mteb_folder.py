@@ -40,7 +40,7 @@ from typing import Any
 
 import yaml
 
-from mmbench.data.documents import Document, Image, Video
+from mmbench.data.documents import Document, Video
 from mmbench.data.media import atomic_write_bytes, default_mode
 from mmbench.data.poolset import PoolSet
 from mmbench.interop.mteb_task import candidate_of
@@ -74,13 +74,7 @@ def _folder(subset: str, part: str) -> str:
 
 
 def media_paths(doc: Document) -> list[str]:
-    out: list[str] = []
-    for s in doc.segments:
-        if isinstance(s, Image):
-            out.append(f"media/{s.ref}")
-        elif isinstance(s, Video):
-            out.extend(f"media/{f}" for f in s.frames)
-    return out
+    return [f"media/{ref}" for ref in doc.media_refs()]
 
 
 def write_mteb_layout(ps: PoolSet, out: Path, overwrite: bool = False, limit: int | None = None,

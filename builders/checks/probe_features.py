@@ -34,16 +34,6 @@ HEX_ID = re.compile(r"^[a-z]+-([0-9a-f]{6,})$")
 _MASK = np.uint64(0xFFFFFFFFFFFFFFFF)
 
 
-def _media_refs(doc: Document) -> list[str]:
-    refs: list[str] = []
-    for s in doc.segments:
-        if isinstance(s, Image):
-            refs.append(s.ref)
-        elif isinstance(s, Video):
-            refs.extend(s.frames)
-    return refs
-
-
 class _MediaSizes:
     """File sizes of media refs under `root` (0 without a root, for a missing file or a ref leaving the folder:
     loading the pool set refuses those). Where a ref may lead is `MediaStore.path`'s rule, not a copy of it."""
@@ -112,7 +102,7 @@ def raw_features(doc: Document, position: int, size: int, media: _MediaSizes) ->
     images = sum(isinstance(s, Image) for s in doc.segments)
     frames = sum(len(s.frames) for s in doc.segments if isinstance(s, Video))
     return [float(doc.tokens), float(sum(len(s.text) for s in texts)), float(len(texts)), float(images),
-            float(frames), float(sum(media(r) for r in _media_refs(doc))), float(len(doc.id)),
+            float(frames), float(sum(media(r) for r in doc.media_refs())), float(len(doc.id)),
             float(sum(ch.isdigit() for ch in doc.id)), _id_value(doc.id), position / max(1, size - 1)]
 
 
