@@ -43,10 +43,8 @@ from mmbench.builders.sources import hub
 from mmbench.builders.sources.flickr30k import (N_CAPTIONS, CaptionedImage, FlickrSourceError, read_annotations_csv, read_hf,
                                 read_karpathy, read_token)
 from mmbench.builders.sources.sample_flickr import sample_flickr
+from mmbench.builders.designs.flickr_hard_negatives import SOURCES, TASK_NAME, TASK_VERSION
 
-TASK_NAME = "flickr_hard_negatives"
-TASK_VERSION = "1.4"   # 1.4: one stored candidate order per candidate set, drawn from (seed, the sorted set) and applied to it (issue 33); 1.3: provenance columns (source record, image, needle, ...) stored apart from the document tables (issue 24); 1.2: opaque ids, candidates in a seeded order, leak audit (issue 24); before: 1.1: machine-independent records (candidate order no longer follows similarity order), crescents drawn right, articles
-SOURCES = ("sample", "hf", "karpathy", "token", "csv")
 REAL_CAPTION_MODEL = "sentence-transformers/all-mpnet-base-v2"
 SIM_DECIMALS = 6          # similarities equal to this many decimals are ties, broken by image id
 MAX_DROP_SHARE = 0.01     # more unusable source images than this fails the build (allow_missing=True to accept)

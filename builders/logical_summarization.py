@@ -42,9 +42,8 @@ from mmbench.builders.sources.mmlongbench import PagedDocument, read_mmlongbench
 from mmbench.builders.parts.summary_pages import page_pools, page_span  # noqa: F401  (page_span: part of this module's interface)
 from mmbench.builders.parts.summary_pools import (LENGTH_MEANING, PARTS, Placed, PoolOptions, assemble, bin_members, duplicate_of,
                             query_doc, rule_reason, vet)
+from mmbench.builders.designs.logical_summarization import TASK_NAME, TASK_VERSION
 
-TASK_NAME = "logical_summarization"
-TASK_VERSION = "2.4"   # 2.4 (issue 33): the three Hard variants of a report share one look-alike replacement and Hard pools hold whole families, so the report is not the centre of its family (query-blind medoid P@1 on the sample's Hard pools 0.920 -> 0.122, chance 0.125); 2.3: one stored candidate order per candidate set, drawn from (seed, the sorted set) and applied to it; the sample summaries name each part by words of their own instead of quoting topic names and sentences (query 4-grams found the report in every pool, Hard ones included) (issue 33); 2.2: provenance columns (source record, image, needle, ...) stored apart from the document tables (issue 24); 2.1: opaque ids, candidates in a seeded order, leak audit (issue 24)
 DATASETS = ("govreport", "mmlongbench")
 LENGTH_CONTROLS = ("natural", "padding")
 LENGTH_TOLERANCE = 0.01          # padding mode: text candidates ±1 % of nominal; pages at most one row short

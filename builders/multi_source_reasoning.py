@@ -43,9 +43,8 @@ from mmbench.builders.parts.seeding import seeded_rng
 from mmbench.data.tokens import length_label
 from mmbench.builders.parts.pools import (LENGTHS, candidate_doc, candidate_meta, check_pool_params, default_filler,
                                          easy_hard_pools, unit_log)
+from mmbench.builders.designs.multi_source_reasoning import TASK_NAME, TASK_VERSION
 
-TASK_NAME = "multi_source_reasoning"
-TASK_VERSION = "1.4"   # 1.4 (issue 33): one stored candidate order per candidate set, drawn from (seed, the sorted set) and applied to it; the MMDocRAG-layout sample's title line names no company; Hard variants of comparison and yes/no questions remove what decides the comparison; the relevant candidate carries one replaced span outside the chain and Hard pools hold whole families of one shape, so no family has a centre; 1.3: provenance columns (source record, image, needle, ...) stored apart from the document tables (issue 24); 1.2: opaque ids, candidates in a seeded order, leak audit (issue 24); before: 1.1: Hard variants are checked to break the chain; replacements end at word boundaries
 DATASETS = ("hotpotqa", "mmdocrag")
 VARIANTS = ("first", "last", "middle")
 LENGTH_TOLERANCE = 0.01      # every candidate is within ±1 % of its pool's nominal length

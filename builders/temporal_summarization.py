@@ -38,7 +38,7 @@ from mmbench.common.http_client import APIError
 from mmbench.data.drops import DropLog, bin_counts_text
 from mmbench.builders.parts.validity import write_valid_poolset
 from mmbench.data.poolset import build_scratch, PoolItem, PoolSet, source_fingerprint
-from mmbench.data.tokens import UnifiedTokenCounter, image_tokens
+from mmbench.data.tokens import UnifiedTokenCounter, image_tokens, length_label
 
 from mmbench.builders.parts.captions import PROMPT_VERSION, RULE_VERSION, SYSTEM_PROMPT, ChatRewriter, Rewrite, rule_rewrite, \
     story_key
@@ -51,10 +51,8 @@ from mmbench.builders.parts.video_bins import bin_of, bin_ranges, frame_range
 from mmbench.builders.parts.video_drops import count_drops, measure_lengths
 from mmbench.builders.parts.video import MAX_FRAME_PIXELS, MIN_FRAME_PIXELS, VideoReadError, colour_histogram, fit_frame_size, \
     letterbox_frame, open_video, resize_frame
+from mmbench.builders.designs.temporal_summarization import LENGTHS, SOURCES, TASK_NAME, TASK_VERSION
 
-TASK_NAME = "temporal_summarization"
-TASK_VERSION = "2.3"   # 2.3: one stored candidate order per candidate set, drawn from (seed, the sorted set) and applied to it (issue 33); 2.2: provenance columns (source record, image, needle, ...) stored apart from the document tables (issue 24); 2.1: opaque ids, candidates in a seeded order, leak audit (issue 24)
-LENGTHS = (8192, 16384, 32768)
 LENGTH_TOLERANCE = 0.10     # length_control="resolution": within ±10 % of the bin's nominal length
 LENGTH_CONTROLS = ("duration", "resolution")
 SAMPLE_FRAME_SIZE = (512, 512)  # 256 unified tokens per frame: 8K ≈ 32 s, 16K ≈ 64 s, 32K ≈ 128 s at 1 FPS
@@ -62,12 +60,6 @@ REAL_FRAME_SIZE = (448, 256)    # 112 unified tokens per frame (≈16:9): 8K ≈
 MAX_MISSING_SHARE = 0.10    # more missing or unreadable annotated videos than this fails the build
 MAX_WARNINGS = 10           # skipped videos named one by one on stderr; the rest are counted
 FPS = 1.0
-SOURCES = ("sample", "activitynet", "youku")
-DIFFICULTIES = ("easy", "hard")
-
-
-def length_label(n: int) -> str:
-    return f"{n // 1024}k" if n >= 1024 else str(n)
 
 
 @dataclass(frozen=True)

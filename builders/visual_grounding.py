@@ -39,11 +39,8 @@ from mmbench.builders.parts.needle_families import IMAGE_DESCRIPTOR, image_famil
 from mmbench.builders.sources.backgrounds import Background, obelics_background, sample_background, text_reach
 from mmbench.builders.sources.needles import (Needle, needlebench_fingerprint, read_mmniah_image_needles, read_needlebench,
                               sample_needles)
+from mmbench.builders.designs.visual_grounding import DEPTHS, LENGTHS, TASK_NAME, TASK_VERSION
 
-TASK_NAME = "visual_grounding"
-TASK_VERSION = "1.4"   # 1.4: one stored candidate order per candidate set, drawn from (seed, the sorted set) and applied to it (issue 33); 1.3: provenance columns (source record, image, needle, ...) stored apart from the document tables (issue 24); 1.2: opaque ids, candidates in a seeded order, leak audit (issue 24); before: 1.1: crescents and checkered spheres drawn right, "an orange", entity-free haystacks
-LENGTHS = (256, 512, 1024, 2048, 4096, 8192, 16384, 32768)
-DEPTHS = (0.0, 0.2, 0.4, 0.6, 0.8, 1.0)
 BACKGROUNDS = ("text", "mixed", "image")
 KINDS = ("text", "image")
 IMAGE_SIDES = (128, 192, 256, 320, 448)  # background image sizes: 16, 36, 64, 100, 196 tokens

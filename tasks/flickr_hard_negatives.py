@@ -4,7 +4,7 @@ A pool of Flickr30k images (5,000 by default) with stratified query captions; ea
 ranked against its image and the 24 images whose captions are most similar. Embedding models
 rank by similarity (`mmbench run`), LLM listwise rankers by one prompt per query (`mmbench rank`).
 """
-from mmbench.builders.flickr_hard_negatives import SOURCES, TASK_NAME, TASK_VERSION
+from mmbench.builders.designs.flickr_hard_negatives import SOURCES, TASK_NAME, TASK_VERSION
 
 from mmbench.tasks.spec import TaskSpec
 

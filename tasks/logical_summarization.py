@@ -6,8 +6,7 @@ pads every report to each bin it fits instead, as version 1 did); Hard distracto
 first 25 %, last 25 % or middle 50 % with BM25 look-alike paragraphs (text) or unseen consecutive
 pages of the same document's extended version (pages).
 """
-from mmbench.builders.logical_summarization import TASK_NAME, TASK_VERSION
-from mmbench.builders.parts.pools import LENGTHS
+from mmbench.builders.designs.logical_summarization import LENGTHS, TASK_NAME, TASK_VERSION
 from mmbench.data.tokens import length_label
 
 from mmbench.tasks.spec import TaskSpec

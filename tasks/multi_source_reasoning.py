@@ -4,7 +4,7 @@ HotpotQA and MMDocRAG contexts expanded to 8K/16K/32K unified tokens; Hard distr
 same contexts with one key evidence span (and any unit restating its fact) replaced by
 length-matched coherent text; builds are checked by mmbench.builders.checks.multi_source_reasoning.
 """
-from mmbench.builders.multi_source_reasoning import LENGTHS, TASK_NAME, TASK_VERSION
+from mmbench.builders.designs.multi_source_reasoning import LENGTHS, TASK_NAME, TASK_VERSION
 from mmbench.data.tokens import length_label
 
 from mmbench.tasks.spec import TaskSpec

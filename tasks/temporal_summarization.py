@@ -5,8 +5,8 @@ bin their own length (= duration × tokens per frame) falls in; Easy distractors
 of the bin, Hard distractors are event-level permutations (reversal, block permutation) of the
 target video itself, with the same frames and length.
 """
-from mmbench.builders.temporal_summarization import DIFFICULTIES, LENGTHS, SOURCES, TASK_NAME, TASK_VERSION, \
-    length_label
+from mmbench.builders.designs.temporal_summarization import DIFFICULTIES, LENGTHS, SOURCES, TASK_NAME, TASK_VERSION
+from mmbench.data.tokens import length_label
 
 from mmbench.tasks.spec import TaskSpec
 

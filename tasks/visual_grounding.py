@@ -5,7 +5,7 @@
 mmbench.builders.checks.visual_grounding.
 """
 from mmbench.data.tokens import length_label
-from mmbench.builders.visual_grounding import DEPTHS, LENGTHS, TASK_NAME, TASK_VERSION
+from mmbench.builders.designs.visual_grounding import DEPTHS, LENGTHS, TASK_NAME, TASK_VERSION
 
 from mmbench.tasks.spec import TaskSpec
 

@@ -8,7 +8,7 @@ import pandas as pd
 import pytest
 
 from mmbench.data.poolset import PoolItem
-from mmbench.running.runner import SCORE_DECIMALS, PoolScorer, _score_item, rank
+from mmbench.running.runner import PoolScorer, _score_item
 from mmbench.running.scoring import score_items
 
 
@@ -45,7 +45,7 @@ def test_block_scoring_matches_the_per_item_path(seed: int, similarity: str) -> 
              and all(c in c_vecs and c not in failures for c in p.candidate_ids) for p in items]
     assert 0 < sum(ready) < len(items)  # both paths are exercised
     new = score_items(items, ready, lambda p: scorer(q_vecs[p.query_id], p.candidate_ids),
-                      lambda p: _score_item(p, q_vecs, c_vecs, scorer, 7, failures), 7, SCORE_DECIMALS, rank)
+                      lambda p: _score_item(p, q_vecs, c_vecs, scorer, 7, failures), 7)
     for a, b in zip(old, new):
         assert list(a) == list(b)
         assert repr(a) == repr(b)  # the same values, types and float bits (nan included)

@@ -43,7 +43,11 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, TypeVar
 
+from mmbench.common.url_redaction import CREDENTIAL_PARAM, public_url, redact_url_text, redact_urls
+
 log = logging.getLogger(__name__)
+__all__ = ["APIError", "HttpClient", "RateLimiter", "Redactor", "RetryPolicy", "URLAuth", "api_key", "basic_auth_header",
+           "post_json", "public_url", "redact_url_text", "redact_urls", "split_url_credentials"]
 T = TypeVar("T")
 R = TypeVar("R")
 _Sock = TypeVar("_Sock", bound=socket.socket)  # a TCP or TLS socket, handed back as it came
@@ -85,7 +89,6 @@ class APIError(RuntimeError):
 REDACTED = "[REDACTED]"
 MIN_SECRET_CHARS = 8   # shorter values cannot be told apart from ordinary text; real API keys are far longer
 _CREDENTIAL_HEADER = re.compile(r"auth|key|token|secret|password|cookie|signature", re.IGNORECASE)
-_CREDENTIAL_PARAM = re.compile(r"key|token|secret|password|auth|sig|credential", re.IGNORECASE)
 
 
 class Redactor:
@@ -111,7 +114,7 @@ class Redactor:
             if _CREDENTIAL_HEADER.search(name) and value:
                 found += [value, *value.split(), *_basic_secrets(value)]
         parts = urllib.parse.urlsplit(url)
-        found += [v for k, v in urllib.parse.parse_qsl(parts.query, keep_blank_values=True) if _CREDENTIAL_PARAM.search(k)]
+        found += [v for k, v in urllib.parse.parse_qsl(parts.query, keep_blank_values=True) if CREDENTIAL_PARAM.search(k)]
         if "@" in parts.netloc:   # https://user:password@host/...
             userinfo = parts.netloc.rsplit("@", 1)[0]
             found += [urllib.parse.unquote(x) for x in userinfo.split(":", 1)[1:]] + [userinfo]
@@ -460,48 +463,6 @@ def _userinfo_as_basic_auth(url: str, headers: dict[str, str]) -> tuple[str, dic
     if any(k.lower() == "authorization" for k in headers):
         return bare, headers
     return bare, {**headers, **basic_auth_header(user, password or "")}
-
-
-def public_url(url: str) -> str:
-    """The URL as it may be shown and recorded: no user:password part, no query string, no fragment
-    (all of which may carry a credential)."""
-    parts = urllib.parse.urlsplit(url.split("?", 1)[0].split("#", 1)[0])
-    host = parts.netloc.rsplit("@", 1)[-1]
-    return urllib.parse.urlunsplit((parts.scheme, host, parts.path, "", ""))
-
-
-_URL = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://[^\s'\"<>]+")
-
-
-def _url_without_credentials(url: str) -> str:
-    """`url` with no user:password part and `***` for the values of key-like query parameters; the rest
-    (a public dataset's query string, say) kept as it was."""
-    scheme, rest = url.split("://", 1)
-    cut = min([i for i in (rest.find("/"), rest.find("?"), rest.find("#")) if i >= 0], default=len(rest))
-    host, tail = rest[:cut].rsplit("@", 1)[-1], rest[cut:]
-    tail = re.sub(r"([?&;])([^=&#;]*)=([^&#;]*)",
-                  lambda m: m.group(0) if not _CREDENTIAL_PARAM.search(m.group(2)) else f"{m.group(1)}{m.group(2)}=***",
-                  tail)
-    return f"{scheme}://{host}{tail}"
-
-
-def redact_url_text(text: str) -> str:
-    """`text` (a command line, a setting) with the credentials of every URL in it removed."""
-    return _URL.sub(lambda m: _url_without_credentials(m.group(0)), text) if "://" in text else text
-
-
-def redact_urls(value: Any, depth: int = 0) -> Any:
-    """A JSON-like value with `redact_url_text` applied to every string in it (keys included), for records
-    written to disk: results.json, mmbench.json, remembered model cards."""
-    if depth > 64:  # our own records are shallow; anything deeper is not walked further
-        return value
-    if isinstance(value, str):
-        return redact_url_text(value)
-    if isinstance(value, dict):
-        return {redact_url_text(k) if isinstance(k, str) else k: redact_urls(v, depth + 1) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return type(value)(redact_urls(v, depth + 1) for v in value)
-    return value
 
 
 def _snippet(exc: urllib.error.HTTPError, limit: int = 300) -> str:

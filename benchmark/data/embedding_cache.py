@@ -341,17 +341,34 @@ def read_pack(path: Path, role: str) -> dict[str, CacheEntry]:
         raise CorruptEntry(f"vectors of dtype {vectors.dtype} and shape {vectors.shape}, expected {n} float32 rows")
     if digests.shape != (n, 32) or seen_off.shape != (n + 1,) or meta_off.shape != (n + 1,):
         raise CorruptEntry(f"row fields of {n} rows have shapes {digests.shape}, {seen_off.shape}, {meta_off.shape}")
-    out: dict[str, CacheEntry] = {}
-    for i in range(n):
-        h = str(hashes[i])
-        seen_b, meta_b = seen[seen_off[i]:seen_off[i + 1]], meta[meta_off[i]:meta_off[i + 1]]
-        if _digest(role, h, vectors[i], seen_b, meta_b) != digests[i].tobytes():
+    names = [str(h) for h in hashes]
+    seen_rows = [seen[seen_off[i]:seen_off[i + 1]] for i in range(n)]
+    meta_rows = [meta[meta_off[i]:meta_off[i + 1]] for i in range(n)]
+    for i, h in enumerate(names):
+        if _digest(role, h, vectors[i], seen_rows[i], meta_rows[i]) != digests[i].tobytes():
             raise CorruptEntry(f"row {i} ({h[:12]}): SHA-256 does not match its contents or its role")
-        try:
-            out.setdefault(h, CacheEntry(vectors[i], json.loads(seen_b), json.loads(meta_b)))
-        except ValueError as exc:  # verified bytes that are not JSON: written so, still unusable
-            raise CorruptEntry(f"row {i} ({h[:12]}): {exc}") from None
+    seen_values, meta_values = _json_rows(seen_rows, names), _json_rows(meta_rows, names)
+    out: dict[str, CacheEntry] = {}
+    for i, h in enumerate(names):
+        out.setdefault(h, CacheEntry(vectors[i], seen_values[i], meta_values[i]))
     return out
+
+
+def _json_rows(rows: list[bytes], names: list[str]) -> list[Any]:
+    """Each row's JSON value, parsed as one array (a pack's rows are verified bytes json.dumps wrote); a row that
+    is not JSON (written so, still unusable) is a CorruptEntry naming it."""
+    try:
+        values = json.loads(b"[" + b",".join(rows) + b"]")
+        if isinstance(values, list) and len(values) == len(rows):
+            return values
+    except ValueError:
+        pass
+    for i, row in enumerate(rows):  # which row: parsed one by one
+        try:
+            json.loads(row)
+        except ValueError as exc:
+            raise CorruptEntry(f"row {i} ({names[i][:12]}): {exc}") from None
+    raise CorruptEntry(f"rows of {len(rows)} JSON values do not parse as {len(rows)} values")
 
 
 def _read_entry(path: Path, role: str, content_hash: str) -> CacheEntry:

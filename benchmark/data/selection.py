@@ -102,12 +102,14 @@ def strata_covered(chosen: Sequence[PoolItem], pools: Sequence[PoolItem]) -> dic
     """Per stratification axis, the chosen items per value (values with none are listed as 0), and the
     design cells opened out of all."""
     axes = strata_axes(pools)
+    cell_by_item = {id(p): cell_of(p, axes) for p in pools}  # each item's cell, worked out once
+    pool_cells = list(cell_by_item.values())
+    chosen_cells = [cell_by_item.get(id(p)) or cell_of(p, axes) for p in chosen]
     per_axis: dict[str, dict[str, int]] = {}
-    for a in axes:
-        counts = Counter(_value(p, a) for p in chosen)
-        per_axis[a] = {v: counts.get(v, 0) for v in sorted({_value(p, a) for p in pools})}
-    cells = {cell_of(p, axes) for p in pools}
-    return {"axes": per_axis, "cells_covered": len({cell_of(p, axes) for p in chosen}), "cells_total": len(cells)}
+    for j, a in enumerate(axes):
+        counts = Counter(c[j] for c in chosen_cells)
+        per_axis[a] = {v: counts.get(v, 0) for v in sorted({c[j] for c in pool_cells})}
+    return {"axes": per_axis, "cells_covered": len(set(chosen_cells)), "cells_total": len(set(pool_cells))}
 
 
 def items_hash(item_ids: Sequence[str]) -> str:

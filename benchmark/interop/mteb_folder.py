@@ -142,7 +142,7 @@ def _per_pool_corpus(corpus, top_ranked: dict[str, list[str]], relevant: dict[st
     seeded from (seed, item id) (`mmbench.running.runner.rank`). A candidate shared by several pools gets one
     copy per pool, whose id puts it where mmbench's permutation puts it there."""
     from mmbench.interop.mteb_task import pool_doc_id
-    from mmbench.running.runner import tiebreak_keys
+    from mmbench.running.scoring import tiebreak_keys
 
     row_of = {cid: k for k, cid in enumerate(corpus["id"])}
     rows, ids, pools, qrels = [], [], {}, {}

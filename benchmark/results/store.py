@@ -24,7 +24,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 
-from mmbench.common.http_client import redact_urls
+from mmbench.common.url_redaction import redact_urls
 from mmbench.data.media import atomic_write_files
 from mmbench.results.aggregate import finite_json
 from mmbench.results.mteb_layout import SIDECAR, restore_block, sidecar_bytes

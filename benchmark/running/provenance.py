@@ -13,19 +13,15 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from mmbench.common.http_client import redact_url_text
+from mmbench.common.distributions import distribution_versions
+from mmbench.common.url_redaction import redact_url_text
 
 PACKAGES = ("torch", "transformers", "sentence-transformers", "mteb", "numpy")
 COMMAND_LINE: list[str] | None = None  # set by the CLI; else the interpreter's sys.argv is recorded
 
 
 def package_version(name: str) -> str | None:
-    from importlib.metadata import PackageNotFoundError, version
-
-    try:
-        return version(name)
-    except PackageNotFoundError:
-        return None
+    return distribution_versions((name,))[name]
 
 
 def git_commit(where: Path | None = None) -> dict[str, Any] | None:
@@ -125,7 +121,7 @@ def provenance(model: Any = None, argv: list[str] | None = None) -> dict[str, An
         "mmbench_version": __version__,
         "git": git_commit(),
         "python": platform.python_version(),
-        "packages": {name: package_version(name) for name in PACKAGES},
+        "packages": distribution_versions(PACKAGES),
         "device": device,
         "dtype": dtype,
         "os": platform.platform(),

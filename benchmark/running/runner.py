@@ -6,7 +6,6 @@ that fails is retried item by item so one bad document fails only the items that
 """
 from __future__ import annotations
 
-import hashlib
 import json
 import logging
 import time
@@ -17,6 +16,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 import pandas as pd
 
+from mmbench.common.progress import progress_bar
 from mmbench.evaluators.metrics import first_relevant_rank, item_metrics, metric_names
 from mmbench.evaluators.stats.stratified import limit_estimates
 
@@ -34,11 +34,10 @@ from mmbench.data.selection import select_sample, selection_record
 from mmbench.data.truncation import first_texts_to_tokenize
 from mmbench.common.errors import CLIError
 from mmbench.common.sparse import issparse
-from mmbench.running.scoring import score_items
+from mmbench.running.scoring import SCORE_DECIMALS, rank, score_items
 from mmbench.running.views import SeenRecord, model_view
 
 log = logging.getLogger(__name__)
-SCORE_DECIMALS = 6  # ranking treats scores equal to this many decimals as ties (float noise)
 
 
 @dataclass
@@ -149,14 +148,12 @@ def encode_documents(docs: Sequence[Document], role: Role, model: EmbeddingModel
 def _plan_views(call: _EncodeCall, by_hash: dict[str, list[Document]], options: RunOptions) -> dict[str, ViewSlot]:
     """Cached documents get their vectors now; the others their view, one slot per distinct view."""
     hits = call.cache.get_many(call.role, by_hash) if call.cache else {}
-    from tqdm.auto import tqdm
-
     slots: dict[str, ViewSlot] = {}
     tokenizer = _primed_tokenizer(call.model, [g[0] for h, g in by_hash.items() if h not in hits])
     # preparing views tokenises every document for middle truncation: minutes on a large pool set, so shown
-    prepare = tqdm(by_hash.items(), total=len(by_hash),
-                   desc=f"prepare {'queries' if call.role == 'query' else 'documents'}",
-                   unit="doc", disable=not options.progress or len(hits) == len(by_hash))
+    prepare = progress_bar(by_hash.items(), total=len(by_hash),
+                           desc=f"prepare {'queries' if call.role == 'query' else 'documents'}",
+                           unit="doc", disable=not options.progress or len(hits) == len(by_hash))
     try:
         for h, group in prepare:
             hit = hits.get(h)
@@ -272,6 +269,9 @@ def shardable(model: EmbeddingModel) -> bool:
     return type(model).fit is EmbeddingModel.fit
 
 
+_FIRST_ROWS_COMPARED = 16  # vector_warnings: rows compared before all of them
+
+
 def vector_warnings(vectors: dict[str, Any], role: Role, similarity: str = "cosine",
                     seen: dict[str, dict[str, Any]] | None = None) -> list[str]:
     """Warnings for degenerate vectors: all zero, or all the same (in direction, for cosine).
@@ -297,16 +297,23 @@ def vector_warnings(vectors: dict[str, Any], role: Role, similarity: str = "cosi
     if any(issparse(v) for v in rows):
         zero = all(not np.any(v.data) for v in rows)
         return [f"all {len(rows)} {role} vectors are zero: {effect}"] if zero else []
-    mat = np.stack([np.asarray(v, dtype=np.float64).ravel() for v in rows])
-    if not np.any(mat):
+    # two rows that differ already prove the vectors neither all zero nor all alike: a few rows settle a working
+    # model; all of them are compared only when those few agree
+    for some in (rows[:_FIRST_ROWS_COMPARED], rows) if len(rows) > _FIRST_ROWS_COMPARED else (rows,):
+        mat = np.stack([np.asarray(v, dtype=np.float64).ravel() for v in some])
+        if not np.any(mat):
+            degenerate = "zero"
+            continue
+        if similarity == "cosine":
+            mat = mat / np.maximum(np.linalg.norm(mat, axis=1, keepdims=True), 1e-300)
+        scale = max(float(np.max(np.abs(mat[0]))), 1e-300)
+        if float(np.max(np.abs(mat - mat[0]))) > 1e-6 * scale:
+            return []
+        degenerate = "alike"
+    if degenerate == "zero":
         return [f"all {len(rows)} {role} vectors are zero: {effect}"]
-    if similarity == "cosine":
-        mat = mat / np.maximum(np.linalg.norm(mat, axis=1, keepdims=True), 1e-300)
-    scale = max(float(np.max(np.abs(mat[0]))), 1e-300)
-    if float(np.max(np.abs(mat - mat[0]))) <= 1e-6 * scale:
-        how = "point the same way" if similarity == "cosine" else "are identical"
-        return [f"all {len(rows)} {role} vectors {how}: {effect} (a broken model, pooling or checkpoint?)"]
-    return []
+    how = "point the same way" if similarity == "cosine" else "are identical"
+    return [f"all {len(rows)} {role} vectors {how}: {effect} (a broken model, pooling or checkpoint?)"]
 
 
 def _cache_for(model: EmbeddingModel, options: RunOptions) -> EmbeddingCache | None:
@@ -350,6 +357,7 @@ class PoolScorer:
         rows = list(cand_vecs.values())
         self.dense = bool(rows) and not any(issparse(v) for v in rows)
         self.cand_vecs = cand_vecs
+        self._queries: dict[int, tuple[Any, np.ndarray]] = {}  # id(query vector) -> (it, its unit-length float64)
         if self.dense:
             self.row = {k: i for i, k in enumerate(cand_vecs)}
             self.matrix = _candidate_matrix(rows, similarity)
@@ -357,25 +365,14 @@ class PoolScorer:
     def __call__(self, query_vec: Any, candidate_ids: Sequence[str]) -> np.ndarray:
         if not self.dense or issparse(query_vec):
             return score_pool(query_vec, [self.cand_vecs[c] for c in candidate_ids], self.similarity)
-        return self.matrix[[self.row[c] for c in candidate_ids]] @ _query_vector(query_vec, self.similarity)
+        return self.matrix[[self.row[c] for c in candidate_ids]] @ self._query(query_vec)
 
-
-def rank(item_id: str, candidate_ids: Sequence[str], scores: np.ndarray, seed: int) -> np.ndarray:
-    """Order by score, breaking ties by a permutation seeded from the item id (chance, not id order).
-
-    Without ties (and with finite scores) the order is the descending sort itself, whatever the permutation,
-    so the seeded generator is only built when some rounded scores are equal."""
-    keys = -np.round(scores, SCORE_DECIMALS)
-    order = np.argsort(keys, kind="stable")
-    if np.all(np.isfinite(keys)) and not np.any(np.diff(keys[order]) == 0):
-        return order
-    return np.lexsort((tiebreak_keys(item_id, len(candidate_ids), seed), keys))
-
-
-def tiebreak_keys(item_id: str, n: int, seed: int) -> np.ndarray:
-    """The seeded permutation `rank` orders equal scores by (lower first), for a pool of n candidates."""
-    digest = hashlib.sha256(f"{seed}:{item_id}".encode()).digest()
-    return np.random.default_rng(int.from_bytes(digest[:8], "little")).permutation(n)
+    def _query(self, query_vec: Any) -> np.ndarray:
+        """`_query_vector(query_vec)`, computed once per query vector (a query ranks many pools)."""
+        known = self._queries.get(id(query_vec))
+        if known is None or known[0] is not query_vec:
+            known = self._queries[id(query_vec)] = (query_vec, _query_vector(query_vec, self.similarity))
+        return known[1]
 
 
 def run_poolset(ps: PoolSet, model: EmbeddingModel, options: RunOptions) -> tuple[pd.DataFrame, pd.DataFrame, dict[str, Any]]:
@@ -420,8 +417,7 @@ def _run_poolset(ps: PoolSet, model: EmbeddingModel, options: RunOptions) -> tup
     ready = [p.query_id in q_vecs and p.query_id not in stats.failures
              and all(c in c_vecs and c not in stats.failures for c in p.candidate_ids) for p in items]
     rows = score_items(items, ready, lambda p: scorer(q_vecs[p.query_id], p.candidate_ids),
-                       lambda p: _score_item(p, q_vecs, c_vecs, scorer, options.seed, stats.failures),
-                       options.seed, SCORE_DECIMALS, rank)
+                       lambda p: _score_item(p, q_vecs, c_vecs, scorer, options.seed, stats.failures), options.seed)
     scoring_seconds = time.perf_counter() - start
     per_query = pd.DataFrame(rows)
     seen = pd.DataFrame([{"doc_id": k, "role": role, **_flat(v)} for role, recs in (("query", q_seen), ("document", c_seen))

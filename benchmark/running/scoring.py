@@ -3,12 +3,13 @@
 `score_items` gives the same rows, bit for bit, as scoring each item on its own with `runner._score_item`:
 each item's scores come from the same `PoolScorer` call; items of one pool size are ranked together by the same
 stable sort of the rounded, negated scores, and only items whose rounded scores tie take the per-item seeded
-permutation (`runner.rank`); the metrics add the same terms in the same order as `evaluators.metrics.item_metrics`
+permutation (`rank`); the metrics add the same terms in the same order as `evaluators.metrics.item_metrics`
 (each nDCG gain is `1 / math.log2(p + 2)`, summed from rank 1 on). Items with a missing or failed vector keep the
 per-item path, which writes their error.
 """
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 from typing import Any, Callable, Sequence
@@ -19,7 +20,25 @@ from mmbench.evaluators.metrics import MRR_KS, NDCG_KS, PRECISION_KS, RECALL_KS
 from mmbench.data.poolset import PoolItem
 
 ItemScorer = Callable[[PoolItem], dict[str, Any]]
-Ranker = Callable[[str, Sequence[str], np.ndarray, int], np.ndarray]
+SCORE_DECIMALS = 6  # ranking treats scores equal to this many decimals as ties (float noise)
+
+
+def rank(item_id: str, candidate_ids: Sequence[str], scores: np.ndarray, seed: int) -> np.ndarray:
+    """Order by score, breaking ties by a permutation seeded from the item id (chance, not id order).
+
+    Without ties (and with finite scores) the order is the descending sort itself, whatever the permutation,
+    so the seeded generator is only built when some rounded scores are equal."""
+    keys = -np.round(scores, SCORE_DECIMALS)
+    order = np.argsort(keys, kind="stable")
+    if np.all(np.isfinite(keys)) and not np.any(np.diff(keys[order]) == 0):
+        return order
+    return np.lexsort((tiebreak_keys(item_id, len(candidate_ids), seed), keys))
+
+
+def tiebreak_keys(item_id: str, n: int, seed: int) -> np.ndarray:
+    """The seeded permutation `rank` orders equal scores by (lower first), for a pool of n candidates."""
+    digest = hashlib.sha256(f"{seed}:{item_id}".encode()).digest()
+    return np.random.default_rng(int.from_bytes(digest[:8], "little")).permutation(n)
 
 
 def _gains(k: int) -> list[float]:
@@ -30,14 +49,16 @@ def _ideal(k: int, n_relevant: int) -> float:
     return sum(_gains(min(k, n_relevant)))
 
 
-def rank_block(block: Sequence[PoolItem], scores: np.ndarray, seed: int, decimals: int, rank: Ranker) -> np.ndarray:
-    """The order of each row of `scores` (items with pools of one size), as `rank` gives it item by item."""
-    keys = -np.round(scores, decimals)
+def rank_block(block: Sequence[PoolItem], scores: np.ndarray, seed: int) -> np.ndarray:
+    """The order of each row of `scores` (items with pools of one size), as `rank` gives it item by item: the
+    stable sort of the rounded, negated scores, or, for a row with ties or a non-finite score, the same keys
+    ordered by the item's seeded permutation."""
+    keys = -np.round(scores, SCORE_DECIMALS)
     order = np.argsort(keys, axis=1, kind="stable")
     sorted_keys = np.take_along_axis(keys, order, axis=1)
     tied = ~np.all(np.isfinite(keys), axis=1) | np.any(np.diff(sorted_keys, axis=1) == 0, axis=1)
     for i in (int(j) for j in np.flatnonzero(tied)):
-        order[i] = rank(block[i].id, block[i].candidate_ids, scores[i], seed)
+        order[i] = np.lexsort((tiebreak_keys(block[i].id, scores.shape[1], seed), keys[i]))
     return order
 
 
@@ -63,7 +84,7 @@ def block_metrics(hits: np.ndarray, n_relevant: np.ndarray) -> dict[str, np.ndar
 
 
 def score_items(items: Sequence[PoolItem], ready: Sequence[bool], scores_of: Callable[[PoolItem], np.ndarray],
-                per_item: ItemScorer, seed: int, decimals: int, rank: Ranker) -> list[dict[str, Any]]:
+                per_item: ItemScorer, seed: int) -> list[dict[str, Any]]:
     """One row per item, in the items' order: `per_item(p)` where `ready` is false, the block path otherwise."""
     rows: list[dict[str, Any] | None] = [None if ok else per_item(p) for p, ok in zip(items, ready)]
     by_size: dict[int, list[int]] = {}
@@ -73,7 +94,7 @@ def score_items(items: Sequence[PoolItem], ready: Sequence[bool], scores_of: Cal
     for size, idx in by_size.items():
         block = [items[i] for i in idx]
         scores = np.stack([scores_of(p) for p in block]) if size else np.zeros((len(block), 0))
-        order = rank_block(block, scores, seed, decimals, rank)
+        order = rank_block(block, scores, seed)
         ranked = [[p.candidate_ids[j] for j in o] for p, o in zip(block, order.tolist())]
         relevant = [set(p.relevant_ids) for p in block]
         if any(not r for r in relevant):

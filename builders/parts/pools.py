@@ -14,8 +14,9 @@ from mmbench.builders.parts.seeding import seeded_rng
 from mmbench.data.documents import Document
 from mmbench.data.poolset import PoolItem, source_fingerprint
 from mmbench.data.tokens import UnifiedTokenCounter
+from mmbench.builders.designs import POOL_LENGTHS
 
-LENGTHS = (8192, 16384, 32768)
+LENGTHS = POOL_LENGTHS
 
 
 def check_pool_params(lengths: Sequence[int], datasets: Sequence[str], known: Sequence[str],

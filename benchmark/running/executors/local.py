@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from typing import Any, Iterator, Sequence
 
 
+from mmbench.common.progress import progress_bar
 from mmbench.data.documents import Document
 from mmbench.data.media import MediaStore
 from mmbench.models.base import EmbeddingModel, Role
@@ -57,10 +58,8 @@ class LocalExecutor:
 
     def encode(self, model: EmbeddingModel, batches: Sequence[Sequence[Document]], role: Role,
                media: MediaStore | None, progress: bool = True) -> Iterator[BatchResult]:
-        from tqdm.auto import tqdm
-
-        for i, views in enumerate(tqdm(batches, desc="encode queries" if role == "query" else "encode documents", unit="batch",
-                                       disable=not progress or not batches)):
+        for i, views in enumerate(progress_bar(batches, desc="encode queries" if role == "query" else "encode documents",
+                                               unit="batch", disable=not progress or not batches)):
             yield encode_batch(model, views, role, media, i)
 
     def close(self) -> None:
