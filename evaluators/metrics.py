@@ -56,7 +56,7 @@ def item_ceiling(metric: str, n_relevant: int) -> float:
 
 def metric_range(metric: str, relevant_ids: Iterable[Iterable[str]]) -> float:
     """The upper end c of the range [0, c] the items' scores on `metric` can take (1 where no item is given)."""
-    counts = [len(list(r)) for r in relevant_ids if r is not None]
+    counts = {len(r) if hasattr(r, "__len__") else len(list(r)) for r in relevant_ids if r is not None}
     return max((item_ceiling(metric, n) for n in counts), default=1.0)
 
 

@@ -19,13 +19,14 @@ def truncated_share_by_bin(per_query: pd.DataFrame, seen: pd.DataFrame, label: s
             or per_query["length_bin"].isna().all()):
         return None
     docs = seen[seen["role"] == "document"] if "role" in seen.columns else seen
-    truncated = dict(zip(docs["doc_id"].astype(str), docs["truncated"].astype(bool)))
+    truncated = dict(zip(docs["doc_id"].astype(str).tolist(), docs["truncated"].astype(bool).tolist()))
     per_bin: dict[str, set[str]] = {}
-    for b, ranked, relevant in zip(per_query["length_bin"], per_query["ranked_ids"], per_query["relevant_ids"]):
+    for b, ranked, relevant in zip(per_query["length_bin"].tolist(), per_query["ranked_ids"].tolist(),
+                                   per_query["relevant_ids"].tolist()):
         if b is None or (isinstance(b, float) and np.isnan(b)):
             continue
-        ids = list(ranked) if ranked is not None and len(ranked) else list(relevant if relevant is not None else [])
-        per_bin.setdefault(str(b), set()).update(str(d) for d in ids)
+        ids = ranked if ranked is not None and len(ranked) else (relevant if relevant is not None else [])
+        per_bin.setdefault(str(b), set()).update(map(str, ids))
     bins = sorted(per_bin, key=label_key)
     shares, counts = [], []
     for b in bins:

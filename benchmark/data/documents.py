@@ -144,16 +144,10 @@ class RecordDocument(Document):
     that only needs ids and content hashes never decodes them. Otherwise it is a `Document`."""
 
     @classmethod
-    def from_sealed_record(cls, record: dict[str, Any]) -> "RecordDocument":
+    def sealed(cls, doc_id: str, tokens: int, meta: dict[str, Any], raw: str | DeferredText) -> "RecordDocument":
+        """A document of a sealed table: its id, token count and meta as read, its segments' JSON text `raw`."""
         doc = cls.__new__(cls)
-        try:
-            meta = json.loads(record.get("meta") or "{}")
-            raw = record["segments"]
-            if not isinstance(raw, (str, DeferredText)):
-                raise TypeError(f"segments must be JSON text, got {type(raw).__name__}")
-        except (KeyError, TypeError, ValueError) as exc:
-            raise ValueError(f"document {record.get('id', '?')!r}: malformed record ({exc})") from exc
-        doc.__dict__.update(id=str(record["id"]), tokens=int(record.get("tokens") or 0), meta=meta, _raw=raw)
+        doc.__dict__.update(id=doc_id, tokens=tokens, meta=meta, _raw=raw)
         return doc
 
     @property

@@ -34,6 +34,7 @@ from typing import Any, Iterable, NamedTuple, Sequence
 
 import numpy as np
 
+from mmbench.common.json_rows import JSONRowError, parse_json_rows
 from mmbench.data.media import atomic_write_bytes
 
 log = logging.getLogger(__name__)
@@ -347,28 +348,14 @@ def read_pack(path: Path, role: str) -> dict[str, CacheEntry]:
     for i, h in enumerate(names):
         if _digest(role, h, vectors[i], seen_rows[i], meta_rows[i]) != digests[i].tobytes():
             raise CorruptEntry(f"row {i} ({h[:12]}): SHA-256 does not match its contents or its role")
-    seen_values, meta_values = _json_rows(seen_rows, names), _json_rows(meta_rows, names)
+    try:  # verified bytes that are not JSON: written so, still unusable
+        seen_values, meta_values = parse_json_rows(seen_rows), parse_json_rows(meta_rows)
+    except JSONRowError as exc:
+        raise CorruptEntry(f"row {exc.index} ({names[exc.index][:12]}): {exc.reason}") from None
     out: dict[str, CacheEntry] = {}
     for i, h in enumerate(names):
         out.setdefault(h, CacheEntry(vectors[i], seen_values[i], meta_values[i]))
     return out
-
-
-def _json_rows(rows: list[bytes], names: list[str]) -> list[Any]:
-    """Each row's JSON value, parsed as one array (a pack's rows are verified bytes json.dumps wrote); a row that
-    is not JSON (written so, still unusable) is a CorruptEntry naming it."""
-    try:
-        values = json.loads(b"[" + b",".join(rows) + b"]")
-        if isinstance(values, list) and len(values) == len(rows):
-            return values
-    except ValueError:
-        pass
-    for i, row in enumerate(rows):  # which row: parsed one by one
-        try:
-            json.loads(row)
-        except ValueError as exc:
-            raise CorruptEntry(f"row {i} ({names[i][:12]}): {exc}") from None
-    raise CorruptEntry(f"rows of {len(rows)} JSON values do not parse as {len(rows)} values")
 
 
 def _read_entry(path: Path, role: str, content_hash: str) -> CacheEntry:

@@ -27,12 +27,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Iterator
 
+from mmbench.common.json_rows import JSONRowError, parse_json_rows
 from mmbench.common.scratch import absolute, check_replaceable, clean_stale, locked_workdir, release_lock_file
 from mmbench.data.documents import DeferredText, Document, RecordDocument
 from mmbench.data.hash_memo import remember_hashes
 from mmbench.data.media import MediaError, MediaStore, atomic_write_bytes, default_mode
 from mmbench.data.poolset_tables import (PROVENANCE_TABLE, SCHEMAS, LazyColumn, PoolSetError, file_sha256, parse_rows,
-                                         read_rows, split_provenance, write_table)
+                                         read_columns, read_rows, split_provenance, write_table)
 
 log = logging.getLogger(__name__)
 
@@ -259,19 +260,25 @@ def _write_contents(ps: PoolSet, tmp: Path, media_from: Path | None,
     return refs
 
 
-def _merge_provenance(ps: PoolSet, path: Path, rows: Iterable[dict[str, Any]]) -> None:
+def _merge_provenance(ps: PoolSet, path: Path, raw: bytes) -> None:
     """Put provenance.parquet's columns back into the meta of the documents it names (a row naming no document,
     or a column the manifest does not declare, is a PoolSetError naming the file and the row)."""
     docs = {"queries": ps.query_by_id(), "candidates": ps.candidate_by_id()}
-    for i, row in enumerate(rows):
+    columns = read_columns(path, raw, ["table", "id", "meta"])
+    try:
+        metas = parse_json_rows([m or "{}" for m in columns["meta"]])
+    except (JSONRowError, TypeError) as exc:
+        where = f"row {exc.index}" if isinstance(exc, JSONRowError) else "meta"
+        raise PoolSetError(f"{path}: {where}: names no document of the pool set ({exc})") from None
+    declared = set(ps.provenance_columns)
+    for i, (table, doc_id, apart) in enumerate(zip(columns["table"], columns["id"], metas)):
         try:
-            doc = docs[str(row["table"])][str(row["id"])]
-            apart = json.loads(row.get("meta") or "{}")
-        except (KeyError, TypeError, ValueError) as exc:
+            doc = docs[str(table)][str(doc_id)]
+        except KeyError as exc:
             raise PoolSetError(f"{path}: row {i}: names no document of the pool set ({exc})") from None
         if not isinstance(apart, dict):
             raise PoolSetError(f"{path}: row {i}: meta is not a JSON object")
-        undeclared = sorted(set(apart) - set(ps.provenance_columns))
+        undeclared = sorted(set(apart) - declared)
         if undeclared:
             raise PoolSetError(f"{path}: row {i}: column {undeclared[:1]} is not among the manifest's "
                                f"{PROVENANCE_COLUMNS}")
@@ -327,11 +334,12 @@ def load_poolset(root: Path, verify: bool = False) -> PoolSet:
     # the build serialised itself: their segments are decoded when first used; any other table, now
     recorded = manifest.get(TABLE_DIGESTS)
     sealed = isinstance(recorded, dict) and recorded.get("seal") == _seal(manifest, digests)
-    parse_document = RecordDocument.from_sealed_record if sealed else Document.from_record
-    parsers = {"queries": parse_document, "candidates": parse_document, "pools": PoolItem.from_record}
-    records = {table: parse_rows(root / f"{table}.parquet", _table_rows(root / f"{table}.parquet", raw.pop(table),
-                                                                         sealed and table != "pools"),
-                                  parsers[table]) for table in TABLES}
+    if sealed:
+        records = {table: _sealed_records(root / f"{table}.parquet", raw.pop(table), table) for table in TABLES}
+    else:
+        parsers = {"queries": Document.from_record, "candidates": Document.from_record, "pools": PoolItem.from_record}
+        records = {table: parse_rows(root / f"{table}.parquet", read_rows(root / f"{table}.parquet", raw.pop(table)),
+                                      parsers[table]) for table in TABLES}
     ps = PoolSet(
         task=manifest["task"], task_version=manifest["task_version"],
         queries=records["queries"], candidates=records["candidates"], pools=records["pools"],
@@ -341,7 +349,7 @@ def load_poolset(root: Path, verify: bool = False) -> PoolSet:
     )
     if declared:
         path = root / f"{PROVENANCE_TABLE}.parquet"
-        _merge_provenance(ps, path, read_rows(path, raw.pop(PROVENANCE_TABLE)))
+        _merge_provenance(ps, path, raw.pop(PROVENANCE_TABLE))
     for table in ("queries", "candidates"):  # each document's content hash, remembered by its table's digest
         remember_hashes(getattr(ps, table), digests[f"{table}.parquet"])
     try:
@@ -354,17 +362,23 @@ def load_poolset(root: Path, verify: bool = False) -> PoolSet:
     return ps
 
 
-def _table_rows(path: Path, raw: bytes, deferred: bool) -> Iterator[dict[str, Any]]:
-    """A table's rows; with `deferred` (a document table whose bytes are sealed), each row's segments are a
-    `DeferredText` read from those bytes when first used, not decompressed now."""
-    if not deferred:
-        yield from read_rows(path, raw)
-        return
+def _sealed_records(path: Path, raw: bytes, table: str) -> list[Any]:
+    """The records of a sealed table (the bytes the build wrote, so its cells have the schema's types), read a
+    column at a time; a document's segments stay in the table's bytes (`DeferredText`) until first used."""
+    names = SCHEMAS[table].names if table == "pools" else ["id", "tokens", "meta"]
+    columns = read_columns(path, raw, names)
+    try:
+        metas = parse_json_rows([m or "{}" for m in columns["meta"]])
+    except JSONRowError as exc:
+        raise PoolSetError(f"{path}: row {exc.index}: malformed meta ({exc.reason})") from None
+    if table == "pools":
+        return [PoolItem(item_id, query_id, subset, candidate_ids, relevant_ids, meta)
+                for item_id, query_id, subset, candidate_ids, relevant_ids, meta in zip(
+                    columns["id"], columns["query_id"], columns["subset"], columns["candidate_ids"],
+                    columns["relevant_ids"], metas)]
     segments = LazyColumn(path, raw, "segments")
-    names = [n for n in SCHEMAS["candidates"].names if n != "segments"]
-    for i, row in enumerate(read_rows(path, raw, names)):
-        row["segments"] = DeferredText(segments, i)
-        yield row
+    return [RecordDocument.sealed(str(doc_id), int(tokens or 0), meta, DeferredText(segments, i))
+            for i, (doc_id, tokens, meta) in enumerate(zip(columns["id"], columns["tokens"], metas))]
 
 
 def check_media(ps: PoolSet) -> None:

@@ -81,6 +81,22 @@ def read_rows(path: Path, raw: bytes, columns: list[str] | None = None) -> Itera
         raise PoolSetError(f"{path}: unreadable parquet ({exc})") from exc
 
 
+def read_columns(path: Path, raw: bytes, columns: list[str]) -> dict[str, list[Any]]:
+    """Whole columns of one Parquet table as Python lists, for columns of small cells (ids, meta, lists of ids):
+    a column at a time is several times faster than a row at a time."""
+    try:
+        pf = pq.ParquetFile(pa.BufferReader(raw))
+        missing = [c for c in columns if c not in pf.schema_arrow.names]
+        if missing:
+            raise PoolSetError(f"{path}: missing column {missing[0]!r}")
+        table = pf.read(columns=columns)
+        return {c: table.column(c).to_pylist() for c in columns}
+    except PoolSetError:
+        raise
+    except Exception as exc:  # pyarrow raises several types for corrupt files
+        raise PoolSetError(f"{path}: unreadable parquet ({exc})") from exc
+
+
 class LazyColumn:
     """One column of a table kept as the table's bytes until a cell is first asked for, then read whole (a batch
     at a time) and held: decompressing the documents' segments was most of loading a pool set, and a warm run

@@ -19,7 +19,8 @@ def pivot(per_query: pd.DataFrame, axis: str, metric: str) -> pd.DataFrame:
     shortened to the rest (`hotpotqa/hard`), so the table is crossed instead of diagonal.
     """
     ok = per_query[per_query["error"].isna()] if "error" in per_query.columns else per_query
-    rows = [("/".join(p for p in str(s).split("/") if p != str(v)) or str(s)) for s, v in zip(ok["subset"], ok[axis])]
+    rows = [("/".join(p for p in str(s).split("/") if p != str(v)) or str(s))
+            for s, v in zip(ok["subset"].tolist(), ok[axis].tolist())]
     ok = ok.assign(_row=rows)
     table = ok.pivot_table(index="_row", columns=axis, values=metric, aggfunc="mean")
     table = table.reindex(sorted(table.index, key=subset_key))

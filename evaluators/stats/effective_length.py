@@ -285,16 +285,27 @@ def strata_statement(e: Mapping[str, Any]) -> str:
 def item_consumed_tokens(per_query: Any, seen: Any, column: str = "seen_tokens") -> np.ndarray:
     """Per item (row of per_query): the mean `column` of its relevant documents as the model consumed them
     (seen.parquet, role 'document'); NaN where none of them was encoded."""
-    if seen is None or len(seen) == 0 or column not in seen.columns:
-        return np.full(len(per_query), np.nan)
-    docs = seen[seen["role"] == "document"] if "role" in seen.columns else seen
-    by_id = dict(zip(docs["doc_id"].astype(str), docs[column].astype(float)))
-    out = []
-    for relevant in per_query["relevant_ids"]:
-        vals = [by_id[str(d)] for d in (list(relevant) if relevant is not None else []) if str(d) in by_id]
-        # one relevant document (most items): its value, the bits np.mean would give, without its overhead
-        out.append(vals[0] if len(vals) == 1 else float(np.mean(vals)) if vals else np.nan)
-    return np.asarray(out, dtype=float)
+    return items_consumed(per_query, seen, (column,))[column]
+
+
+def items_consumed(per_query: Any, seen: Any, columns: Sequence[str]) -> dict[str, np.ndarray]:
+    """`item_consumed_tokens` for each of `columns`, the items' relevant ids read once."""
+    docs = None if seen is None or len(seen) == 0 else seen[seen["role"] == "document"] if "role" in seen.columns else seen
+    relevant = [[str(d) for d in r] if r is not None else [] for r in per_query["relevant_ids"].tolist()] \
+        if docs is not None and any(c in docs.columns for c in columns) else []
+    out = {}
+    for column in columns:
+        if docs is None or column not in docs.columns:
+            out[column] = np.full(len(per_query), np.nan)
+            continue
+        by_id = dict(zip(docs["doc_id"].astype(str).tolist(), docs[column].astype(float).tolist()))
+        values = []
+        for ids in relevant:
+            vals = [by_id[d] for d in ids if d in by_id]
+            # one relevant document (most items): its value, the bits np.mean would give, without its overhead
+            values.append(vals[0] if len(vals) == 1 else float(np.mean(vals)) if vals else np.nan)
+        out[column] = np.asarray(values, dtype=float)
+    return out
 
 
 def run_effective_length(per_query: Any, seen: Any, metric: str, tolerance: float | None = None,
@@ -305,7 +316,9 @@ def run_effective_length(per_query: Any, seen: Any, metric: str, tolerance: floa
 
     ok = per_query["error"].isna().to_numpy() if "error" in per_query.columns else np.ones(len(per_query), bool)
     pq = per_query[ok]
-    tokens = item_consumed_tokens(pq, seen)
+    whole_columns = ("truncated", "unseen_images", "unseen_frames")   # read whole: nothing cut, nothing unseen
+    consumed = items_consumed(pq, seen, ("seen_tokens", *whole_columns))
+    tokens = consumed["seen_tokens"]
     scores = pq[metric].to_numpy(dtype=float) if metric in pq.columns else np.full(len(pq), np.nan)
     axes = [a for a in strata if a in pq.columns]
     cols = [pq[a].astype("string").fillna("?").tolist() for a in axes]
@@ -319,12 +332,12 @@ def run_effective_length(per_query: Any, seen: Any, metric: str, tolerance: floa
                 levels[n, r] = chance_metrics(n, r).get(metric, 0.0) if n and r else 0.0
             return levels[n, r]
 
-        chance = [level(len(r), len(rel)) for r, rel in zip(pq["ranked_ids"], pq["relevant_ids"])]
+        chance = [level(len(r), len(rel)) for r, rel in zip(pq["ranked_ids"].tolist(), pq["relevant_ids"].tolist())]
     ceiling = metric_range(metric, pq["relevant_ids"]) if "relevant_ids" in pq.columns else 1.0
-    bins = [v if isinstance(v, str) else None for v in pq["length_bin"]] if "length_bin" in pq.columns else None
+    bins = [v if isinstance(v, str) else None for v in pq["length_bin"].tolist()] if "length_bin" in pq.columns else None
     whole = np.ones(len(pq), bool)
-    for column in ("truncated", "unseen_images", "unseen_frames"):   # read whole: nothing cut, nothing unseen
+    for column in whole_columns:
         if seen is not None and column in seen.columns:
-            whole &= ~(np.nan_to_num(item_consumed_tokens(pq, seen, column)) > 0)
+            whole &= ~(np.nan_to_num(consumed[column]) > 0)
     return effective_length(tokens, scores, keys, chance, tolerance, window, ceiling=ceiling, bins=bins, whole=whole,
                             strata_axes=axes)
