@@ -13,7 +13,10 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from PIL import Image as PILImage, UnidentifiedImageError
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # PIL is imported where an image is read or written: a run from cached vectors reads none
+    from PIL import Image as PILImage
 
 from mmbench.data.documents import Image
 
@@ -86,6 +89,8 @@ PNG_SETTINGS = {"compress_level": 6, "optimize": False}
 def encode_image(image: PILImage.Image, format: str = "PNG") -> tuple[bytes, str]:
     """RGB pixels encoded with the fixed settings above, without metadata: (bytes, file suffix)."""
     rgb = image.convert("RGB")
+    from PIL import Image as PILImage
+
     bare = PILImage.frombytes("RGB", rgb.size, rgb.tobytes())  # drops info (ICC profile, EXIF, dpi, text)
     buf = io.BytesIO()
     if format == "JPEG":
@@ -150,6 +155,8 @@ class MediaStore:
         self.read_bytes(ref, item)
 
     def load_image(self, ref: str, item: str = "?") -> PILImage.Image:
+        from PIL import Image as PILImage, UnidentifiedImageError
+
         data = self.read_bytes(ref, item)
         path = self.path(ref)
         try:

@@ -56,13 +56,10 @@ def summary_json(task: str, task_version: str, content_hash: str, model_identity
 
 
 def mteb_version() -> str:
-    """The installed mteb's version, read from package metadata (importing mteb takes seconds)."""
-    from importlib.metadata import PackageNotFoundError, version
+    """The installed mteb's version, read from its metadata folder's name (importing mteb takes seconds)."""
+    from mmbench.common.distributions import distribution_versions
 
-    try:
-        return version("mteb")
-    except PackageNotFoundError:
-        return "2.0.0"
+    return distribution_versions(("mteb",))["mteb"] or "2.0.0"
 
 
 def group_entries(summary: dict[str, Any]) -> dict[str, dict[str, Any]]:

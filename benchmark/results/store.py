@@ -149,6 +149,6 @@ def load_results(root: Path) -> RunResults:
 def _read_table(path: Path, data: bytes) -> pd.DataFrame:
     """The table `path` from its bytes (already read once, for the digest check)."""
     try:
-        return pq.read_table(pa.BufferReader(data)).to_pandas()
+        return pq.ParquetFile(pa.BufferReader(data)).read().to_pandas()  # (read_table would import pyarrow.dataset)
     except Exception as exc:  # pyarrow raises several types for corrupt files
         raise ResultsError(f"{path}: unreadable parquet ({exc})") from exc

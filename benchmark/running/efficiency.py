@@ -221,6 +221,9 @@ def bins_of_documents(items: Sequence[Any]) -> dict[str, str]:
         label = p.meta.get("length_bin")
         if label is None:
             continue
-        for d in (p.query_id, *p.candidate_ids):
-            out.setdefault(d, str(label))
+        label = str(label)
+        out.setdefault(p.query_id, label)
+        for d in p.candidate_ids:
+            if d not in out:
+                out[d] = label
     return out

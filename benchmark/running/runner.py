@@ -414,8 +414,9 @@ def _run_poolset(ps: PoolSet, model: EmbeddingModel, options: RunOptions) -> tup
         log.warning("%s", w)
     start = time.perf_counter()
     scorer = PoolScorer(c_vecs, model.card.similarity)
-    ready = [p.query_id in q_vecs and p.query_id not in stats.failures
-             and all(c in c_vecs and c not in stats.failures for c in p.candidate_ids) for p in items]
+    usable = c_vecs.keys() - stats.failures.keys()  # candidates with a vector and no failure
+    ready = [p.query_id in q_vecs and p.query_id not in stats.failures and usable.issuperset(p.candidate_ids)
+             for p in items]
     rows = score_items(items, ready, lambda p: scorer(q_vecs[p.query_id], p.candidate_ids),
                        lambda p: _score_item(p, q_vecs, c_vecs, scorer, options.seed, stats.failures), options.seed)
     scoring_seconds = time.perf_counter() - start
@@ -457,12 +458,14 @@ def _executor_info(executor: Any) -> dict[str, Any]:
             "requeued_batches": executor.requeued_batches}
 
 
+_SEEN_ORDER = tuple(f.name for f in fields(SeenRecord))  # _flat's column order
+
+
 def _flat(record: dict[str, Any]) -> dict[str, Any]:
     """A seen record as table columns, in the record's field order whether it was just made or read back
     from the cache (whose JSON sorts keys), so seen.parquet does not depend on what was cached; the
     adapter's free-form info becomes a JSON string."""
-    order = [f.name for f in fields(SeenRecord)]
-    out = {k: record[k] for k in order if k in record}
+    out = {k: record[k] for k in _SEEN_ORDER if k in record}
     out.update({k: record[k] for k in sorted(record) if k not in out})
     out["model_info"] = json.dumps(out["model_info"], sort_keys=True, default=str) if out.get("model_info") else None
     return out
