@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from mmbench.cli.commands_core import (add_include_argument, load_includes, model_options, nonnegative_float,
                                       nonnegative_int, positive_int, resolve_poolset, safe_name, tasks_or_error,
@@ -78,13 +78,15 @@ def cmd_run(args: argparse.Namespace) -> int:
         raise CLIError(f"--data names one pool set, but --task names {len(tasks)} tasks; run them one by one")
     from mmbench.results.reruns import differences, previous_summary
 
+    poolsets_read = _start_reading_poolsets(args, tasks)  # after that import: two threads would share the GIL for it
+
     from mmbench.cli.previous_run import missing_ancestor, remove_if_empty
 
     created = missing_ancestor(args.output) if args.output is not None else None
     if args.output is not None:
         writable_folder_or_error(args.output)
     try:
-        model, poolsets = _model_and_poolsets(args, tasks)
+        model, poolsets = _model_and_poolsets(args, poolsets_read)
     except ModelUnavailable as exc:
         remove_if_empty(created, args.output)  # a failed load leaves no empty results folder behind
         raise CLIError(str(exc)) from None
@@ -117,31 +119,35 @@ def cmd_run(args: argparse.Namespace) -> int:
     return 1 if failed else 0
 
 
-def _model_and_poolsets(args: argparse.Namespace, tasks) -> tuple[Any, list]:
-    """The model and the tasks' pool sets; the model's error (unknown name, no weights offline, no key) comes first.
+def _start_reading_poolsets(args: argparse.Namespace, tasks) -> Callable[[], list]:
+    """The tasks' pool sets, as a call that returns them.
 
-    Without --data the offline sample may have to be built (minutes), so the model loads first and an unavailable
-    one fails before any pool set is built. A --data folder is only read and checked, so that happens in a thread
-    while the model loads (imports and weights take seconds of a cold run); a model that fails still wins."""
-    def poolsets() -> list:
+    A --data folder is only read and checked, so that starts now, in a thread, while the main thread loads the
+    model (imports and weights take seconds of a cold run). Without --data the offline sample may have to be built (minutes), so nothing starts before
+    the model has loaded: an unavailable model fails before any pool set is built."""
+    def read() -> list:
         return [resolve_poolset(task, args.data, args.seed, quiet=args.quiet, verify=args.verify) for task in tasks]
 
-    def model() -> Any:
-        loaded = load_model_for_run(args.model, model_options(args, args.model), cached=not args.no_cache)
-        if args.model_name:
-            rename_model(loaded, args.model_name)
-        return loaded
-
     if args.data is None:
-        return model(), poolsets()
+        return read
     from concurrent.futures import ThreadPoolExecutor
 
     import pyarrow.parquet  # noqa: F401  imported before the thread starts, so the two threads never import them
-    import mmbench.running.poolsets  # noqa: F401  at once (the model's imports need numpy and pyarrow too)
+    import mmbench.running.poolsets  # noqa: F401  at once (the main thread's imports need numpy and pyarrow too)
 
-    with ThreadPoolExecutor(1, thread_name_prefix="mmbench-poolset") as pool:
-        pending = pool.submit(poolsets)
-        return model(), pending.result()  # a model error leaves the block at once; the block waits for the read
+    pool = ThreadPoolExecutor(1, thread_name_prefix="mmbench-poolset")
+    pending = pool.submit(read)
+    pool.shutdown(wait=False)  # the thread ends with the read; an error in it is raised by the call below
+    return pending.result
+
+
+def _model_and_poolsets(args: argparse.Namespace, poolsets: Callable[[], list]) -> tuple[Any, list]:
+    """The model and the tasks' pool sets (`_start_reading_poolsets`); the model's error (unknown name, no weights
+    offline, no key) comes first."""
+    loaded = load_model_for_run(args.model, model_options(args, args.model), cached=not args.no_cache)
+    if args.model_name:
+        rename_model(loaded, args.model_name)
+    return loaded, poolsets()
 
 
 def certificate_or_error(path: Path | None, model, allow_failed: bool = False) -> dict[str, Any] | None:

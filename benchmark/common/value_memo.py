@@ -18,10 +18,10 @@ import logging
 import numbers
 import os
 import tempfile
-from importlib import metadata
 from pathlib import Path
 from typing import Callable
 
+from mmbench.common.distributions import distribution_versions
 from mmbench.common.home import mmbench_home
 
 log = logging.getLogger(__name__)
@@ -32,10 +32,7 @@ _copies: dict[Path | None, dict[str, float | None]] = {}  # this process's copy 
 
 @functools.lru_cache(maxsize=None)
 def _scipy_version() -> str | None:
-    try:
-        return metadata.version("scipy")
-    except metadata.PackageNotFoundError:
-        return None
+    return distribution_versions(("scipy",))["scipy"]
 
 
 def _path() -> Path | None:

@@ -125,8 +125,8 @@ class PoolSet:
             seen.add(item.id)
             if item.query_id not in qids:
                 raise PoolSetError(f"pool item {item.id!r}: unknown query {item.query_id!r}")
-            missing = [c for c in item.candidate_ids if c not in cids]
-            if missing:
+            if not cids.issuperset(item.candidate_ids):
+                missing = [c for c in item.candidate_ids if c not in cids]
                 raise PoolSetError(f"pool item {item.id!r}: unknown candidates {missing[:3]}")
             if len(set(item.candidate_ids)) != len(item.candidate_ids):
                 twice = sorted({c for c in item.candidate_ids if item.candidate_ids.count(c) > 1})

@@ -51,7 +51,8 @@ def _value(p: PoolItem, axis: str) -> str:
 
 
 def cell_of(p: PoolItem, axes: Sequence[str]) -> tuple[str, ...]:
-    return tuple(_value(p, a) for a in axes)
+    meta = p.meta
+    return tuple(str(p.subset or "") if a == "subset" else str(meta.get(a)) for a in axes)  # _value, inlined
 
 
 def cell_key(cell: Sequence[str]) -> str:
