@@ -140,3 +140,21 @@ def test_help_renders(argv, capsys):
         build_parser().parse_args(argv)
     assert exc.value.code == 0
     assert "usage: mmbench" in capsys.readouterr().out
+
+
+def test_each_command_is_registered_by_the_module_the_cli_names_for_it():
+    """`mmbench.cli.COMMANDS` (a command line builds its own command's parser only) says which module registers
+    each top-level command: the full parser has exactly those commands, and each module registers its own."""
+    import mmbench.cli as top
+
+    full = build_parser()._subparsers._group_actions[0].choices
+    assert set(full) == set(top.COMMANDS)
+    for name in top.COMMAND_MODULES:
+        sub = argparse.ArgumentParser().add_subparsers()
+        top.command_module(name).register(sub)
+        assert {c for c, m in top.COMMANDS.items() if m == name} == set(sub.choices), name
+    for argv in (["run", "--help"], ["-v", "compare", "a", "b"], ["leaderboard", "build"]):
+        own = build_parser(argv)._subparsers._group_actions[0].choices
+        assert set(own) == {c for c, m in top.COMMANDS.items() if m == top.COMMANDS[next(w for w in argv if w[0] != "-")]}
+    for argv in (["-h", "run"], ["--version"], ["nonsense"], []):  # the whole listing
+        assert set(build_parser(argv)._subparsers._group_actions[0].choices) == set(top.COMMANDS)
