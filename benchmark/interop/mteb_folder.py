@@ -28,6 +28,7 @@ every pool as `mmbench run --seed S` does. A task whose documents mteb's rows ca
 """
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import os
@@ -43,6 +44,7 @@ import yaml
 from mmbench.data.documents import Document, Video
 from mmbench.data.media import atomic_write_bytes, default_mode
 from mmbench.data.poolset import PoolSet
+from mmbench.models.base import EmbeddingModel
 from mmbench.interop.mteb_task import candidate_of
 
 MARKER = "mteb_export.json"
@@ -78,16 +80,21 @@ def media_paths(doc: Document) -> list[str]:
 
 
 def write_mteb_layout(ps: PoolSet, out: Path, overwrite: bool = False, limit: int | None = None,
-                      seed: int = 0, accept_image_loss: bool = False) -> dict[str, Any]:
+                      seed: int = 0, accept_image_loss: bool = False, seen_by: EmbeddingModel | None = None
+                      ) -> dict[str, Any]:
     """Write `ps` (loaded from its folder) in mteb's layout at `out`, atomically; returns the summary.
 
     `limit` and `seed` mean what they mean to `mmbench run`: the same items, ties broken the same way.
     Documents with several images are refused unless `accept_image_loss` (an mteb row's `image` holds the
-    first one only); the summary then records the loss under `image_loss`."""
+    first one only); the summary then records the loss under `image_loss`. With `seen_by`, each document is
+    written as that model sees it in `mmbench run` (`seen_views`), recorded under `seen_by`."""
     from mmbench.interop.mteb_task import export_mteb_task
 
     out = Path(out)
     _check_target(out, overwrite)
+    views = None
+    if seen_by is not None:
+        ps, views = seen_views(ps, seen_by)
     refuse_unrepresentable(ps)
     try:
         task = export_mteb_task(ps, limit=limit, seed=seed)
@@ -101,7 +108,28 @@ def write_mteb_layout(ps: PoolSet, out: Path, overwrite: bool = False, limit: in
                           "--accept-image-loss to export the first image of each, recording the loss)")
     out.parent.mkdir(parents=True, exist_ok=True)
     with _quiet_datasets():
-        return _write(ps, task, out, limit, seed, loss)
+        return _write(ps, task, out, limit, seed, loss, views)
+
+
+def seen_views(ps: PoolSet, model: EmbeddingModel) -> tuple[PoolSet, dict[str, Any]]:
+    """`ps` with each query and candidate replaced by what `model` sees of it in `mmbench run`
+    (`mmbench.running.views.model_view`: its own modalities, middle-truncated to its window), and a record of it.
+    A stock encoder given such an export reads the very text mmbench gives the model, so stock mteb scores what
+    mmbench scores (a stock SentenceTransformer would otherwise keep each text's head only)."""
+    from mmbench.running.views import model_view
+
+    counts = {"documents": 0, "truncated": 0, "with_unseen_modalities": 0}
+
+    def view(doc: Document) -> Document:
+        seen, record = model_view(doc, model)
+        counts["documents"] += 1
+        counts["truncated"] += int(record.truncated)
+        counts["with_unseen_modalities"] += int(bool(record.unseen_modalities))
+        return Document(id=doc.id, segments=seen.segments, tokens=doc.tokens, meta=doc.meta)
+
+    viewed = dataclasses.replace(ps, queries=[view(d) for d in ps.queries], candidates=[view(d) for d in ps.candidates])
+    return viewed, {"model": model.card.identity(), "window_tokens": model.card.max_tokens,
+                    "truncation": "middle (head and tail kept), as mmbench run", **counts}
 
 
 def refuse_unrepresentable(ps: PoolSet) -> None:
@@ -160,7 +188,8 @@ def _per_pool_corpus(corpus, top_ranked: dict[str, list[str]], relevant: dict[st
     return copied.select_columns(["id", *[c for c in copied.column_names if c != "id"]]), pools, qrels
 
 
-def _write(ps: PoolSet, task: Any, out: Path, limit: int | None, seed: int, loss: dict[str, Any]) -> dict[str, Any]:
+def _write(ps: PoolSet, task: Any, out: Path, limit: int | None, seed: int, loss: dict[str, Any],
+           views: dict[str, Any] | None) -> dict[str, Any]:
     from datasets import Dataset, Features, Sequence, Value
 
     queries, candidates = ps.query_by_id(), ps.candidate_by_id()
@@ -169,7 +198,8 @@ def _write(ps: PoolSet, task: Any, out: Path, limit: int | None, seed: int, loss
     # that differ per export keep a second export to a folder of the same name from loading the first's cache
     chosen = ",".join(sorted(item for splits in task.dataset.values() for data in splits.values()
                              for item in data["top_ranked"]))   # the exported items: what `--limit` selects may change
-    tag = hashlib.sha256(f"{ps.content_hash}:{limit}:{seed}:{chosen}".encode()).hexdigest()[:12]
+    seen = f":{json.dumps(views['model'], sort_keys=True, default=str)}" if views else ""  # another model's views
+    tag = hashlib.sha256(f"{ps.content_hash}:{limit}:{seed}:{chosen}{seen}".encode()).hexdigest()[:12]
     tmp = Path(tempfile.mkdtemp(dir=out.parent, prefix=f".{out.name}.exporting."))
     configs: dict[str, list[dict[str, str]]] = {}
     renamed: dict[str, str] = {}   # mteb split -> the name written (`datasets` refuses some characters)
@@ -218,7 +248,7 @@ def _write(ps: PoolSet, task: Any, out: Path, limit: int | None, seed: int, loss
                    "revision": task.metadata.dataset["revision"], "type": task.metadata.type,
                    "source": {"task": ps.task, "task_version": ps.task_version, "content_hash": ps.content_hash},
                    "subsets": counts, "renamed_splits": renamed, "media_files": len(refs),
-                   "limit": limit, "seed": seed, "image_loss": loss,
+                   "limit": limit, "seed": seed, "image_loss": loss, **({"seen_by": views} if views else {}),
                    "tie_break": "one corpus row per (pool, candidate); within a pool, ids sort descending in "
                                 f"mmbench's tie-break order for seed {seed} (mteb orders equal scores by descending id)",
                    "dropped_by_text_image_mapping": {k: task.export_report[k] for k in
