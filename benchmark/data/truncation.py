@@ -3,7 +3,8 @@
 A document is a run of units: text tokens (cost 1 each), whole images, and video frames.
 The head keeps units from the start up to half the budget, the tail keeps units from the
 end with what is left; an image or frame that does not fit is dropped whole, and nothing
-after it on that side is kept. The report says exactly what was cut.
+after it on that side is kept. The report says exactly what was cut. Head truncation (`truncate(...,
+"head")`, `mmbench run --truncation head`) gives the whole budget to the head and keeps no tail.
 """
 from __future__ import annotations
 
@@ -32,6 +33,9 @@ class TruncationReport:
         return self.tokens_after < self.tokens_before
 
 
+STRATEGIES = ("middle", "head")  # what `truncate` keeps: the head and the tail (mmbench's protocol), or the head only
+
+
 def middle_truncate(
     segments: Sequence[Segment],
     budget: int,
@@ -44,6 +48,21 @@ def middle_truncate(
     `video_tokens(n_frames, width, height)` is what n frames of a video cost (default: n images);
     models that merge frames in time make it cheaper than n separate images.
     """
+    return truncate(segments, budget, tokenizer, visual_tokens, video_tokens, "middle")
+
+
+def truncate(
+    segments: Sequence[Segment],
+    budget: int,
+    tokenizer: TextTokenizer | None,
+    visual_tokens: Callable[[int, int], int],
+    video_tokens: Callable[[int, int, int], int] | None = None,
+    strategy: str = "middle",
+) -> tuple[list[Segment], TruncationReport]:
+    """Fit `segments` into `budget` tokens by `strategy`: "middle" (`middle_truncate`), or "head": units from the
+    start while they fit, nothing from the end (what sentence-transformers and most tools do to a long text)."""
+    if strategy not in STRATEGIES:
+        raise ValueError(f"truncation strategy {strategy!r}: one of {', '.join(STRATEGIES)}")
     if budget < 0:
         raise ValueError("budget must be non-negative")
     if video_tokens is None:
@@ -77,7 +96,8 @@ def middle_truncate(
 
     n = len(segments)
     head = [0] * n
-    left = (budget + 1) // 2
+    head_budget = budget if strategy == "head" else (budget + 1) // 2
+    left = head_budget
     stop = n
     for k in range(n):
         take = _most_that_fit(units[k], costs[k], left)
@@ -86,10 +106,10 @@ def middle_truncate(
         if take < units[k]:
             stop = k
             break
-    used_head = (budget + 1) // 2 - left
+    used_head = head_budget - left
 
     tail = [0] * n
-    left = budget - used_head
+    left = budget - used_head if strategy == "middle" else 0
     for k in range(n - 1, stop - 1, -1):
         avail = units[k] - head[k]
         take = _most_that_fit(avail, costs[k], left)

@@ -22,6 +22,9 @@ from typing import Any, Sequence
 
 ID_CHARS = 8
 TRUNCATION_RULE = "middle: keep head and tail, whole images and frames, to the model's token budget"
+# `mmbench run --truncation head`: another rule, hence another evaluation id (not joined with the protocol's runs)
+TRUNCATION_RULES = {"middle": TRUNCATION_RULE,
+                    "head": "head: keep the start, whole images and frames, to the model's token budget"}
 INSTRUCTION_KEYS = ("template", "query_instruction", "document_instruction", "system_fallback", "prompts")
 VISUAL_KEYS = ("vision", "video", "video_input", "max_pixels", "min_pixels", "fps", "max_frames", "image_size")
 WINDOW_KEYS = ("context", "max_seq_length")
@@ -61,7 +64,7 @@ def protocol_record(identity: dict[str, Any], selection: dict[str, Any], *, dtyp
         "tie_break": tie_break,  # how a scorer orders equal scores: differs between embedders and LLM rankers
     }
     evaluation = {"selection": {k: selection.get(k) for k in ("limit", "n_items", "n_items_total", "items_hash")},
-                  "truncation_rule": TRUNCATION_RULE}
+                  "truncation_rule": TRUNCATION_RULES[str(settings.get("truncation", "middle"))]}
     return {"evaluation": evaluation, "setup": setup, "strata": selection.get("strata")}
 
 

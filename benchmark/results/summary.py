@@ -48,7 +48,8 @@ def format_summary(res: RunResults, axes: Sequence[str], metric: str = "precisio
     if set_aside:
         lines.append(f"note: {set_aside} damaged embedding cache entries were set aside (*.corrupt) and re-encoded")
     if info.get("documents_truncated"):
-        lines.append(f"note: {info['documents_truncated']} documents were middle-truncated to the model's window")
+        how = ((info.get("model") or {}).get("settings") or {}).get("truncation", "middle")
+        lines.append(f"note: {info['documents_truncated']} documents were {how}-truncated to the model's window")
     for row in _overall(res):
         lines.append(row)
     lines += efficiency_lines(info.get("efficiency"))

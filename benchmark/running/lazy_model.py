@@ -90,6 +90,7 @@ class LazyModel(EmbeddingModel):
         self._loader, self._on_load = loader, on_load
         self._real: EmbeddingModel | None = None
         self._name: str | None = None  # --model-name: given to the loaded model's card too
+        self._settings: dict[str, Any] = {}  # --truncation head: given to the loaded model's card too
         # what provenance records while the weights are not loaded: their device and dtype at the last load
         self.remembered_weights = dict(remembered_weights or {})
 
@@ -99,6 +100,13 @@ class LazyModel(EmbeddingModel):
         self.card = dataclasses.replace(self.card, name=name)
         if self._real is not None:
             self._real.card = dataclasses.replace(self._real.card, name=name)
+
+    def set_settings(self, settings: dict[str, Any]) -> None:
+        """Add `settings` to the card, now and after the weights load."""
+        self._settings.update(settings)
+        self.card = dataclasses.replace(self.card, settings={**self.card.settings, **settings})
+        if self._real is not None:
+            self._real.card = dataclasses.replace(self._real.card, settings={**self._real.card.settings, **settings})
 
     @property
     def loaded(self) -> bool:
@@ -113,6 +121,9 @@ class LazyModel(EmbeddingModel):
             self._on_load(self._real)  # remembers the model's own card (the memo is keyed by the request)
             if self._name is not None:  # renamed: compared, cached and reported under the given name
                 self._real.card = dataclasses.replace(self._real.card, name=self._name)
+            if self._settings:
+                self._real.card = dataclasses.replace(self._real.card,
+                                                      settings={**self._real.card.settings, **self._settings})
             if self._real.card.identity() != self.card.identity():
                 self.card = self._real.card
                 raise ModelChanged(f"model {self.card.name!r} now has another card than remembered; re-running with it")
@@ -147,6 +158,22 @@ def rename_model(model: EmbeddingModel, name: str) -> None:
         model.rename(name)
     else:
         model.card = dataclasses.replace(model.card, name=name)
+
+
+def set_truncation(model: EmbeddingModel, strategy: str) -> None:
+    """Cut `model`'s documents to its window by `strategy` (`mmbench.data.truncation.STRATEGIES`): kept in its card's
+    settings, so vectors of another strategy are cached apart and the protocol names the rule. The default,
+    "middle", leaves the card as it is (and its cache entries and protocol ids with it)."""
+    from mmbench.data.truncation import STRATEGIES
+
+    if strategy not in STRATEGIES:
+        raise ValueError(f"truncation {strategy!r}: one of {', '.join(STRATEGIES)}")
+    if strategy == "middle":
+        return
+    if isinstance(model, LazyModel):
+        model.set_settings({"truncation": strategy})
+    else:
+        model.card = dataclasses.replace(model.card, settings={**model.card.settings, "truncation": strategy})
 
 
 def load_model_lazily(request: str, options: dict[str, Any], home: Path,

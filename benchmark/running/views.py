@@ -1,4 +1,4 @@
-"""What a model sees of a document: its visible modalities, middle-truncated to its window.
+"""What a model sees of a document: its visible modalities, middle-truncated to its window (or head-truncated).
 
 The result records what was hidden (modalities the model cannot take) and what was cut
 (text tokens, images, frames), so results say it instead of losing it silently.
@@ -10,7 +10,7 @@ from typing import Any
 
 from mmbench.data.documents import Document, Image, Text, Video
 from mmbench.models.base import EmbeddingModel
-from mmbench.data.truncation import middle_truncate
+from mmbench.data.truncation import truncate
 
 
 @dataclass
@@ -30,6 +30,12 @@ class SeenRecord:
         return asdict(self)
 
 
+def truncation_of(card: Any) -> str:
+    """How the model's documents are cut to its window: "middle" (the protocol's rule) unless the run asked for
+    "head" (`mmbench run --truncation head`, kept in the card's settings, so it keys the cache and the protocol)."""
+    return str((getattr(card, "settings", None) or {}).get("truncation", "middle"))
+
+
 def model_view(doc: Document, model: EmbeddingModel) -> tuple[Document, SeenRecord]:
     card = model.card
     visible = [s for s in doc.segments if s.kind in card.modalities]
@@ -39,8 +45,8 @@ def model_view(doc: Document, model: EmbeddingModel) -> tuple[Document, SeenReco
     if budget is None:
         kept, report = visible, None
     else:
-        kept, report = middle_truncate(visible, budget, model.budget_tokenizer(), model.visual_tokens,
-                                       model.video_tokens)
+        kept, report = truncate(visible, budget, model.budget_tokenizer(), model.visual_tokens, model.video_tokens,
+                                truncation_of(card))
     if report is None:
         seen_tokens = _approx_tokens(kept, model)
     else:
