@@ -64,13 +64,13 @@ def cmd_export(args: argparse.Namespace) -> int:
     n = {part: sum(s.get(part, 0) for sub in summary["subsets"].values() for s in sub.values())
          for part in ("corpus", "queries", "qrels")}
     dropped = summary["dropped_by_text_image_mapping"]
+    print(f"{args.out}: mteb task {summary['task']} (main score {summary['main_score']}), "
+          f"{n['queries']} queries, {n['corpus']} corpus rows, {n['qrels']} qrels, {summary['media_files']} media files")
     if summary.get("seen_by"):
         seen = summary["seen_by"]
         print(f"  as {seen['model']['name']} sees them: {seen['truncated']} of {seen['documents']} documents "
               f"middle-truncated to {seen['window_tokens']} tokens, {seen['with_unseen_modalities']} with content it "
               "does not take left out")
-    print(f"{args.out}: mteb task {summary['task']} (main score {summary['main_score']}), "
-          f"{n['queries']} queries, {n['corpus']} corpus rows, {n['qrels']} qrels, {summary['media_files']} media files")
     if dropped["dropped_images"]:
         print(f"  loss accepted (--accept-image-loss): mteb encoders see one text and one image per row, so "
               f"{dropped['dropped_images']} further images of {summary['image_loss']['documents']} documents are "
