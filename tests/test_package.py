@@ -42,4 +42,4 @@ def test_wheel_contains_every_subpackage_and_data(tmp_path):
             if f.is_file():
                 assert f"mmbench/{folder}/data/{f.name}" in names, f"package data {f} missing from the wheel"
     entry = next(n for n in names if n.endswith("entry_points.txt"))
-    assert "mmbench = mmbench.cli:main" in zipfile.ZipFile(wheel).read(entry).decode()
+    assert "mmbench = mmbench.cli:program" in zipfile.ZipFile(wheel).read(entry).decode()
