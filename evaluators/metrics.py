@@ -6,6 +6,7 @@ Metric names follow mteb (`precision_at_1`, `ndcg_at_10`, ...).
 from __future__ import annotations
 
 import math
+from collections.abc import Sized
 from typing import Iterable, Sequence
 
 import numpy as np
@@ -56,7 +57,7 @@ def item_ceiling(metric: str, n_relevant: int) -> float:
 
 def metric_range(metric: str, relevant_ids: Iterable[Iterable[str]]) -> float:
     """The upper end c of the range [0, c] the items' scores on `metric` can take (1 where no item is given)."""
-    counts = {len(r) if hasattr(r, "__len__") else len(list(r)) for r in relevant_ids if r is not None}
+    counts = {len(r) if isinstance(r, Sized) else len(list(r)) for r in relevant_ids if r is not None}
     return max((item_ceiling(metric, n) for n in counts), default=1.0)
 
 
