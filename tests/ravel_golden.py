@@ -16,6 +16,35 @@ GOLDEN = ROOT / "data" / "ravel_golden"
 TABLE1_SCORES = ROOT / "data" / "ravel_alignment_probing_210.csv"
 
 
+FLOAT_NOISE = 1e-9  # relative: far above the last-bit differences of BLAS kernels, far below any real change
+
+
+def float_noise_diff(got: bytes, stored: bytes, rel: float = FLOAT_NOISE) -> str | None:
+    """Where `got` differs from `stored` by more than floating-point noise (None: nowhere). Lines and fields must
+    match as text, except fields that are both numbers, which may differ by `rel` (relative; 1e-12 absolute
+    near zero). BLAS and SIMD kernels differ between CPUs in the last bits (scipy's Pearson r on an AMD EPYC
+    with AVX2 against the Intel machine the files were written on: 0.6399206025704066 and ...067)."""
+    import math
+
+    got_lines, stored_lines = got.decode().splitlines(), stored.decode().splitlines()
+    if len(got_lines) != len(stored_lines):
+        return f"{len(got_lines)} lines against {len(stored_lines)} stored"
+    for n, (a_line, b_line) in enumerate(zip(got_lines, stored_lines), 1):
+        a_fields, b_fields = a_line.split(","), b_line.split(",")
+        if len(a_fields) != len(b_fields):
+            return f"line {n}: {len(a_fields)} fields against {len(b_fields)} stored"
+        for a, b in zip(a_fields, b_fields):
+            if a == b:
+                continue
+            try:
+                x, y = float(a), float(b)
+            except ValueError:
+                return f"line {n}: {a!r} against {b!r} stored"
+            if not math.isclose(x, y, rel_tol=rel, abs_tol=1e-12):
+                return f"line {n}: {a} against {b} stored (beyond float noise)"
+    return None
+
+
 def write_karpathy(folder: Path, n: int = 12) -> tuple[Path, Path]:
     """A Karpathy-split JSON (dataset_flickr30k.json layout) over `n` generated PNG images."""
     from PIL import Image

@@ -1,4 +1,5 @@
-"""RAVEL's numbers do not move: the command chain's outputs equal, byte for byte, the stored ones.
+"""RAVEL's numbers do not move: the command chain's outputs equal the stored ones (byte for byte where they hold no
+computed float; up to the last bits BLAS kernels change between CPUs where they do).
 
 `tests/data/ravel_golden/` was written by `tests/ravel_golden.py` before RAVEL's model loading, data readers and
 feature cache moved out of `evaluators/ravel/` (the Table 1 correlations from the authors' released scores, and
@@ -10,7 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from ravel_golden import GOLDEN, run_chain
+from ravel_golden import GOLDEN, float_noise_diff, run_chain
+
+# files without computed floats: byte for byte; the rest up to the last bits that differ between CPUs
+EXACT = {"cal.jsonl", "scores.manifest.jsonl", "karpathy.jsonl"}
 
 
 @pytest.fixture(scope="module")
@@ -25,9 +29,20 @@ def outputs(folder: Path) -> dict[str, bytes]:
 
 @pytest.mark.parametrize("name", ["cal.jsonl", "scores.csv", "scores.manifest.jsonl", "karpathy.jsonl",
                                   "karpathy.csv", "table1.csv"])
-def test_ravel_outputs_are_byte_identical_to_the_stored_ones(outputs: dict[str, bytes], name: str) -> None:
+def test_ravel_outputs_are_the_stored_ones(outputs: dict[str, bytes], name: str) -> None:
     stored = (GOLDEN / name).read_bytes()
-    assert outputs[name] == stored, f"{name} differs from {Path(GOLDEN / name)}"
+    if name in EXACT:
+        assert outputs[name] == stored, f"{name} differs from {Path(GOLDEN / name)}"
+    else:
+        assert float_noise_diff(outputs[name], stored) is None, f"{name}: {float_noise_diff(outputs[name], stored)}"
+
+
+def test_float_noise_is_all_the_comparison_forgives() -> None:
+    stored = b"encoder,llm,ravel\nclip,Qwen3-1.7B,0.6399206025704067\n"
+    assert float_noise_diff(b"encoder,llm,ravel\nclip,Qwen3-1.7B,0.6399206025704066\n", stored) is None
+    assert "beyond float noise" in str(float_noise_diff(b"encoder,llm,ravel\nclip,Qwen3-1.7B,0.63992061\n", stored))
+    assert float_noise_diff(b"encoder,llm,ravel\nsiglip,Qwen3-1.7B,0.6399206025704067\n", stored) is not None
+    assert float_noise_diff(b"encoder,llm,ravel\n", stored) is not None
 
 
 def test_the_stored_table1_holds_the_published_correlations() -> None:
@@ -37,7 +52,7 @@ def test_the_stored_table1_holds_the_published_correlations() -> None:
     assert [round(float(rows[m][3]), 3) for m in ("Qwen3-1.7B", "Qwen2.5-1.5B", "SmolLM2-1.7B")] == [0.618, 0.640, 0.711]
 
 
-def test_scores_read_back_from_the_feature_cache_are_byte_identical(outputs: dict[str, bytes], folder: Path) -> None:
+def test_scores_read_back_from_the_feature_cache_are_byte_identical_to_the_first_runs(outputs: dict[str, bytes], folder: Path) -> None:
     from mmbench.cli import main
 
     tiny = folder / "tiny"
@@ -49,4 +64,4 @@ def test_scores_read_back_from_the_feature_cache_are_byte_identical(outputs: dic
             "--k", "5", "--methods", "all", "--out", str(folder / "again.csv")]
     assert main(argv) == 0
     assert sorted((folder / "cache").rglob("*.npz")) == packs  # every feature came from the cache
-    assert (folder / "again.csv").read_bytes() == (GOLDEN / "scores.csv").read_bytes()
+    assert (folder / "again.csv").read_bytes() == outputs["scores.csv"]  # same machine: same bytes
