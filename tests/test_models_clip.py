@@ -133,3 +133,14 @@ def test_siglip_text_is_padded_to_its_window_and_matches_the_reference(siglip_di
     eager = DualEncoderModel(model_path=str(siglip_dir), device="cpu", attn_implementation="eager")
     assert eager._model.vision_model.config._attn_implementation == "eager"
     np.testing.assert_allclose(eager.encode(docs, "query", None), got, atol=1e-5)
+
+
+def test_a_batch_prepared_ahead_forwards_to_encodes_vectors(model, media):
+    """The local executor prepares the next batch (tokens, image chunks) before this one's forward pass."""
+    a, b = media.put_image(random_image(30, 30, 4)), media.put_image(random_image(20, 40, 5))
+    first = [Document("t", [Text("a cat")]), Document("i", [a]), Document("f", [Text("a dog"), a, b])]
+    second = [Document("only-image", [b]), Document("empty", [])]
+    ready_first, ready_second = model.prepare(first, "document", media), model.prepare(second, "document", media)
+    assert np.array_equal(model.encode_prepared(ready_first), model.encode(first, "document", media))
+    assert np.array_equal(model.encode_prepared(ready_second), model.encode(second, "document", media))
+    assert model.encode([], "document", media).shape == (0, model.card.dim)

@@ -78,3 +78,15 @@ def test_batch_padding_does_not_change_vectors_and_budget_matches_processor(tiny
                           return_tensors="pt")["input_ids"]
     assert model.visual_tokens(40, 24) == int((ids == model.processor.image_token_id).sum()) + 1
     assert model.card.dim == 64 and model.card.max_tokens < 8192 and "video" in model.card.modalities
+
+
+def test_a_batch_prepared_ahead_forwards_to_encodes_vectors(tiny_e5v, tmp_path):
+    model = E5VEmbedder(model_path=str(tiny_e5v))
+    media = MediaStore(tmp_path / "m")
+    ref = media.put_image(random_image(40, 24, 3))
+    first = [Document("t", [Text("the cat sits on the mat")]), Document("i", [ref])]
+    second = [Document("u", [Text("a quick brown fox")])]
+    ready_first, ready_second = model.prepare(first, "document", media), model.prepare(second, "query", media)
+    assert np.array_equal(model.encode_prepared(ready_first), model.encode(first, "document", media))
+    assert np.array_equal(model.encode_prepared(ready_second), model.encode(second, "query", media))
+    assert model.encode([], "document", media).shape == (0, model.card.dim)

@@ -179,6 +179,23 @@ def test_batch_size_invariance(gme, qwen3, media):
                                    atol=2e-4)
 
 
+def test_prepared_ahead_gives_encodes_vectors_and_its_own_records(gme, media):
+    """The local executor prepares batch i + 1 before batch i's forward pass: each prepared batch still forwards to
+    `encode`'s vectors, and the records `last_encode_info` shows are the forwarded batch's, not the prepared one's."""
+    store = media[0]
+    docs = _docs(media)
+    first, second = docs[:2], docs[2:]
+    ready_first = gme.prepare(first, "document", store)
+    ready_second = gme.prepare(second, "document", store)
+    got_first = gme.encode_prepared(ready_first)
+    assert [r["id"] for r in gme.last_encode_info] == ["text", "img"]
+    got_second = gme.encode_prepared(ready_second)
+    assert [r["id"] for r in gme.last_encode_info] == ["inter", "video"]
+    assert np.array_equal(got_first, gme.encode(first, "document", store))
+    assert np.array_equal(got_second, gme.encode(second, "document", store))
+    assert gme.encode([], "document", store).shape == (0, 64)
+
+
 def test_qwen3_video_and_budget(qwen3, media):
     store, (a, _, _), vid = media
     vecs = qwen3.encode([Document("v", [vid, Text("clip")]), Document("i", [a])], "document", store)

@@ -4,6 +4,10 @@ An adapter declares a `ModelCard` (identity, modalities, context window, similar
 implements `encode(documents, role, media)`. The runner has already reduced each document
 to what the model can see and middle-truncated it to `card.max_tokens`, measured with
 `budget_tokenizer()` and `visual_tokens()`, so adapters never truncate inside a processor.
+
+An adapter may also split `encode` in two: `prepare` (the CPU side: media read and resized, text
+tokenised) and `encode_prepared` (the forward pass). The local executor then prepares the next
+batch in a background thread while the model forwards the current one.
 """
 from __future__ import annotations
 
@@ -50,6 +54,18 @@ class EmbeddingModel(ABC):
     @abstractmethod
     def encode(self, documents: Sequence[Document], role: Role, media: MediaStore | None) -> np.ndarray:
         """Return a float32 array of shape (len(documents), dim)."""
+
+    def prepare(self, documents: Sequence[Document], role: Role, media: MediaStore | None) -> Any:
+        """The batch's model inputs made ready on the CPU, for `encode_prepared`; None (the default) where the
+        adapter does everything in `encode`. An adapter that splits keeps `encode(d, r, m)` equal to
+        `encode_prepared(prepare(d, r, m))`. `prepare` runs in a background thread while the previous batch is
+        forwarded, so it may read the model's processor and tokenizer but must not change what a forward pass
+        reads (and must not set `last_encode_info`: `encode_prepared` does, from what `prepare` returned)."""
+        return None
+
+    def encode_prepared(self, prepared: Any) -> np.ndarray:
+        """Forward a batch `prepare` made ready: the same float32 array `encode` returns."""
+        raise NotImplementedError(f"{type(self).__name__} prepares no batch ahead (its prepare returns None)")
 
     def budget_tokenizer(self) -> TextTokenizer | None:
         """Tokenizer in which `card.max_tokens` is measured (None: no text limit)."""

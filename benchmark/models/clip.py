@@ -6,6 +6,7 @@ resizes every image to one fixed input, so images cost no tokens of the text win
 """
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Sequence
 
@@ -39,6 +40,17 @@ def _load_towers(auto_model: Any, source: str, attn_implementation: str | None, 
                          f"transformers loaded {got!r}")
     return model
 
+
+
+@dataclass
+class PreparedTowers:
+    """A batch ready for the two towers: tokenised texts and processed image chunks, each row's document."""
+
+    documents: int
+    text: dict[str, Any] | None = None                      # the text tower's inputs (on the CPU)
+    text_owner: list[int] = field(default_factory=list)     # the document of each text row
+    pixels: list[Any] = field(default_factory=list)         # the image tower's inputs, in chunks
+    image_owner: list[int] = field(default_factory=list)    # the document of each image
 
 class DualEncoderModel(EmbeddingModel):
     """CLIP-style dual encoder (CLIP, SigLIP, SigLIP 2) loaded with AutoModel/AutoProcessor."""
@@ -89,10 +101,13 @@ class DualEncoderModel(EmbeddingModel):
         return 0
 
     def encode(self, documents: Sequence[Document], role: Role, media: MediaStore | None) -> np.ndarray:
+        return self.encode_prepared(self.prepare(documents, role, media))
+
+    def prepare(self, documents: Sequence[Document], role: Role, media: MediaStore | None) -> PreparedTowers:
+        """Each document's text joined and tokenised, its images read and run through the image processor."""
         texts: list[str] = []
-        text_owner: list[int] = []
+        prepared = PreparedTowers(len(documents))
         images: list[Any] = []
-        image_owner: list[int] = []
         for i, doc in enumerate(documents):
             parts = [s.text for s in doc.segments if isinstance(s, Text)]
             refs = [s.ref for s in doc.segments if isinstance(s, Image)]
@@ -100,37 +115,45 @@ class DualEncoderModel(EmbeddingModel):
                 raise EncodeError(f"document {doc.id!r} has images but no media store was given")
             if parts or not refs:
                 texts.append("\n".join(parts))
-                text_owner.append(i)
+                prepared.text_owner.append(i)
             for ref in refs:
                 images.append(media.load_image(ref, item=doc.id))
-                image_owner.append(i)
+                prepared.image_owner.append(i)
+        if texts:
+            enc = self._tok(texts, truncation=True, max_length=self._text_len, return_tensors="pt",
+                            padding="max_length" if self._pad_to_max else True)
+            prepared.text = {k: v for k, v in enc.items() if k in ("input_ids", "attention_mask")}
+            if self._pad_to_max:
+                prepared.text.pop("attention_mask", None)  # SigLIP's text tower attends to padding by design
+        prepared.pixels = [self._processor.image_processor(images[start:start + self._batch_images],
+                                                           return_tensors="pt")["pixel_values"]
+                           for start in range(0, len(images), self._batch_images)]
+        return prepared
+
+    def encode_prepared(self, prepared: PreparedTowers) -> np.ndarray:
+        """The towers' unit vectors summed per document, then normalised."""
         dim = int(self.card.dim or 0)
-        sums = np.zeros((len(documents), dim), dtype=np.float64)
-        for owner, vecs in ((text_owner, self._encode_texts(texts)), (image_owner, self._encode_images(images))):
+        sums = np.zeros((prepared.documents, dim), dtype=np.float64)
+        for owner, vecs in ((prepared.text_owner, self._encode_texts(prepared.text)),
+                            (prepared.image_owner, self._encode_images(prepared.pixels))):
             for o, v in zip(owner, vecs):
                 sums[o] += v
         norms = np.linalg.norm(sums, axis=1, keepdims=True)
         return (sums / np.maximum(norms, 1e-12)).astype(np.float32)
 
-    def _encode_texts(self, texts: list[str]) -> np.ndarray:
-        if not texts:
+    def _encode_texts(self, tokens: dict[str, Any] | None) -> np.ndarray:
+        if tokens is None:
             return np.zeros((0, self.card.dim or 0), dtype=np.float32)
-        enc = self._tok(texts, truncation=True, max_length=self._text_len, return_tensors="pt",
-                        padding="max_length" if self._pad_to_max else True)
-        enc = {k: v.to(self._device) for k, v in enc.items() if k in ("input_ids", "attention_mask")}
-        if self._pad_to_max:
-            enc.pop("attention_mask", None)  # SigLIP's text tower attends to padding by design
+        enc = {k: v.to(self._device) for k, v in tokens.items()}
         with self._torch.inference_mode():
             feats = _features(self._model.get_text_features(**enc))
         return self._unit(feats)
 
-    def _encode_images(self, images: list[Any]) -> np.ndarray:
+    def _encode_images(self, pixels: list[Any]) -> np.ndarray:
         out = []
-        for start in range(0, len(images), self._batch_images):
-            px = self._processor.image_processor(images[start:start + self._batch_images], return_tensors="pt")
+        for px in pixels:
             with self._torch.inference_mode():
-                feats = _features(self._model.get_image_features(
-                    pixel_values=px["pixel_values"].to(self._device, self._dtype)))
+                feats = _features(self._model.get_image_features(pixel_values=px.to(self._device, self._dtype)))
             out.append(self._unit(feats))
         return np.concatenate(out) if out else np.zeros((0, self.card.dim or 0), dtype=np.float32)
 

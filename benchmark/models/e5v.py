@@ -115,8 +115,12 @@ class E5VEmbedder(EmbeddingModel):
         return int(n) + 1  # +1: the newline that separates the placeholder from its neighbours
 
     def encode(self, documents: Sequence[Document], role: Role, media: MediaStore | None) -> np.ndarray:
+        return self.encode_prepared(self.prepare(documents, role, media))
+
+    def prepare(self, documents: Sequence[Document], role: Role, media: MediaStore | None) -> dict[str, Any]:
+        """The batch's prompts and images through the processor (CPU tensors); over the window is an error here."""
         if not documents:
-            return np.zeros((0, self.card.dim or 0), dtype=np.float32)
+            return {}
         prompts, images = [], []
         for doc in documents:
             segs: list[Any] = []
@@ -136,7 +140,13 @@ class E5VEmbedder(EmbeddingModel):
         n = int(inputs["attention_mask"].shape[1])
         if n > self.context:
             raise EncodeError(f"document {documents[0].id!r}: {n} tokens exceed the {self.context}-token window")
-        inputs = {k: v.to(self._device) for k, v in inputs.items()}
+        return dict(inputs)
+
+    def encode_prepared(self, prepared: dict[str, Any]) -> np.ndarray:
+        """One forward pass: the last attended token's final hidden state, L2-normalised."""
+        if not prepared:
+            return np.zeros((0, self.card.dim or 0), dtype=np.float32)
+        inputs = {k: v.to(self._device) for k, v in prepared.items()}
         if "pixel_values" in inputs:
             inputs["pixel_values"] = inputs["pixel_values"].to(self._dtype)
         with self._torch.inference_mode():

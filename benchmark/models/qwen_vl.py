@@ -87,6 +87,14 @@ def resample_frames(frames: Sequence[str], fps: float, target: float | None) -> 
     return [frames[i] for i in idx], fps * len(idx) / len(frames)
 
 
+@dataclass
+class PreparedInputs:
+    """A batch ready for the forward pass: the processor's tensors (on the CPU) and each document's record."""
+
+    inputs: dict[str, Any]
+    info: list[dict[str, Any]]
+
+
 class QwenVLEmbedder(EmbeddingModel):
     """Last-token pooled Qwen-VL embedder driven by a `QwenVLPreset`."""
 
@@ -207,8 +215,13 @@ class QwenVLEmbedder(EmbeddingModel):
     # --- encoding ------------------------------------------------------------------------
 
     def encode(self, documents: Sequence[Document], role: Role, media: MediaStore | None) -> np.ndarray:
+        return self.encode_prepared(self.prepare(documents, role, media))
+
+    def prepare(self, documents: Sequence[Document], role: Role, media: MediaStore | None) -> PreparedInputs:
+        """The batch rendered, its images and frames read and resized, and run through the processor (CPU work,
+        done for the next batch while this one is forwarded); a document over the window is an error here."""
         if not documents:
-            return np.zeros((0, self.card.dim or 0), dtype=np.float32)
+            return PreparedInputs({}, [])
         prompts, images, videos, metas, info = [], [], [], [], []
         as_images = self.preset.video_frames_as_images
         for doc in documents:
@@ -255,7 +268,13 @@ class QwenVLEmbedder(EmbeddingModel):
             if n > self.preset.context:
                 raise EncodeError(f"document {doc.id!r}: {n} tokens exceed the {self.preset.context}-token window "
                                   "(it should have been truncated before encoding)")
-        inputs = {k: v.to(self._device) for k, v in inputs.items()}
+        return PreparedInputs(dict(inputs), info)
+
+    def encode_prepared(self, prepared: PreparedInputs) -> np.ndarray:
+        """One forward pass over a prepared batch: last-token pooled, L2-normalised."""
+        if not prepared.info:
+            return np.zeros((0, self.card.dim or 0), dtype=np.float32)
+        inputs = {k: v.to(self._device) for k, v in prepared.inputs.items()}
         if "pixel_values" in inputs:
             inputs["pixel_values"] = inputs["pixel_values"].to(self._dtype)
         if "pixel_values_videos" in inputs:
@@ -264,7 +283,7 @@ class QwenVLEmbedder(EmbeddingModel):
             hidden = self.model(**inputs).last_hidden_state
         emb = self._pool_last(hidden, inputs["attention_mask"])
         emb = self._torch.nn.functional.normalize(emb.float(), p=2, dim=-1)
-        self.last_encode_info = info
+        self.last_encode_info = prepared.info
         return emb.cpu().numpy().astype(np.float32)
 
     def _resampled(self, seg: Video, item: str, adapted: list[str]) -> Video:

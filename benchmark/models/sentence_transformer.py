@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import functools
 import importlib.util
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Sequence
 
@@ -50,6 +51,7 @@ class SentenceTransformerModel(EmbeddingModel):
         self._model = SentenceTransformer(model_id, device=device or "cpu", revision=revision,
                                           local_files_only=Path(model_id).exists(),
                                           trust_remote_code=trust_remote_code, model_kwargs=model_kwargs or None)
+        self._model.eval()  # as SentenceTransformer.encode leaves it (no dropout); encode_prepared forwards directly
         self._prompts = {"query": query_prompt, "document": document_prompt}
         self._normalize = normalize
         max_len = int(self._model.max_seq_length or 512)
@@ -81,10 +83,37 @@ class SentenceTransformerModel(EmbeddingModel):
         return self._budget_tokenizer
 
     def encode(self, documents: Sequence[Document], role: Role, media: MediaStore | None) -> np.ndarray:
+        return self.encode_prepared(self.prepare(documents, role, media))
+
+    def prepare(self, documents: Sequence[Document], role: Role, media: MediaStore | None) -> PreparedTexts:
+        """The batch tokenised, in the order `SentenceTransformer.encode` forwards it (longest text first)."""
         texts = [self._prompts[role] + d.text for d in documents]
-        vecs = self._model.encode(texts, batch_size=max(1, len(texts)), convert_to_numpy=True,
-                                  normalize_embeddings=self._normalize, show_progress_bar=False)
-        return np.asarray(vecs, dtype=np.float32)
+        order = np.argsort([-len(t) for t in texts]).astype(np.int64)
+        return PreparedTexts(order, self._model.preprocess([texts[i] for i in order]) if texts else {})
+
+    def encode_prepared(self, prepared: PreparedTexts) -> np.ndarray:
+        """One forward pass: what `SentenceTransformer.encode` gives for the batch, bit for bit (tested)."""
+        if not len(prepared.order):
+            return np.zeros((0, self.card.dim or 0), dtype=np.float32)
+        import torch
+        from sentence_transformers.util import batch_to_device
+
+        with torch.inference_mode():
+            out = self._model(batch_to_device(prepared.features, self._model.device))["sentence_embedding"]
+            if self._normalize:
+                out = torch.nn.functional.normalize(out, p=2, dim=1)
+            sorted_vecs = out.float().cpu().numpy()
+        vecs = np.empty_like(sorted_vecs, dtype=np.float32)
+        vecs[prepared.order] = sorted_vecs
+        return vecs
+
+
+@dataclass
+class PreparedTexts:
+    """A tokenised batch: `features` for the texts in `order` (row j of the forward pass is text order[j])."""
+
+    order: np.ndarray
+    features: dict[str, Any]
 
 
 def _model_kwargs(dtype: str | None, attn_implementation: str | None, device: str) -> dict[str, Any]:

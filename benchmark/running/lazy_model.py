@@ -132,6 +132,12 @@ class LazyModel(EmbeddingModel):
     def encode(self, documents: Sequence[Document], role: Role, media: MediaStore | None) -> np.ndarray:
         return self.real.encode(documents, role, media)
 
+    def prepare(self, documents: Sequence[Document], role: Role, media: MediaStore | None) -> Any:
+        return self.real.prepare(documents, role, media)
+
+    def encode_prepared(self, prepared: Any) -> np.ndarray:
+        return self.real.encode_prepared(prepared)
+
     def budget_tokenizer(self) -> TextTokenizer | None:
         return self.real.budget_tokenizer()
 

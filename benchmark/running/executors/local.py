@@ -3,14 +3,14 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass, field
-from typing import Any, Iterator, Sequence
-
+from typing import Any, Callable, Iterator, Sequence
 
 from mmbench.common.progress import progress_bar
 from mmbench.data.documents import Document
 from mmbench.data.media import MediaStore
 from mmbench.models.base import EmbeddingModel, Role
 from mmbench.models.output_check import BadModelOutput, batch_rows
+from mmbench.running.executors.prefetch import Prefetcher
 
 log = logging.getLogger(__name__)
 
@@ -26,21 +26,28 @@ class BatchResult:
 
 
 def encode_batch(model: EmbeddingModel, views: Sequence[Document], role: Role, media: MediaStore | None,
-                 index: int = 0) -> BatchResult:
-    """Encode `views` in one call; if that fails, retry them one by one so a bad document fails alone."""
+                 index: int = 0, prepared: Any = None, before_retry: Callable[[], None] | None = None) -> BatchResult:
+    """Encode `views` in one call; if that fails, retry them one by one so a bad document fails alone.
+
+    `prepared`: the batch's inputs from `model.prepare` (forwarded with `model.encode_prepared`); None encodes
+    with `model.encode`. `before_retry` runs before the one-by-one retry (the prefetcher waits for its thread)."""
     out = BatchResult(index, [])
-    out.rows = _encode(model, list(views), role, media, out)
+    out.rows = _encode(model, list(views), role, media, out, prepared, before_retry)
     return out
 
 
 def _encode(model: EmbeddingModel, views: list[Document], role: Role, media: MediaStore | None,
-            out: BatchResult) -> list[tuple[Any, dict[str, Any] | None]]:
+            out: BatchResult, prepared: Any = None, before_retry: Callable[[], None] | None = None
+            ) -> list[tuple[Any, dict[str, Any] | None]]:
     try:
-        rows = batch_rows(model.card.name, model.encode(views, role, media), views, role, model.card.dim)
+        vectors = model.encode(views, role, media) if prepared is None else model.encode_prepared(prepared)
+        rows = batch_rows(model.card.name, vectors, views, role, model.card.dim)
         out.encoded += len(views)
     except BadModelOutput:
         raise   # garbage from the model is no fault of one document: the run stops at the first bad batch
     except Exception as exc:  # noqa: BLE001 - isolate the failing documents instead of losing the batch
+        if before_retry is not None:
+            before_retry()
         if len(views) == 1:
             out.failures[views[0].id] = f"{type(exc).__name__}: {exc}"
             log.error("encoding %s %s failed: %s", role, views[0].id, exc)
@@ -52,15 +59,20 @@ def _encode(model: EmbeddingModel, views: list[Document], role: Role, media: Med
 
 
 class LocalExecutor:
-    """Every batch in this process, in order, with the driver's model."""
+    """Every batch in this process, in order, with the driver's model; the next batch's inputs are prepared in a
+    background thread meanwhile where the model splits its `encode` (`mmbench.running.executors.prefetch`)."""
 
     name = "local"
 
     def encode(self, model: EmbeddingModel, batches: Sequence[Sequence[Document]], role: Role,
                media: MediaStore | None, progress: bool = True) -> Iterator[BatchResult]:
-        for i, views in enumerate(progress_bar(batches, desc="encode queries" if role == "query" else "encode documents",
-                                               unit="batch", disable=not progress or not batches)):
-            yield encode_batch(model, views, role, media, i)
+        ahead = Prefetcher(model, batches, role, media)
+        try:
+            for i, views in enumerate(progress_bar(batches, unit="batch", disable=not progress or not batches,
+                                                   desc="encode queries" if role == "query" else "encode documents")):
+                yield encode_batch(model, views, role, media, i, ahead.take(i), ahead.settle)
+        finally:
+            ahead.close()
 
     def close(self) -> None:
         pass
