@@ -6,10 +6,12 @@ The pages under docs/ are run the same way by tests/test_docs_snippets.py.
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 import pytest
 
-from snippets import KINDS, ROOT, Snippet, ci_install, exercise, make_workspace, parse_snippets, shell_commands
+from snippets import (KINDS, ROOT, TEARDOWN_ABORT, Snippet, ci_install, exercise, make_workspace, parse_snippets, run,
+                      shell_commands)
 
 README = ROOT / "README.md"
 SNIPPETS = parse_snippets(README.read_text(encoding="utf-8"))
@@ -53,6 +55,25 @@ def test_parser_reads_marks_continuations_and_console_blocks():
     assert shell_commands(first.code) == ["mmbench build    --task x  # note", "mmbench run"]
     assert second.language == "shell" and second.code == "mmbench list tasks\n" and not second.kinds
     assert third.code == "if x:\n    y()\n" and third.kinds == {"skip"} and third.reason == "why"
+
+
+def test_only_an_abort_in_teardown_after_the_last_statement_is_forgiven(tmp_path):
+    """Arrow's thread pool can abort the interpreter's exit (apache/arrow#34314): a Python snippet that ran every
+    statement and then died so passes, with a warning; an abort before the end, or with another message, fails."""
+    import os
+    import sys
+
+    (tmp_path / ".venv").symlink_to(Path(sys.executable).parent.parent, target_is_directory=True)
+    workspace = (tmp_path, dict(os.environ))
+    say = f"import atexit, os, sys\ndef die():\n    sys.stderr.write({TEARDOWN_ABORT!r} + '\\n'); sys.stderr.flush(); os.abort()\n"
+    with pytest.warns(UserWarning, match="arrow#34314"):
+        done, _ = run(say + "atexit.register(die)\nprint('all done')", "python", workspace)
+    assert done.returncode == 0 and done.stdout.strip() == "all done"
+    done, _ = run(say + "print('half')\ndie()\nprint('never')", "python", workspace)  # aborted before its end
+    assert done.returncode == -6 and done.stdout.strip() == "half"
+    other = "import atexit, os, sys\natexit.register(lambda: (sys.stderr.write('boom\\n'), os.abort()))\nprint(1)"
+    assert run(other, "python", workspace)[0].returncode == -6
+    assert run("raise SystemExit(3)", "python", workspace)[0].returncode == 3
 
 
 @pytest.mark.parametrize("snippet", SNIPPETS, ids=[s.id for s in SNIPPETS])
