@@ -36,6 +36,12 @@ class TruncationReport:
 STRATEGIES = ("middle", "head")  # what `truncate` keeps: the head and the tail (mmbench's protocol), or the head only
 
 
+def strategy_of(settings: dict | None) -> str:
+    """The strategy a model card's settings ask for: "head" where `mmbench run --truncation head` put it there, else
+    "middle" (the protocol's rule, which leaves the card as it is)."""
+    return str((settings or {}).get("truncation", "middle"))
+
+
 def middle_truncate(
     segments: Sequence[Segment],
     budget: int,

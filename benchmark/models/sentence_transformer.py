@@ -88,7 +88,7 @@ class SentenceTransformerModel(EmbeddingModel):
     def prepare(self, documents: Sequence[Document], role: Role, media: MediaStore | None) -> PreparedTexts:
         """The batch tokenised, in the order `SentenceTransformer.encode` forwards it (longest text first)."""
         texts = [self._prompts[role] + d.text for d in documents]
-        order = np.argsort([-len(t) for t in texts]).astype(np.int64)
+        order = np.argsort([-len(t) for t in texts])
         return PreparedTexts(order, self._model.preprocess([texts[i] for i in order]) if texts else {})
 
     def encode_prepared(self, prepared: PreparedTexts) -> np.ndarray:

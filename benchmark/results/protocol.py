@@ -20,6 +20,8 @@ import hashlib
 import json
 from typing import Any, Sequence
 
+from mmbench.data.truncation import strategy_of
+
 ID_CHARS = 8
 TRUNCATION_RULE = "middle: keep head and tail, whole images and frames, to the model's token budget"
 # `mmbench run --truncation head`: another rule, hence another evaluation id (not joined with the protocol's runs)
@@ -64,7 +66,7 @@ def protocol_record(identity: dict[str, Any], selection: dict[str, Any], *, dtyp
         "tie_break": tie_break,  # how a scorer orders equal scores: differs between embedders and LLM rankers
     }
     evaluation = {"selection": {k: selection.get(k) for k in ("limit", "n_items", "n_items_total", "items_hash")},
-                  "truncation_rule": TRUNCATION_RULES[str(settings.get("truncation", "middle"))]}
+                  "truncation_rule": TRUNCATION_RULES[strategy_of(settings)]}
     return {"evaluation": evaluation, "setup": setup, "strata": selection.get("strata")}
 
 

@@ -5,6 +5,7 @@ from typing import Any, Sequence
 
 import pandas as pd
 
+from mmbench.data.truncation import strategy_of
 from mmbench.evaluators.ordering import label_key, subset_key
 
 from mmbench.results.store import RunResults
@@ -48,7 +49,7 @@ def format_summary(res: RunResults, axes: Sequence[str], metric: str = "precisio
     if set_aside:
         lines.append(f"note: {set_aside} damaged embedding cache entries were set aside (*.corrupt) and re-encoded")
     if info.get("documents_truncated"):
-        how = ((info.get("model") or {}).get("settings") or {}).get("truncation", "middle")
+        how = strategy_of((info.get("model") or {}).get("settings"))
         lines.append(f"note: {info['documents_truncated']} documents were {how}-truncated to the model's window")
     for row in _overall(res):
         lines.append(row)

@@ -78,6 +78,11 @@ def rememberable(model: EmbeddingModel) -> bool:
     return getattr(model, "cacheable", True) and type(model).fit is EmbeddingModel.fit
 
 
+def with_settings(card: ModelCard, settings: dict[str, Any]) -> ModelCard:
+    """`card` with `settings` added to (or replacing those of the same name in) its settings."""
+    return dataclasses.replace(card, settings={**card.settings, **settings})
+
+
 class LazyModel(EmbeddingModel):
     """The remembered card now; the real model (from `loader`) on first use of anything else."""
 
@@ -104,9 +109,9 @@ class LazyModel(EmbeddingModel):
     def set_settings(self, settings: dict[str, Any]) -> None:
         """Add `settings` to the card, now and after the weights load."""
         self._settings.update(settings)
-        self.card = dataclasses.replace(self.card, settings={**self.card.settings, **settings})
+        self.card = with_settings(self.card, settings)
         if self._real is not None:
-            self._real.card = dataclasses.replace(self._real.card, settings={**self._real.card.settings, **settings})
+            self._real.card = with_settings(self._real.card, settings)
 
     @property
     def loaded(self) -> bool:
@@ -122,8 +127,7 @@ class LazyModel(EmbeddingModel):
             if self._name is not None:  # renamed: compared, cached and reported under the given name
                 self._real.card = dataclasses.replace(self._real.card, name=self._name)
             if self._settings:
-                self._real.card = dataclasses.replace(self._real.card,
-                                                      settings={**self._real.card.settings, **self._settings})
+                self._real.card = with_settings(self._real.card, self._settings)
             if self._real.card.identity() != self.card.identity():
                 self.card = self._real.card
                 raise ModelChanged(f"model {self.card.name!r} now has another card than remembered; re-running with it")
@@ -179,7 +183,7 @@ def set_truncation(model: EmbeddingModel, strategy: str) -> None:
     if isinstance(model, LazyModel):
         model.set_settings({"truncation": strategy})
     else:
-        model.card = dataclasses.replace(model.card, settings={**model.card.settings, "truncation": strategy})
+        model.card = with_settings(model.card, {"truncation": strategy})
 
 
 def load_model_lazily(request: str, options: dict[str, Any], home: Path,

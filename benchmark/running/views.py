@@ -10,7 +10,7 @@ from typing import Any
 
 from mmbench.data.documents import Document, Image, Text, Video
 from mmbench.models.base import EmbeddingModel
-from mmbench.data.truncation import truncate
+from mmbench.data.truncation import strategy_of, truncate
 
 
 @dataclass
@@ -30,12 +30,6 @@ class SeenRecord:
         return asdict(self)
 
 
-def truncation_of(card: Any) -> str:
-    """How the model's documents are cut to its window: "middle" (the protocol's rule) unless the run asked for
-    "head" (`mmbench run --truncation head`, kept in the card's settings, so it keys the cache and the protocol)."""
-    return str((getattr(card, "settings", None) or {}).get("truncation", "middle"))
-
-
 def model_view(doc: Document, model: EmbeddingModel) -> tuple[Document, SeenRecord]:
     card = model.card
     visible = [s for s in doc.segments if s.kind in card.modalities]
@@ -46,7 +40,7 @@ def model_view(doc: Document, model: EmbeddingModel) -> tuple[Document, SeenReco
         kept, report = visible, None
     else:
         kept, report = truncate(visible, budget, model.budget_tokenizer(), model.visual_tokens, model.video_tokens,
-                                truncation_of(card))
+                                strategy_of(card.settings))
     if report is None:
         seen_tokens = _approx_tokens(kept, model)
     else:
