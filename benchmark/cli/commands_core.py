@@ -22,11 +22,18 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=cmd_list)
 
     p = sub.add_parser("build", help="build a task's pool set")
-    p.add_argument("--task", required=True, help="the task to build (see `mmbench list tasks`)")
+    which = p.add_mutually_exclusive_group(required=True)
+    which.add_argument("--task", help="the task to build (see `mmbench list tasks`)")
+    which.add_argument("--task-file", type=Path, metavar="FILE",
+                       help="a declarative task file (YAML or TOML, see docs/howto/your-own-data.md): build the task "
+                            "it declares from the local files it names")
     add_include_argument(p)
-    p.add_argument("--source", default="sample", help="'sample' (offline, built in) or a real source of the task (see `mmbench list tasks`)")
+    p.add_argument("--source", default=None,
+                   help="'sample' (offline, built in) or a real source of the task (see `mmbench list tasks`); "
+                        "default: sample, or files with --task-file")
     p.add_argument("--out", type=Path, help="output folder (default: under MMBENCH_HOME)")
-    p.add_argument("--seed", type=nonnegative_int, default=0, help="seed of the build (same seed, same pool set)")
+    p.add_argument("--seed", type=nonnegative_int, default=None,
+                   help="seed of the build (same seed, same pool set); default: 0, or the task file's design.seed")
     p.add_argument("--param", action="append", default=[], metavar="KEY=VALUE",
                    help="builder parameter, e.g. --param lengths=[256,512] --param haystack=obelics.parquet")
     p.set_defaults(func=cmd_build)
@@ -36,7 +43,7 @@ def add_include_argument(p: argparse.ArgumentParser) -> None:
     """--include FILE (repeatable): the commands that resolve task or model names take it."""
     p.add_argument("--include", action="append", default=[], type=Path, metavar="FILE",
                    help="Python file to import first; it may register tasks and models (mmbench.register_task, "
-                        "mmbench.register_model)")
+                        "mmbench.register_model); a task file (.yaml, .yml, .toml) registers the task it declares")
 
 
 def int_at_least(minimum: int, what: str):
@@ -76,12 +83,26 @@ nonnegative_float = float_in(0.0, what="a non-negative finite number")
 def load_includes(args: argparse.Namespace) -> None:
     """Import the --include files, so the names they register resolve."""
     from mmbench.common.plugins import IncludeError, include_file
+    from mmbench.tasks.declarative import is_task_file
 
     for path in getattr(args, "include", None) or []:
         try:
-            include_file(path)
+            if is_task_file(path):
+                task_file_or_error(path)
+            else:
+                include_file(path)
         except IncludeError as exc:
             raise CLIError(str(exc)) from None
+
+
+def task_file_or_error(path: Path):
+    """The task a declarative task file declares, registered; its problem, in one line, as a CLIError."""
+    from mmbench.tasks.declarative import register_task_file
+
+    try:
+        return register_task_file(path)
+    except ValueError as exc:
+        raise CLIError(str(exc)) from None
 
 
 def sample_sizes() -> dict[str, str]:
@@ -216,7 +237,16 @@ def task_or_error(name: str):
 
 def cmd_build(args: argparse.Namespace) -> int:
     load_includes(args)
-    task = task_or_error(args.task)
+    if args.task_file is not None:
+        task = task_file_or_error(args.task_file)
+        if args.seed is None:
+            from mmbench.builders.parts.task_file import read_task_file
+
+            args.seed = int(read_task_file(args.task_file).design["seed"])
+    else:
+        task = task_or_error(args.task)
+    args.seed = 0 if args.seed is None else args.seed
+    args.source = args.source or task.sources[0] if args.task_file is not None else args.source or "sample"
     if args.source not in task.sources:
         raise CLIError(f"task {task.name} has no source {args.source!r}; sources: {', '.join(task.sources)}")
     from mmbench.running.poolsets import default_poolset_dir
