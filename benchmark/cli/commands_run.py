@@ -63,6 +63,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--overwrite", action="store_true",
                    help="replace results already in the results folder (without it: a finished run with the same "
                         "settings is skipped, a different one is refused)")
+    p.add_argument("--log-samples", action="store_true",
+                   help="also write samples.jsonl beside per_query.parquet: one JSON line per item (the query, ranked "
+                        "ids with scores, relevant ids, metrics, what the model saw of each document)")
     p.add_argument("--mteb-cache", type=Path, metavar="DIR",
                    help="also write the results in mteb's results-cache layout under DIR (mteb.ResultCache(DIR))")
     add_executor_arguments(p)
@@ -197,6 +200,10 @@ def _run_tasks(tasks, poolsets, outs, skip, model, options, args) -> int:
         res = load_results(out)
         print(format_summary(res, task.summary_axes, task.main_score))
         print(f"\nresults {'in' if task.name in skip else 'written to'} {out}")
+        if getattr(args, "log_samples", False):
+            from mmbench.results.samples import write_samples
+
+            print(f"logged samples: {write_samples(out, res, ps.query_by_id())} ({len(res.per_query)} lines)")
         if args.mteb_cache is not None:
             from mmbench.interop.mteb_cache import write_mteb_cache
 

@@ -13,7 +13,8 @@ import json
 from pathlib import Path
 from typing import Any, Callable
 
-from mmbench.cli.commands_core import float_in, parse_params, positive_int, task_or_error
+from mmbench.cli.commands_core import (add_include_argument, float_in, load_includes, parse_params, positive_int,
+                                      task_or_error)
 from mmbench.common.errors import CLIError
 
 alpha_level = float_in(0.0, 1.0, low_open=True, high_open=True, what="a significance level strictly between 0 and 1")
@@ -29,8 +30,9 @@ def seeds_arg(text: str) -> list[int]:
 
 
 def add_draw_arguments(p) -> None:
-    """--task, --source, --param, --metric, --batch-tokens, --no-cache, --out (draws and overfit)."""
+    """--task, --include, --source, --param, --metric, --batch-tokens, --no-cache, --out (draws and overfit)."""
     p.add_argument("--task", required=True, help="the task (see `mmbench list tasks`)")
+    add_include_argument(p)
     p.add_argument("--source", default="sample", help="source of the builds (default: %(default)s)")
     p.add_argument("--param", action="append", default=[], metavar="KEY=VALUE",
                    help="builder parameter of every draw, as for `mmbench build` (e.g. lengths=[8192]); repeatable")
@@ -112,6 +114,7 @@ def cmd_draws(args: argparse.Namespace) -> int:
     from mmbench.results.draw_report import draws_markdown, draws_numbers
     from mmbench.running.draws import run_over_draws
 
+    load_includes(args)
     task = task_or_error(args.task)
     poolsets = build_or_error(task, args.seeds, args)
     for seed, ps in zip(args.seeds, poolsets):

@@ -4,7 +4,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from mmbench.cli.commands_core import nonnegative_int, parse_params, positive_int, safe_name, task_or_error
+from mmbench.cli.commands_core import load_includes, nonnegative_int, parse_params, positive_int, safe_name, task_or_error
 from mmbench.cli.draws import add_draw_arguments, alpha_level, build_or_error, draw_options, load_models, publish_report
 from mmbench.common.errors import CLIError
 
@@ -33,6 +33,7 @@ def cmd_overfit(args: argparse.Namespace) -> int:
 
     if args.fresh < 2:
         raise CLIError("--fresh: the test needs at least 2 fresh draws")
+    load_includes(args)
     task = task_or_error(args.task)
     parse_params(args.param)  # a malformed --param fails before any build
     try:
