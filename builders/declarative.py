@@ -169,7 +169,7 @@ def _plain_pools(tf: TaskFile, src: LocalSource, counter, media, seed: int, drop
     return queries, [docs[d] for d in sorted(used)], pools
 
 
-def _distractors(key: tuple[str, str], query_text: str, others: list[str], k: int, policy: str,
+def _distractors(key: tuple[str, ...], query_text: str, others: list[str], k: int, policy: str,
                  index: LookalikeIndex | None, exclude: list[str], seed: int) -> list[str]:
     """`k` of `others` for the item `key` (bin, query): BM25 look-alikes first under `bm25`, then a seeded draw."""
     k = min(k, len(others))

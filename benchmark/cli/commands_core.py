@@ -237,12 +237,16 @@ def task_or_error(name: str):
 
 def cmd_build(args: argparse.Namespace) -> int:
     load_includes(args)
-    if args.task_file is not None:
-        task = task_file_or_error(args.task_file)
-        if args.seed is None:
-            from mmbench.builders.parts.task_file import read_task_file
+    if args.task_file is not None:   # built from its spec, not registered: `--include FILE` registers it
+        from mmbench.tasks.declarative import spec_of
+        from mmbench.builders.parts.task_file import read_task_file
 
-            args.seed = int(read_task_file(args.task_file).design["seed"])
+        try:
+            tf = read_task_file(args.task_file)
+        except ValueError as exc:
+            raise CLIError(str(exc)) from None
+        task = spec_of(tf)
+        args.seed = int(tf.design["seed"]) if args.seed is None else args.seed
     else:
         task = task_or_error(args.task)
     args.seed = 0 if args.seed is None else args.seed
@@ -251,7 +255,7 @@ def cmd_build(args: argparse.Namespace) -> int:
         raise CLIError(f"task {task.name} has no source {args.source!r}; sources: {', '.join(task.sources)}")
     from mmbench.running.poolsets import default_poolset_dir
 
-    out = args.out or default_poolset_dir(task.name, args.source, args.seed)
+    out = args.out or default_poolset_dir(task, args.source, args.seed)
     params = parse_params(args.param)
     try:
         task.check_param_types(params)

@@ -18,9 +18,11 @@ class PoolSetUnusable(PoolSetError, ValueError):
     """The pool set a run asked for is missing, damaged or of another task; the message says which."""
 
 
-def default_poolset_dir(task: str, source: str, seed: int) -> Path:
-    """Default build location; the task version is part of it so a new version is rebuilt."""
-    return mmbench_home() / "poolsets" / f"{task}-v{get_task(task).version}-{source}-seed{seed}"
+def default_poolset_dir(task: str | TaskSpec, source: str, seed: int) -> Path:
+    """Default build location; the task version is part of it so a new version is rebuilt. `task` is a registered
+    task's name or a spec (a task file's, which `build --task-file` need not register)."""
+    spec = task if isinstance(task, TaskSpec) else get_task(task)
+    return mmbench_home() / "poolsets" / f"{spec.name}-v{spec.version}-{source}-seed{seed}"
 
 
 def resolve_poolset(spec: TaskSpec, data: Any, seed: int, *, progress: bool = True, verify: bool = False,

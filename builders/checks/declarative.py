@@ -37,12 +37,10 @@ def check(ps: PoolSet, checked: dict[str, int]) -> Iterable[Violation]:
     bins = {k: tuple(v) for k, v in (b.get("length_bins") or {}).items()}
     size, policy, needle = b.get("pool_size"), b.get("distractors"), bool(b.get("depths"))
     cands, queries = ps.candidate_by_id(), ps.query_by_id()
-    per_bin: dict[str, int] = {}
     for c in ps.candidates:
         checked["length_in_bin"] += 1
-        name = c.meta.get("length_bin")
+        name = str(c.meta.get("length_bin"))
         lo, hi = bins.get(name, (0, -1))
-        per_bin[name] = per_bin.get(name, 0) + 1
         if not lo < c.tokens <= hi:
             yield Violation("length_in_bin", c.id, f"{c.tokens} tokens outside {name} ({lo}, {hi}]")
     for item in ps.pools:
