@@ -17,7 +17,7 @@ from snippets import KINDS, ROOT, Snippet, exercise, make_workspace, parse_snipp
 
 DOCS = ROOT / "docs"
 MKDOCS = ROOT / "mkdocs.yml"
-GUIDES = ("add-a-task", "add-a-model", "add-a-source", "add-a-statistic", "submit-to-a-board")
+GUIDES = ("your-own-data", "add-a-task", "add-a-model", "add-a-source", "add-a-statistic", "submit-to-a-board")
 TASK_PAGES = {"visual_grounding": "visual-grounding", "multi_source_reasoning": "multi-source-reasoning",
               "logical_summarization": "logical-summarization", "temporal_summarization": "temporal-summarization",
               "flickr_hard_negatives": "flickr-hard-negatives"}
