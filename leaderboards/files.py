@@ -57,7 +57,8 @@ class Limits:
 
 
 def read_folder(folder: Path, accepted: dict[str, str], limits: Limits) -> dict[str, bytes]:
-    """Bytes of every file in `folder`; `accepted` maps each allowed name to 'json' or 'parquet'."""
+    """Bytes of every file in `folder`; `accepted` maps each allowed name to 'json', 'parquet' or 'derived' (a
+    file made from the others, which may be present and is skipped)."""
     folder = Path(folder)
     if folder.is_symlink() or not folder.is_dir():
         raise SubmissionRejected([Problem("submission", f"{folder} is not a folder")])
@@ -77,6 +78,8 @@ def read_folder(folder: Path, accepted: dict[str, str], limits: Limits) -> dict[
                                     + _pickle_hint(Path(entry.path))))
             continue
         kind = accepted[entry.name]
+        if kind == "derived":   # written from the other files (a run's samples.jsonl): neither read nor stored
+            continue
         cap = limits.max_json_bytes if kind == "json" else limits.max_file_bytes
         if st.st_size > cap:
             problems.append(Problem(f"file {shown}", f"is {st.st_size} bytes, over the limit of {cap} bytes"))

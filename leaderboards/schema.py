@@ -28,6 +28,7 @@ from mmbench.evaluators.metrics import MAIN_METRIC, item_metrics, metric_names
 from mmbench.results.mteb_layout import MTEB_SUBSET, SIDECAR
 from mmbench.results.aggregate import aggregate
 from mmbench.results.store import FIXED_COLUMNS, PER_QUERY, SEEN, SUMMARY, file_digest_problems
+from mmbench.results.samples import SAMPLES
 from mmbench.running.runner import SCORE_DECIMALS
 
 from mmbench.leaderboards.files import Limits, parse_json, read_folder, read_parquet
@@ -36,7 +37,7 @@ from mmbench.leaderboards.problems import Problem, SubmissionRejected
 from mmbench.leaderboards.plausibility import plausibility_problems
 from mmbench.leaderboards.stated import stated_number_problems
 
-RESULTS_FILES = {SUMMARY: "json", SIDECAR: "json", PER_QUERY: "parquet", SEEN: "parquet"}
+RESULTS_FILES = {SUMMARY: "json", SIDECAR: "json", PER_QUERY: "parquet", SEEN: "parquet", SAMPLES: "derived"}
 RAVEL_FILE = "ravel_scores.json"
 RAVEL_TASK = "ravel"
 RAVEL_FIELDS = frozenset({"task", "model", "lower_is_better", "scores", "correlation"})

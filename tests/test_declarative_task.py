@@ -201,6 +201,10 @@ def test_log_samples_has_one_line_per_item_and_round_trips_to_the_per_query_tabl
     assert first["query"]["text"] and first["ranked_ids"][0] in first["seen"] and first["query_id"] in first["seen"]
     assert {"seen_tokens", "truncated", "unseen_modalities"} <= set(first["seen"][first["query_id"]])
     assert any(s["unseen_modalities"] == ["image"] for line in lines for s in line["seen"].values())
+    # boards take the run as it is (samples.jsonl beside it), on a private registry of the task's pool set
+    registry = tmp_path / "official.json"
+    assert main(["leaderboard", "official", str(root / "pools"), "--write", str(registry)]) == 0
+    assert main(["leaderboard", "submit", str(out), "--board", str(tmp_path / "board"), "--official", str(registry)]) == 0
 
 
 # ---- needle-style: depth placement, and each invariant failing on a broken record ---------------------------------
