@@ -70,7 +70,8 @@ def build(source: str, out: Path, seed: int = 0, task_file: str = "", task_text:
             raise TaskFileError(f"{tf.path}: design: no item could be built ({why or 'no queries'})")
         ps = PoolSet(task=tf.name, task_version=tf.version, queries=queries, candidates=candidates, pools=pools,
                      seed=seed, sources={str(p.name): source_fingerprint(p) for p in src.files})
-        ps.builder = {"name": "mmbench.builders.declarative", "source": SOURCE, "task_file": tf.record(),
+        ps.builder = {"name": "mmbench.builders.declarative", "validator": checks.__name__, "source": SOURCE,
+                      "task_file": tf.record(),
                       "params": {"design": design}, "token_counter": getattr(counter.tokenizer, "name", "qwen3"),
                       "length_bins": {b: list(r) for b, r in design["length_bins"].items()},
                       "pool_size": design["pool_size"], "distractors": design["distractors"],

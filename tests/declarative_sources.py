@@ -16,6 +16,9 @@ BINS = {"short": [0, 200], "medium": [200, 600], "long": [600, 2048]}
 LENGTHS = {"short": (20, 60), "medium": (90, 170), "long": (240, 500)}   # words per document, drawn uniformly
 
 
+PLANTS = ("longest", "shortest", "image")
+
+
 def _words(n: int, rng) -> list[str]:
     syll = ["ka", "lo", "mi", "ter", "van", "os", "pel", "ru", "sin", "dor", "ex", "qua", "bre", "nu", "fal"]
     out = set()
@@ -25,10 +28,12 @@ def _words(n: int, rng) -> list[str]:
 
 
 def write_jsonl_sources(folder: Path, per_bin: int = 14, queries_per_bin: int = 12, seed: int = 0,
-                        longest_relevant: bool = False, images: bool = True) -> dict[str, object]:
+                        plant: str | None = None, images: bool = True) -> dict[str, object]:
     """Write docs.jsonl, queries.jsonl and img/*.png under `folder`; returns {documents, queries} as written.
 
-    `longest_relevant` plants a shortcut: each bin's relevant documents are longer than all its other documents."""
+    `plant` plants a shortcut in the sources (PLANTS): "longest", each bin's relevant documents drawn from the top
+    fifth of its length range and the others below it; "shortest", the reverse; "image", the relevant documents
+    carry an image and no other does."""
     from PIL import Image
 
     rng = np.random.default_rng(seed)
@@ -45,18 +50,20 @@ def write_jsonl_sources(folder: Path, per_bin: int = 14, queries_per_bin: int = 
             did = f"{b}-{i:02d}"
             topic = list(rng.choice(topical, size=4, replace=False))
             n = int(rng.integers(lo, hi))
-            if longest_relevant:   # relevant documents from the top fifth of the bin's range, the others below it
-                cut = hi - (hi - lo) // 5
-                n = int(rng.integers(cut, hi)) if i in relevant_slots else int(rng.integers(lo, cut))
+            relevant = i in relevant_slots
+            if plant in ("longest", "shortest"):
+                cut = hi - (hi - lo) // 5 if plant == "longest" else lo + (hi - lo) // 5
+                top, bottom = (cut, hi), (lo, cut)
+                n = int(rng.integers(*(top if relevant == (plant == "longest") else bottom)))
             words = [str(w) for w in rng.choice(common + topic * 6, size=n)]
             text = " ".join(words).capitalize() + "."
             segments: list[dict[str, object]] = [{"text": text}]
-            if images and k % 3 == 0:
+            if (relevant if plant == "image" else images and k % 3 == 0):
                 img = Image.new("RGB", (64, 48), tuple(int(c) for c in rng.integers(0, 255, size=3)))
                 img.save(folder / "img" / f"{did}.png")
                 segments.append({"image": f"img/{did}.png"})
             docs.append({"id": did, "segments": segments})
-            if i in relevant_slots:
+            if relevant:
                 queries.append({"id": f"q-{did}", "text": f"Which text speaks of {' '.join(topic[:3])}?",
                                 "relevant": [did]})
     _write_jsonl(folder / "docs.jsonl", docs)

@@ -97,13 +97,21 @@ def test_the_same_task_from_mteb_layout_gives_the_same_pool_set_hash(built, tmp_
     assert load_poolset(tmp_path / "pools").manifest["content_hash"] == ps.manifest["content_hash"]
 
 
-def test_a_planted_shortcut_relevant_always_longest_is_refused_naming_the_probe(tmp_path, capsys):
-    ds.write_jsonl_sources(tmp_path / "data", per_bin=40, queries_per_bin=14, longest_relevant=True, seed=2)
+SHORTCUT_LINES = {"longest": r"label_blind: baseline length_longest|shortcut_probe: shortcut probe",
+                  "shortest": r"label_blind: baseline length_shortest|shortcut_probe: shortcut probe",
+                  "image": r"label_blind: baseline \w+|shortcut_probe: shortcut probe"}
+
+
+@pytest.mark.parametrize("plant", ds.PLANTS)
+def test_a_shortcut_planted_in_the_sources_is_refused_naming_the_probe(plant, tmp_path, capsys):
+    """Relevant documents always the longest (the issue's case), always the shortest, or the only ones with an
+    image: the build refuses, naming the probe or the label-blind baseline that found it, and writes nothing."""
+    ds.write_jsonl_sources(tmp_path / "data", per_bin=40, queries_per_bin=14, plant=plant, seed=2)
     task = _task(tmp_path, ds.task_yaml(distractors="same_bin", pool_size=4))
     assert main(["build", "--task-file", str(task), "--out", str(tmp_path / "pools")]) != 0
     err = capsys.readouterr().err
     assert "refusing to write an invalid my_files pool set" in err
-    assert re.search(r"label_blind: baseline length_longest|shortcut_probe: shortcut probe", err), err
+    assert re.search(SHORTCUT_LINES[plant], err), err
     assert not (tmp_path / "pools").exists()
     assert sorted(p.name for p in tmp_path.iterdir()) == ["data", "task.yaml"]   # nothing half-built
 
@@ -162,6 +170,16 @@ def test_a_malformed_task_file_or_source_is_one_line_exit_2_and_builds_nothing(c
     assert re.search(expected, lines[0]), lines[0]
     assert not (tmp_path / "out").exists()
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(".")]   # no scratch left behind
+
+
+def test_validate_reads_a_declarative_pool_set_without_its_task_file(built, capsys, monkeypatch):
+    import mmbench.tasks as registry
+
+    root, _, _ = built
+    monkeypatch.delitem(registry._TASKS, "my_files", raising=False)   # unknown here: the manifest names its checks
+    assert main(["validate", str(root / "pools")]) == 0
+    out = capsys.readouterr().out
+    assert "ok   relevant_declared" in out and "is valid" in out
 
 
 def test_a_task_file_by_include_registers_its_task_and_a_python_file_still_imports(built, tmp_path, capsys):

@@ -14,6 +14,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
+    from mmbench.tasks import UnknownTaskError
     from mmbench.tasks.validation import validate
     from mmbench.data.poolset import PoolSetError, load_poolset
 
@@ -22,6 +23,8 @@ def cmd_validate(args: argparse.Namespace) -> int:
         report = validate(ps)
     except PoolSetError as exc:
         raise CLIError(str(exc)) from None
+    except UnknownTaskError as exc:
+        raise CLIError(f"{args.poolset}: {exc}") from None
     for name, text in sorted(report.invariants.items()):
         n = report.checked.get(name, 0)
         bad = report.counts().get(name, 0)
