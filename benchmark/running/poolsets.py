@@ -27,7 +27,8 @@ def default_poolset_dir(task: str | TaskSpec, source: str, seed: int) -> Path:
 
 def resolve_poolset(spec: TaskSpec, data: Any, seed: int, *, progress: bool = True, verify: bool = False,
                     announce: Callable[[str], Any] | None = None) -> PoolSet:
-    """The pool set of `spec`: `data` (a `PoolSet` or a folder), or the offline sample (built on first use).
+    """The pool set of `spec`: `data` (a `PoolSet` or a folder), or the offline sample (built on first use; a task
+    with no sample source, a declarative task, builds from its one source).
 
     Integrity is checked from the tables' recorded digests where the manifest has them, in full (records
     and media) with `verify`. `announce` is told, in one line, when the sample is being built.
@@ -35,12 +36,14 @@ def resolve_poolset(spec: TaskSpec, data: Any, seed: int, *, progress: bool = Tr
     if isinstance(data, PoolSet):
         ps = data
     else:
-        if data is None:
-            folder = default_poolset_dir(spec.name, "sample", seed)
+        if data is None:   # the offline sample; a task without one (a task file's) builds from its one source
+            source = "sample" if "sample" in spec.sources or not spec.sources else spec.sources[0]
+            folder = default_poolset_dir(spec, source, seed)
             if not (folder / "manifest.json").is_file():
                 if announce is not None:
-                    announce(f"no pool set given: building the offline sample of {spec.name} into {folder}")
-                spec.build("sample", folder, seed=seed, progress=progress)
+                    what = "the offline sample" if source == "sample" else f"its {source!r} source"
+                    announce(f"no pool set given: building {what} of {spec.name} into {folder}")
+                spec.build(source, folder, seed=seed, progress=progress)
         else:
             folder = Path(data)
             if not folder.exists():
