@@ -80,6 +80,10 @@ def read_task_file(path: str | Path, text: str | None = None) -> TaskFile:
             "design": {**DEFAULTS, **data["design"]}}
     design = data["design"]
     design.setdefault("min_documents_per_bin", design["pool_size"])
+    if design["min_documents_per_bin"] < design["pool_size"] and design["distractors"] != "none":
+        raise TaskFileError(f"{path}: design.min_documents_per_bin: {design['min_documents_per_bin']} is below "
+                            f"pool_size {design['pool_size']}, so a pool could not be filled (distractors none "
+                            "ranks each query against its whole bin and allows it)")
     _check_bins(path, design["length_bins"])
     return TaskFile(path, text, hashlib.sha256(text.encode("utf-8")).hexdigest(), data)
 
