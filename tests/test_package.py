@@ -41,5 +41,6 @@ def test_wheel_contains_every_subpackage_and_data(tmp_path):
         for f in (ROOT / folder / "data").glob("*"):
             if f.is_file():
                 assert f"mmbench/{folder}/data/{f.name}" in names, f"package data {f} missing from the wheel"
+    assert "mmbench/builders/parts/task_file.schema.json" in names   # the published task-file schema
     entry = next(n for n in names if n.endswith("entry_points.txt"))
     assert "mmbench = mmbench.cli:program" in zipfile.ZipFile(wheel).read(entry).decode()
