@@ -31,7 +31,7 @@ from typing import Any
 from mmbench.builders.checks import declarative as checks
 from mmbench.builders.parts.lookalikes import B, K1, METHOD, LookalikeIndex
 from mmbench.builders.parts.seeding import seeded_rng
-from mmbench.builders.parts.task_file import TaskFile, TaskFileError, read_task_file
+from mmbench.builders.parts.task_file import SOURCE, TaskFile, TaskFileError, read_task_file
 from mmbench.builders.parts.validity import write_valid_poolset
 from mmbench.builders.sources.local_files import LocalSource, SourceError, SourceRecord, read_local_source
 from mmbench.data.documents import Document, Image, Segment, Text, Video
@@ -40,7 +40,6 @@ from mmbench.data.media import MediaStore
 from mmbench.data.poolset import PoolItem, PoolSet, build_scratch, source_fingerprint
 from mmbench.data.tokens import UnifiedTokenCounter
 
-SOURCE = "files"   # the one source of a declarative task: the files its task file names
 SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
 
 

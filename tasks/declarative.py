@@ -9,8 +9,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from mmbench.builders.declarative import SOURCE
-from mmbench.builders.parts.task_file import SUFFIXES, TaskFile, read_task_file
+from mmbench.builders.parts.task_file import SOURCE, SUFFIXES, TaskFile, read_task_file
 from mmbench.tasks import get_task, register_task, UnknownTaskError
 from mmbench.tasks.spec import TaskSpec
 

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 SCHEMA_FILE = "task_file.schema.json"
+SOURCE = "files"   # the one source of a declarative task: the files its task file names
 SUFFIXES = (".yaml", ".yml", ".toml")
 FORMATS = ("jsonl", "mteb")   # the order of the schema's sources branches
 DEFAULTS = {"pool_size": 8, "distractors": "same_bin", "seed": 0}
