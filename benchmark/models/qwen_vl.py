@@ -67,6 +67,35 @@ class QwenVLPreset:
     video_frames_as_images: bool = False   # the official code feeds video frames as a list of images
     notes: str = ""
     settings: dict[str, Any] = field(default_factory=dict)
+    positions: str = "mrope"               # rotary positions of the language model's tokens: see POSITIONS
+    max_length: int | None = None          # a cut of the rendered prompt's tokens at the right (mteb-style); None: none
+    dtype: str | None = None               # the protocol's weight dtype when the user gives none
+    # Named alternative protocols: preset fields to replace ("vision" and "template": a dict of their fields).
+    protocols: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+
+DEFAULT_PROTOCOL = "mmlongembed"
+POSITIONS = {
+    "mrope": "3-D multimodal rotary positions (Qwen-VL's get_rope_index: visual tokens by time, row and column)",
+    "sequential": "1-D positions 0..n-1 for every token, visual ones included (the language model called with "
+                  "position_ids=None, as GME's published inference code does under transformers < 4.52)",
+}
+
+
+def with_protocol(preset: QwenVLPreset, protocol: str | None) -> QwenVLPreset:
+    """The preset under a named protocol: `mmlongembed` (its own) or one of `preset.protocols`."""
+    name = protocol or DEFAULT_PROTOCOL
+    if name == DEFAULT_PROTOCOL:
+        return preset
+    if name not in preset.protocols:
+        known = ", ".join([DEFAULT_PROTOCOL, *sorted(preset.protocols)])
+        raise ValueError(f"model {preset.name!r} has no protocol {name!r}; its protocols: {known}")
+    changes = dict(preset.protocols[name])
+    if "vision" in changes:
+        changes["vision"] = replace(preset.vision, **changes["vision"])
+    if "template" in changes:
+        changes["template"] = replace(preset.template, **changes["template"])
+    return replace(preset, **changes, protocols={})
 
 
 def _attn(requested: str | None, device: str) -> str:
@@ -102,10 +131,17 @@ class QwenVLEmbedder(EmbeddingModel):
                  attn_implementation: str | None = None, model_path: str | None = None,
                  trust_remote_code: bool = False, revision: str | None = None, query_instruction: str | None = None,
                  document_instruction: str | None = None, video: bool | None = None, context: int | None = None,
-                 safety_margin: int | None = None, **_: Any) -> None:
+                 safety_margin: int | None = None, protocol: str | None = None, positions: str | None = None,
+                 **_: Any) -> None:
         import torch
         from transformers import AutoModel, AutoProcessor
 
+        protocol_name = protocol or DEFAULT_PROTOCOL
+        preset = with_protocol(preset, protocol)
+        if positions is not None:
+            if positions not in POSITIONS:
+                raise ValueError(f"positions must be one of {', '.join(POSITIONS)}, not {positions!r}")
+            preset = replace(preset, positions=positions)
         tpl = preset.template
         if query_instruction is not None:
             tpl = replace(tpl, query_instruction=query_instruction)
@@ -122,7 +158,7 @@ class QwenVLEmbedder(EmbeddingModel):
                              "(peft: PeftModel.from_pretrained(base, path).merge_and_unload().save_pretrained(out))")
         self._torch = torch
         self._device = resolve_device(device)
-        self._dtype = resolve_dtype(dtype, self._device)
+        self._dtype = resolve_dtype(dtype or preset.dtype, self._device)
         self._attn = _attn(attn_implementation, self._device)
         kw = dict(revision=revision, local_files_only=local, trust_remote_code=trust_remote_code)
         self.processor = AutoProcessor.from_pretrained(source, **kw)
@@ -148,7 +184,11 @@ class QwenVLEmbedder(EmbeddingModel):
             "normalize": "l2", "dtype": str(self._dtype).split(".")[-1], "context": window,
             "vision": asdict(vb), "video": self.preset.video, "padding_side": "right",
             "video_input": "frames as images" if preset.video_frames_as_images else "native video",
-            "model_id": Path(source).name if local else source, **preset.settings,
+            "model_id": Path(source).name if local else source, "positions": self.preset.positions,
+            **({"max_length": preset.max_length, "truncation_side": "right (the prompt's tokens, its end included)"}
+               if preset.max_length else {}),
+            **({"protocol": protocol_name} if preset.protocols or protocol_name != DEFAULT_PROTOCOL else {}),
+            **preset.settings,
         }
         mods = {"text", "image"} | ({"video"} if self.preset.video else set())
         self.card = ModelCard(
@@ -259,12 +299,17 @@ class QwenVLEmbedder(EmbeddingModel):
                 from transformers.video_utils import VideoMetadata
 
                 kwargs["video_metadata"] = [VideoMetadata(**m) for m in metas]
+        if self.preset.max_length:
+            kwargs.update(truncation=True, max_length=self.preset.max_length)
         inputs = self.processor(text=prompts, images=images or None, videos=videos or None, do_resize=False,
                                 padding=True, return_tensors="pt", **kwargs)
         mask = inputs["attention_mask"]
         lengths = mask.sum(dim=1).tolist()
-        for doc, n, rec in zip(documents, lengths, info):
+        for i, (doc, n, rec) in enumerate(zip(documents, lengths, info)):
             rec["tokens"] = int(n)
+            if n == self.preset.max_length and len(self._tok(prompts[i], add_special_tokens=False)["input_ids"]) > n:
+                rec["adaptations"].append(f"prompt cut at {n} tokens at the right, its closing tokens included "
+                                          "(the protocol's max_length)")
             if n > self.preset.context:
                 raise EncodeError(f"document {doc.id!r}: {n} tokens exceed the {self.preset.context}-token window "
                                   "(it should have been truncated before encoding)")
@@ -279,6 +324,9 @@ class QwenVLEmbedder(EmbeddingModel):
             inputs["pixel_values"] = inputs["pixel_values"].to(self._dtype)
         if "pixel_values_videos" in inputs:
             inputs["pixel_values_videos"] = inputs["pixel_values_videos"].to(self._dtype)
+        if self.preset.positions == "sequential":
+            n, length = inputs["input_ids"].shape
+            inputs["position_ids"] = self._torch.arange(length, device=self._device).expand(n, length)
         with self._torch.inference_mode():
             hidden = self.model(**inputs).last_hidden_state
         emb = self._pool_last(hidden, inputs["attention_mask"])

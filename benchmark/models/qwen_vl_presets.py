@@ -20,11 +20,20 @@ QWEN3_VL_VIDEO = dict(video_min_pixels=128 * 32 * 32, video_max_pixels=768 * 32 
 GME_VISION = VisionBounds(factor=28, min_pixels=256 * 28 * 28, max_pixels=1280 * 28 * 28, **QWEN2_VL_VIDEO)
 GME_NOTES = ("GME official code: system prompt = task instruction for queries and 'You are a helpful assistant.' "
              "for documents, image before text, prompt ends with '<|endoftext|>' whose final hidden state is "
-             "pooled, L2-normalised; min/max image tokens 256/1280. Deviations: the official max_length of 1800 "
+             "pooled, L2-normalised; min/max image tokens 256/1280; the language model is called with "
+             "position_ids=None, so every token, image tokens included, has a 1-D position (positions="
+             "'sequential'; gme_inference.py and modeling_gme_qwen2vl.py on the model's hub page, which pin "
+             "transformers < 4.52). Deviations: the official max_length of 1800 "
              "tokens is replaced by the Qwen2-VL window (32768); several images are placed in reading order "
              "(official code takes one image per input); video is off by default (GME was not trained on video; "
              "video=True uses the Qwen2-VL backbone's native video path). The default query instruction is GME's "
-             "text-to-image one; set query_instruction for other tasks.")
+             "text-to-image one; set query_instruction for other tasks. positions='mrope' runs the backbone's 3-D "
+             "multimodal positions instead (another setup). protocol='mteb' runs it as mteb 2.26's wrapper does: "
+             "4..1280 image tokens, prompts cut at 1800 tokens at the right, float16.")
+# mteb 2.26's GmeQwen2VL (mteb/models/model_implementations/gme_v_models.py): min_image_tokens=4, max_length=1800
+# with the processor's right-side truncation, torch_dtype=float16, a '.' appended to a query instruction.
+GME_MTEB = {"vision": {"min_pixels": 4 * 28 * 28}, "max_length": 1800, "dtype": "float16", "video": False,
+            "template": {"instruction_period": True}}
 
 QWEN3_VISION = VisionBounds(factor=32, min_pixels=4 * 32 * 32, max_pixels=1800 * 32 * 32, fps=1.0,
                             **QWEN3_VL_VIDEO)
@@ -69,9 +78,9 @@ UNVERIFIED = " UNVERIFIED: this model's template was not checked against its off
 
 PRESETS: dict[str, QwenVLPreset] = {p.name: p for p in (
     QwenVLPreset("gme-2b", "Alibaba-NLP/gme-Qwen2-VL-2B-Instruct", GME, 32768, GME_VISION, video=False,
-                 notes=GME_NOTES),
+                 notes=GME_NOTES, positions="sequential", protocols={"mteb": GME_MTEB}),
     QwenVLPreset("gme-7b", "Alibaba-NLP/gme-Qwen2-VL-7B-Instruct", GME, 32768, GME_VISION, video=False,
-                 notes=GME_NOTES),
+                 notes=GME_NOTES, positions="sequential", protocols={"mteb": GME_MTEB}),
     QwenVLPreset("qwen3-vl-embedding-2b", "Qwen/Qwen3-VL-Embedding-2B", QWEN3_VL_EMBEDDING, 32768, QWEN3_VISION,
                  notes=QWEN3_NOTES),
     QwenVLPreset("qwen3-vl-embedding-8b", "Qwen/Qwen3-VL-Embedding-8B", QWEN3_VL_EMBEDDING, 32768, QWEN3_VISION,
