@@ -123,3 +123,23 @@ def test_protocols_have_their_own_ids_and_are_never_joined(setup):
     assert cards["mteb"].settings["max_length"] == 1800 and cards["mteb"].settings["vision"]["min_pixels"] == 4 * 784
     with pytest.raises(ValueError, match="has no protocol 'mtb'; its protocols: mmlongembed, mteb"):
         _gme(path, protocol="mtb")
+
+
+def test_padding_and_upscaling_are_stated_and_counted(setup):
+    from mmbench.data.documents import Video
+    from mmbench.running.runner import adapted_counts
+
+    path, store, refs = setup
+    frames = tuple(store.put_image(random_image(56, 56, 20 + i)).ref for i in range(3))
+    gme = _gme(path, video=True)
+    assert "odd_frame_counts" in gme.card.settings["visual_handling"]
+    docs = [Document("odd", [Text("a clip"), Video(frames, 1.0, 56, 56)]), Document("even", [Video(frames[:2], 1.0,
+            56, 56)]), Document("small", [refs["small"]]), Document("grid", [refs["grid"]]),
+            Document("text", [Text("words")])]
+    gme.encode(docs, "document", store)
+    kinds = {r["id"]: r["adapted"] for r in gme.last_encode_info}
+    assert kinds["odd"] == ["visual_moved_first", "odd_frames_padded", "upscaled_to_minimum"]
+    assert kinds["even"] == ["upscaled_to_minimum"] and kinds["small"] == ["upscaled_to_minimum"]
+    assert kinds["grid"] == [] and kinds["text"] == []
+    records = [{"model_info": r} for r in gme.last_encode_info] + [{"model_info": None}]
+    assert adapted_counts(records) == {"odd_frames_padded": 1, "upscaled_to_minimum": 3, "visual_moved_first": 1}

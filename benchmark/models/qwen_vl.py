@@ -54,6 +54,11 @@ def smart_resize(height: int, width: int, factor: int, min_pixels: int, max_pixe
     return max(factor, h), max(factor, w)
 
 
+def below_minimum(width: int, height: int, factor: int, min_pixels: int) -> bool:
+    """Whether smart_resize upscales this image to `min_pixels` (its sides rounded to the grid fall short of it)."""
+    return max(factor, round(height / factor) * factor) * max(factor, round(width / factor) * factor) < min_pixels
+
+
 @dataclass(frozen=True)
 class QwenVLPreset:
     """Everything that defines one registered model: weights, template, window, vision bounds."""
@@ -75,6 +80,16 @@ class QwenVLPreset:
 
 
 DEFAULT_PROTOCOL = "mmlongembed"
+# What happens to visuals that do not fit the model as they are; each case is counted per document in the run's
+# summary (`adapted` in the adapter's per-document record).
+VISUAL_HANDLING = {
+    "small_images": "an image or frame below min_pixels is upscaled to it (smart_resize, PIL bicubic); counted as "
+                    "upscaled_to_minimum",
+    "odd_frame_counts": "native video: the processor repeats the last frame to fill a group of temporal_patch frames "
+                        "(a 1-frame clip becomes 2 equal frames); counted as odd_frames_padded",
+    "frame_rate": "a video above the model's fps keeps every k-th frame, never invents frames; counted as "
+                  "video_resampled",
+}
 POSITIONS = {
     "mrope": "3-D multimodal rotary positions (Qwen-VL's get_rope_index: visual tokens by time, row and column)",
     "sequential": "1-D positions 0..n-1 for every token, visual ones included (the language model called with "
@@ -185,6 +200,7 @@ class QwenVLEmbedder(EmbeddingModel):
             "vision": asdict(vb), "video": self.preset.video, "padding_side": "right",
             "video_input": "frames as images" if preset.video_frames_as_images else "native video",
             "model_id": Path(source).name if local else source, "positions": self.preset.positions,
+            "visual_handling": VISUAL_HANDLING,
             **({"max_length": preset.max_length, "truncation_side": "right (the prompt's tokens, its end included)"}
                if preset.max_length else {}),
             **({"protocol": protocol_name} if preset.protocols or protocol_name != DEFAULT_PROTOCOL else {}),
@@ -264,33 +280,43 @@ class QwenVLEmbedder(EmbeddingModel):
             return PreparedInputs({}, [])
         prompts, images, videos, metas, info = [], [], [], [], []
         as_images = self.preset.video_frames_as_images
+        vb = self.preset.vision
         for doc in documents:
-            adapted: list[str] = []
+            adapted: list[tuple[str, str]] = []   # (kind, what was done): counted per kind in the run's summary
             segments = [self._resampled(seg, doc.id, adapted) if isinstance(seg, Video) else seg
                         for seg in doc.segments]
             rendered = render(segments, role, self.preset.template, video_as_images=as_images)
             if rendered.reordered:
-                adapted.insert(0, "single visual moved before the text (official form)")
-            n_frames = 0
+                adapted.insert(0, ("visual_moved_first", "single visual moved before the text (official form)"))
+            n_frames, upscaled = 0, 0
             for seg in rendered.visuals:
                 if media is None:
                     raise EncodeError(f"document {doc.id!r} has images or videos but no media store was given")
                 if isinstance(seg, Image):
+                    upscaled += below_minimum(seg.width, seg.height, vb.factor, vb.min_pixels)
                     images.append(self._load(media, seg.ref, doc.id, self.image_size(seg.width, seg.height)))
                     continue
                 size = self.frame_size(seg.width, seg.height)
                 frames = [self._load(media, r, doc.id, size) for r in seg.frames]
                 n_frames += len(frames)
+                upscaled += len(frames) * below_minimum(seg.width, seg.height, vb.factor, vb.video_min_pixels)
                 if as_images:
                     images.extend(frames)
                     continue
+                if len(frames) % vb.temporal_patch:
+                    adapted.append(("odd_frames_padded", f"{len(frames)} frames: the processor repeats the last "
+                                    f"frame to fill a group of {vb.temporal_patch} (Qwen-VL's rule)"))
                 videos.append(np.stack([np.asarray(f) for f in frames]))
                 metas.append({"fps": seg.fps, "frames_indices": list(range(len(frames))),
                               "total_num_frames": len(frames)})
             if as_images and n_frames:
-                adapted.append(f"video frames given as {n_frames} images (the official input form)")
+                adapted.append(("frames_as_images", f"video frames given as {n_frames} images (the official input form)"))
+            if upscaled:
+                adapted.append(("upscaled_to_minimum", f"{upscaled} images or frames below the model's minimum pixels "
+                                "upscaled to it (bicubic)"))
             prompts.append(rendered.text)
-            info.append({"id": doc.id, "frames": n_frames, "adaptations": adapted})
+            info.append({"id": doc.id, "frames": n_frames, "adaptations": [text for _, text in adapted],
+                         "adapted": [kind for kind, _ in adapted]})
         kwargs: dict[str, Any] = {}
         if videos:
             kwargs["do_sample_frames"] = False
@@ -310,6 +336,7 @@ class QwenVLEmbedder(EmbeddingModel):
             if n == self.preset.max_length and len(self._tok(prompts[i], add_special_tokens=False)["input_ids"]) > n:
                 rec["adaptations"].append(f"prompt cut at {n} tokens at the right, its closing tokens included "
                                           "(the protocol's max_length)")
+                rec["adapted"].append("prompt_cut")
             if n > self.preset.context:
                 raise EncodeError(f"document {doc.id!r}: {n} tokens exceed the {self.preset.context}-token window "
                                   "(it should have been truncated before encoding)")
@@ -334,13 +361,14 @@ class QwenVLEmbedder(EmbeddingModel):
         self.last_encode_info = prepared.info
         return emb.cpu().numpy().astype(np.float32)
 
-    def _resampled(self, seg: Video, item: str, adapted: list[str]) -> Video:
+    def _resampled(self, seg: Video, item: str, adapted: list[tuple[str, str]]) -> Video:
         """The video at the model's frame rate (fewer frames, never invented ones); noted in `adapted`."""
         if not self.preset.video:
             raise EncodeError(f"document {item!r}: model {self.card.name} does not accept video")
         frames, fps = resample_frames(seg.frames, seg.fps, self.preset.vision.fps)
         if len(frames) < len(seg.frames):
-            adapted.append(f"video resampled {seg.fps:g}->{fps:g} fps ({len(seg.frames)}->{len(frames)} frames)")
+            adapted.append(("video_resampled",
+                            f"video resampled {seg.fps:g}->{fps:g} fps ({len(seg.frames)}->{len(frames)} frames)"))
         return replace(seg, frames=tuple(frames), fps=fps)
 
     @staticmethod

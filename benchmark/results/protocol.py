@@ -29,7 +29,7 @@ TRUNCATION_RULES = {"middle": TRUNCATION_RULE,
                     "head": "head: keep the start, whole images and frames, to the model's token budget"}
 INSTRUCTION_KEYS = ("template", "query_instruction", "document_instruction", "system_fallback", "prompts")
 VISUAL_KEYS = ("vision", "video", "video_input", "max_pixels", "min_pixels", "fps", "max_frames", "image_size",
-               "positions")
+               "positions", "visual_handling")
 WINDOW_KEYS = ("context", "max_seq_length", "max_length", "truncation_side")
 POOLING_KEYS = ("pooling", "normalize", "fusion", "dimensions")
 
