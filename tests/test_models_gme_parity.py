@@ -143,3 +143,21 @@ def test_padding_and_upscaling_are_stated_and_counted(setup):
     assert kinds["grid"] == [] and kinds["text"] == []
     records = [{"model_info": r} for r in gme.last_encode_info] + [{"model_info": None}]
     assert adapted_counts(records) == {"odd_frames_padded": 1, "upscaled_to_minimum": 3, "visual_moved_first": 1}
+
+
+def test_cli_protocol_mteb_runs_apart_and_compare_refuses_to_join(setup, vg_tiny, tmp_path, capsys):
+    from mmbench.cli import main
+
+    path, _, _ = setup
+    common = ["run", "--task", "visual_grounding", "--model", "gme-2b", "--model-path", str(path), "--data",
+              str(vg_tiny), "--limit", "3", "--dtype", "float32", "--batch-tokens", "4096", "--quiet"]
+    assert main([*common, "--output", str(tmp_path / "default")]) == 0
+    assert main([*common, "--protocol", "mteb", "--output", str(tmp_path / "mteb")]) == 0
+    capsys.readouterr()
+    assert main(["compare", str(tmp_path / "default"), str(tmp_path / "mteb"), "--resamples", "20",
+                 "--ci-resamples", "20"]) == 2
+    err = capsys.readouterr().err
+    assert "different protocols" in err and "setup.protocol" in err and "max_length" in err
+    assert main(["run", "--task", "visual_grounding", "--model", "minilm", "--data", str(vg_tiny),
+                 "--protocol", "mteb"]) == 2
+    assert "has one protocol only" in capsys.readouterr().err
