@@ -278,7 +278,8 @@ class QwenVLEmbedder(EmbeddingModel):
         done for the next batch while this one is forwarded); a document over the window is an error here."""
         if not documents:
             return PreparedInputs({}, [])
-        prompts, images, videos, metas, info = [], [], [], [], []
+        prompts, images, videos, metas = [], [], [], []
+        info: list[dict[str, Any]] = []
         as_images = self.preset.video_frames_as_images
         vb = self.preset.vision
         for doc in documents:
