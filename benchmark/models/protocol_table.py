@@ -144,16 +144,24 @@ REFERENCES: dict[str, Reference] = {
         "positions": Claim("not checked", "3-D M-RoPE (the generation model's forward)"),
         "pooling": Claim("not checked", "last position (left padding), final norm"), "normalisation": L2,
     }),
-    "rzen-embed": Reference(("rzen-embed",), "not checked (no inference code read)", MTEB + "rzen_embed_model.py", {
-        "instruction": Claim("not checked", "fixed system prompt; instruction opens the user turn after the images, "
-                             "joined to the text with nothing", "mmbench joins with one space"),
-        "image tokens": Claim("not checked", "256–1280 (factor 28); video frames 160–180"),
-        "max length": Claim("not checked", "2000 tokens, cut at the right by the tokenizer",
-                            "MMLongEmbed uses the 32768-token window"),
-        "video": Claim("not checked", "8 frames evenly spaced, as images", "mmbench keeps the pool set's 1-fps frames"),
-        "positions": Claim("not checked", "1-D (sequential): the decoder is called with inputs_embeds only",
-                           "mmbench runs 3-D M-RoPE: no authors' code was read to decide (positions=sequential "
-                           "gives mteb's)"),
+    "rzen-embed": Reference(("rzen-embed",), "github.com/360CVGroup/RzenEmbed: rzen_embed_inference.py (the GME "
+                            "recipe, transformers 4 layout)", MTEB + "rzen_embed_model.py", {
+        "instruction": Claim("fixed system prompt; the instruction prefixes the text with nothing between (its "
+                             "example query instruction ends in a space); its example gives image candidates "
+                             "'Represent the given image.'",
+                             "fixed system prompt; instruction opens the user turn after the images, joined to the "
+                             "text with nothing",
+                             "mmbench puts one space after the instruction (the authors' example's own space) and "
+                             "gives documents no instruction (document_instruction sets one)"),
+        "image tokens": Claim("256–1280 (factor 28); video frames 160–180; resized twice (qwen-vl-utils' grid, then "
+                              "the processor)", "256–1280 (factor 28); video frames 160–180",
+                              "mmbench resizes once (PIL bicubic): equal for images on the grid within the bounds"),
+        "max length": Claim("2000 tokens, cut at the right by the tokenizer", "2000 tokens, cut at the right by the "
+                            "tokenizer", "MMLongEmbed uses the 32768-token window"),
+        "video": Claim("frames as images (the caller's frames)", "8 frames evenly spaced, as images",
+                       "mmbench keeps the pool set's 1-fps frames"),
+        "positions": Claim("1-D (sequential): the text decoder is called with position_ids=None",
+                           "1-D (sequential): the decoder is called with inputs_embeds only"),
         "pooling": POOL, "normalisation": L2,
     }),
 }

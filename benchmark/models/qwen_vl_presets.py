@@ -72,8 +72,11 @@ RZEN_NOTES = ("RzenEmbed (as mteb's wrapper runs it): system prompt always 'You 
               "of the final-norm hidden state, L2-normalised; images 256..1280 tokens; a video is given as its frames, "
               "one image each at 160..180 tokens. Deviations: the official max_length of 2000 is replaced by the "
               "Qwen2-VL window (32768); mteb joins instruction and text with nothing, mmbench with one space after the "
-              "instruction's colon; mteb samples 8 frames, mmbench keeps the 1-FPS frames. The default query "
-              "instruction is MMEB's text-to-image one (RzenEmbed was fine-tuned on MMEB-train).")
+              "instruction's colon (the authors' example instruction ends in that space); mteb samples 8 frames, "
+              "mmbench keeps the 1-FPS frames. The default query instruction is MMEB's text-to-image one (RzenEmbed "
+              "was fine-tuned on MMEB-train). Positions: 1-D for every token, as the authors' rzen_embed_inference.py "
+              "(github.com/360CVGroup/RzenEmbed: the GME recipe, the text decoder called with position_ids=None) "
+              "and mteb's wrapper run it; positions='mrope' gives the backbone's 3-D positions (another setup).")
 UNVERIFIED = " UNVERIFIED: this model's template was not checked against its official code; it reuses {} by assumption."
 
 PRESETS: dict[str, QwenVLPreset] = {p.name: p for p in (
@@ -96,7 +99,7 @@ PRESETS: dict[str, QwenVLPreset] = {p.name: p for p in (
     QwenVLPreset("ops-mm-embedding-7b", "OpenSearch-AI/Ops-MM-embedding-v1-7B", replace(GME, name="ops-mm"),
                  32768, OPS_MM_VISION, video_frames_as_images=True, notes=OPS_MM_NOTES),
     QwenVLPreset("rzen-embed", "qihoo360/RzenEmbed", RZEN, 32768, RZEN_VISION, video_frames_as_images=True,
-                 notes=RZEN_NOTES),
+                 notes=RZEN_NOTES, positions="sequential"),
     QwenVLPreset("embed-rl", None, replace(QWEN3_VL_EMBEDDING, name="embed-rl"), 32768, QWEN3_VISION,
                  notes=UNVERIFIED.format("the Qwen3-VL-Embedding template and bounds")
                  + " No hub id recorded: pass --model-path (a Qwen3-VL-based checkpoint is assumed)."),
