@@ -9,7 +9,9 @@ mteb column).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Callable
 
+from mmbench.models import api_doubao, e5v
 from mmbench.models.qwen_vl import POSITIONS, QwenVLPreset, with_protocol
 from mmbench.models.qwen_vl_presets import PRESETS
 
@@ -35,6 +37,7 @@ class Reference:
     authors_source: str
     mteb_source: str
     claims: dict[str, Claim]
+    column: Callable[[], dict[str, str]] | None = None  # mmbench's column for a model outside the Qwen-VL presets
 
 
 def image_tokens(preset: QwenVLPreset) -> str:
@@ -167,10 +170,60 @@ REFERENCES: dict[str, Reference] = {
 }
 
 
+def e5v_column() -> dict[str, str]:
+    """E5-V's protocol in the table's words, from the adapter's constants."""
+    return {"instruction": f"none; one-word summary prompts: text {e5v.TEXT_SUFFIX!r}, image {e5v.IMAGE_SUFFIX!r}, "
+                           f"text with images {e5v.MIXED_SUFFIX!r}",
+            "image tokens": "LLaVA-NeXT any-resolution tiling (the processor's)",
+            "max length": f"{e5v.WINDOW}-token window; documents middle-cut before the prompt",
+            "video": "frames as images", "positions": "1-D (Llama-3)",
+            "pooling": "last attended position, final hidden state", "normalisation": "L2"}
+
+
+def doubao_column() -> dict[str, str]:
+    """Doubao-Seed-1.6's protocol in the table's words, from the adapter's constants."""
+    return {"instruction": "none by default (query_prefix / document_prefix)",
+            "image tokens": f"the service's; sides {api_doubao.MIN_SIDE}–{api_doubao.MAX_SIDE} px, aspect at most "
+                            f"1:{api_doubao.MAX_ASPECT:g} (refused otherwise)",
+            "max length": f"{api_doubao.WINDOW}-token window (Qwen3 tokenizer stand-in); documents middle-cut",
+            "video": "1-fps frames as image parts", "positions": "the service's",
+            "pooling": "the service's", "normalisation": "L2"}
+
+
+REFERENCES.update({
+    "e5-v": Reference(("e5-v",), "huggingface.co/royokong/e5-v (model card)", MTEB + "e5_v.py", {
+        "instruction": Claim("text and image prompts as mmbench's; none for text with images",
+                             "text and image prompts as mmbench's; text with an image: a composed-retrieval prompt "
+                             "('Modify this image with ...')",
+                             "text with images: mmbench's own summary prompt (no reference has one for documents)"),
+        "image tokens": Claim("LLaVA-NeXT any-resolution tiling (the processor's)",
+                              "LLaVA-NeXT any-resolution tiling (the processor's)"),
+        "max length": Claim("not stated", "none", "MMLongEmbed uses the Llama-3 backbone's 8192-token window"),
+        "video": Claim("none", "none", "mmbench gives frames as images"),
+        "positions": Claim("1-D (Llama-3)", "1-D (Llama-3)"),
+        "pooling": Claim("last position, final hidden state", "last position, final hidden state (left padding)"),
+        "normalisation": Claim("L2 (model card example)", "none (cosine similarity normalises)"),
+    }, column=e5v_column),
+    "doubao-seed-1.6": Reference(("doubao-seed-1.6-embedding",), "volcengine.com/docs/82379/1409290 (Ark API)",
+                                 MTEB + "seed_1_6_embedding_models.py", {
+        "instruction": Claim("not stated", "per-task instructions around the text",
+                             "mmbench's tasks are not mteb's: no instruction unless set"),
+        "image tokens": Claim("the service's; sides 10–6000 px, aspect at most 1:100 (refused otherwise)",
+                              "the service's"),
+        "max length": Claim("128K (the seed's stated window)", "32000 tiktoken tokens, head kept",
+                            "MMLongEmbed reads up to the stated 128K window, middle-cut"),
+        "video": Claim("video_url files", "not sent", "pool sets store frames, sent as image parts"),
+        "positions": Claim("the service's", "the service's"),
+        "pooling": Claim("the service's", "the service's"),
+        "normalisation": Claim("not stated", "L2"),
+    }, column=doubao_column),
+})
+
+
 def rows(family: str, protocol: str | None = None) -> list[tuple[str, str, str, str, str]]:
     """(aspect, mmbench, authors, mteb, difference) for a family, mmbench's column from its first preset."""
     ref = REFERENCES[family]
-    ours = mmbench_column(with_protocol(PRESETS[ref.presets[0]], protocol))
+    ours = ref.column() if ref.column else mmbench_column(with_protocol(PRESETS[ref.presets[0]], protocol))
     return [(a, ours[a], ref.claims[a].authors, ref.claims[a].mteb, ref.claims[a].difference) for a in ASPECTS]
 
 
@@ -199,7 +252,7 @@ def details(name: str) -> list[str]:
     lines = [f"authors: {ref.authors_source}", f"mteb: {ref.mteb_source}"]
     for aspect, ours, authors, mteb, why in rows(family):
         lines.append(f"{aspect}: mmbench {ours} | authors {authors} | mteb {mteb}" + (f" | differs: {why}" if why else ""))
-    for name_, changes in sorted(PRESETS[name].protocols.items()):
+    for name_, changes in sorted(PRESETS[name].protocols.items() if name in PRESETS else ()):
         lines.append(f"--protocol {name_}: " + "; ".join(f"{a} {v}" for a, v in
                                                           mmbench_column(with_protocol(PRESETS[name], name_)).items()
                                                           if v != mmbench_column(PRESETS[name])[a]))
