@@ -142,7 +142,9 @@ def test_padding_and_upscaling_are_stated_and_counted(setup):
     assert kinds["even"] == ["upscaled_to_minimum"] and kinds["small"] == ["upscaled_to_minimum"]
     assert kinds["grid"] == [] and kinds["text"] == []
     records = [{"model_info": r} for r in gme.last_encode_info] + [{"model_info": None}]
-    assert adapted_counts(records) == {"odd_frames_padded": 1, "upscaled_to_minimum": 3, "visual_moved_first": 1}
+    assert adapted_counts(records) == {"documents_adapted": {"odd_frames_padded": 1, "upscaled_to_minimum": 3,
+                                                              "visual_moved_first": 1}}
+    assert adapted_counts(records[-2:]) == {}
 
 
 def test_cli_protocol_mteb_runs_apart_and_compare_refuses_to_join(setup, vg_tiny, tmp_path, capsys):
@@ -161,3 +163,17 @@ def test_cli_protocol_mteb_runs_apart_and_compare_refuses_to_join(setup, vg_tiny
     assert main(["run", "--task", "visual_grounding", "--model", "minilm", "--data", str(vg_tiny),
                  "--protocol", "mteb"]) == 2
     assert "has one protocol only" in capsys.readouterr().err
+
+
+def test_the_summary_prints_the_adaptation_counts():
+    import pandas as pd
+
+    from mmbench.results.store import RunResults
+    from mmbench.results.summary import format_summary
+
+    pq = pd.DataFrame({"precision_at_1": [1.0, 0.0], "ranked_ids": [["a"], ["b"]], "relevant_ids": [["a"], ["a"]]})
+    seen = pd.DataFrame({"doc_id": ["a", "b"]})
+    counts = {"odd_frames_padded": 2, "upscaled_to_minimum": 5}
+    shown = format_summary(RunResults(pq, seen, {"mmbench": {"documents_adapted": counts}}), ())
+    assert "note: documents adapted to the model: odd_frames_padded 2, upscaled_to_minimum 5" in shown
+    assert "adapted" not in format_summary(RunResults(pq, seen, {"mmbench": {}}), ())
