@@ -150,14 +150,16 @@ def test_gme_tiny_forward_matches_reference(gme, media, dirs):
     got = gme.encode(docs, "document", store)
     assert got.shape == (4, 64) and np.allclose(np.linalg.norm(got, axis=1), 1, atol=1e-5)
     assert len({tuple(np.round(v, 4)) for v in got}) == 4
-    # independent reference: the full generation model's last hidden state at the final <|endoftext|>
+    # independent reference: the full generation model's last hidden state at the final <|endoftext|>, with the
+    # 1-D positions GME's recipe gives every token (test_models_gme_parity.py compares with the recipe itself)
     ref_model = Qwen2VLForConditionalGeneration.from_pretrained(dirs["q2"]).eval()
     prompt = render(docs[1].segments, "document", gme.preset.template).text
     assert prompt.endswith("<|endoftext|>")
     img = store.load_image(a.ref).resize((gme.image_size(100, 70)[1], gme.image_size(100, 70)[0]), 3)
     enc = gme.processor(text=[prompt], images=[img], do_resize=False, return_tensors="pt")
+    sequential = torch.arange(enc["input_ids"].shape[1])[None]
     with torch.no_grad():
-        h = ref_model(**enc, output_hidden_states=True).hidden_states[-1][0, -1]
+        h = ref_model(**enc, position_ids=sequential, output_hidden_states=True).hidden_states[-1][0, -1]
     np.testing.assert_allclose(got[1], (h / h.norm()).numpy(), atol=1e-5)
     # every image costs exactly what visual_tokens says: its pads plus vision start/end
     ids = enc["input_ids"][0].tolist()

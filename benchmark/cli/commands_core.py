@@ -18,6 +18,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("list", help="list tasks or models")
     p.add_argument("what", choices=("tasks", "models"), help="what to list")
     p.add_argument("--options", action="store_true", help="models: also list each adapter's --model-option keys")
+    p.add_argument("--details", action="store_true",
+                   help="models: also each seed model's protocol against its authors' code and mteb's wrapper "
+                        "(instruction, image tokens, max length, video, positions, pooling), with sources")
     add_include_argument(p)
     p.set_defaults(func=cmd_list)
 
@@ -183,6 +186,11 @@ def cmd_list(args: argparse.Namespace) -> int:
                   f"{str(m.dim or '-'):>5s}  {m.hub_id or '-':46s}  {flag}{m.description}")
             if args.options:
                 print(f"{'':26s} options: {', '.join(sorted(m.option_names())) or '-'}")
+            if getattr(args, "details", False):
+                from mmbench.models.protocol_table import details
+
+                for line in details(m.name):
+                    print(f"{'':26s} {line}")
     return 0
 
 
@@ -317,12 +325,16 @@ def model_options(args: argparse.Namespace, model: str) -> dict[str, Any]:
 
     flags = {k: v for k, v in {"device": args.device, "dtype": args.dtype, "model_path": args.model_path,
                                "attn_implementation": args.attn_implementation,
-                               "trust_remote_code": args.trust_remote_code or None}.items() if v is not None}
+                               "trust_remote_code": args.trust_remote_code or None,
+                               "protocol": getattr(args, "protocol", None)}.items() if v is not None}
     extra = parse_params(args.model_option, "--model-option")
     twice = sorted(set(flags) & set(extra))
     if twice:
         raise CLIError(f"--model-option {twice[0]} repeats an option given by its own flag")
     known = option_names(model)
+    if "protocol" in flags and known is not None and "protocol" not in known:
+        raise CLIError(f"model {model!r} has one protocol only (mmlongembed): --protocol is for models that offer "
+                       "several (see `mmbench list models --details`)")
     unknown = sorted(set(extra) - known) if known is not None else []
     if unknown:
         raise CLIError(f"model {model!r} has no option {unknown[0]!r}; its options: {', '.join(sorted(known or ()))}")

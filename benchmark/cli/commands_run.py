@@ -35,6 +35,10 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="how documents longer than the model's window are cut: middle keeps the head and the tail "
                         "(the protocol's rule); head keeps the start only, as sentence-transformers and stock mteb do "
                         "(another protocol: such runs are not compared or ranked with middle-truncated ones)")
+    p.add_argument("--protocol", default=None, metavar="NAME",
+                   help="run the model under another of its protocols, e.g. mteb (gme-2b, gme-7b: as mteb's wrapper "
+                        "runs it, to reproduce an mteb number); default mmlongembed. Its own protocol id: never "
+                        "compared or ranked with the default's runs (`mmbench list models --details`)")
     p.add_argument("--attn-implementation", default=None,
                    help="transformers attention implementation, e.g. sdpa, flash_attention_2, eager")
     p.add_argument("--trust-remote-code", action="store_true",

@@ -54,6 +54,11 @@ def smart_resize(height: int, width: int, factor: int, min_pixels: int, max_pixe
     return max(factor, h), max(factor, w)
 
 
+def below_minimum(width: int, height: int, factor: int, min_pixels: int) -> bool:
+    """Whether smart_resize upscales this image to `min_pixels` (its sides rounded to the grid fall short of it)."""
+    return max(factor, round(height / factor) * factor) * max(factor, round(width / factor) * factor) < min_pixels
+
+
 @dataclass(frozen=True)
 class QwenVLPreset:
     """Everything that defines one registered model: weights, template, window, vision bounds."""
@@ -67,6 +72,45 @@ class QwenVLPreset:
     video_frames_as_images: bool = False   # the official code feeds video frames as a list of images
     notes: str = ""
     settings: dict[str, Any] = field(default_factory=dict)
+    positions: str = "mrope"               # rotary positions of the language model's tokens: see POSITIONS
+    max_length: int | None = None          # a cut of the rendered prompt's tokens at the right (mteb-style); None: none
+    dtype: str | None = None               # the protocol's weight dtype when the user gives none
+    # Named alternative protocols: preset fields to replace ("vision" and "template": a dict of their fields).
+    protocols: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+
+DEFAULT_PROTOCOL = "mmlongembed"
+# What happens to visuals that do not fit the model as they are; each case is counted per document in the run's
+# summary (`adapted` in the adapter's per-document record).
+VISUAL_HANDLING = {
+    "small_images": "an image or frame below min_pixels is upscaled to it (smart_resize, PIL bicubic); counted as "
+                    "upscaled_to_minimum",
+    "odd_frame_counts": "native video: the processor repeats the last frame to fill a group of temporal_patch frames "
+                        "(a 1-frame clip becomes 2 equal frames); counted as odd_frames_padded",
+    "frame_rate": "a video above the model's fps keeps every k-th frame, never invents frames; counted as "
+                  "video_resampled",
+}
+POSITIONS = {
+    "mrope": "3-D multimodal rotary positions (Qwen-VL's get_rope_index: visual tokens by time, row and column)",
+    "sequential": "1-D positions 0..n-1 for every token, visual ones included (the language model called with "
+                  "position_ids=None, as GME's published inference code does under transformers < 4.52)",
+}
+
+
+def with_protocol(preset: QwenVLPreset, protocol: str | None) -> QwenVLPreset:
+    """The preset under a named protocol: `mmlongembed` (its own) or one of `preset.protocols`."""
+    name = protocol or DEFAULT_PROTOCOL
+    if name == DEFAULT_PROTOCOL:
+        return preset
+    if name not in preset.protocols:
+        known = ", ".join([DEFAULT_PROTOCOL, *sorted(preset.protocols)])
+        raise ValueError(f"model {preset.name!r} has no protocol {name!r}; its protocols: {known}")
+    changes = dict(preset.protocols[name])
+    if "vision" in changes:
+        changes["vision"] = replace(preset.vision, **changes["vision"])
+    if "template" in changes:
+        changes["template"] = replace(preset.template, **changes["template"])
+    return replace(preset, **changes, protocols={})
 
 
 def _attn(requested: str | None, device: str) -> str:
@@ -102,10 +146,17 @@ class QwenVLEmbedder(EmbeddingModel):
                  attn_implementation: str | None = None, model_path: str | None = None,
                  trust_remote_code: bool = False, revision: str | None = None, query_instruction: str | None = None,
                  document_instruction: str | None = None, video: bool | None = None, context: int | None = None,
-                 safety_margin: int | None = None, **_: Any) -> None:
+                 safety_margin: int | None = None, protocol: str | None = None, positions: str | None = None,
+                 **_: Any) -> None:
         import torch
         from transformers import AutoModel, AutoProcessor
 
+        protocol_name = protocol or DEFAULT_PROTOCOL
+        preset = with_protocol(preset, protocol)
+        if positions is not None:
+            if positions not in POSITIONS:
+                raise ValueError(f"positions must be one of {', '.join(POSITIONS)}, not {positions!r}")
+            preset = replace(preset, positions=positions)
         tpl = preset.template
         if query_instruction is not None:
             tpl = replace(tpl, query_instruction=query_instruction)
@@ -122,7 +173,7 @@ class QwenVLEmbedder(EmbeddingModel):
                              "(peft: PeftModel.from_pretrained(base, path).merge_and_unload().save_pretrained(out))")
         self._torch = torch
         self._device = resolve_device(device)
-        self._dtype = resolve_dtype(dtype, self._device)
+        self._dtype = resolve_dtype(dtype or preset.dtype, self._device)
         self._attn = _attn(attn_implementation, self._device)
         kw = dict(revision=revision, local_files_only=local, trust_remote_code=trust_remote_code)
         self.processor = AutoProcessor.from_pretrained(source, **kw)
@@ -148,7 +199,12 @@ class QwenVLEmbedder(EmbeddingModel):
             "normalize": "l2", "dtype": str(self._dtype).split(".")[-1], "context": window,
             "vision": asdict(vb), "video": self.preset.video, "padding_side": "right",
             "video_input": "frames as images" if preset.video_frames_as_images else "native video",
-            "model_id": Path(source).name if local else source, **preset.settings,
+            "model_id": Path(source).name if local else source, "positions": self.preset.positions,
+            "visual_handling": VISUAL_HANDLING,
+            **({"max_length": preset.max_length, "truncation_side": "right (the prompt's tokens, its end included)"}
+               if preset.max_length else {}),
+            **({"protocol": protocol_name} if preset.protocols or protocol_name != DEFAULT_PROTOCOL else {}),
+            **preset.settings,
         }
         mods = {"text", "image"} | ({"video"} if self.preset.video else set())
         self.card = ModelCard(
@@ -222,35 +278,46 @@ class QwenVLEmbedder(EmbeddingModel):
         done for the next batch while this one is forwarded); a document over the window is an error here."""
         if not documents:
             return PreparedInputs({}, [])
-        prompts, images, videos, metas, info = [], [], [], [], []
+        prompts, images, videos, metas = [], [], [], []
+        info: list[dict[str, Any]] = []
         as_images = self.preset.video_frames_as_images
+        vb = self.preset.vision
         for doc in documents:
-            adapted: list[str] = []
+            adapted: list[tuple[str, str]] = []   # (kind, what was done): counted per kind in the run's summary
             segments = [self._resampled(seg, doc.id, adapted) if isinstance(seg, Video) else seg
                         for seg in doc.segments]
             rendered = render(segments, role, self.preset.template, video_as_images=as_images)
             if rendered.reordered:
-                adapted.insert(0, "single visual moved before the text (official form)")
-            n_frames = 0
+                adapted.insert(0, ("visual_moved_first", "single visual moved before the text (official form)"))
+            n_frames, upscaled = 0, 0
             for seg in rendered.visuals:
                 if media is None:
                     raise EncodeError(f"document {doc.id!r} has images or videos but no media store was given")
                 if isinstance(seg, Image):
+                    upscaled += below_minimum(seg.width, seg.height, vb.factor, vb.min_pixels)
                     images.append(self._load(media, seg.ref, doc.id, self.image_size(seg.width, seg.height)))
                     continue
                 size = self.frame_size(seg.width, seg.height)
                 frames = [self._load(media, r, doc.id, size) for r in seg.frames]
                 n_frames += len(frames)
+                upscaled += len(frames) * below_minimum(seg.width, seg.height, vb.factor, vb.video_min_pixels)
                 if as_images:
                     images.extend(frames)
                     continue
+                if len(frames) % vb.temporal_patch:
+                    adapted.append(("odd_frames_padded", f"{len(frames)} frames: the processor repeats the last "
+                                    f"frame to fill a group of {vb.temporal_patch} (Qwen-VL's rule)"))
                 videos.append(np.stack([np.asarray(f) for f in frames]))
                 metas.append({"fps": seg.fps, "frames_indices": list(range(len(frames))),
                               "total_num_frames": len(frames)})
             if as_images and n_frames:
-                adapted.append(f"video frames given as {n_frames} images (the official input form)")
+                adapted.append(("frames_as_images", f"video frames given as {n_frames} images (the official input form)"))
+            if upscaled:
+                adapted.append(("upscaled_to_minimum", f"{upscaled} images or frames below the model's minimum pixels "
+                                "upscaled to it (bicubic)"))
             prompts.append(rendered.text)
-            info.append({"id": doc.id, "frames": n_frames, "adaptations": adapted})
+            info.append({"id": doc.id, "frames": n_frames, "adaptations": [text for _, text in adapted],
+                         "adapted": [kind for kind, _ in adapted]})
         kwargs: dict[str, Any] = {}
         if videos:
             kwargs["do_sample_frames"] = False
@@ -259,12 +326,18 @@ class QwenVLEmbedder(EmbeddingModel):
                 from transformers.video_utils import VideoMetadata
 
                 kwargs["video_metadata"] = [VideoMetadata(**m) for m in metas]
+        if self.preset.max_length:
+            kwargs.update(truncation=True, max_length=self.preset.max_length)
         inputs = self.processor(text=prompts, images=images or None, videos=videos or None, do_resize=False,
                                 padding=True, return_tensors="pt", **kwargs)
         mask = inputs["attention_mask"]
         lengths = mask.sum(dim=1).tolist()
-        for doc, n, rec in zip(documents, lengths, info):
+        for i, (doc, n, rec) in enumerate(zip(documents, lengths, info)):
             rec["tokens"] = int(n)
+            if n == self.preset.max_length and len(self._tok(prompts[i], add_special_tokens=False)["input_ids"]) > n:
+                rec["adaptations"].append(f"prompt cut at {n} tokens at the right, its closing tokens included "
+                                          "(the protocol's max_length)")
+                rec["adapted"].append("prompt_cut")
             if n > self.preset.context:
                 raise EncodeError(f"document {doc.id!r}: {n} tokens exceed the {self.preset.context}-token window "
                                   "(it should have been truncated before encoding)")
@@ -279,6 +352,9 @@ class QwenVLEmbedder(EmbeddingModel):
             inputs["pixel_values"] = inputs["pixel_values"].to(self._dtype)
         if "pixel_values_videos" in inputs:
             inputs["pixel_values_videos"] = inputs["pixel_values_videos"].to(self._dtype)
+        if self.preset.positions == "sequential":
+            n, length = inputs["input_ids"].shape
+            inputs["position_ids"] = self._torch.arange(length, device=self._device).expand(n, length)
         with self._torch.inference_mode():
             hidden = self.model(**inputs).last_hidden_state
         emb = self._pool_last(hidden, inputs["attention_mask"])
@@ -286,13 +362,14 @@ class QwenVLEmbedder(EmbeddingModel):
         self.last_encode_info = prepared.info
         return emb.cpu().numpy().astype(np.float32)
 
-    def _resampled(self, seg: Video, item: str, adapted: list[str]) -> Video:
+    def _resampled(self, seg: Video, item: str, adapted: list[tuple[str, str]]) -> Video:
         """The video at the model's frame rate (fewer frames, never invented ones); noted in `adapted`."""
         if not self.preset.video:
             raise EncodeError(f"document {item!r}: model {self.card.name} does not accept video")
         frames, fps = resample_frames(seg.frames, seg.fps, self.preset.vision.fps)
         if len(frames) < len(seg.frames):
-            adapted.append(f"video resampled {seg.fps:g}->{fps:g} fps ({len(seg.frames)}->{len(frames)} frames)")
+            adapted.append(("video_resampled",
+                            f"video resampled {seg.fps:g}->{fps:g} fps ({len(seg.frames)}->{len(frames)} frames)"))
         return replace(seg, frames=tuple(frames), fps=fps)
 
     @staticmethod

@@ -20,11 +20,20 @@ QWEN3_VL_VIDEO = dict(video_min_pixels=128 * 32 * 32, video_max_pixels=768 * 32 
 GME_VISION = VisionBounds(factor=28, min_pixels=256 * 28 * 28, max_pixels=1280 * 28 * 28, **QWEN2_VL_VIDEO)
 GME_NOTES = ("GME official code: system prompt = task instruction for queries and 'You are a helpful assistant.' "
              "for documents, image before text, prompt ends with '<|endoftext|>' whose final hidden state is "
-             "pooled, L2-normalised; min/max image tokens 256/1280. Deviations: the official max_length of 1800 "
+             "pooled, L2-normalised; min/max image tokens 256/1280; the language model is called with "
+             "position_ids=None, so every token, image tokens included, has a 1-D position (positions="
+             "'sequential'; gme_inference.py and modeling_gme_qwen2vl.py on the model's hub page, which pin "
+             "transformers < 4.52). Deviations: the official max_length of 1800 "
              "tokens is replaced by the Qwen2-VL window (32768); several images are placed in reading order "
              "(official code takes one image per input); video is off by default (GME was not trained on video; "
              "video=True uses the Qwen2-VL backbone's native video path). The default query instruction is GME's "
-             "text-to-image one; set query_instruction for other tasks.")
+             "text-to-image one; set query_instruction for other tasks. positions='mrope' runs the backbone's 3-D "
+             "multimodal positions instead (another setup). protocol='mteb' runs it as mteb 2.26's wrapper does: "
+             "4..1280 image tokens, prompts cut at 1800 tokens at the right, float16.")
+# mteb 2.26's GmeQwen2VL (mteb/models/model_implementations/gme_v_models.py): min_image_tokens=4, max_length=1800
+# with the processor's right-side truncation, torch_dtype=float16, a '.' appended to a query instruction.
+GME_MTEB = {"vision": {"min_pixels": 4 * 28 * 28}, "max_length": 1800, "dtype": "float16", "video": False,
+            "template": {"instruction_period": True}}
 
 QWEN3_VISION = VisionBounds(factor=32, min_pixels=4 * 32 * 32, max_pixels=1800 * 32 * 32, fps=1.0,
                             **QWEN3_VL_VIDEO)
@@ -63,15 +72,18 @@ RZEN_NOTES = ("RzenEmbed (as mteb's wrapper runs it): system prompt always 'You 
               "of the final-norm hidden state, L2-normalised; images 256..1280 tokens; a video is given as its frames, "
               "one image each at 160..180 tokens. Deviations: the official max_length of 2000 is replaced by the "
               "Qwen2-VL window (32768); mteb joins instruction and text with nothing, mmbench with one space after the "
-              "instruction's colon; mteb samples 8 frames, mmbench keeps the 1-FPS frames. The default query "
-              "instruction is MMEB's text-to-image one (RzenEmbed was fine-tuned on MMEB-train).")
+              "instruction's colon (the authors' example instruction ends in that space); mteb samples 8 frames, "
+              "mmbench keeps the 1-FPS frames. The default query instruction is MMEB's text-to-image one (RzenEmbed "
+              "was fine-tuned on MMEB-train). Positions: 1-D for every token, as the authors' rzen_embed_inference.py "
+              "(github.com/360CVGroup/RzenEmbed: the GME recipe, the text decoder called with position_ids=None) "
+              "and mteb's wrapper run it; positions='mrope' gives the backbone's 3-D positions (another setup).")
 UNVERIFIED = " UNVERIFIED: this model's template was not checked against its official code; it reuses {} by assumption."
 
 PRESETS: dict[str, QwenVLPreset] = {p.name: p for p in (
     QwenVLPreset("gme-2b", "Alibaba-NLP/gme-Qwen2-VL-2B-Instruct", GME, 32768, GME_VISION, video=False,
-                 notes=GME_NOTES),
+                 notes=GME_NOTES, positions="sequential", protocols={"mteb": GME_MTEB}),
     QwenVLPreset("gme-7b", "Alibaba-NLP/gme-Qwen2-VL-7B-Instruct", GME, 32768, GME_VISION, video=False,
-                 notes=GME_NOTES),
+                 notes=GME_NOTES, positions="sequential", protocols={"mteb": GME_MTEB}),
     QwenVLPreset("qwen3-vl-embedding-2b", "Qwen/Qwen3-VL-Embedding-2B", QWEN3_VL_EMBEDDING, 32768, QWEN3_VISION,
                  notes=QWEN3_NOTES),
     QwenVLPreset("qwen3-vl-embedding-8b", "Qwen/Qwen3-VL-Embedding-8B", QWEN3_VL_EMBEDDING, 32768, QWEN3_VISION,
@@ -87,7 +99,7 @@ PRESETS: dict[str, QwenVLPreset] = {p.name: p for p in (
     QwenVLPreset("ops-mm-embedding-7b", "OpenSearch-AI/Ops-MM-embedding-v1-7B", replace(GME, name="ops-mm"),
                  32768, OPS_MM_VISION, video_frames_as_images=True, notes=OPS_MM_NOTES),
     QwenVLPreset("rzen-embed", "qihoo360/RzenEmbed", RZEN, 32768, RZEN_VISION, video_frames_as_images=True,
-                 notes=RZEN_NOTES),
+                 notes=RZEN_NOTES, positions="sequential"),
     QwenVLPreset("embed-rl", None, replace(QWEN3_VL_EMBEDDING, name="embed-rl"), 32768, QWEN3_VISION,
                  notes=UNVERIFIED.format("the Qwen3-VL-Embedding template and bounds")
                  + " No hub id recorded: pass --model-path (a Qwen3-VL-based checkpoint is assumed)."),

@@ -28,8 +28,9 @@ TRUNCATION_RULE = "middle: keep head and tail, whole images and frames, to the m
 TRUNCATION_RULES = {"middle": TRUNCATION_RULE,
                     "head": "head: keep the start, whole images and frames, to the model's token budget"}
 INSTRUCTION_KEYS = ("template", "query_instruction", "document_instruction", "system_fallback", "prompts")
-VISUAL_KEYS = ("vision", "video", "video_input", "max_pixels", "min_pixels", "fps", "max_frames", "image_size")
-WINDOW_KEYS = ("context", "max_seq_length")
+VISUAL_KEYS = ("vision", "video", "video_input", "max_pixels", "min_pixels", "fps", "max_frames", "image_size",
+               "positions", "visual_handling")
+WINDOW_KEYS = ("context", "max_seq_length", "max_length", "truncation_side")
 POOLING_KEYS = ("pooling", "normalize", "fusion", "dimensions")
 
 
@@ -65,6 +66,8 @@ def protocol_record(identity: dict[str, Any], selection: dict[str, Any], *, dtyp
         "backend": backend_of(identity),
         "tie_break": tie_break,  # how a scorer orders equal scores: differs between embedders and LLM rankers
     }
+    if "protocol" in settings:  # a model run under a named protocol (mmlongembed, mteb): only where it offers several
+        setup["protocol"] = settings["protocol"]
     evaluation = {"selection": {k: selection.get(k) for k in ("limit", "n_items", "n_items_total", "items_hash")},
                   "truncation_rule": TRUNCATION_RULES[strategy_of(settings)]}
     return {"evaluation": evaluation, "setup": setup, "strata": selection.get("strata")}

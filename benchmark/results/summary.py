@@ -51,6 +51,10 @@ def format_summary(res: RunResults, axes: Sequence[str], metric: str = "precisio
     if info.get("documents_truncated"):
         how = strategy_of((info.get("model") or {}).get("settings"))
         lines.append(f"note: {info['documents_truncated']} documents were {how}-truncated to the model's window")
+    adapted = info.get("documents_adapted") or {}
+    if adapted:  # the adapter's own account of padding, resampling, upscaling and cuts (seen.parquet's model_info)
+        lines.append("note: documents adapted to the model: " + ", ".join(f"{k} {v}" for k, v in adapted.items())
+                     + " (see the protocol's visual_handling)")
     for row in _overall(res):
         lines.append(row)
     lines += efficiency_lines(info.get("efficiency"))

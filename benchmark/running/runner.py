@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import logging
+from collections import Counter
 import time
 from dataclasses import dataclass, field, fields
 from pathlib import Path
@@ -446,6 +447,7 @@ def _run_poolset(ps: PoolSet, model: EmbeddingModel, options: RunOptions) -> tup
         "warnings": warnings,
         "model_loaded": bool(getattr(model, "loaded", True)),
         "tie_break": f"scores rounded to {SCORE_DECIMALS} decimals; ties ordered by a permutation seeded from (seed={options.seed}, item id)",
+        **adapted_counts(list(c_seen.values()) + list(q_seen.values())),
     }
     return per_query, seen, run_info
 
@@ -459,6 +461,16 @@ def _executor_info(executor: Any) -> dict[str, Any]:
 
 
 _SEEN_ORDER = tuple(f.name for f in fields(SeenRecord))  # _flat's column order
+
+
+def adapted_counts(records: Sequence[dict[str, Any]]) -> dict[str, dict[str, int]]:
+    """`{"documents_adapted": documents per kind}` of the adaptations the adapter reported (`model_info.adapted`:
+    padded frames, upscaled images, resampled videos, a cut prompt ...), so no padding or resampling goes unstated
+    in the run's summary; empty when none was reported (adapters that report none leave results.json as it was)."""
+    counts: Counter[str] = Counter()
+    for rec in records:
+        counts.update(set((rec.get("model_info") or {}).get("adapted") or ()))
+    return {"documents_adapted": dict(sorted(counts.items()))} if counts else {}
 
 
 def _flat(record: dict[str, Any]) -> dict[str, Any]:
