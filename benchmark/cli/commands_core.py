@@ -11,6 +11,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from mmbench.common.address_limit import memory_step
 from mmbench.common.errors import CLIError
 
 
@@ -262,7 +263,8 @@ def resolve_poolset(task, data: Path | None, seed: int, quiet: bool = False, ver
     from mmbench.running.poolsets import resolve_poolset as resolve_poolset_for
 
     try:
-        return resolve_poolset_for(task, data, seed, progress=not quiet, verify=verify, announce=print)
+        with memory_step(f"reading the pool set of {task.name}" if data is not None else f"building {task.name}"):
+            return resolve_poolset_for(task, data, seed, progress=not quiet, verify=verify, announce=print)
     except PoolSetUnusable as exc:
         raise CLIError(str(exc)) from None
 

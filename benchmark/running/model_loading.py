@@ -5,6 +5,7 @@ import time
 from typing import Any, Callable
 
 from mmbench.models.base import EmbeddingModel
+from mmbench.common.address_limit import OutOfMemory, is_out_of_memory, memory_step
 
 
 class ModelUnavailable(RuntimeError):
@@ -16,14 +17,19 @@ def load_model_explained(name: str, options: dict[str, Any],
     """`load_model`, with unknown names and unreachable weights turned into one-line explanations. The time
     the load took (by `clock`) is set as the model's `load_seconds`, which the run's efficiency record reads."""
     from mmbench.models.registry import UnknownModelError, load_model, weights_problem
+    from mmbench.running.memory_fit import fit_problem
 
     problem = weights_problem(name, options)
     if problem is not None:  # decided in a second, where the load would retry each file for minutes
         hint = "--model-path DIR"
         raise ModelUnavailable(f"{problem} (offline? download the weights and pass {hint})")
+    no_fit = fit_problem(name, options)
+    if no_fit is not None:  # refused in one line, before an allocation fails somewhere (or aborts in C++)
+        raise OutOfMemory(no_fit)
     try:
         start = clock()
-        model = load_model(name, **options)
+        with memory_step(f"loading model {name!r}"):
+            model = load_model(name, **options)
         try:
             setattr(model, "load_seconds", clock() - start)  # read by the run's efficiency record (an extra attribute)
         except AttributeError:
@@ -36,6 +42,8 @@ def load_model_explained(name: str, options: dict[str, Any],
             raise
         raise ModelUnavailable(f"model {name!r}: {exc}") from None
     except OSError as exc:  # weights or tokenizer not reachable: say how to point at a local copy
+        if is_out_of_memory(exc):  # a library or the weights that could not be mapped: memory, not the network
+            raise
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         hint = "--model mteb:DIR" if name.startswith("mteb:") else "--model-path DIR"
         raise ModelUnavailable(f"could not load model {name!r}: {first} "
