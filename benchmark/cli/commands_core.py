@@ -215,6 +215,17 @@ def task_or_error(name: str):
         raise CLIError(str(exc)) from None
 
 
+def build_params_or_error(task, items: list[str]) -> dict[str, Any]:
+    """The --param values of a build of `task`, each checked against the builder's annotation before any work
+    (`--param lengths=abc` is an error naming `lengths`, not a bare int() error mid-build)."""
+    params = parse_params(items)
+    try:
+        task.check_param_types(params)
+    except ValueError as exc:
+        raise CLIError(str(exc)) from None
+    return params
+
+
 def cmd_build(args: argparse.Namespace) -> int:
     load_includes(args)
     task = task_or_error(args.task)
@@ -223,11 +234,7 @@ def cmd_build(args: argparse.Namespace) -> int:
     from mmbench.running.poolsets import default_poolset_dir
 
     out = args.out or default_poolset_dir(task.name, args.source, args.seed)
-    params = parse_params(args.param)
-    try:
-        task.check_param_types(params)
-    except ValueError as exc:
-        raise CLIError(str(exc)) from None
+    params = build_params_or_error(task, args.param)
     from mmbench.common.scratch import OutputRefused, check_replaceable
 
     start = time.perf_counter()

@@ -75,12 +75,18 @@ def runtime_footprint(modules: tuple[str, ...] = RUNTIME_MODULES) -> tuple[int, 
     return "fail: " + (" ".join(last[-1].split())[:160] if last else f"exit {done.returncode}")
 
 
-def weights_on_disk(name: str, options: dict[str, Any]) -> int | None:
-    """The size of the weight files the model `name` would load (with `options`), or None when none is found."""
+def weight_files(name: str, options: dict[str, Any]) -> list[Path]:
+    """The weight files the model `name` would load (with `options`): those of its local folder, packaged copy
+    or hub cache snapshot; empty when none is found."""
     folder = _weights_folder(name, options)
     if folder is None or not folder.is_dir():
-        return None
-    sizes = [p.stat().st_size for p in folder.rglob("*") if p.suffix in WEIGHT_SUFFIXES and p.is_file()]
+        return []
+    return sorted(p for p in folder.rglob("*") if p.suffix in WEIGHT_SUFFIXES and p.is_file())
+
+
+def weights_on_disk(name: str, options: dict[str, Any]) -> int | None:
+    """The size of the weight files the model `name` would load (with `options`), or None when none is found."""
+    sizes = [p.stat().st_size for p in weight_files(name, options)]
     return sum(sizes) if sizes else None
 
 
