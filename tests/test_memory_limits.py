@@ -197,3 +197,21 @@ def test_the_probe_measures_an_import():
     space, resident = runtime_footprint(("json",))
     assert 0 <= space < 2**30 and 0 <= resident < 2**30
     assert runtime_footprint(("no_such_module_anywhere",)).startswith("fail: ModuleNotFoundError")
+
+
+def test_the_cgroup_limit_counts_resident_memory_and_the_weights_once(monkeypatch):
+    from mmbench.running import memory_fit
+
+    monkeypatch.setattr(memory_fit, "address_limit_bytes", lambda: None)
+    monkeypatch.setattr(memory_fit, "_own_status", lambda: (9000 * 2**20, 300 * 2**20))   # VmSize is not counted
+    monkeypatch.setattr(memory_fit, "runtime_footprint", lambda: (4000 * 2**20, 400 * 2**20))
+    monkeypatch.setattr(memory_fit, "weights_on_disk", lambda name, options: 1000 * 2**20)
+    monkeypatch.setattr(address_limit, "address_limit_bytes", lambda: None)
+    for bound_mb, fits in ((2300, True), (2100, False)):   # 300 + 400 + 1 x 1000 + 512 = 2212 MB
+        monkeypatch.setattr(memory_fit, "cgroup_memory_limit", lambda: bound_mb * 2**20)
+        monkeypatch.setattr(address_limit, "cgroup_memory_limit", lambda: bound_mb * 2**20)
+        line = memory_fit.fit_problem("minilm", {})
+        assert (line is None) == fits, line
+        if line is not None:
+            assert f"cgroup memory limit of {bound_mb} MB (memory.max)" in line and "resident memory" in line
+            assert "weights 1 x 1,000 MB on disk" in line

@@ -8,7 +8,8 @@ its footprint is compared with the limits and the load is refused in one line wh
 - the runtime libraries (torch and transformers), measured: a probe process imports them under the same limits
   and reports how much address space (VmPeak) and resident memory (VmHWM) the import added. A probe that does
   not finish means the libraries alone do not fit.
-- the weights: twice their size on disk (the file as read or mapped, and the tensors made from it); where no
+- the weights: their size on disk, twice against the address-space limit (the file as read or mapped, and the
+  tensors made from it), once against the cgroup limit (a mapped file's pages are reclaimable cache); where no
   file is found, the parameters the registry states at 4 bytes each (2 under --dtype bfloat16/float16).
 - `WORKING_ALLOWANCE`, stated: one batch's activations, the tokenizer and the allocator's slack.
 
@@ -150,14 +151,16 @@ def fit_problem(name: str, options: dict[str, Any]) -> str | None:
     if own is None:
         return None
     space, resident = runtime
-    for bound, used, runtime_part, what in ((limit, own[0], space, "address space"),
-                                            (cgroup, own[1], resident, "resident memory")):
+    # address space holds the file as read or mapped and the tensors made from it; resident memory the tensors
+    # (a mapped file's pages are cache the kernel can reclaim)
+    for bound, used, runtime_part, copies, what in ((limit, own[0], space, 2, "address space"),
+                                                    (cgroup, own[1], resident, 1, "resident memory")):
         if bound is None:
             continue
-        need = used + runtime_part + 2 * weights + WORKING_ALLOWANCE
+        need = used + runtime_part + copies * weights + WORKING_ALLOWANCE
         if need > bound:
             return (f"model {name!r} cannot fit under {limits_in_force()}: it needs about {_mb(need)} of {what} "
                     f"({_mb(used)} in use, runtime libraries {_mb(runtime_part)} measured, weights "
-                    f"2 x {_mb(weights)} {weights_from}, {_mb(WORKING_ALLOWANCE)} working allowance); raise the "
-                    "limit or choose a smaller model")
+                    f"{copies} x {_mb(weights)} {weights_from}, {_mb(WORKING_ALLOWANCE)} working allowance); "
+                    "raise the limit or choose a smaller model")
     return None
