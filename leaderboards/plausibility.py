@@ -4,6 +4,9 @@ and stated timings or CO₂ figures that cannot be true.
 - Every document empty: when each document of the run reached the model with no token at all (cut to nothing
   by truncation, or made only of modalities the model does not see), its vectors describe nothing and its
   scores are chance; such a run is no measurement of the model.
+- Truncation without a window: a model whose card states no context window (`max_tokens` null: BM25, a
+  windowless API) cuts nothing, so a seen.parquet marking any of its documents truncated was not written by
+  its run.
 - Timings: every stated duration (`evaluation_time` and each `..._seconds` figure) is at most a year
   (`MAX_SECONDS`); a run longer than that is a typing error or a forgery, not a measurement.
 - CO₂: `kg_co2_emissions` needs a stated `evaluation_time` and may not exceed what `MAX_KG_CO2_PER_HOUR`
@@ -25,7 +28,21 @@ MAX_KG_CO2_PER_HOUR = 100.0
 
 
 def plausibility_problems(summary: dict[str, Any], seen: pd.DataFrame) -> list[Problem]:
-    return _empty_run(seen) + _timing(summary) + _co2(summary)
+    return _empty_run(seen) + _windowless_truncation(summary, seen) + _timing(summary) + _co2(summary)
+
+
+def _windowless_truncation(summary: dict[str, Any], seen: pd.DataFrame) -> list[Problem]:
+    block = summary.get("mmbench") if isinstance(summary, dict) else None
+    model = block.get("model") if isinstance(block, dict) else None
+    if not isinstance(model, dict) or "max_tokens" not in model or model["max_tokens"] is not None:
+        return []
+    if seen.empty or "truncated" not in seen.columns:
+        return []
+    truncated = int(seen["truncated"].fillna(False).astype(bool).sum())
+    if not truncated:
+        return []
+    return [Problem(f"{SEEN}: truncated", f"{truncated} of the {len(seen)} documents are marked truncated, but the "
+                    "model states no context window (mmbench.model.max_tokens is null) and cuts nothing")]
 
 
 def _empty_run(seen: pd.DataFrame) -> list[Problem]:

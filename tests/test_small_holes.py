@@ -196,3 +196,126 @@ def test_out_of_memory_errors_are_told_in_one_line():
     shared = ImportError("/x/_propack.so: failed to map segment from shared object")
     assert out_of_memory_message(shared).startswith("out of memory under") and out_of_memory_message(MemoryError())
     assert out_of_memory_message(ValueError("bad value")) is None
+
+
+# --- issue 45, item 6 -----------------------------------------------------------------------------------------
+
+def _windowless_results(good: Path, out: Path, truncated: bool) -> Path:
+    """A copy of `good` re-sealed as a windowless model's run (max_tokens null), its documents marked truncated
+    or not, every stated count consistent with its tables."""
+    from mmbench.results.store import load_results, write_results
+
+    res = load_results(good)
+    seen = res.seen.copy()
+    seen["truncated"] = truncated
+    summary = json.loads(json.dumps(res.summary))
+    summary["mmbench"]["model"]["max_tokens"] = None
+    summary["mmbench"]["documents_truncated"] = int(seen["truncated"].sum())
+    return write_results(out, res.per_query, seen, summary)
+
+
+def test_the_board_refuses_a_windowless_run_marked_truncated(board_setup, tmp_path):
+    registry, good = board_setup
+    got = _reasons(_windowless_results(good, tmp_path / "forged", truncated=True), registry)
+    assert "model states no context window" in got.get("seen.parquet: truncated", ""), got
+    honest = _windowless_results(good, tmp_path / "honest", truncated=False)
+    try:
+        validate_submission(honest, registry)
+    except SubmissionRejected as exc:  # whatever else it may say, never that
+        assert not any(p.field == "seen.parquet: truncated" for p in exc.problems), exc.problems
+
+
+def _bad_index_reply(indexes):
+    return {"data": [{"index": i, "embedding": [float(k + 1)] * 4} for k, i in enumerate(indexes)]}
+
+
+@pytest.mark.parametrize("indexes", [[0, 0], [1, 1], [0, 2], [-1, 0], [0, None], [True, False]])
+def test_an_api_reply_with_duplicate_or_stray_indexes_is_refused(indexes):
+    from mmbench.models.api_openai import OpenAIEmbeddingModel
+    from mmbench.models.output_check import BadModelOutput
+    from mmbench.data.documents import Document, Text
+
+    model = OpenAIEmbeddingModel(model="m", base_url="http://127.0.0.1:9/v1")
+    model.client = _Reply(_bad_index_reply(indexes))   # the server's reply, without a server
+    docs = [Document("a", [Text("x")]), Document("b", [Text("y")])]
+    with pytest.raises(BadModelOutput, match="'index' fields"):
+        model._call(([0, 1], {}), docs)
+    model.client = _Reply(_bad_index_reply([1, 0]))   # out of order but whole: put back in order
+    assert model._call(([0, 1], {}), docs) == [[2.0] * 4, [1.0] * 4]
+    model.client = _Reply({"data": [{"embedding": [1.0] * 4}, {"embedding": [2.0] * 4}]})   # no index: as sent
+    assert model._call(([0, 1], {}), docs) == [[1.0] * 4, [2.0] * 4]
+
+
+class _Reply:
+    def __init__(self, body):
+        self.body = body
+
+    def post_json(self, url, payload, headers):
+        return self.body
+
+
+def test_a_removed_media_folder_is_one_line(tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("MMBENCH_HOME", str(tmp_path / "home"))
+    ps = tmp_path / "ps"
+    assert main(["build", "--task", "visual_grounding", "--out", str(ps), "--param", "lengths=[256]",
+                 "--param", "backgrounds=[image]", "--param", "kinds=[text]", "--param", "needles_per_kind=2"]) == 0
+    shutil.rmtree(ps / "media")
+    capsys.readouterr()
+    assert main(["run", "--task", "visual_grounding", "--model", "bm25", "--data", str(ps),
+                 "--output", str(tmp_path / "out")]) == 2
+    err = [ln for ln in capsys.readouterr().err.splitlines() if ln.strip()]
+    assert len(err) == 1 and "its media folder is missing" in err[0] and str(ps / "media") in err[0], err
+    assert not (tmp_path / "out").exists()
+
+
+def test_a_zeroed_checkpoint_is_one_line_naming_file_and_model(tmp_path, capsys, monkeypatch):
+    from mmbench.models.sentence_transformer import packaged_minilm_path
+
+    monkeypatch.setenv("MMBENCH_HOME", str(tmp_path / "home"))
+    weights = tmp_path / "weights"
+    shutil.copytree(packaged_minilm_path(), weights)
+    size = (weights / "model.safetensors").stat().st_size
+    (weights / "model.safetensors").write_bytes(b"\0" * size)
+    for request in (["--model", str(weights)], ["--model", "minilm", "--model-path", str(weights)]):
+        out = tmp_path / "runs" / "out"
+        assert main(["run", "--task", "visual_grounding", *request, "--data", "/nonexistent-is-not-read-first",
+                     "--output", str(out)]) == 2
+        err = [ln for ln in capsys.readouterr().err.splitlines() if ln.strip()]
+        assert len(err) == 1 and str(weights / "model.safetensors") in err[0] and "is damaged" in err[0], err
+        assert repr(request[1]) in err[0]
+        assert not (tmp_path / "runs").exists()
+
+
+def test_damaged_torch_files_are_told_from_whole_ones(tmp_path):
+    from mmbench.running.model_loading import _damage
+
+    (tmp_path / "a.bin").write_bytes(b"\0" * 64)
+    (tmp_path / "b.bin").write_bytes(b"PK\x03\x04rest")
+    (tmp_path / "c.pt").write_bytes(b"")
+    (tmp_path / "d.safetensors").write_bytes(b"\x08\0\0\0\0\0\0\0{}      ")
+    assert "neither a zip archive nor a pickle" in _damage(tmp_path / "a.bin")
+    assert _damage(tmp_path / "b.bin") is None and _damage(tmp_path / "c.pt") == "empty"
+    assert _damage(tmp_path / "d.safetensors") is None
+
+
+@pytest.mark.parametrize("command", ["draws", "overfit"])
+def test_draws_and_overfit_fail_fast_on_an_unknown_model(command, tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("MMBENCH_HOME", str(tmp_path / "home"))
+    extra = ["--secret-seed", "s", "--fresh", "2"] if command == "overfit" else ["--seeds", "0..1"]
+    assert main([command, "--task", "visual_grounding", "--model", "nosuchmodel", "--out", str(tmp_path / "out"),
+                 "--param", "lengths=[256]", *extra]) == 2
+    err = [ln for ln in capsys.readouterr().err.splitlines() if ln.strip()]
+    assert len(err) == 1 and "unknown model 'nosuchmodel'" in err[0], err
+    assert not (tmp_path / "home" / "draws").exists() and not (tmp_path / "out").exists()  # nothing was built
+
+
+@pytest.mark.parametrize("command", ["draws", "overfit"])
+def test_draws_and_overfit_name_a_bad_parameter(command, tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("MMBENCH_HOME", str(tmp_path / "home"))
+    extra = ["--secret-seed", "s", "--fresh", "2", "--model", "bm25"] if command == "overfit" else ["--seeds", "0"]
+    assert main([command, "--task", "visual_grounding", "--param", "lengths=abc", "--out", str(tmp_path / "out"),
+                 *extra]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "--param lengths: expected a list of integers, e.g. [256,512], got 'abc'" in err and \
+        len(err.splitlines()) == 1, err
+    assert not (tmp_path / "home" / "draws").exists()

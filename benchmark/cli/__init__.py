@@ -123,8 +123,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"mmbench: cause: {type(exc.__cause__).__name__}: {cause}", file=sys.stderr)
         return 2
     except (MemoryError, ImportError, OSError, ValueError, RuntimeError) as exc:
-        no_room = out_of_memory_message(exc)
-        if no_room is not None and not args.verbose:
+        no_room = out_of_memory_message(exc, f"running `mmbench {args.command}`")
+        if no_room is not None:  # with -v too: a traceback of a failed allocation tells no more than this line
             print(f"mmbench: error: {no_room}", file=sys.stderr)
             return 2
         if args.verbose or isinstance(exc, (MemoryError, ImportError)):

@@ -11,6 +11,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from mmbench.common.address_limit import memory_step
 from mmbench.common.errors import CLIError
 
 
@@ -243,6 +244,17 @@ def task_or_error(name: str):
         raise CLIError(str(exc)) from None
 
 
+def build_params_or_error(task, items: list[str]) -> dict[str, Any]:
+    """The --param values of a build of `task`, each checked against the builder's annotation before any work
+    (`--param lengths=abc` is an error naming `lengths`, not a bare int() error mid-build)."""
+    params = parse_params(items)
+    try:
+        task.check_param_types(params)
+    except ValueError as exc:
+        raise CLIError(str(exc)) from None
+    return params
+
+
 def cmd_build(args: argparse.Namespace) -> int:
     load_includes(args)
     if args.task_file is not None:   # built from its spec, not registered: `--include FILE` registers it
@@ -264,11 +276,7 @@ def cmd_build(args: argparse.Namespace) -> int:
     from mmbench.running.poolsets import default_poolset_dir
 
     out = args.out or default_poolset_dir(task, args.source, args.seed)
-    params = parse_params(args.param)
-    try:
-        task.check_param_types(params)
-    except ValueError as exc:
-        raise CLIError(str(exc)) from None
+    params = build_params_or_error(task, args.param)
     from mmbench.common.scratch import OutputRefused, check_replaceable
 
     start = time.perf_counter()
@@ -304,7 +312,8 @@ def resolve_poolset(task, data: Path | None, seed: int, quiet: bool = False, ver
     from mmbench.running.poolsets import resolve_poolset as resolve_poolset_for
 
     try:
-        return resolve_poolset_for(task, data, seed, progress=not quiet, verify=verify, announce=print)
+        with memory_step(f"reading the pool set of {task.name}" if data is not None else f"building {task.name}"):
+            return resolve_poolset_for(task, data, seed, progress=not quiet, verify=verify, announce=print)
     except PoolSetUnusable as exc:
         raise CLIError(str(exc)) from None
 

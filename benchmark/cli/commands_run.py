@@ -8,6 +8,7 @@ from typing import Any, Callable
 from mmbench.cli.commands_core import (add_include_argument, load_includes, model_options, nonnegative_float,
                                       nonnegative_int, positive_int, resolve_poolset, safe_name, tasks_or_error,
                                       writable_folder_or_error)
+from mmbench.common.address_limit import memory_step
 from mmbench.common.errors import CLIError
 from mmbench.common.home import mmbench_home
 
@@ -101,7 +102,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     except ModelUnavailable as exc:
         remove_if_empty(created, args.output)  # a failed load leaves no empty results folder behind
         raise CLIError(str(exc)) from None
-    except CLIError:
+    except Exception:  # an unusable pool set, out of memory, ...: no empty results folder is left behind
         remove_if_empty(created, args.output)
         raise
     outs = [(args.output if len(tasks) == 1 else args.output / task.name) if args.output is not None
@@ -200,8 +201,10 @@ def _run_tasks(tasks, poolsets, outs, skip, model, options, args) -> int:
             print(f"{out}: results of this run (same pool set, model, settings) are already there; "
                   "skipped (--overwrite runs it again)")
         else:
-            evaluate_to_folder(task.name, ps, model, options, out, args.model)
-        res = load_results(out)
+            with memory_step(f"evaluating {task.name}"):
+                evaluate_to_folder(task.name, ps, model, options, out, args.model)
+        with memory_step(f"reading the results in {out}"):
+            res = load_results(out)
         print(format_summary(res, task.summary_axes, task.main_score))
         print(f"\nresults {'in' if task.name in skip else 'written to'} {out}")
         if getattr(args, "log_samples", False):

@@ -13,8 +13,8 @@ import json
 from pathlib import Path
 from typing import Any, Callable
 
-from mmbench.cli.commands_core import (add_include_argument, float_in, load_includes, parse_params, positive_int,
-                                      task_or_error)
+from mmbench.cli.commands_core import (add_include_argument, build_params_or_error, float_in, load_includes,
+                                      positive_int, task_or_error)
 from mmbench.common.errors import CLIError
 
 alpha_level = float_in(0.0, 1.0, low_open=True, high_open=True, what="a significance level strictly between 0 and 1")
@@ -75,14 +75,20 @@ def draw_options(args: argparse.Namespace):
                       progress=False, seed=0)
 
 
+def check_build_or_error(task, args: argparse.Namespace) -> None:
+    """--source and --param of `draws` and `overfit`, checked before any model loads or draw is built."""
+    if args.source not in task.sources:
+        raise CLIError(f"task {task.name} has no source {args.source!r}; sources: {', '.join(task.sources)}")
+    build_params_or_error(task, args.param)
+
+
 def build_or_error(task, seeds: list[int], args: argparse.Namespace) -> list[Any]:
     from mmbench.data.poolset import PoolSetError
     from mmbench.running.draws import build_draws
 
-    if args.source not in task.sources:
-        raise CLIError(f"task {task.name} has no source {args.source!r}; sources: {', '.join(task.sources)}")
+    check_build_or_error(task, args)
     try:
-        return build_draws(task, seeds, args.source, parse_params(args.param), announce=print)
+        return build_draws(task, seeds, args.source, build_params_or_error(task, args.param), announce=print)
     except TypeError as exc:
         raise CLIError(f"bad builder parameter for {task.name}: {exc}") from None
     except (ValueError, FileNotFoundError, PoolSetError) as exc:
@@ -116,6 +122,8 @@ def cmd_draws(args: argparse.Namespace) -> int:
 
     load_includes(args)
     task = task_or_error(args.task)
+    check_build_or_error(task, args)
+    models = load_models(args.model, args.no_cache)  # an unknown model fails in a second, before any build
     poolsets = build_or_error(task, args.seeds, args)
     for seed, ps in zip(args.seeds, poolsets):
         print(f"draw {seed}: {ps.root} (content hash {ps.content_hash[:16]})")
@@ -125,7 +133,7 @@ def cmd_draws(args: argparse.Namespace) -> int:
     out = args.out or Path("runs") / "draws" / task.name
     options = draw_options(args)
     by_model = {}
-    for name, model in zip(args.model, load_models(args.model, args.no_cache)):
+    for name, model in zip(args.model, models):
         by_model[model.card.name] = run_over_draws(model, name, task, poolsets, out / safe_name(model.card.name), options,
                                                    announce=print)
     missing = [n for n, runs in by_model.items() if any(metric not in r.per_query.columns for r in runs)]

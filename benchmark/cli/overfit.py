@@ -4,8 +4,9 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from mmbench.cli.commands_core import load_includes, nonnegative_int, parse_params, positive_int, safe_name, task_or_error
-from mmbench.cli.draws import add_draw_arguments, alpha_level, build_or_error, draw_options, load_models, publish_report
+from mmbench.cli.commands_core import load_includes, nonnegative_int, positive_int, safe_name, task_or_error
+from mmbench.cli.draws import (add_draw_arguments, alpha_level, build_or_error, check_build_or_error, draw_options,
+                               load_models, publish_report)
 from mmbench.common.errors import CLIError
 
 
@@ -35,13 +36,13 @@ def cmd_overfit(args: argparse.Namespace) -> int:
         raise CLIError("--fresh: the test needs at least 2 fresh draws")
     load_includes(args)
     task = task_or_error(args.task)
-    parse_params(args.param)  # a malformed --param fails before any build
+    check_build_or_error(task, args)  # a malformed --param fails before any build
     try:
         seeds = fresh_seeds(args.secret_seed, args.fresh, args.public_seed)
     except ValueError as exc:
         raise CLIError(f"--secret-seed: {exc}") from None
+    model = load_models([args.model], args.no_cache)[0]  # an unknown model fails in a second, before any build
     public, *fresh = build_or_error(task, [args.public_seed, *seeds], args)
-    model = load_models([args.model], args.no_cache)[0]
     metric = args.metric or task.main_score
     out = args.out or Path("runs") / "overfit" / task.name / safe_name(model.card.name)
     try:

@@ -36,6 +36,7 @@ import numpy as np
 
 from mmbench.common.json_rows import JSONRowError, parse_json_rows
 from mmbench.data.media import atomic_write_bytes
+from mmbench.common.address_limit import is_out_of_memory
 
 log = logging.getLogger(__name__)
 
@@ -138,6 +139,8 @@ class EmbeddingCache:
                     try:
                         found[h] = _read_entry(path, role, h)
                     except Exception as exc:  # noqa: BLE001 - zipfile, zlib, numpy and json each raise their own
+                        if is_out_of_memory(exc):
+                            raise
                         self._set_aside(path, exc)
         return found
 
@@ -148,6 +151,8 @@ class EmbeddingCache:
             self._forget_pack(role, path.stem)
             return None
         except Exception as exc:  # noqa: BLE001 - zipfile, zlib, numpy and json each raise their own types
+            if is_out_of_memory(exc):  # a healthy pack that did not fit is not set aside as damaged
+                raise
             self._set_aside(path, exc)
             self._forget_pack(role, path.stem)
             return None

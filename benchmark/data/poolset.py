@@ -393,6 +393,17 @@ def check_media(ps: PoolSet) -> None:
             raise PoolSetError(f"pool set {ps.root}: {exc}") from None
 
 
+def check_media_folder(ps: PoolSet) -> None:
+    """Refuse, in one line, a pool set whose media folder is gone while its manifest counts media files (each
+    document would otherwise fail on its own, one error per document)."""
+    counts = ps.manifest.get("counts")
+    wanted = counts.get("media_files") if isinstance(counts, dict) else None
+    if ps.root is None or not isinstance(wanted, int) or wanted <= 0 or (Path(ps.root) / "media").is_dir():
+        return
+    raise PoolSetError(f"pool set {ps.root}: its media folder is missing ({Path(ps.root) / 'media'}; the manifest "
+                       f"counts {wanted:,} media files); copy it back or build the pool set again")
+
+
 def check_integrity(ps: PoolSet, full: bool = False) -> str:
     """Refuse a pool set edited after its build, as cheaply as the manifest allows; returns how it was checked.
 
@@ -401,6 +412,7 @@ def check_integrity(ps: PoolSet, full: bool = False) -> str:
     from, so the records need not be hashed again. Otherwise (an older pool set, a table rewritten, or `full`)
     the content hash is recomputed from the records; `full` also checks every media file against its name.
     """
+    check_media_folder(ps)
     recorded = ps.manifest.get(TABLE_DIGESTS)
     if not full and isinstance(recorded, dict) and ps.table_digests:
         if recorded.get("seal") == _seal(ps.manifest, ps.table_digests):

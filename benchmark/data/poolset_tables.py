@@ -12,6 +12,7 @@ from typing import Any, Callable, Iterable, Iterator
 
 import pyarrow as pa
 import pyarrow.parquet as pq
+from mmbench.common.address_limit import is_out_of_memory
 
 PROVENANCE_TABLE = "provenance"   # optional: pool sets that declare provenance columns
 GROUP_BYTES = 8 * 2**20   # serialised characters per Parquet row group (see write_table)
@@ -78,6 +79,8 @@ def read_rows(path: Path, raw: bytes, columns: list[str] | None = None) -> Itera
         for batch in pq.ParquetFile(pa.BufferReader(raw)).iter_batches(batch_size=READ_BATCH_ROWS, columns=columns):
             yield from batch.to_pylist()
     except Exception as exc:  # pyarrow raises several types for corrupt files
+        if is_out_of_memory(exc):  # a healthy table that did not fit is no corrupt file
+            raise
         raise PoolSetError(f"{path}: unreadable parquet ({exc})") from exc
 
 
@@ -94,6 +97,8 @@ def read_columns(path: Path, raw: bytes, columns: list[str]) -> dict[str, list[A
     except PoolSetError:
         raise
     except Exception as exc:  # pyarrow raises several types for corrupt files
+        if is_out_of_memory(exc):  # a healthy table that did not fit is no corrupt file
+            raise
         raise PoolSetError(f"{path}: unreadable parquet ({exc})") from exc
 
 

@@ -107,7 +107,14 @@ class OpenAIEmbeddingModel(APIEmbeddingModel):
             got = f"{len(data)} items" if isinstance(data, list) else "none"
             raise bad_response(self.card.name, first, f"expected a 'data' list of {len(idx)} items, got {got}")
         try:
-            ordered = sorted(data, key=lambda d: int(d.get("index", 0)))
-            return [d["embedding"] for d in ordered]
+            indexes = [d.get("index") for d in data]
+            if all(i is None for i in indexes):  # no index given: the inputs' order
+                return [d["embedding"] for d in data]
+            whole = all(isinstance(i, int) and not isinstance(i, bool) for i in indexes)
+            if not whole or sorted(indexes) != list(range(len(idx))):
+                raise ValueError(f"the 'index' fields {indexes[:8]}{' ...' if len(indexes) > 8 else ''} are not "
+                                 f"0..{len(idx) - 1}, each once (duplicated, missing or out of range)")
+            by_index = dict(zip(indexes, data))
+            return [by_index[i]["embedding"] for i in range(len(idx))]
         except (AttributeError, KeyError, TypeError, ValueError) as exc:
             raise bad_response(self.card.name, first, f"malformed item ({type(exc).__name__}: {exc})") from None

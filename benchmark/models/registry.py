@@ -186,6 +186,13 @@ def model_specs() -> list[ModelSpec]:
     return [_REGISTRY[k] for k in sorted(_REGISTRY)]
 
 
+def registered_spec(name: str) -> ModelSpec | None:
+    """The registered model `name` (the package's, a plugin's or a script's), or None."""
+    if name not in _REGISTRY:
+        _load_entry_points()
+    return _REGISTRY.get(name)
+
+
 class UnknownModelError(LookupError):
     pass
 

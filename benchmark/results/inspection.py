@@ -5,10 +5,16 @@ text, the top-k candidates with an excerpt and their media, the relevant one mar
 it is not in the top k), and what the model saw of each document (tokens seen of tokens given, what the
 window cut). Items are chosen by id, as the worst by a metric, or as a seeded random sample. Pure
 functions over records already loaded; the command line reads the files.
+
+The results folder is not trusted for what the pool set says: each item's query, subset and relevant
+candidates are the pool set's (`judged_by_poolset`), its metrics are computed again from the run's ranking
+against them (a value the results state otherwise is shown beside it), and every printed line has its control
+characters escaped (`escape_controls`), so an id or a text holding terminal escape sequences prints as text.
 """
 from __future__ import annotations
 
 import re
+import unicodedata
 from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
@@ -16,8 +22,69 @@ import numpy as np
 import pandas as pd
 
 from mmbench.data.documents import Document, Image, Text, Video
+from mmbench.data.poolset import PoolItem
+from mmbench.evaluators.metrics import first_relevant_rank, item_metrics, metric_names
 
 RELEVANT_MARK = "*"
+STATED = "stated_"  # prefix of the columns keeping what the results said, where the pool set says otherwise
+_BIDI = set("\u061c\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069")
+
+
+def escape_controls(text: str) -> str:
+    """`text` with control characters (C0, C1, DEL, line separators, bidi overrides, surrogates) written as
+    escapes (\\x1b, \\u202e): what a terminal would obey prints as text."""
+    def one(ch: str) -> str:
+        if ch in _BIDI or unicodedata.category(ch) in ("Cc", "Cs", "Zl", "Zp"):
+            return f"\\x{ord(ch):02x}" if ord(ch) < 0x100 else f"\\u{ord(ch):04x}"
+        return ch
+
+    return "".join(one(ch) for ch in text)
+
+
+def metric_or_error(metric: str) -> str:
+    """`metric` when `inspect` can order and head items by it (a per-query retrieval metric); else a
+    ValueError naming the ones it can."""
+    if metric not in metric_names():
+        raise ValueError(f"--metric {escape_controls(metric)!r} is not a per-query metric; choose one of "
+                         f"{', '.join(metric_names())}")
+    return metric
+
+
+def judged_by_poolset(per_query: pd.DataFrame, pools: Sequence[PoolItem]) -> pd.DataFrame:
+    """The results' rows with each item's query, subset and relevant candidates taken from the pool set and
+    its metrics computed again from the run's ranking against them; where the results stated another value,
+    it is kept in a `stated_<column>` column. An item the pool set does not hold is a ValueError naming it."""
+    by_id = {p.id: p for p in pools}
+    rows = []
+    for row in per_query.to_dict("records"):
+        item = by_id.get(str(row["item_id"]))
+        if item is None:
+            raise ValueError(f"no item {escape_controls(str(row['item_id']))!r} in the pool set; is this the "
+                             "run's pool set?")
+        ranked = [str(c) for c in row["ranked_ids"]] if row.get("ranked_ids") is not None else []
+        failed = not ranked and bool(row.get("error"))  # not scored: its metrics are NaN, as the runner writes
+        metrics = ({m: float("nan") for m in metric_names()} if failed else item_metrics(ranked, item.relevant_ids))
+        fresh: dict[str, Any] = {"query_id": item.query_id, "subset": item.subset,
+                                 "relevant_ids": list(item.relevant_ids),
+                                 "first_relevant_rank": first_relevant_rank(ranked, item.relevant_ids), **metrics}
+        for key, value in fresh.items():
+            if key in row and not _same(row[key], value):
+                row[STATED + key] = row[key]
+        rows.append({**row, **fresh})
+    return pd.DataFrame(rows, columns=list(dict.fromkeys([*per_query.columns, *(k for r in rows for k in r)])))
+
+
+def _same(stated: Any, value: Any) -> bool:
+    if isinstance(value, float):
+        try:
+            return bool(np.isclose(float(stated), value, rtol=0, atol=1e-9, equal_nan=True))
+        except (TypeError, ValueError):
+            return False
+    if isinstance(value, list):
+        return stated is not None and [str(v) for v in stated] == value
+    if value is None:
+        return stated is None or (isinstance(stated, float) and np.isnan(stated))
+    return bool(stated == value)
 
 
 @dataclass(frozen=True)
@@ -44,7 +111,7 @@ def choose_items(per_query: pd.DataFrame, choice: ItemChoice) -> list[str]:
         picked = rng.choice(len(ids), size=min(choice.sample, len(ids)), replace=False)
         return [ids[i] for i in sorted(picked)]
     if choice.metric not in per_query.columns:
-        raise ValueError(f"no per-query metric {choice.metric!r} in these results")
+        raise ValueError(f"no per-query metric {escape_controls(choice.metric)!r} in these results")
     rank = per_query["first_relevant_rank"].fillna(np.inf) if "first_relevant_rank" in per_query else 0
     order = per_query.assign(_m=per_query[choice.metric], _r=rank).sort_values(
         ["_m", "_r", "item_id"], ascending=[True, False, True], kind="mergesort")
@@ -92,9 +159,12 @@ def format_item(item: Mapping[str, Any], query: Document, candidates: Mapping[st
     raw_scores = item.get("scores")
     scores = list(raw_scores) if raw_scores is not None else []
     relevant = {str(r) for r in item["relevant_ids"]}
-    value = item.get(metric)
-    head = f"== {item['item_id']}  (subset {item.get('subset')}; {metric} {value:.3f}" if value is not None else \
-        f"== {item['item_id']}  (subset {item.get('subset')}"
+    value, stated = item.get(metric), item.get(STATED + metric)
+    head = f"== {item['item_id']}  (subset {item.get('subset')}"
+    if isinstance(value, (int, float)) and np.isfinite(value):
+        head += f"; {metric} {value:.3f}"
+        if stated is not None:
+            head += f" [the results state {_number(stated)}, which this ranking does not give]"
     lines = [head + f"; relevant at rank {_rank_of(ranked, relevant)})",
              f"query {query.id}: {excerpt(query, chars)}", f"    [{seen_note(seen.get(query.id))}]"]
     shown = list(range(min(top, len(ranked))))
@@ -102,14 +172,28 @@ def format_item(item: Mapping[str, Any], query: Document, candidates: Mapping[st
     for i in shown:
         cid = ranked[i]
         mark = RELEVANT_MARK if cid in relevant else " "
-        score = f"{scores[i]:.4f}" if i < len(scores) and scores[i] is not None else "n/a"
+        score = _score(scores[i]) if i < len(scores) else "n/a"
         doc = candidates.get(cid)
         body = excerpt(doc, chars) if doc is not None else "(not in the pool set)"
         if i >= top:
             lines.append("   ...")
         lines.append(f" {mark} {i + 1:>3}. {score:>9}  {cid}: {body}")
         lines.append(f"          [{seen_note(seen.get(cid))}]")
-    return lines
+    return [escape_controls(line) for line in lines]
+
+
+def _number(value: Any) -> str:
+    try:
+        return f"{float(value):.3f}"
+    except (TypeError, ValueError):
+        return repr(value)[:40]
+
+
+def _score(value: Any) -> str:
+    try:
+        return f"{float(value):.4f}"
+    except (TypeError, ValueError):
+        return "n/a"
 
 
 def _rank_of(ranked: Sequence[str], relevant: set[str]) -> str:

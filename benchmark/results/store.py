@@ -28,6 +28,7 @@ from mmbench.common.url_redaction import redact_urls
 from mmbench.data.media import atomic_write_files
 from mmbench.results.aggregate import finite_json
 from mmbench.results.mteb_layout import SIDECAR, restore_block, sidecar_bytes
+from mmbench.common.address_limit import is_out_of_memory
 
 PER_QUERY = "per_query.parquet"
 SEEN = "seen.parquet"
@@ -151,4 +152,6 @@ def _read_table(path: Path, data: bytes) -> pd.DataFrame:
     try:
         return pq.ParquetFile(pa.BufferReader(data)).read().to_pandas()  # (read_table would import pyarrow.dataset)
     except Exception as exc:  # pyarrow raises several types for corrupt files
+        if is_out_of_memory(exc):  # a healthy table that did not fit is no corrupt file
+            raise
         raise ResultsError(f"{path}: unreadable parquet ({exc})") from exc

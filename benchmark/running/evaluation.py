@@ -40,7 +40,7 @@ def evaluate_in_memory(task_name: str, ps: PoolSet, model: EmbeddingModel, optio
     from mmbench.running.provenance import provenance
 
     info = {**info, "seed": options.seed, "model_notes": model.card.notes, "model_request": requested,
-            "provenance": provenance(model)}
+            "provenance": {**provenance(model), **_poolset_folder(ps)}}
     if options.certificate is not None:
         from mmbench.running.verify_backend import run_block
 
@@ -49,6 +49,12 @@ def evaluate_in_memory(task_name: str, ps: PoolSet, model: EmbeddingModel, optio
                            time.perf_counter() - start, main_metric=task_main_metric(task_name))
     refresh_peak_rss(summary)   # the process's peak over the whole evaluation, tables and aggregates included
     return RunResults(per_query=per_query, seen=seen, summary=summary)
+
+
+def _poolset_folder(ps: PoolSet) -> dict[str, str]:
+    """Where the pool set was read from (for `mmbench inspect` to find it again), when it was read from a folder."""
+    root = getattr(ps, "root", None)
+    return {"poolset": str(Path(root).resolve())} if root else {}
 
 
 def evaluate_to_folder(task_name: str, ps: PoolSet, model: EmbeddingModel, options: RunOptions, out: Path,

@@ -11,6 +11,7 @@ from mmbench.data.media import MediaStore
 from mmbench.models.base import EmbeddingModel, Role
 from mmbench.models.output_check import BadModelOutput, batch_rows
 from mmbench.running.executors.prefetch import Prefetcher
+from mmbench.common.address_limit import is_out_of_memory
 
 log = logging.getLogger(__name__)
 
@@ -49,6 +50,9 @@ def _encode(model: EmbeddingModel, views: list[Document], role: Role, media: Med
         if before_retry is not None:
             before_retry()
         if len(views) == 1:
+            if is_out_of_memory(exc):  # one document that does not fit stops the run as memory, not as its fault
+                raise
+
             out.failures[views[0].id] = f"{type(exc).__name__}: {exc}"
             log.error("encoding %s %s failed: %s", role, views[0].id, exc)
             return [(None, None)]
