@@ -16,7 +16,7 @@ import numpy as np
 import pandas as pd
 
 from mmbench.results.store import SUMMARY
-from mmbench.running.parity_thresholds import block_verdict, forged
+from mmbench.running.parity_thresholds import block_stated_verdict, block_verdict, forged
 
 from mmbench.leaderboards.problems import Problem
 
@@ -167,7 +167,7 @@ def certificate_problems(info: dict[str, Any]) -> list[Problem]:
     where = f"{SUMMARY}: mmbench.backend_certificate"
     if not isinstance(block, dict):
         return [Problem(where, "must be an object")]
-    problem = forged(block.get("passed"), block_verdict(block))
+    problem = forged(block.get("passed"), block_verdict(block), block_stated_verdict(block))
     return [] if problem is None else [Problem(f"{where}.passed", problem.split(": ", 1)[1])]
 
 
