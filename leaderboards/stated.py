@@ -37,8 +37,9 @@ MEASURED_BLOCKS = ("mmbench.efficiency.",)
 # from the tables; cosines may be negative, so any finite number is accepted.
 CERTIFICATE_BLOCK = "mmbench.backend_certificate."
 # Run settings stated as numbers: not recomputable from the tables, but never a result; each must be a
-# non-negative integer (the tie-breaking seed `mmbench run --seed` records).
-SETTINGS = frozenset({"mmbench.seed"})
+# non-negative integer (the tie-breaking seed `mmbench run --seed` records, the intra-op thread count every
+# forward pass ran with).
+SETTINGS = frozenset({"mmbench.seed", "mmbench.encode.intra_op_threads"})
 # Parts of the block that are not run results: the model's identity and the prompt (checked as identity),
 # the digests, free-text failure reasons and warnings, the provenance (versions, date, command line), and the
 # facet groups (recomputed from the per-query table by schema._check_aggregates, like scores.test).
