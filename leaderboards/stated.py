@@ -40,13 +40,15 @@ CERTIFICATE_BLOCK = "mmbench.backend_certificate."
 # non-negative integer (the tie-breaking seed `mmbench run --seed` records, the intra-op thread count every
 # forward pass ran with).
 SETTINGS = frozenset({"mmbench.seed", "mmbench.encode.intra_op_threads"})
-# Parts of the block that are not run results: the model's identity and the prompt (checked as identity),
+# Parts of the block that are not run results: the model's identity and the prompt (checked as identity), the pool
+# set's design (builder parameters, identified by the content hash),
 # the digests, free-text failure reasons and warnings, the provenance (versions, date, command line), and the
 # facet groups (recomputed from the per-query table by schema._check_aggregates, like scores.test).
 # The selection record and the protocol's copy of it are checked whole by `selection_problems` (item counts, the
 # items' hash and the strata recomputed from the per-query table); the protocol's setup is the model's settings.
 NOT_RESULTS = frozenset({"mmbench.model", "mmbench.prompt", "mmbench.files", "mmbench.failures", "mmbench.warnings",
-                         "mmbench.provenance", "mmbench.groups", "mmbench.selection", "mmbench.protocol"})
+                         "mmbench.provenance", "mmbench.groups", "mmbench.selection", "mmbench.protocol",
+                         "mmbench.design"})
 COST_TOLERANCE = 1e-9
 
 
