@@ -18,7 +18,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
-from typing import Any, Iterable, Sequence
+from typing import Any, Iterable, Mapping, Sequence
 
 from mmbench.results.store import RunResults
 
@@ -44,7 +44,7 @@ def model_record(info: dict[str, Any]) -> dict[str, Any]:
             "truncation_rule": (protocol.get("evaluation") or {}).get("truncation_rule")}
 
 
-def runs_record(task_version: str, by_model: dict[str, Sequence[RunResults]]) -> dict[str, Any]:
+def runs_record(task_version: str, by_model: Mapping[str, Sequence[RunResults]]) -> dict[str, Any]:
     """The `made_from` block of a report: what the runs it was computed from were."""
     designs = {_digest(r.info.get("design")): r.info.get("design") for runs in by_model.values() for r in runs}
     return {"task_version": task_version, "design": next(iter(designs.values())) if len(designs) == 1 else None,
