@@ -5,16 +5,19 @@ A keeper runs `mmbench draws --task T --model ... --board B`, which files the dr
 in rank order, and flags every gap to the next model that is smaller than the between-draw spread of that
 difference (the sd of the two models' difference over the draws where both were run on them, else the larger of
 their between-draw sds, else the largest sd in the report): a new draw of the same task could reverse that order.
-A report that does not parse is named on the page, not fatal.
+A report that does not parse, holds a spread outside its range, or was not made for the board's runs (another
+task version, design, protocol setup or model: `results.report_checks.draws_problem`) is named on the page in one
+line and not used.
 """
 from __future__ import annotations
 
 import html
 import json
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 from mmbench.results.draw_report import spread_for
+from mmbench.results.report_checks import draws_problem
 from mmbench.leaderboards.store import Entry
 
 DRAWS_DIR = "draws"
@@ -48,10 +51,16 @@ def ordered_gaps(scores: dict[str, float], report: dict[str, Any]) -> list[dict[
     return rows
 
 
-def _latest_scores(entries: Sequence[Entry], task: str, metric: str) -> dict[str, float]:
+def latest_entries(entries: Sequence[Entry], task: str) -> dict[str, Entry]:
+    """Each model's latest retrieval submission on `task`."""
     latest: dict[str, Entry] = {}
     for e in sorted((e for e in entries if e.task == task and e.kind == "retrieval"), key=lambda e: (e.submitted_at, e.id)):
         latest[e.model_name] = e
+    return latest
+
+
+def _latest_scores(entries: Sequence[Entry], task: str, metric: str) -> dict[str, float]:
+    latest = latest_entries(entries, task)
     return {m: float(e.scores["all"][metric]) for m, e in latest.items() if metric in e.scores.get("all", {})}
 
 
@@ -59,8 +68,9 @@ def _num(v: float | None) -> str:
     return "–" if v is None else f"{v:.4f}"
 
 
-def draws_section(board: Path | None, entries: Sequence[Entry]) -> str:
-    """HTML of the overview's between-draw section ('' when the board holds no draws report)."""
+def draws_section(board: Path | None, entries: Sequence[Entry], info_of: Callable[[Entry], dict[str, Any]]) -> str:
+    """HTML of the overview's between-draw section ('' when the board holds no draws report); `info_of(entry)`: the
+    `mmbench` block of the entry's results.json, against which each report is checked before it is used."""
     folder = Path(board) / DRAWS_DIR if board is not None else None
     if folder is None or not folder.is_dir():
         return ""
@@ -69,6 +79,10 @@ def draws_section(board: Path | None, entries: Sequence[Entry]) -> str:
         try:
             report = json.loads(path.read_text(encoding="utf-8"))
             task, metric = str(report["task"]), str(report["metric"])
+            runs = [(f"the board's {name} run ({e.id})", info_of(e)) for name, e in latest_entries(entries, task).items()]
+            problem = draws_problem(report, task, runs)
+            if problem is not None:
+                raise ValueError(f"refused: {problem}")
             rows = ordered_gaps(_latest_scores(entries, task, metric), report)
         except (OSError, ValueError, KeyError, TypeError) as exc:
             bad.append(f"{path.name}: {html.escape(str(exc))}")

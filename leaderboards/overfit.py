@@ -2,15 +2,20 @@
 
 The keeper of a board runs `mmbench overfit` with the board's secret seed; `--board` files the report (without
 the keeper's folders) as <board>/overfit/<task>-<model>.json. The site lists each model's public − fresh gap,
-its CI and the band draw variance allows, and flags a significant gap. A report that does not parse is named
-on the page, not fatal.
+its CI and the band draw variance allows, and flags a significant gap. A report that does not parse, holds a
+number outside its range, or was not made for the board's run of its model (another public pool set, identity,
+protocol setup: `results.report_checks.overfit_problem`) is named on the page in one line and not shown.
 """
 from __future__ import annotations
 
 import html
 import json
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable, Sequence
+
+from mmbench.leaderboards.draw_spread import latest_entries
+from mmbench.leaderboards.store import Entry
+from mmbench.results.report_checks import overfit_problem
 
 
 OVERFIT_DIR = "overfit"
@@ -32,8 +37,9 @@ def file_report(board: Path, data: dict[str, Any]) -> Path:
     return path
 
 
-def overfit_section(board: Path | None) -> str:
-    """HTML of the overview's fresh-draw section ('' when the board holds no overfit report)."""
+def overfit_section(board: Path | None, entries: Sequence[Entry], info_of: Callable[[Entry], dict[str, Any]]) -> str:
+    """HTML of the overview's fresh-draw section ('' when the board holds no overfit report); each report is checked
+    against the board's latest run of its task and model (`info_of(entry)`: its results.json's `mmbench` block)."""
     folder = Path(board) / OVERFIT_DIR if board is not None else None
     if folder is None or not folder.is_dir():
         return ""
@@ -41,6 +47,11 @@ def overfit_section(board: Path | None) -> str:
     for path in sorted(folder.glob("*.json")):
         try:
             d = json.loads(path.read_text(encoding="utf-8"))
+            mine = latest_entries(entries, str(d.get("task"))).get(str(d.get("model")))
+            problem = overfit_problem(d, [] if mine is None else [(f"the board's {d.get('model')} run ({mine.id})",
+                                                                   info_of(mine))])
+            if problem is not None:
+                raise ValueError(f"refused: {problem}")
             g = d["gap"]
             flag = "<strong>significant: fitted to the public draw?</strong>" if g["flagged"] else "–"
             rows.append(f"<tr><td class=\"text\">{html.escape(str(d['model']))}</td><td class=\"text\">"

@@ -142,8 +142,9 @@ def _render(entries: Sequence[Entry], out: Path, board_root: Path | None = None,
         if fig:
             body.append(fig)
     body.append(rank_sets_section(entries, loader, main_score))  # with two or more tasks
-    body.append(overfit_section(board_root))  # the keeper's fresh-draw tests, when the board holds any
-    body.append(draws_section(board_root, entries))  # the keeper's draws reports: gaps within the spread
+    info_of = lambda e: loader(e).info  # noqa: E731 - reports are checked against the runs they are shown beside
+    body.append(overfit_section(board_root, entries, info_of))  # the keeper's fresh-draw tests, when the board holds any
+    body.append(draws_section(board_root, entries, info_of))  # the keeper's draws reports: gaps within the spread
     body.append(band_section(band))  # the papers' numbers, apart from every measured table
     atomic_write_bytes(out / "index.html", _page("mmbench leaderboards", "\n".join(body), "").encode("utf-8"))
     for e in entries:

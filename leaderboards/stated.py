@@ -16,7 +16,7 @@ import numpy as np
 import pandas as pd
 
 from mmbench.results.store import SUMMARY
-from mmbench.running.parity_thresholds import block_verdict, forged
+from mmbench.running.parity_thresholds import block_stated_verdict, block_verdict, forged
 
 from mmbench.leaderboards.problems import Problem
 
@@ -37,15 +37,18 @@ MEASURED_BLOCKS = ("mmbench.efficiency.",)
 # from the tables; cosines may be negative, so any finite number is accepted.
 CERTIFICATE_BLOCK = "mmbench.backend_certificate."
 # Run settings stated as numbers: not recomputable from the tables, but never a result; each must be a
-# non-negative integer (the tie-breaking seed `mmbench run --seed` records).
-SETTINGS = frozenset({"mmbench.seed"})
-# Parts of the block that are not run results: the model's identity and the prompt (checked as identity),
+# non-negative integer (the tie-breaking seed `mmbench run --seed` records, the intra-op thread count every
+# forward pass ran with).
+SETTINGS = frozenset({"mmbench.seed", "mmbench.encode.intra_op_threads"})
+# Parts of the block that are not run results: the model's identity and the prompt (checked as identity), the pool
+# set's design (builder parameters, identified by the content hash),
 # the digests, free-text failure reasons and warnings, the provenance (versions, date, command line), and the
 # facet groups (recomputed from the per-query table by schema._check_aggregates, like scores.test).
 # The selection record and the protocol's copy of it are checked whole by `selection_problems` (item counts, the
 # items' hash and the strata recomputed from the per-query table); the protocol's setup is the model's settings.
 NOT_RESULTS = frozenset({"mmbench.model", "mmbench.prompt", "mmbench.files", "mmbench.failures", "mmbench.warnings",
-                         "mmbench.provenance", "mmbench.groups", "mmbench.selection", "mmbench.protocol"})
+                         "mmbench.provenance", "mmbench.groups", "mmbench.selection", "mmbench.protocol",
+                         "mmbench.design"})
 COST_TOLERANCE = 1e-9
 
 
@@ -167,7 +170,7 @@ def certificate_problems(info: dict[str, Any]) -> list[Problem]:
     where = f"{SUMMARY}: mmbench.backend_certificate"
     if not isinstance(block, dict):
         return [Problem(where, "must be an object")]
-    problem = forged(block.get("passed"), block_verdict(block))
+    problem = forged(block.get("passed"), block_verdict(block), block_stated_verdict(block))
     return [] if problem is None else [Problem(f"{where}.passed", problem.split(": ", 1)[1])]
 
 

@@ -133,7 +133,7 @@ def site(board):
 @NEEDS_CHROMIUM
 def test_the_board_and_model_page_show_failed_in_a_browser(board, page, base_url):
     page.goto(f"{base_url}/index.html")
-    assert page.locator("td", has_text="FAILED (min cosine").count() == 1
+    assert page.locator("td", has_text="FAILED (cosine min").count() == 1
     [failed_page] = [p.name for p in (board / "site" / "models").glob("*.html") if "model-failed" in p.read_text()]
     page.goto(f"{base_url}/models/{failed_page}")
     assert page.locator("#backend-certificate").inner_text().startswith("FAILED")

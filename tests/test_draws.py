@@ -122,9 +122,15 @@ def test_the_board_flags_gaps_within_the_between_draw_spread(tmp_path):
     from dataclasses import dataclass, field
 
     from mmbench.leaderboards.draw_spread import draws_section, file_draws, ordered_gaps
+    from mmbench.results.report_checks import model_record
 
+    def info(model):   # what draws_section reads of an entry's results.json (issue 45: the report is checked)
+        return {"model": {"name": model, "family": "test"}, "protocol_id": "e.s", "task_version": "1",
+                "protocol": {"evaluation": {"truncation_rule": "middle"}}}
+
+    made_from = {"task_version": "1", "design": None, "models": {m: model_record(info(m)) for m in "abc"}}
     report = {"kind": "mmbench.draws", "task": "multi_source_reasoning", "metric": "precision_at_1",
-              "seeds": [0, 1, 2], "models": {}, "scores": {},
+              "seeds": [0, 1, 2], "models": {}, "scores": {}, "made_from": made_from,
               "pairs": [{"a": "a", "b": "b", "mean_diff": 0.01, "between_sd_of_difference": 0.03},
                         {"a": "b", "b": "c", "mean_diff": 0.2, "between_sd_of_difference": 0.03}]}
     rows = ordered_gaps({"a": 0.80, "b": 0.79, "c": 0.50}, report)
@@ -147,8 +153,9 @@ def test_the_board_flags_gaps_within_the_between_draw_spread(tmp_path):
 
     board = tmp_path / "board"
     file_draws(board, report)
-    page = draws_section(board, [FakeEntry("a", 0.80, id="1"), FakeEntry("b", 0.79, id="2"), FakeEntry("c", 0.5, id="3")])
+    entries = [FakeEntry("a", 0.80, id="1"), FakeEntry("b", 0.79, id="2"), FakeEntry("c", 0.5, id="3")]
+    page = draws_section(board, entries, lambda e: info(e.model_name))
     assert page.count("another draw could reverse this order") == 1 and "3 draws" in page
-    assert draws_section(tmp_path / "nothing", []) == ""
+    assert draws_section(tmp_path / "nothing", [], info) == ""
     (board / "draws" / "broken.json").write_text("{")
-    assert "Unreadable draws report broken.json" in draws_section(board, [])
+    assert "Unreadable draws report broken.json" in draws_section(board, [], info)

@@ -128,22 +128,39 @@ def test_the_board_shows_the_gap_and_flags_a_significant_one(tmp_path):
     from mmbench.leaderboards.site import build_site
     from mmbench.leaderboards.store import Board
 
+    from dataclasses import dataclass
+
+    from mmbench.results.report_checks import model_record
+
+    def info(model):   # what overfit_section reads of the board's run (issue 45: the report is checked against it)
+        return {"model": {"name": model, "family": "test"}, "protocol_id": "a.b", "task_version": "1",
+                "content_hash": "h0", "protocol": {"evaluation": {"truncation_rule": "middle"}}}
+
+    @dataclass
+    class FakeEntry:   # the fields overfit_section reads of a board entry
+        model_name: str
+        id: str
+        task: str = "multi_source_reasoning"
+        kind: str = "retrieval"
+        submitted_at: str = "2026-12-04"
+
     def report(model, public):
         gap = overfit_gap(public, [0.50, 0.52, 0.49, 0.51, 0.50]).to_dict()
         return {"kind": "mmbench.overfit", "task": "multi_source_reasoning", "model": model, "metric": "precision_at_1",
                 "public": {"content_hash": "h0", "protocol_id": "a.b", "score": public, "results": "/keeper/private"},
                 "fresh": [{"content_hash": "h1", "protocol_id": "c.b", "score": 0.5, "results": "/keeper/private"}],
-                "gap": gap}
+                "gap": gap, "made_from": {"task_version": "1", "design": None, "models": {model: model_record(info(model))}}}
 
     board = Board(tmp_path / "board")
     stored = file_report(board.root, report("memoriser", 0.9))
     file_report(board.root, report("fair", 0.51))
     assert "/keeper/private" not in stored.read_text()
-    html = overfit_section(board.root)
+    entries, info_of = [FakeEntry("memoriser", "1"), FakeEntry("fair", "2")], lambda e: info(e.model_name)
+    html = overfit_section(board.root, entries, info_of)
     assert html.count("<tr>") == 3 and html.count("significant: fitted to the public draw?") == 1
-    assert overfit_section(tmp_path / "empty") == ""
+    assert overfit_section(tmp_path / "empty", entries, info_of) == ""
     (board.root / "overfit" / "broken.json").write_text("{")
-    assert "Unreadable report broken.json" in overfit_section(board.root)
+    assert "Unreadable report broken.json" in overfit_section(board.root, entries, info_of)
     site = build_site(board, tmp_path / "site")
     assert "Fresh-draw overfitting tests" in (site / "index.html").read_text()
 

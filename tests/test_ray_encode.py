@@ -228,3 +228,37 @@ def test_garbage_from_a_worker_stops_the_run_like_a_local_one(vg_tiny, tmp_path,
             run_poolset(load_poolset(vg_tiny), toy_models.GarbageModel(kind="nan"), options)
     message = str(exc.value)
     assert "'garbage-local'" in message and "NaN" in message and "\n" not in message and "Traceback" not in message
+
+
+@pytest.mark.parametrize("local_threads,worker_threads", [(1, 4), (2, 1), (4, 2)])
+def test_one_result_whatever_the_thread_count(vg_tiny, tmp_path, local_ray, local_threads, worker_threads):
+    """Issue 45 #1: the driver limited to `local_threads` and the Ray actors to `worker_threads` (another machine's
+    default, Ray's OMP_NUM_THREADS) give the same per_query bytes, because every encode runs at ENCODE_THREADS. A
+    model whose float32 sums follow the thread count stands in for MKL on an Intel Xeon: before the fix the local
+    and Ray tables differed in the scores' last digits."""
+    import functools
+
+    import torch
+    import toy_models
+    from ray import cloudpickle
+
+    from mmbench.data.poolset import load_poolset
+    from mmbench.running.executors.ray_actors import RayExecutor
+    from mmbench.running.executors.threads import ENCODE_THREADS
+    from mmbench.running.runner import RunOptions, run_poolset
+
+    cloudpickle.register_pickle_by_value(toy_models)
+    ps = load_poolset(vg_tiny)
+    before = torch.get_num_threads()
+    try:
+        torch.set_num_threads(local_threads)
+        local, _, _ = run_poolset(ps, toy_models.ThreadSensitiveModel(), RunOptions(batch_tokens=512, use_cache=False,
+                                                                                    progress=False))
+        assert torch.get_num_threads() == local_threads   # the caller's count is given back
+        with RayExecutor(functools.partial(toy_models.ThreadSensitiveModel, threads=worker_threads), 2) as executor:
+            options = RunOptions(batch_tokens=512, use_cache=False, progress=False, executor=executor)
+            sharded, _, info = run_poolset(ps, toy_models.ThreadSensitiveModel(), options)
+    finally:
+        torch.set_num_threads(before)
+    assert info["encode"]["executor"] == "ray" and info["encode"]["intra_op_threads"] == ENCODE_THREADS
+    assert local.to_parquet() == sharded.to_parquet()

@@ -35,7 +35,8 @@ def test_a_remembered_floor_is_scipys_value_and_is_read_back_without_computing(h
     assert normal_quantile(0.975) == stats.norm.ppf(0.975)
     value_memo.forget()  # as a new process would: read the file
     calls = []
-    again = value_memo.remembered("binary_floor", (37, DESIGN_DISCORDANCE, 0.05, 0.8), lambda: calls.append(1) or 0.0)
+    again = value_memo.remembered("binary_floor", (37, DESIGN_DISCORDANCE, 0.05, 0.8), lambda: calls.append(1) or 0.0,
+                                  lambda v: True)
     assert calls == [] and again * 0.2 == first
 
 

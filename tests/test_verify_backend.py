@@ -158,7 +158,8 @@ def test_a_run_carries_its_certificate_to_results_and_board(vg_tiny, tmp_path):
     entries = [Entry(k, "retrieval", ps.task, "1", r.content_hash, r.info["model"], tmp_path, "2026", {})
                for k, r in runs.items()]
     table = efficiency_table(entries, lambda e: runs[e.id])
-    assert [r["certificate"] for r in table.rows] == [f"passed (min cosine {block['cosine_min']:.5f})", "NONE"]
+    assert [r["certificate"] for r in table.rows] == [f"passed (cosine min {block['cosine_min']:.5f}, needs 0.99; top-1 agreement 1.000, needs 1; "
+                                                      "batching comparison)", "NONE"]
     assert isinstance(pd.DataFrame(table.records()), pd.DataFrame)
 
 

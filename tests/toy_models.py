@@ -94,3 +94,31 @@ def garbage(kind: str, good: np.ndarray):
     if kind == "dimension":
         return np.hstack([good, np.ones((n, 1), np.float32)])
     raise ValueError(kind)
+
+
+class ThreadSensitiveModel(HashingModel):
+    """HashingModel computed as a float32 torch forward pass whose reduction order follows torch's intra-op thread
+    count, as MKL's and ATen's do on some CPUs (an Intel Xeon moved a score in its eighth digit between a local
+    run and a Ray actor limited to one thread). `threads`: the count this copy sets when it loads, as Ray's
+    OMP_NUM_THREADS or another machine's core count would."""
+
+    def __init__(self, threads: int | None = None, **kw) -> None:
+        import torch
+
+        super().__init__(modalities=("text",), **kw)
+        self.card = ModelCard(name="thread-sensitive", family="test", modalities=frozenset({"text"}), max_tokens=None,
+                              dim=self.card.dim, settings={"dim": self.card.dim})
+        if threads is not None:
+            torch.set_num_threads(threads)
+
+    def encode(self, documents: Sequence[Document], role, media) -> np.ndarray:
+        import torch
+
+        x = torch.from_numpy(super().encode(documents, role, media))
+        mix = torch.linspace(0.1, 1.0, x.shape[1] ** 2, dtype=torch.float32).reshape(x.shape[1], x.shape[1]).sin()
+        chunks = torch.get_num_threads()    # each "thread" sums its share of the inner dimension, then the shares add
+        parts = [x[:, k::chunks] @ mix[k::chunks] for k in range(chunks)]
+        out = parts[0]
+        for p in parts[1:]:
+            out = out + p
+        return out.numpy()

@@ -161,7 +161,8 @@ def cmd_compare(args: argparse.Namespace) -> int:
     try:
         _, markdown = write_comparison(runs, args.out, metric=args.metric, resamples=args.resamples,
                                        ci_resamples=args.ci_resamples, seed=args.seed, alpha=args.alpha,
-                                       effective=effective_options(args), draws=draws_report(args.draws))
+                                       effective=effective_options(args),
+                                       draws=draws_report(args.draws, runs[0].task, [(str(r.root), r.info) for r in runs]))
     except PoolSetMismatch as exc:
         raise CLIError(str(exc)) from exc
     print(markdown)
@@ -176,18 +177,22 @@ def cmd_compare(args: argparse.Namespace) -> int:
     return 0
 
 
-def draws_report(path: Path | None):
-    """The draws report given by --draws, or a one-line error naming the file."""
+def draws_report(path: Path | None, task: str, runs: list[tuple[str, dict]]):
+    """The draws report given by --draws, checked against the runs it is read beside (range of every spread; task,
+    design, protocol and model, `results.report_checks`), or a one-line error naming the file."""
     if path is None:
         return None
     import json
+
+    from mmbench.results.report_checks import draws_problem
 
     try:
         data = json.loads(Path(path).read_text(encoding="utf-8"))
     except (OSError, ValueError) as exc:
         raise CLIError(f"--draws {path}: cannot read the draws report ({exc})") from None
-    if not isinstance(data, dict) or data.get("kind") != "mmbench.draws":
-        raise CLIError(f"--draws {path}: not a draws.json of `mmbench draws` (kind is not mmbench.draws)")
+    problem = draws_problem(data, task, runs)
+    if problem is not None:
+        raise CLIError(f"--draws {path}: refused: {problem}")
     return data
 
 

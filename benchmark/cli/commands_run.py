@@ -171,7 +171,9 @@ def certificate_or_error(path: Path | None, model, allow_failed: bool = False) -
     own measurements), made for another model, or failed without `allow_failed`."""
     if path is None:
         return None
-    from mmbench.running.verify_backend import ProbeError, certificate_covers, certificate_verdict, read_certificate
+    from mmbench.running.parity_thresholds import describe_block
+    from mmbench.running.verify_backend import (ProbeError, certificate_covers, certificate_verdict, read_certificate,
+                                                run_block)
 
     try:
         cert = read_certificate(path)
@@ -181,9 +183,9 @@ def certificate_or_error(path: Path | None, model, allow_failed: bool = False) -
         raise CLIError(f"{path}: reference.model / second.model: the certificate was made for another model or "
                        f"settings than {model.card.name!r}; run `mmbench verify-backend` for this one")
     if not certificate_verdict(cert) and not allow_failed:
-        reasons = "; ".join(str(r) for r in cert.get("reasons") or []) or "below its thresholds"
-        raise CLIError(f"{path}: passed: the certificate FAILED ({reasons}); pass --allow-failed-certificate to "
-                       "attach it anyway (the board then shows the backend as FAILED)")
+        reasons = "; ".join(str(r) for r in cert.get("reasons") or []) or "below the protocol's minimum thresholds"
+        raise CLIError(f"{path}: passed: the certificate FAILED ({reasons}): {describe_block(run_block(cert))}; pass "
+                       "--allow-failed-certificate to attach it anyway (the board then shows the backend as FAILED)")
     return cert
 
 

@@ -48,5 +48,6 @@ def cmd_show(args: argparse.Namespace) -> int:
         from mmbench.cli.analysis import draws_report
         from mmbench.results.draw_report import spread_lines
 
-        print("\n".join(spread_lines(draws_report(args.draws), res.task, str(res.model_name))))
+        report = draws_report(args.draws, res.task, [(str(args.results), res.info)])
+        print("\n".join(spread_lines(report, res.task, str(res.model_name))))
     return 0

@@ -118,6 +118,7 @@ def cmd_draws(args: argparse.Namespace) -> int:
     from mmbench.cli.commands_core import safe_name
     from mmbench.leaderboards.draw_spread import file_draws
     from mmbench.results.draw_report import draws_markdown, draws_numbers
+    from mmbench.results.report_checks import runs_record
     from mmbench.running.draws import run_over_draws
 
     load_includes(args)
@@ -141,5 +142,6 @@ def cmd_draws(args: argparse.Namespace) -> int:
         raise CLIError(f"per-query metric {metric!r} is missing from the runs of {missing[0]}")
     data = draws_numbers(task.name, metric, args.seeds, by_model, axes=("subset", "length_bin", *task.summary_axes[1:]),
                          cell=task.summary_axes[:2])
+    data["made_from"] = runs_record(task.version, by_model)   # checked wherever the report is read (report_checks)
     publish_report(out, "draws", data, draws_markdown(data), args.board, file_draws)
     return 0

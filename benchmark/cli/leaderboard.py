@@ -100,7 +100,23 @@ def cmd_submit(args: argparse.Namespace) -> int:
     except SubmissionRejected as exc:
         raise CLIError(str(exc)) from None
     print(f"accepted {entry.model_name!r} on {entry.task} v{entry.task_version} as {entry.id} -> {entry.folder}")
+    _say_certificate(sub.files)
     return 0
+
+
+def _say_certificate(files: dict[str, bytes]) -> None:
+    """The backend certificate's verdict by mmbench's protocol, as the board will show it (none said without one)."""
+    import json
+
+    from mmbench.results.store import SUMMARY
+    from mmbench.running.parity_thresholds import describe_block
+
+    try:
+        block = (json.loads(files[SUMMARY]).get("mmbench") or {}).get("backend_certificate")
+    except (KeyError, ValueError, AttributeError):
+        return
+    if block is not None:
+        print(f"backend certificate: {describe_block(block)}")
 
 
 def _protocol_gate(problems: list[str], allow: bool, hint: str) -> None:

@@ -49,5 +49,10 @@ def cmd_overfit(args: argparse.Namespace) -> int:
         data = overfit_test(model, args.model, task, public, fresh, out, draw_options(args), metric, args.alpha)
     except ValueError as exc:
         raise CLIError(str(exc)) from None
+    from mmbench.results.report_checks import runs_record
+    from mmbench.results.store import load_results
+
+    # what the report was made from, checked before the board shows it (report_checks.overfit_problem)
+    data["made_from"] = runs_record(task.version, {model.card.name: [load_results(Path(data["public"]["results"]))]})
     publish_report(out, "overfit", data, overfit_markdown(data), args.board, file_report)
     return 0

@@ -7,7 +7,8 @@ from pathlib import Path
 
 from mmbench.cli.commands_core import float_in, load_includes, model_options
 from mmbench.common.errors import CLIError
-from mmbench.running.parity_thresholds import DEFAULT_MIN_COSINE, DEFAULT_MIN_TOP1_AGREEMENT
+from mmbench.running.parity_thresholds import (DEFAULT_MIN_COSINE, DEFAULT_MIN_TOP1_AGREEMENT, PROTOCOL_MINIMUMS,
+                                               looser_than_protocol)
 
 unit_interval = float_in(-1.0, 1.0, what="a number between -1 and 1")
 share = float_in(0.0, 1.0, what="a share between 0 and 1")
@@ -41,11 +42,14 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--server-model", default=None, help="model name the server expects (default: --model)")
     p.add_argument("--server-option", action="append", default=[], metavar="KEY=VALUE",
                    help="another option of the openai adapter for --server, e.g. api_key_env=MY_KEY")
+    floors = "; ".join(f"{k} {v[0]:g}" for k, v in PROTOCOL_MINIMUMS.items())
     p.add_argument("--min-cosine", type=unit_interval, default=DEFAULT_MIN_COSINE,
-                   help="pass only if every item's cosine between the two paths is at least this (default: %(default)s)")
+                   help="pass only if every item's cosine between the two paths is at least this (default: "
+                        f"%(default)s; never below the protocol minimum per comparison: {floors})")
+    floors = "; ".join(f"{k} {v[1]:g}" for k, v in PROTOCOL_MINIMUMS.items())
     p.add_argument("--min-top1-agreement", type=share, default=DEFAULT_MIN_TOP1_AGREEMENT,
                    help="pass only if this share of retrieval pairs has the same top-1 document under both paths "
-                        "(default: %(default)s)")
+                        f"(default: %(default)s; never below the protocol minimum per comparison: {floors})")
     p.add_argument("--out", type=Path, default=Path("backend-certificate.json"),
                    help="where the certificate (JSON) is written (default: %(default)s); `mmbench run "
                         "--backend-certificate FILE` attaches it to a run")
@@ -75,11 +79,23 @@ def second_path(args: argparse.Namespace, reference, ref_options: dict):
     return reference, "batching", "the same model, each role's items in one batch in reverse order"
 
 
+def requested_kind(args: argparse.Namespace) -> str:
+    """The comparison kind the options ask for (before any model loads; dtype and other options share a minimum)."""
+    if args.server:
+        return "backend"
+    if args.second_option:
+        return "dtype" if any(o.split("=", 1)[0].strip() == "dtype" for o in args.second_option) else "options"
+    return "batching"
+
+
 def cmd_verify_backend(args: argparse.Namespace) -> int:
     from mmbench.data.media import atomic_write_bytes
     from mmbench.running.model_loading import ModelUnavailable, load_model_explained
     from mmbench.running.verify_backend import certificate
 
+    looser = looser_than_protocol(requested_kind(args), args.min_cosine, args.min_top1_agreement)
+    if looser is not None:
+        raise CLIError(looser)
     load_includes(args)
     options = model_options(args, args.model)
     try:
@@ -101,7 +117,9 @@ def cmd_verify_backend(args: argparse.Namespace) -> int:
     med = "n/a" if cert["cosine_median"] is None else f"{cert['cosine_median']:.6f}"
     low = "n/a" if cert["cosine_min"] is None else f"{cert['cosine_min']:.6f}"
     top1 = "n/a" if cert["top1_agreement"] is None else f"{cert['top1_agreement']:.3f}"
+    applied = cert["thresholds"]
     print(f"cosine min {low}, median {med}; top-1 agreement {top1} over {len(cert['pairs'])} pairs "
-          f"(thresholds: cosine >= {args.min_cosine}, agreement >= {args.min_top1_agreement})")
+          f"(thresholds: cosine >= {applied['min_cosine']:g}, agreement >= {applied['min_top1_agreement']:g}; "
+          f"{cert['comparison']} comparison)")
     print(("PASSED" if cert["passed"] else "FAILED: " + "; ".join(cert["reasons"])) + f"  (certificate: {args.out})")
     return 0 if cert["passed"] else 1

@@ -6,8 +6,12 @@ t power solved by a root finder) and two or three normal quantiles. Those depend
 version alone, so they are kept under MMBENCH_HOME/scipy-values/<version>.json, one file per installed scipy
 version: the stored float is the one scipy returned (JSON keeps a float's exact bits), hence the same printed
 numbers. The file carries a SHA-256 of its values; a file that is unreadable or fails that check is ignored and
-rewritten, never trusted. Writes are atomic (a temporary file and a rename), so concurrent processes at worst
-compute a value twice.
+rewritten. The digest only tells a damaged file from a whole one: anyone can edit a value and seal the file again.
+So every value is also checked on read by its definition's own rule (`remembered`'s `valid`: finite, within the
+bounds the definition allows, or equal to an independent computation where one is cheap) and recomputed, and the
+entry replaced, when it fails. New entries are merged into the file under an flock on `<file>.lock` (as the digest
+memo is), so concurrent writers keep each other's entries; the write goes to a temporary file renamed into place,
+and a failed write (a full disk) leaves no temporary file behind.
 """
 from __future__ import annotations
 
@@ -21,6 +25,7 @@ import tempfile
 from pathlib import Path
 from typing import Callable
 
+from mmbench.common import flocks
 from mmbench.common.distributions import distribution_versions
 from mmbench.common.home import mmbench_home
 
@@ -62,32 +67,68 @@ def _load(path: Path | None) -> dict[str, float | None]:
         return {}
 
 
-def _store(path: Path, values: dict[str, float | None]) -> None:
+def _write_text(path: Path, text: str) -> None:
+    """`text` into `path` through a temporary sibling and a rename; the temporary file is removed if anything fails."""
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+
+
+def _store(path: Path, new: dict[str, float | None]) -> None:
+    """Merge `new` into the file under its lock: entries other processes wrote meanwhile are kept."""
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name, suffix=".tmp")
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            json.dump({"format": FORMAT, "check": _check(values), "values": values}, fh, sort_keys=True)
-        os.replace(tmp, path)
+        fd = os.open(path.with_name(path.name + ".lock"), os.O_RDWR | os.O_CREAT, 0o666)
     except OSError as exc:  # a read-only home costs a recomputation next time, nothing else
         log.info("could not remember scipy values in %s (%s)", path, exc)
+        return
+    try:
+        flocks.hold(fd, wait=True)
+        values = {**_load(path), **new}
+        _write_text(path, json.dumps({"format": FORMAT, "check": _check(values), "values": values}, sort_keys=True))
+    except OSError as exc:  # a full disk: the same, and no temporary file left
+        log.info("could not remember scipy values in %s (%s)", path, exc)
+    finally:
+        os.close(fd)   # releases the lock
 
 
-def remembered(name: str, args: tuple[float | int, ...], compute: Callable[[], float | None]) -> float | None:
-    """`compute()` (a pure function of `name` and `args` under this scipy version), or the value it returned before."""
+def remembered(name: str, args: tuple[float | int, ...], compute: Callable[[], float | None],
+               valid: Callable[[float | None], bool]) -> float | None:
+    """`compute()` (a pure function of `name` and `args` under this scipy version), or the value it returned before
+    when `valid(value)` holds for it (the definition's range check); a remembered value that fails it is computed
+    again and replaced. A computed value that fails it is returned but not remembered."""
     path = _path()
     values = _copies.get(path)
     if values is None:
         values = _copies[path] = _load(path)
     key = json.dumps([name, *(int(a) if isinstance(a, numbers.Integral) else float(a) for a in args)])
     if key in values:
-        return values[key]
+        if _holds(valid, values[key]):
+            return values[key]
+        log.warning("the remembered value of %s in %s is %r, outside what its definition allows; computed again",
+                    key, path, values[key])
     value = compute()
     value = None if value is None else float(value)
+    if not _holds(valid, value):
+        values.pop(key, None)
+        return value
     values[key] = value
     if path is not None:
-        _store(path, {**_load(path), key: value})
+        _store(path, {key: value})
     return value
+
+
+def _holds(valid: Callable[[float | None], bool], value: float | None) -> bool:
+    try:
+        return bool(valid(value))
+    except (TypeError, ValueError, ArithmeticError):
+        return False
 
 
 def forget() -> None:

@@ -41,7 +41,8 @@ def summary_json(task: str, task_version: str, content_hash: str, model_identity
     protocol: dict[str, Any] = {}
     if isinstance(run_info.get("selection"), dict):
         record = protocol_record(model_identity, run_info["selection"],
-                                 dtype=(run_info.get("provenance") or {}).get("dtype"), tie_break=run_info.get("tie_break"))
+                                 dtype=(run_info.get("provenance") or {}).get("dtype"), tie_break=run_info.get("tie_break"),
+                                 encode_threads=(run_info.get("encode") or {}).get("intra_op_threads"))
         protocol = {"protocol_id": protocol_id(record), "protocol": record}
     return {
         "dataset_revision": content_hash,

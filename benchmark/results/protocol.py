@@ -50,11 +50,13 @@ def backend_of(identity: dict[str, Any]) -> str:
 
 
 def protocol_record(identity: dict[str, Any], selection: dict[str, Any], *, dtype: str | None = None,
-                    tie_break: str | None = None) -> dict[str, Any]:
+                    tie_break: str | None = None, encode_threads: int | None = None) -> dict[str, Any]:
     """The protocol block of one run from the model's card identity and the run's selection.
 
     `selection` holds limit, n_items, n_items_total, items_hash and strata (`mmbench.data.selection.selection_record`);
-    `dtype` is the loaded weights' dtype when the card does not state one."""
+    `dtype` is the loaded weights' dtype when the card does not state one. `encode_threads`: torch's intra-op thread
+    count every forward pass ran with (`mmbench.running.executors.threads`), kept under `numerics`, outside the id:
+    it moves the last bits of a score on some CPUs, never what a score means."""
     settings = identity.get("settings") or {}
     pick = lambda keys: {k: settings[k] for k in keys if k in settings}  # noqa: E731
     setup = {
@@ -70,7 +72,10 @@ def protocol_record(identity: dict[str, Any], selection: dict[str, Any], *, dtyp
         setup["protocol"] = settings["protocol"]
     evaluation = {"selection": {k: selection.get(k) for k in ("limit", "n_items", "n_items_total", "items_hash")},
                   "truncation_rule": TRUNCATION_RULES[strategy_of(settings)]}
-    return {"evaluation": evaluation, "setup": setup, "strata": selection.get("strata")}
+    record = {"evaluation": evaluation, "setup": setup, "strata": selection.get("strata")}
+    if encode_threads is not None:
+        record["numerics"] = {"encode_threads": encode_threads}
+    return record
 
 
 def _digest(part: Any) -> str:

@@ -39,8 +39,10 @@ def evaluate_in_memory(task_name: str, ps: PoolSet, model: EmbeddingModel, optio
     per_query, seen, info = run_poolset(ps, model, options)
     from mmbench.running.provenance import provenance
 
+    from mmbench.results.report_checks import design_of
+
     info = {**info, "seed": options.seed, "model_notes": model.card.notes, "model_request": requested,
-            "provenance": {**provenance(model), **_poolset_folder(ps)}}
+            "provenance": {**provenance(model), **_poolset_folder(ps)}, "design": design_of(ps.builder)}
     if options.certificate is not None:
         from mmbench.running.verify_backend import run_block
 

@@ -27,6 +27,7 @@ from mmbench.data.documents import Document
 from mmbench.running.efficiency import EfficiencyMeter, bins_of_documents
 from mmbench.running.executors import LocalExecutor
 from mmbench.running.executors.local import BatchResult
+from mmbench.running.executors.threads import ENCODE_THREADS
 from mmbench.running.lazy_model import LazyModel, ModelChanged
 from mmbench.models.base import EmbeddingModel, Role
 from mmbench.models.output_check import BadModelOutput
@@ -441,7 +442,8 @@ def _run_poolset(ps: PoolSet, model: EmbeddingModel, options: RunOptions) -> tup
                    "encoded": stats.encoded, "batches": stats.batches,
                    "cache_set_aside": stats.cache_set_aside, "seconds": round(stats.seconds, 3),
                    "document_seconds": round(document_seconds, 3), "query_seconds": round(query_seconds, 3),
-                   "batch_tokens": options.batch_tokens, **_executor_info(options.executor if shardable(model) else None)},
+                   "batch_tokens": options.batch_tokens, "intra_op_threads": ENCODE_THREADS,
+                   **_executor_info(options.executor if shardable(model) else None)},
         "scoring_seconds": round(scoring_seconds, 3),
         "efficiency": meter.record(),
         "warnings": warnings,

@@ -11,7 +11,8 @@ the model can see (`model_view`: hidden modalities dropped, text middle-truncate
 
 The certificate states the cosine between the two vectors of every item (minimum, median), the share of
 retrieval pairs whose top-1 document (among the probe's documents) is the same under both paths, and
-whether both clear the stated thresholds. Items one path cannot see at all are listed as skipped.
+whether both clear the thresholds: those asked for, raised to the protocol's minimum for the comparison kind
+(`mmbench.running.parity_thresholds`). Items one path cannot see at all are listed as skipped.
 """
 from __future__ import annotations
 
@@ -28,7 +29,9 @@ import numpy as np
 from mmbench.data.documents import Document, segments_from_json
 from mmbench.data.media import MediaStore
 from mmbench.models.base import EmbeddingModel, Role
-from mmbench.running.parity_thresholds import DEFAULT_MIN_COSINE, DEFAULT_MIN_TOP1_AGREEMENT, forged, verdict
+from mmbench.running.executors.threads import encode_threads
+from mmbench.running.parity_thresholds import (DEFAULT_MIN_COSINE, DEFAULT_MIN_TOP1_AGREEMENT, applied_thresholds,
+                                               comparison_kind, forged, protocol_minimum, verdict)
 from mmbench.running.views import model_view
 
 CERTIFICATE_KIND = "mmbench.backend_certificate"
@@ -105,7 +108,8 @@ def encode_path(model: EmbeddingModel, probe: Probe, batching: str = "single") -
             views.append(view)
         groups = [[v] for v in views] if batching == "single" else [views[::-1]] if views else []
         for group in groups:
-            mat = np.asarray(model.encode(group, role, probe.media), dtype=np.float64)
+            with encode_threads():  # the runner's thread count: the same vectors a run computes
+                mat = np.asarray(model.encode(group, role, probe.media), dtype=np.float64)
             for v, row in zip(group, mat):
                 out.vectors[v.id] = row
     return out
@@ -169,11 +173,16 @@ def certificate(reference: EmbeddingModel, second: EmbeddingModel, second_kind: 
                 min_top1_agreement: float = DEFAULT_MIN_TOP1_AGREEMENT,
                 now: Callable[[], _dt.datetime] = lambda: _dt.datetime.now(_dt.timezone.utc)) -> dict[str, Any]:
     """Encode the probe through both paths and compare them. `second_kind`: 'api', 'options' or 'batching';
-    with 'batching' the second path is the reference model fed reversed whole batches."""
+    with 'batching' the second path is the reference model fed reversed whole batches. The thresholds applied (and
+    recorded) are the ones given, raised to the protocol's minimum for the comparison kind."""
     probe = probe or load_probe()
+    kind = comparison_kind(second_kind, reference.card.settings, second.card.settings)
+    need_cos, need_top1 = applied_thresholds(kind, min_cosine, min_top1_agreement)
     ref_vecs = encode_path(reference, probe, "single")
     other_vecs = encode_path(second, probe, "reversed" if second_kind == "batching" else "single")
-    result = compare_paths(probe, ref_vecs, other_vecs, min_cosine, min_top1_agreement)
+    result = compare_paths(probe, ref_vecs, other_vecs, min_cosine if need_cos is None else need_cos,
+                           min_top1_agreement if need_top1 is None else need_top1)
+    floor = protocol_minimum(kind)
     from mmbench.running.provenance import package_version
 
     return {"kind": CERTIFICATE_KIND, "version": "1", "created": now().isoformat(timespec="seconds"),
@@ -181,31 +190,46 @@ def certificate(reference: EmbeddingModel, second: EmbeddingModel, second_kind: 
             "reference": {"path": "the model's own adapter, one item per batch", "model": reference.card.identity()},
             "second": {"kind": second_kind, "path": second_description, "model": second.card.identity()},
             "probe": {"digest": probe.digest, "documents": len(probe.documents), "pairs": len(probe.pairs)},
+            "comparison": kind, "protocol_minimum": {"min_cosine": floor[0], "min_top1_agreement": floor[1]},
             **result}
 
 
 def run_block(cert: dict[str, Any]) -> dict[str, Any]:
-    """What a run's results.json keeps of a certificate (`mmbench.backend_certificate`); `passed` is the verdict
-    recomputed from the certificate's measurements and thresholds."""
+    """What a run's results.json keeps of a certificate (`mmbench.backend_certificate`); `passed` is the protocol's
+    verdict recomputed from the certificate's measurements, its thresholds and the protocol minimum of its kind."""
     thresholds = cert.get("thresholds") or {}
     return {"passed": certificate_verdict(cert), "cosine_min": cert.get("cosine_min"),
             "cosine_median": cert.get("cosine_median"), "top1_agreement": cert.get("top1_agreement"),
             "min_cosine": thresholds.get("min_cosine"), "min_top1_agreement": thresholds.get("min_top1_agreement"),
+            "comparison": certificate_kind(cert),
             "second_path": (cert.get("second") or {}).get("path"), "probe_digest": (cert.get("probe") or {}).get("digest"),
             "created": cert.get("created")}
 
 
-def certificate_verdict(cert: dict[str, Any]) -> bool:
-    """Whether the certificate passes by its own thresholds and measurements."""
+def certificate_kind(cert: dict[str, Any]) -> str | None:
+    """The comparison kind, from what the certificate says of its two paths (not from its own `comparison` field)."""
+    ref, second = cert.get("reference") or {}, cert.get("second") or {}
+    settings = lambda part: ((part.get("model") or {}).get("settings") if isinstance(part, dict)  # noqa: E731
+                             and isinstance(part.get("model"), dict) else None)
+    return comparison_kind(second.get("kind") if isinstance(second, dict) else None, settings(ref), settings(second))
+
+
+def _stated(cert: dict[str, Any]) -> tuple[Any, Any]:
     stated = cert.get("thresholds")
     thresholds: dict[str, Any] = stated if isinstance(stated, dict) else {}
-    return verdict(cert.get("cosine_min"), cert.get("top1_agreement"), thresholds.get("min_cosine"),
-                   thresholds.get("min_top1_agreement"))
+    return thresholds.get("min_cosine"), thresholds.get("min_top1_agreement")
+
+
+def certificate_verdict(cert: dict[str, Any]) -> bool:
+    """Whether the certificate passes: its measurements against its thresholds raised to the protocol's minimum."""
+    return verdict(cert.get("cosine_min"), cert.get("top1_agreement"),
+                   *applied_thresholds(certificate_kind(cert), *_stated(cert)))
 
 
 def certificate_problem(cert: dict[str, Any]) -> str | None:
     """Why the certificate's stated figures cannot be believed: its summary figures differ from those its own items
-    and pairs give, or its `passed` from the verdict they give. None for an honest certificate."""
+    and pairs give, or its `passed` from the verdict they give (by the protocol, or, for a certificate written
+    before the protocol's minimums, by its own thresholds). None for an honest certificate."""
     items, pairs = cert.get("items"), cert.get("pairs")
     if not isinstance(items, list) or not isinstance(pairs, list):
         return "items / pairs: missing; not a certificate written by `mmbench verify-backend`"
@@ -221,7 +245,8 @@ def certificate_problem(cert: dict[str, Any]) -> str | None:
         if (stated is None) != (want is None) or (want is not None and not (
                 isinstance(stated, (int, float)) and np.isclose(stated, want, rtol=0, atol=1e-9))):
             return f"{field_name}: states {stated!r}, but its own items give {want!r}; refused as forged"
-    return forged(cert.get("passed"), certificate_verdict(cert))
+    return forged(cert.get("passed"), certificate_verdict(cert),
+                  verdict(cert.get("cosine_min"), cert.get("top1_agreement"), *_stated(cert)))
 
 
 def certificate_covers(cert: dict[str, Any], identity: dict[str, Any]) -> bool:

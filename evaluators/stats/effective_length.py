@@ -50,7 +50,7 @@ import numpy as np
 
 from mmbench.common.value_memo import remembered
 from mmbench.evaluators.ordering import label_key
-from mmbench.evaluators.stats.floors import DEFAULT_ALPHA, DEFAULT_POWER, metric_sd
+from mmbench.evaluators.stats.floors import DEFAULT_ALPHA, DEFAULT_POWER, metric_sd, normal_cdf
 
 MIN_WINDOW = 10          # the smallest default reference, in items
 WINDOW_SHARE = 10        # the default reference is one item of a stratum in WINDOW_SHARE, at least MIN_WINDOW
@@ -114,7 +114,15 @@ def normal_quantile(p: float) -> float:
 
         return float(stats.norm.ppf(p))
 
-    value = remembered("norm.ppf", (p,), compute)
+    def valid(value: float | None) -> bool:
+        """Whether `value` is the quantile at p: the normal CDF there (math.erfc, no scipy) gives p back, relative
+        to the nearer tail's mass, to 1e-9."""
+        if value is None or not (0 < p < 1 and math.isfinite(value)):
+            return False
+        tail, got = (p, normal_cdf(value)) if p <= 0.5 else (1 - p, normal_cdf(-value))
+        return abs(got - tail) <= 1e-9 * tail
+
+    value = remembered("norm.ppf", (p,), compute, valid)
     assert value is not None
     return value
 

@@ -12,6 +12,7 @@ from mmbench.models.base import EmbeddingModel, Role
 from mmbench.models.output_check import BadModelOutput, batch_rows
 from mmbench.running.executors.prefetch import Prefetcher
 from mmbench.common.address_limit import is_out_of_memory
+from mmbench.running.executors.threads import encode_threads
 
 log = logging.getLogger(__name__)
 
@@ -31,9 +32,12 @@ def encode_batch(model: EmbeddingModel, views: Sequence[Document], role: Role, m
     """Encode `views` in one call; if that fails, retry them one by one so a bad document fails alone.
 
     `prepared`: the batch's inputs from `model.prepare` (forwarded with `model.encode_prepared`); None encodes
-    with `model.encode`. `before_retry` runs before the one-by-one retry (the prefetcher waits for its thread)."""
+    with `model.encode`. `before_retry` runs before the one-by-one retry (the prefetcher waits for its thread).
+    Every forward pass runs with torch's intra-op thread count at `ENCODE_THREADS` (`executors.threads`), here
+    and in a Ray actor alike, so the vectors do not depend on the executor or on the caller's thread count."""
     out = BatchResult(index, [])
-    out.rows = _encode(model, list(views), role, media, out, prepared, before_retry)
+    with encode_threads():
+        out.rows = _encode(model, list(views), role, media, out, prepared, before_retry)
     return out
 
 
