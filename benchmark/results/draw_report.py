@@ -58,6 +58,21 @@ def draws_markdown(data: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def draw_variances(data: dict[str, Any], exclude: str | None = None) -> list[Any]:
+    """The task's draw-variance estimates in a draws report, one per model with at least two draws ("all" group),
+    leaving out `exclude` (the model under test): references of the overfitting test."""
+    from mmbench.evaluators.stats.overfit_gap import DrawVariance
+
+    out = []
+    for name, rows in data.get("models", {}).items():
+        row = next((r for r in rows if r["group"] == "all"), None)
+        if name == exclude or row is None or row.get("between_sd") is None or row.get("within_se") is None:
+            continue
+        out.append(DrawVariance(float(row["between_sd"]), float(row["within_se"]), int(row["draws"]),
+                                f"{data.get('task')}: {name}"))
+    return out
+
+
 def spread_for(data: dict[str, Any], a: str, b: str) -> float | None:
     """The between-draw sd against which a difference between models a and b is read: the sd of their
     difference over the draws when both were run on them, else the larger of their scores' between-draw sd

@@ -53,17 +53,17 @@ def group_means(per_query: pd.DataFrame, metric: str, axes: Sequence[str] = DEFA
     if metric not in per_query.columns:
         raise ValueError(f"per-query metric {metric!r} is missing")
     present = [a for a in axes if a in per_query.columns]
-    out = {"all": _mean_se(per_query[metric])}
+    out = {"all": mean_se(per_query[metric])}
     for axis in present:
         for value, rows in per_query.groupby(axis, sort=True):
-            out[f"{axis}={value}"] = _mean_se(rows[metric])
+            out[f"{axis}={value}"] = mean_se(rows[metric])
     if len(cell) == 2 and all(c in per_query.columns for c in cell):
         for (v1, v2), rows in per_query.groupby(list(cell), sort=True):
-            out[f"{cell[0]}={v1}, {cell[1]}={v2}"] = _mean_se(rows[metric])
+            out[f"{cell[0]}={v1}, {cell[1]}={v2}"] = mean_se(rows[metric])
     return out
 
 
-def _mean_se(values: pd.Series) -> tuple[float, float, int]:
+def mean_se(values: pd.Series) -> tuple[float, float, int]:
     x = values.to_numpy(dtype=float)
     x = x[np.isfinite(x)]
     se = float(np.std(x, ddof=1) / np.sqrt(x.size)) if x.size > 1 else float("nan")
