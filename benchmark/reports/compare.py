@@ -24,6 +24,7 @@ from mmbench.evaluators.metrics import chance_metrics, metric_range
 from mmbench.evaluators.stats import correct_pvalues, mcnemar, paired_ttest, wilcoxon_signed_rank
 from mmbench.evaluators.stats.bootstrap import DEFAULT_DIFF_RESAMPLES, DEFAULT_RESAMPLES
 from mmbench.evaluators.stats.floors import design_floor, observed_floor
+from mmbench.evaluators.stats.rank_sets import rank_sets
 from mmbench.evaluators.stats.ranking import describe, rank_models
 from mmbench.evaluators.stats.settle import items_to_settle
 from mmbench.evaluators.stats.verdict import pair_verdict
@@ -72,8 +73,11 @@ def compare_runs(runs: Sequence[RunResults], *, metric: str = "precision_at_1", 
             pair["draw_spread"] = draw_spread_note(draws, pair["a"], pair["b"], pair["ttest"]["mean_diff"], runs[0].task)
     ranking = None
     if len(runs) >= 3 and len(shared):
-        ranking = rank_models(labels, [np.array([f[metric].to_numpy(dtype=float) for f in frames])],
-                              resamples=ci_resamples, seed=seed, alpha=alpha).to_dict()
+        mat = np.array([f[metric].to_numpy(dtype=float) for f in frames])
+        ranking = rank_models(labels, [mat], resamples=ci_resamples, seed=seed, alpha=alpha).to_dict()
+        sets = rank_sets(labels, [mat], [runs[0].task], alpha=alpha, resamples=ci_resamples, seed=seed)
+        ranking["simultaneous_low"], ranking["simultaneous_high"] = sets.per_task_low[0], sets.per_task_high[0]
+        ranking["simultaneous_method"] = sets.method
     return {
         "kind": "mmbench.compare", "identical_runs": identical_runs(runs, labels),
         "ranking": ranking,
@@ -385,14 +389,28 @@ def ranking_markdown(data: dict[str, Any]) -> list[str]:
         return []
     from mmbench.evaluators.stats.ranking import Ranking
 
-    ranking = Ranking(**r)
+    extra = {k: r[k] for k in ("simultaneous_low", "simultaneous_high", "simultaneous_method") if k in r}
+    ranking = Ranking(**{k: v for k, v in r.items() if k not in extra})
     order = sorted(range(len(ranking.models)), key=lambda i: (ranking.ranks[i], ranking.models[i]))
-    rows = [[ranking.models[i], fmt(ranking.scores[i]), ranking.ranks[i], f"{ranking.rank_low[i]}–{ranking.rank_high[i]}",
-             ranking.tiers[i], fmt_p(ranking.tier_p_holm[i]) if ranking.tier_p_holm[i] is not None else "–"] for i in order]
+    sim = "simultaneous_low" in extra
+
+    def rank_set(i: int) -> str:
+        lo, hi = extra["simultaneous_low"][i], extra["simultaneous_high"][i]
+        return str(lo) if lo == hi else f"{lo}–{hi}"
+
+    rows = [[ranking.models[i], fmt(ranking.scores[i]), ranking.ranks[i], *([rank_set(i)] if sim else []),
+             f"{ranking.rank_low[i]}–{ranking.rank_high[i]}", ranking.tiers[i],
+             fmt_p(ranking.tier_p_holm[i]) if ranking.tier_p_holm[i] is not None else "–"] for i in order]
+    head = ["model", data["settings"]["metric"], "rank", *([f"rank set ({1 - ranking.alpha:.0%}, simultaneous)"]
+                                                           if sim else []),
+            "marginal rank interval", "tier", "p Holm vs tier's best"]
     return ["## Ranks and tiers", "",
-            f"Rank interval: the {ranking.level:.0%} range of each model's rank over {ranking.resamples} paired bootstrap "
-            f"resamples of the items (seed {ranking.seed}). Tier: tier 1 is the best model and every model a paired t-test "
-            f"cannot tell from it at α = {ranking.alpha:g} after Holm's correction; the rest are tiered the same way. "
-            "Models in one tier are statistically tied.", "",
-            md_table(["model", data["settings"]["metric"], "rank", "rank interval", "tier", "p Holm vs tier's best"], rows), "",
+            *([f"Rank set: every model's rank at once with {1 - ranking.alpha:.0%} confidence "
+               f"({extra['simultaneous_method']}); read these. "] if sim else []),
+            f"Marginal rank interval: the {ranking.level:.0%} range of each model's rank over {ranking.resamples} paired "
+            f"bootstrap resamples of the items (seed {ranking.seed}), one model at a time: together they do not cover "
+            "all ranks at once (tied ranks are covered jointly far less often than their level). Tier: tier 1 is the "
+            f"best model and every model a paired t-test cannot tell from it at α = {ranking.alpha:g} after Holm's "
+            "correction; the rest are tiered the same way. Models in one tier are statistically tied.", "",
+            md_table(head, rows), "",
             *[f"- {describe(ranking, i)}" for i in order], ""]
