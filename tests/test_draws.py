@@ -175,12 +175,12 @@ def test_the_draw_ratio_comes_with_its_pure_noise_range_and_p():
 def test_effective_context_over_draws_is_a_range_with_the_share_that_agrees():
     from mmbench.results.draw_report import effective_over_draws, spread_lines
 
-    readings = [{"tokens": 21_312, "censored": True, "status": "censored"},
-                {"tokens": 21_312, "censored": True, "status": "censored"},
-                {"tokens": 19_045, "censored": False, "status": "drop"}]
+    readings = [{"tokens": 20_825, "censored": True, "status": "censored", "bin": "32k"},
+                {"tokens": 21_312, "censored": True, "status": "censored", "bin": "32k"},
+                {"tokens": 19_045, "censored": False, "status": "drop", "bin": "16k"}]
     text = effective_over_draws(readings)
-    assert text == ("effective context over 3 draws: 19,045 to at least 21,312 tokens; 2 of 3 draws agree on at least "
-                    "21,312 (one draw's reading is not the task's)")
+    assert text == ("effective context over 3 draws: 19,045 to at least 21,312 tokens; 2 of 3 draws agree on no drop "
+                    "up to the longest length seen (one draw's reading is not the task's)")
     data = {"task": "t", "metric": "m", "seeds": [0, 1, 2], "pairs": [], "effective": {"bm25": readings},
             "models": {"bm25": [{"group": "all", "mean": 0.5, "between_sd": 0.03, "within_se": 0.02, "ratio": 1.5,
                                  "noise_low": 0.16, "noise_high": 1.92, "p_value": 0.22}]}}

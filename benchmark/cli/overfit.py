@@ -85,15 +85,18 @@ def cmd_overfit(args: argparse.Namespace) -> int:
         print(f"commitment {record['commitment']} to the secret seed of {task.name} (public draw "
               f"{public.content_hash[:16]}) written to {out / 'commitment.json'}")
         if args.board is not None:
-            print(f"published on the board: {file_commitment(args.board, record)}")
+            try:
+                print(f"published on the board: {file_commitment(args.board, record)}")
+            except (OSError, ValueError) as exc:
+                raise CLIError(f"--board: {exc}") from None
         return 0
     where = args.commitment or next((p for p in ([commitment_path(args.board, task.name)] if args.board else [])
                                      + [out / "commitment.json"] if p.is_file()), None)
-    record = None
+    committed: dict | None = None
     if where is not None:
-        record = _read_json(Path(where), "commitment")
+        committed = _read_json(Path(where), "commitment")
         try:
-            check_commitment(record, args.secret_seed, task.name, public.content_hash)
+            check_commitment(committed, args.secret_seed, task.name, public.content_hash)
         except ValueError as exc:
             raise CLIError(f"commitment {where}: {exc}") from None
     fresh = build_or_error(task, seeds, args, task.fresh_params)
@@ -102,7 +105,7 @@ def cmd_overfit(args: argparse.Namespace) -> int:
     out = args.out or Path("runs") / "overfit" / task.name / safe_name(model.card.name)
     try:
         data = overfit_test(model, args.model, task, public, fresh, out, draw_options(args), metric, args.alpha,
-                            reference=_references(args, task.name, model.card.name), commitment=record)
+                            reference=_references(args, task.name, model.card.name), commitment=committed)
     except ValueError as exc:
         raise CLIError(str(exc)) from None
     publish_report(out, "overfit", data, overfit_markdown(data), args.board, file_report)

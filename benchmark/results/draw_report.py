@@ -41,7 +41,8 @@ def effective_reading(run: RunResults, metric: str, task: str) -> dict[str, Any]
     e = run_effective_length(run.per_query, run.seen, metric, strata=design_strata(task)).to_dict()
     if e.get("effective_tokens") is None:
         return {"tokens": None, "censored": False, "status": e.get("status")}
-    return {"tokens": int(e["effective_tokens"]), "censored": bool(e.get("censored")), "status": e.get("status")}
+    return {"tokens": int(e["effective_tokens"]), "censored": bool(e.get("censored")), "status": e.get("status"),
+            "bin": e.get("effective_bin")}
 
 
 def _reading_words(r: dict[str, Any]) -> str:
@@ -50,17 +51,26 @@ def _reading_words(r: dict[str, Any]) -> str:
     return f"at least {r['tokens']:,}" if r["censored"] else f"{r['tokens']:,}"
 
 
+def _reading_kind(r: dict[str, Any]) -> str:
+    """What two draws must share to agree: no drop up to the longest length seen (censored), or the bin read whole."""
+    if r.get("tokens") is None:
+        return f"no effective context ({r.get('status')})"
+    if r["censored"]:
+        return "no drop up to the longest length seen"
+    return f"a drop after the {r['bin']} bin" if r.get("bin") else f"{r['tokens']:,} tokens"
+
+
 def effective_over_draws(readings: Sequence[dict[str, Any] | None]) -> str | None:
-    """The effective context over the draws as a range, with the share of draws that give the most common
-    reading (None: no draw has one)."""
+    """The effective context over the draws as a range, with the share of draws that agree on the most common
+    reading (censored, or the same bin read whole; None: no draw has one)."""
     got = [r for r in readings if r is not None]
     if not got:
         return None
-    words = [_reading_words(r) for r in got]
+    words = [_reading_kind(r) for r in got]
     common = max(dict.fromkeys(words), key=words.count)
     known = [r for r in got if r.get("tokens") is not None]
     if not known:
-        return f"effective context over {len(got)} draws: {common} in every draw"
+        return f"effective context over {len(got)} draws: {common}, {words.count(common)} of {len(got)} draws"
     lo = min(known, key=lambda r: (r["tokens"], r["censored"]))
     hi = max(known, key=lambda r: (r["tokens"], r["censored"]))
     span = _reading_words(lo) if lo == hi else f"{_reading_words(lo)} to {_reading_words(hi)}"

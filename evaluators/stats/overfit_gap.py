@@ -27,7 +27,7 @@ standard error, known from its per-item scores). The gap g = x_0 - mean(x_1..x_F
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Sequence
+from typing import Any, Sequence
 
 import numpy as np
 from scipy import optimize, stats
@@ -90,7 +90,8 @@ def detectable_gap(se_gap: float, df: float, alpha: float = DEFAULT_ALPHA, power
     return float(optimize.brentq(hit, low if hit(low) < 0 else 0.0, high, xtol=se_gap * 1e-6))
 
 
-def gap_noise(f: int, fresh_var, fresh_item, item2, ref_df, ref_s2, ref_w2):
+def gap_noise(f: int, fresh_var: Any, fresh_item: Any, item2: Any, ref_df: Any, ref_s2: Any,
+              ref_w2: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Vectorised core: (V, df, tau) of the gap from F fresh draws' score variance `fresh_var` and mean squared
     standard error `fresh_item`, the item variance of the gap `item2` and references (arrays over their last
     axis: df K - 1, between-draw variance s^2, squared within-draw error w^2). Broadcasts over leading axes."""
@@ -145,7 +146,7 @@ def overfit_gap(public: float, fresh: Sequence[float], alpha: float = DEFAULT_AL
         nv, ndf, ntau = gap_noise(f, sd * sd, fresh_item, item2, [r.draws - 1 for r in refs],
                                   [r.between_sd ** 2 for r in refs], [r.within_se ** 2 for r in refs])
         v, df, tau = float(nv), float(ndf), float(ntau)
-    common = dict(public=float(public), fresh_mean=mean, fresh_sd=sd, n_fresh=f, gap=gap, alpha=float(alpha),
+    common: dict[str, Any] = dict(public=float(public), fresh_mean=mean, fresh_sd=sd, n_fresh=f, gap=gap, alpha=float(alpha),
                   power=float(power), references=len(reference), excess_sd=tau,
                   item_se=None if item2 is None else float(np.sqrt(item2)))
     if not v > SD_TOLERANCE ** 2:

@@ -101,7 +101,7 @@ def items_to_settle(a: Sequence[float], b: Sequence[float], *, level: float, pow
     binary = bool(np.all(np.isin(x, (0.0, 1.0))) and np.all(np.isin(y, (0.0, 1.0))))
     psi = float(np.mean(d != 0)) if binary else None
     if settle_at is None:
-        planning, basis = observed_floor(x, y, alpha=floor_alpha or level, power=power).mde, "resolution floor"
+        planning, basis = observed_floor(x.tolist(), y.tolist(), alpha=floor_alpha or level, power=power).mde, "resolution floor"
     else:
         planning, basis = abs(float(settle_at)), "--settle-at"
     reason = None
