@@ -143,3 +143,20 @@ def test_a_changed_secret_fails_the_commitment():
         with pytest.raises(ValueError):
             check_commitment(rec, secret, task, public)
     assert commitment_record("t", 0, "h", "s")["commitment"] != commitment_record("t", 0, "h", "s")["commitment"]
+
+
+def test_the_references_are_the_other_models_of_the_draws_report():
+    from mmbench.results.draw_report import draw_variances
+
+    row = lambda sd, se, k: [{"group": "all", "between_sd": sd, "within_se": se, "draws": k}]  # noqa: E731
+    data = {"task": "multi_source_reasoning", "models": {"bm25": row(0.04, 0.03, 5), "minilm": row(0.05, 0.04, 3),
+                                                         "one": row(None, 0.04, 1)}}
+    refs = draw_variances(data, exclude="bm25")
+    assert [(r.between_sd, r.within_se, r.draws) for r in refs] == [(0.05, 0.04, 3)]
+    assert refs[0].source == "multi_source_reasoning: minilm"
+    with_refs = overfit_gap(0.6, [0.5, 0.52, 0.49], public_se=0.03, fresh_se=[0.03] * 3, reference=refs * 10)
+    alone = overfit_gap(0.6, [0.5, 0.52, 0.49], public_se=0.03, fresh_se=[0.03] * 3)
+    assert alone.excess_sd == 0 and alone.se_gap == pytest.approx(alone.item_se)   # the item SE floor
+    assert with_refs.excess_sd > 0.02 and with_refs.se_gap > alone.se_gap and with_refs.references == 10
+    with pytest.raises(ValueError, match="standard errors"):
+        overfit_gap(0.6, [0.5, 0.52], reference=refs)
