@@ -141,14 +141,17 @@ def overfit_gap(public: float, fresh: Sequence[float], alpha: float = DEFAULT_AL
             raise ValueError("reference draw variances need the draws' standard errors (public_se, fresh_se)")
         # scores alone: the fresh scores' variance is all the noise there is (prediction interval)
         v, df, tau = sd * sd * (1 + 1 / f), float(f - 1), sd
+        refs: list[DrawVariance] = []
+        method = "prediction interval of one draw's score from the F fresh scores alone, Student t with F - 1 df"
     else:
         refs = [r for r in reference if r.draws >= 2]
+        method = OverfitGap.method
         nv, ndf, ntau = gap_noise(f, sd * sd, fresh_item, item2, [r.draws - 1 for r in refs],
                                   [r.between_sd ** 2 for r in refs], [r.within_se ** 2 for r in refs])
         v, df, tau = float(nv), float(ndf), float(ntau)
-    common: dict[str, Any] = dict(public=float(public), fresh_mean=mean, fresh_sd=sd, n_fresh=f, gap=gap, alpha=float(alpha),
-                  power=float(power), references=len(reference), excess_sd=tau,
-                  item_se=None if item2 is None else float(np.sqrt(item2)))
+    common: dict[str, Any] = dict(public=float(public), fresh_mean=mean, fresh_sd=sd, n_fresh=f, gap=gap,
+                                  alpha=float(alpha), power=float(power), references=len(refs), excess_sd=tau,
+                                  item_se=None if item2 is None else float(np.sqrt(item2)), method=method)
     if not v > SD_TOLERANCE ** 2:
         return OverfitGap(**common, judged=False, reason=NO_VARIANCE, se_gap=None, df=None, half_width=None,
                           expected_low=None, expected_high=None, ci_low=None, ci_high=None, t=None, p_value=None,
