@@ -160,3 +160,16 @@ def test_the_references_are_the_other_models_of_the_draws_report():
     assert with_refs.excess_sd > 0.02 and with_refs.se_gap > alone.se_gap and with_refs.references == 10
     with pytest.raises(ValueError, match="standard errors"):
         overfit_gap(0.6, [0.5, 0.52], reference=refs)
+
+
+def test_the_board_lists_the_commitment_and_refuses_a_second_one(tmp_path):
+    from mmbench.leaderboards.overfit import file_commitment, overfit_section
+    from mmbench.running.overfit import commitment_record
+
+    rec = commitment_record("visual_grounding", 0, "h" * 64, "keeper-secret")
+    file_commitment(tmp_path, rec)
+    file_commitment(tmp_path, rec)   # the same commitment again is fine
+    html = overfit_section(tmp_path)
+    assert rec["commitment"] in html and rec["salt"] in html and "keeper-secret" not in html
+    with pytest.raises(ValueError, match="already holds a commitment"):
+        file_commitment(tmp_path, commitment_record("visual_grounding", 0, "h" * 64, "another"))
