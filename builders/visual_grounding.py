@@ -37,8 +37,8 @@ from mmbench.data.tokens import UnifiedTokenCounter, image_tokens
 
 from mmbench.builders.parts.needle_families import IMAGE_DESCRIPTOR, image_families, text_families
 from mmbench.builders.sources.backgrounds import Background, obelics_background, sample_background, text_reach
-from mmbench.builders.sources.needles import (Needle, needlebench_fingerprint, read_mmniah_image_needles, read_needlebench,
-                              sample_needles)
+from mmbench.builders.sources.needles import (Needle, fresh_sample_needles, needlebench_fingerprint,
+                                              read_mmniah_image_needles, read_needlebench, sample_needles)
 from mmbench.builders.designs.visual_grounding import DEPTHS, LENGTHS, TASK_NAME, TASK_VERSION
 
 BACKGROUNDS = ("text", "mixed", "image")
@@ -66,12 +66,19 @@ def build(source: str, out: Path, seed: int = 0, lengths: Sequence[int] = LENGTH
           image_pool: int = 48, text_needles: str | None = None, image_needles: str | None = None,
           image_root: str | None = None, haystack: str | None = None, tokenizer_json: str | None = None,
           family_size: int = 5, image_descriptor: str = IMAGE_DESCRIPTOR, allow_missing: bool = False,
-          progress: bool = True, load_model: Callable[[str], Any] | None = None) -> PoolSet:
+          progress: bool = True, load_model: Callable[[str], Any] | None = None, needles: str = "source") -> PoolSet:
     """Build the task from `source` ("sample", or "real" with the needle and haystack paths) into `out`.
 
     `load_model` (name -> EmbeddingModel) is what `image_descriptor=model:NAME` embeds needle images with;
     the task passes the model registry's (`TaskSpec.services`), so this builder imports no model code.
+
+    `needles="fresh"` (the overfitting test's fresh draws, `TaskSpec.fresh_params`) renews the needles: the sample
+    source draws new look-alike families from the seed (`fresh_sample_needles`), a real source takes the next
+    `needles_per_kind` needles of each kind after those every public draw uses; no needle is shared with a public
+    draw. The default ("source") leaves the build, and its content hash, as it was.
     """
+    if needles not in ("source", "fresh"):
+        raise ValueError(f"needles={needles!r}: expected 'source' or 'fresh'")
     params = VGParams(tuple(int(x) for x in lengths), tuple(float(d) for d in depths), tuple(backgrounds),
                       tuple(kinds), int(needles_per_kind), int(image_pool), int(family_size),
                       str(image_descriptor))
@@ -82,8 +89,9 @@ def build(source: str, out: Path, seed: int = 0, lengths: Sequence[int] = LENGTH
     with build_scratch(out) as scratch:
         media = MediaStore(scratch)
         drops: dict[str, DropLog] = {}
-        needles, background, sources = _load_sources(source, counter, media, seed, params, text_needles,
-                                                     image_needles, image_root, haystack, drops, load_model)
+        fresh = needles == "fresh"
+        chosen, background, sources = _load_sources(source, counter, media, seed, params, text_needles,
+                                                    image_needles, image_root, haystack, drops, load_model, fresh)
         paths = {"text_needle_records": text_needles, "image_needle_records": image_needles,
                  "haystack_images": haystack}
         for name, log in drops.items():
@@ -94,13 +102,15 @@ def build(source: str, out: Path, seed: int = 0, lengths: Sequence[int] = LENGTH
                            "part of it)") if "text" in params.backgrounds else None
         if reach is not None:
             drops["haystack_text"] = reach
-        ps = assemble(needles, background, counter, media, params, seed, progress)
+        ps = assemble(chosen, background, counter, media, params, seed, progress)
         check_tolerances(ps.candidates)
         ps.sources = sources
         ps.builder = {"name": "mmbench.builders.visual_grounding", "params": _jsonable(asdict(params)),
                       "source": source, "length_tolerance": LENGTH_TOLERANCE, "depth_tolerance": DEPTH_TOLERANCE,
                       "token_counter": getattr(counter.tokenizer, "name", "qwen3"),
                       "max_drop_share": MAX_DROP_SHARE, "allow_missing": allow_missing}
+        if fresh:
+            ps.builder["needles"] = "fresh"
         write_valid_poolset(ps, out, checks, media_from=scratch, drops=drops)
     return ps
 
@@ -145,11 +155,12 @@ def check_tolerances(candidates: Sequence[Document]) -> None:
 
 
 def _load_sources(source, counter, media, seed, params, text_needles, image_needles, image_root, haystack, drops,
-                  load_model=None):
+                  load_model=None, fresh=False):
     if source == "sample":
-        needles = sample_needles()
+        needles = fresh_sample_needles(seed) if fresh else sample_needles()
         background = sample_background(counter.tokenizer, media, seed, params.image_pool)
-        sources = {"needles": "mmbench sample families (25 text, 25 image)",
+        sources = {"needles": f"mmbench fresh sample families of seed {seed} (25 text, 25 image)" if fresh else
+                   "mmbench sample families (25 text, 25 image)",
                    "haystack": "pydoc_data.topics (Python Language Reference) + procedural images"}
         return needles, background, sources
     if source != "real":
@@ -173,6 +184,8 @@ def _load_sources(source, counter, media, seed, params, text_needles, image_need
         records = read_mmniah_image_needles(Path(image_needles), Path(image_root), drops=drops["image_needle_records"],
                                             repeats=drops["image_needle_repeats"])
         needles += image_families(records, params.family_size, params.image_descriptor, load_model)
+    if fresh:  # past the needles every public draw selects (the first needles_per_kind of each kind)
+        needles = [n for kind in params.kinds for n in [x for x in needles if x.kind == kind][params.needles_per_kind:]]
     drops["haystack_images"] = DropLog("OBELICS images")
     drops["haystack_paragraphs"] = DropLog("OBELICS text paragraphs")
     background = obelics_background(Path(haystack), counter.tokenizer, media, pool_size=params.image_pool,

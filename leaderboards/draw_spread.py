@@ -23,14 +23,19 @@ from mmbench.leaderboards.store import Entry
 DRAWS_DIR = "draws"
 
 
+def board_draws_path(board: Path, task: str) -> Path:
+    """Where the board keeps the draws report of `task`."""
+    from mmbench.leaderboards.store import slugify
+
+    return Path(board) / DRAWS_DIR / f"{slugify(task)}.json"
+
+
 def file_draws(board: Path, data: dict[str, Any]) -> Path:
     """Store a draws report on the board (atomically) as draws/<task>.json."""
     from mmbench.data.media import atomic_write_bytes
-    from mmbench.leaderboards.store import slugify
 
-    folder = Path(board) / DRAWS_DIR
-    folder.mkdir(parents=True, exist_ok=True)
-    path = folder / f"{slugify(str(data['task']))}.json"
+    path = board_draws_path(board, str(data["task"]))
+    path.parent.mkdir(parents=True, exist_ok=True)
     atomic_write_bytes(path, json.dumps(data, indent=1, sort_keys=True).encode())
     return path
 

@@ -37,4 +37,5 @@ TASK = TaskSpec(
     },
     validator="mmbench.builders.checks.flickr_hard_negatives",
     services={"load_caption_model": "mmbench.models.sentence_transformer:load_caption_model"},
+    fresh_renews=("the image pool, the query images and every candidate order"),
 )

@@ -38,4 +38,5 @@ TASK = TaskSpec(
                             "(default 0.25)",
     },
     validator="mmbench.builders.checks.logical_summarization",
+    fresh_renews=("the filler text reports are padded with and its placement; with a real source also which reports make the draw"),
 )

@@ -33,5 +33,6 @@ TASK = TaskSpec(
         "audit_hard": "true: also ask the auditor whether each Hard variant still answers its query (drop if so)",
     },
     validator="mmbench.builders.checks.multi_source_reasoning",
-    long_lengths=(65536, 131072),   # opt-in; the sample's filler reaches them (docs/long-contexts.md)
+    long_lengths=(65536, 131072),   # opt-in; the sample's filler reaches them (docs/long-contexts.md),
+    fresh_renews=("the filler each context is expanded with and the evidence span each Hard variant swaps; with a real source also which questions (records) make the draw. The sample source keeps its questions: a model that memorised them is not renewed away"),
 )

@@ -33,6 +33,8 @@ class TaskSpec:
         validator: the module holding `INVARIANTS` and `check(ps, checked)`, re-run by `mmbench validate`.
         services: builder keyword -> `"module:function"` the task hands its builder (e.g. a model loader), so
             builders import no model code; never part of the build's parameters or content hash.
+        fresh_params: builder parameters the overfitting test's fresh draws add (Visual Grounding: new needles).
+        fresh_renews: what a fresh draw renews that a model could have memorised from the public draw.
     """
 
     name: str
@@ -57,6 +59,10 @@ class TaskSpec:
     # opt-in long bins past the default build (64K, 128K tokens): built only when asked for with
     # `--param lengths=[...]`, so default sample builds and their content hashes never include them
     long_lengths: tuple[int, ...] = ()
+    # the overfitting test's fresh draws: builder parameters they add (e.g. new needles) and, in words, what a
+    # fresh draw renews that a model could have memorised from the public draw
+    fresh_params: dict[str, Any] = field(default_factory=dict)
+    fresh_renews: str = ""
 
     @property
     def long_bins(self) -> tuple[str, ...]:

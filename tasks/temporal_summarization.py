@@ -43,5 +43,6 @@ TASK = TaskSpec(
         "rewrite_cache": "JSONL file that stores and reuses chat rewrites (keyed by prompt version, model, captions)",
     },
     validator="mmbench.builders.checks.temporal_summarization",
-    long_lengths=(65536, 131072),   # opt-in; the sample's videos reach them (docs/long-contexts.md)
+    long_lengths=(65536, 131072),   # opt-in; the sample's videos reach them (docs/long-contexts.md),
+    fresh_renews=("the sample source's synthetic videos; with a real source a seeded sample of the annotated videos (max_videos)"),
 )

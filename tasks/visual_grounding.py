@@ -39,4 +39,6 @@ TASK = TaskSpec(
     validator="mmbench.builders.checks.visual_grounding",
     services={"load_model": "mmbench.models.registry:load_model"},
     long_lengths=LONG_LENGTHS,
+    fresh_params={"needles": "fresh"},
+    fresh_renews=("the needles (new look-alike families, none shared with the public draw) and the haystack windows"),
 )

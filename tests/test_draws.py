@@ -159,3 +159,37 @@ def test_the_board_flags_gaps_within_the_between_draw_spread(tmp_path):
     assert draws_section(tmp_path / "nothing", [], info) == ""
     (board / "draws" / "broken.json").write_text("{")
     assert "Unreadable draws report broken.json" in draws_section(board, [], info)
+
+
+def test_the_draw_ratio_comes_with_its_pure_noise_range_and_p():
+    """Under pure item noise (K - 1) ratio^2 is chi-square with K - 1 df: the range at three draws is 0.16-1.92 and
+    the p of 20,000 simulated pure-noise reports is uniform (5 % below 0.05)."""
+    from mmbench.evaluators.stats.draw_spread import noise_range, ratio_p, spread_of
+
+    lo, hi = noise_range(3)
+    assert lo == pytest.approx(0.159, abs=0.001) and hi == pytest.approx(1.921, abs=0.001)
+    rng = np.random.default_rng(4)
+    se = 0.03
+    means = rng.normal(0.5, se, size=(20_000, 3))
+    ratios = means.std(axis=1, ddof=1) / se
+    p = np.array([ratio_p(r, 3) for r in ratios[:4000]])
+    assert np.mean(p < 0.05) == pytest.approx(0.05, abs=0.01)
+    assert np.mean((ratios >= lo) & (ratios <= hi)) == pytest.approx(0.95, abs=0.01)
+    row = spread_of([0.50, 0.53, 0.47], [se] * 3, [144] * 3, "all")
+    assert (row.noise_low, row.noise_high) == (lo, hi) and row.p_value == pytest.approx(ratio_p(row.ratio, 3))
+
+
+def test_effective_context_over_draws_is_a_range_with_the_share_that_agrees():
+    from mmbench.results.draw_report import effective_over_draws, spread_lines
+
+    readings = [{"tokens": 20_825, "censored": True, "status": "censored", "bin": "32k"},
+                {"tokens": 21_312, "censored": True, "status": "censored", "bin": "32k"},
+                {"tokens": 19_045, "censored": False, "status": "drop", "bin": "16k"}]
+    text = effective_over_draws(readings)
+    assert text == ("effective context over 3 draws: 19,045 to at least 21,312 tokens; 2 of 3 draws agree on no drop "
+                    "up to the longest length seen (one draw's reading is not the task's)")
+    data = {"task": "t", "metric": "m", "seeds": [0, 1, 2], "pairs": [], "effective": {"bm25": readings},
+            "models": {"bm25": [{"group": "all", "mean": 0.5, "between_sd": 0.03, "within_se": 0.02, "ratio": 1.5,
+                                 "noise_low": 0.16, "noise_high": 1.92, "p_value": 0.22}]}}
+    lines = "\n".join(spread_lines(data, "t", "bm25"))
+    assert "19,045 to at least 21,312 tokens" in lines and "item noise alone gives 0.16–1.92, p = 0.22" in lines

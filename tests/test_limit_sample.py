@@ -67,7 +67,7 @@ def test_the_stratified_mean_matches_the_textbook_formula():
     means = np.array([np.mean(values[:3]), np.mean(values[3:])])
     var = (w ** 2 * (1 - np.array([3 / 30, 4 / 70])) * np.array([np.var(values[:3], ddof=1) / 3,
                                                                   np.var(values[3:], ddof=1) / 4])).sum()
-    assert e.value == pytest.approx(w @ means) and e.se == pytest.approx(np.sqrt(var))
+    assert e.value == pytest.approx(w @ means) and e.se_cochran == pytest.approx(np.sqrt(var)) and e.se >= e.se_cochran
     assert e.strata == 2 and e.axes_used == ["cell"] and e.ci_low < e.value < e.ci_high
     # a cell with one chosen item is collapsed into its coarser stratum
     one = stratified_mean([1, 0, 1], ["x|1k", "x|2k", "x|2k"], {"x|1k": 10, "x|2k": 10}, ["subset", "length_bin"])

@@ -24,7 +24,7 @@ def test_a_fair_model_is_flagged_in_at_most_5_percent_of_200_aa_trials():
 def test_the_flag_rate_of_a_fair_model_is_alpha_over_two():
     rng = np.random.default_rng(12)
     for fresh in (2, 5, 10):
-        flags = [overfit_gap(x[0], x[1:], alpha=0.1).flagged for x in rng.normal(0.4, 0.05, size=(5_000, fresh + 1))]
+        flags = [overfit_gap(x[0], x[1:], alpha=0.1).flagged for x in rng.normal(0.4, 0.05, size=(2_000, fresh + 1))]
         assert np.mean(flags) == pytest.approx(0.05, abs=0.011)
 
 
@@ -158,6 +158,7 @@ def test_the_board_shows_the_gap_and_flags_a_significant_one(tmp_path):
     entries, info_of = [FakeEntry("memoriser", "1"), FakeEntry("fair", "2")], lambda e: info(e.model_name)
     html = overfit_section(board.root, entries, info_of)
     assert html.count("<tr>") == 3 and html.count("significant: fitted to the public draw?") == 1
+    assert html.count("not flagged (detectable gap at 80% power: ") == 1
     assert overfit_section(tmp_path / "empty", entries, info_of) == ""
     (board.root / "overfit" / "broken.json").write_text("{")
     assert "Unreadable report broken.json" in overfit_section(board.root, entries, info_of)
@@ -172,9 +173,16 @@ def test_mmbench_overfit_end_to_end(tmp_path, monkeypatch, capsys):
     out, board = tmp_path / "of", tmp_path / "board"
     args = ["overfit", "--task", "multi_source_reasoning", "--param", "lengths=[8192]", "--model", "bm25",
             "--secret-seed", "k", "--fresh", "2", "--out", str(out), "--board", str(board)]
+    assert main([*args, "--commit"]) == 0            # before any fresh draw: the salted hash, on the board
+    committed = json.loads((board / "overfit" / "commitments" / "multi_source_reasoning.json").read_text())
+    assert committed["commitment"] and "k" not in (committed["salt"], committed["commitment"])
+    assert not list((tmp_path / "home" / "draws").glob("*/seed[1-9]*"))   # no fresh draw built yet
+    wrong = [a if a != "k" else "k2" for a in args]
+    assert main(wrong) == 2 and "does not match the commitment" in capsys.readouterr().err
     assert main(args) == 0
     data = json.loads((out / "overfit.json").read_text())
     assert data["gap"]["n_fresh"] == 2 and len({f["content_hash"] for f in data["fresh"]}) == 2
+    assert data["commitment"]["verified"] and data["gap"]["item_se"] > 0 and data["renews"]
     assert data["public"]["protocol_id"] not in {f["protocol_id"] for f in data["fresh"]}
     assert (out / "public").is_dir() and (out / "fresh").is_dir()
     assert "Gap public − fresh" in capsys.readouterr().out

@@ -62,6 +62,7 @@ def test_compare_refuses_different_protocols_and_ranks_three_runs(vg_tiny, tmp_p
     assert all("floor" in p and p["floor"]["n"] == 30 for p in data["pairs"])
     md = (tmp_path / "cmp" / "compare.md").read_text()
     assert "## Ranks and tiers" in md and "statistically tied" in md and "floor (MDE)" in md
+    assert "rank set (95%, simultaneous)" in md and "marginal rank interval" in md
     capsys.readouterr()
     # another --limit: refused (exit 2), naming the field
     assert main(["compare", folders[0], str(tmp_path / "c20")]) == 2

@@ -36,33 +36,59 @@ def test_smallest_n_is_the_first_n_with_the_power():
 
 def test_items_to_settle_says_whether_the_task_has_them():
     a, b = _paired(12, 8, 80)  # delta 0.04, discordance 0.2
-    res = items_to_settle(a, b, level=0.05, available=500)
+    res = items_to_settle(a, b, level=0.05, available=500, settle_at=0.04)
     assert res.basis == "observed discordance" and res.discordance == pytest.approx(0.2)
+    assert res.planning_diff == 0.04 and res.planning_basis == "--settle-at" and res.discordant == 20
     assert res.n_needed > 100 and res.n_more == res.n_needed - 100
     assert res.task_has_enough is (res.n_needed <= 500)
-    assert items_to_settle(a, b, level=0.05, available=10 ** 6).task_has_enough is True
+    assert items_to_settle(a, b, level=0.05, available=10 ** 6, settle_at=0.04).task_has_enough is True
+    # by default the planning difference is the pair's resolution floor, not the observed difference
+    from mmbench.evaluators.stats.floors import observed_floor
+
+    floor = observed_floor(a, b, alpha=0.05).mde
+    default = items_to_settle(a, b, level=0.05 / 3, floor_alpha=0.05)
+    assert default.planning_diff == pytest.approx(floor) and default.planning_basis == "resolution floor"
+    assert default.n_needed >= 100   # a stricter level than the floor's needs at least the items it has
 
 
-@pytest.mark.parametrize("n_a_only,n_b_only,n_same,level", [(12, 8, 80, 0.05), (30, 18, 152, 0.05 / 3),
-                                                           (9, 5, 36, 0.05)])
-def test_adding_the_stated_items_settles_the_pair_in_about_80_percent_of_draws(n_a_only, n_b_only, n_same, level):
-    """Simulation with a known answer: the truth is the observed effect and discordance; draw the stated number of
-    new items from it, add them to the observed ones, and test all of them at the stated level. The pair is
-    settled (rejected, in the observed direction) in 75–85 % of 2,000 draws."""
-    a, b = _paired(n_a_only, n_b_only, n_same)
-    n = a.size
-    res = items_to_settle(a, b, level=level)
-    assert res.n_more > 0
-    rng = np.random.default_rng(7)
-    p_plus, p_minus = n_a_only / n, n_b_only / n
-    d_old = a - b
-    settled = 0
-    for _ in range(2000):
-        new = rng.choice([1.0, -1.0, 0.0], size=res.n_more, p=[p_plus, p_minus, 1 - p_plus - p_minus])
-        d = np.r_[d_old, new]
-        t = stats.ttest_1samp(d, 0.0)
-        settled += bool(t.pvalue <= level and np.mean(d) > 0)
-    assert 0.75 <= settled / 2000 <= 0.85
+def _settled_share(psi, planning_of, rng, trials=300, n0=150, replicates=20, level=0.05):
+    """Truth apart from the estimate: true discordance `psi`, true difference = the stated planning difference.
+    Observe n0 items, state the items to settle, then run `replicates` new experiments of that many items from
+    the truth and count the paired t-tests that reject in the true direction."""
+    settled = []
+    for _ in range(trials):
+        counts = rng.multinomial(n0, [(psi + 0.04) / 2, (psi - 0.04) / 2, 1 - psi])
+        a, b = _paired(*counts)
+        res = planning_of(a, b, level)
+        n, d_true = res.n_needed, res.planning_diff
+        p = [(psi + d_true) / 2, (psi - d_true) / 2, 1 - psi]
+        c = rng.multinomial(n, p, size=replicates)
+        mean = (c[:, 0] - c[:, 1]) / n
+        var = (c[:, 0] + c[:, 1]) / n - mean ** 2
+        t = mean / np.sqrt(var * n / (n - 1) / n)
+        settled += list(t > stats.t.ppf(1 - level / 2, n - 1))
+    return float(np.mean(settled))
+
+
+@pytest.mark.parametrize("psi", [0.2, 0.35])
+def test_the_stated_items_settle_75_to_85_percent_of_pairs_at_the_planning_difference(psi):
+    rng = np.random.default_rng(44)
+    at_d = _settled_share(psi, lambda a, b, lv: items_to_settle(a, b, level=lv, settle_at=0.05), rng)
+    at_floor = _settled_share(psi, lambda a, b, lv: items_to_settle(a, b, level=lv, floor_alpha=3 * lv), rng,
+                              level=0.05 / 3)
+    assert 0.75 <= at_d <= 0.85 and 0.75 <= at_floor <= 0.85, (at_d, at_floor)
+
+
+def test_nothing_is_stated_for_two_models_at_chance_or_too_few_discordant_items():
+    rng = np.random.default_rng(5)
+    a, b = (rng.random(500) < 0.04).astype(float), (rng.random(500) < 0.04).astype(float)   # 25 candidates, P@1
+    res = items_to_settle(a, b, level=0.05, chance=0.04)
+    assert res.n_needed is None and res.reason == "both models at chance"
+    a, b = _paired(3, 2, 95)
+    res = items_to_settle(a, b, level=0.05, settle_at=0.02)
+    assert res.n_needed is None and "fewer than 10 items" in res.reason
+    equal = items_to_settle(*_paired(15, 15, 70), level=0.05)   # two equal models: planned at the floor, finite
+    assert equal.planning_diff > 0 and equal.n_needed is not None and equal.n_needed < 1000
 
 
 def test_continuous_scores_use_the_sd_of_the_differences():
@@ -88,4 +114,5 @@ def test_compare_states_a_verdict_for_every_pair(tmp_path):
     assert close["settle"]["level"] == pytest.approx(0.05 / 3)
     text = comparison_markdown(data)
     assert "## Verdicts" in text and "| strong | better | weak |" in text
-    assert "in all (" in text or "no observed difference" in text
+    assert "in all (" in text or "– (" in text
+    assert "resolution floor (--settle-at D to choose)" in text

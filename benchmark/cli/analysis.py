@@ -31,6 +31,16 @@ def add_effective_flags(p) -> None:
                         "stratum's scored items, at least 10)")
 
 
+def _settle_at(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if not 0 < value <= 1:
+        raise argparse.ArgumentTypeError(f"{text}: a difference in (0, 1] of the metric")
+    return value
+
+
 def register(sub) -> None:
     p = sub.add_parser("compare", help="paired tests between runs of one pool set",
                        description="Paired t-test (bootstrap CI, Cohen's d_z), McNemar on R@1, Wilcoxon on reciprocal rank, "
@@ -46,6 +56,8 @@ def register(sub) -> None:
     p.add_argument("--draws", type=Path, default=None, metavar="DRAWS_JSON",
                    help="a draws.json of `mmbench draws` for this task: say which differences are smaller than the "
                         "between-draw spread (default: none)")
+    p.add_argument("--settle-at", type=_settle_at, default=None, metavar="D",
+                   help="the true difference items-to-settle plans for (default: each pair's resolution floor)")
     add_effective_flags(p)
     add_protocol_flag(p)
     p.add_argument("--reported", action="store_true",
@@ -162,7 +174,8 @@ def cmd_compare(args: argparse.Namespace) -> int:
         _, markdown = write_comparison(runs, args.out, metric=args.metric, resamples=args.resamples,
                                        ci_resamples=args.ci_resamples, seed=args.seed, alpha=args.alpha,
                                        effective=effective_options(args),
-                                       draws=draws_report(args.draws, runs[0].task, [(str(r.root), r.info) for r in runs]))
+                                       draws=draws_report(args.draws, runs[0].task, [(str(r.root), r.info) for r in runs]),
+                                       settle_at=args.settle_at)
     except PoolSetMismatch as exc:
         raise CLIError(str(exc)) from exc
     print(markdown)

@@ -82,24 +82,32 @@ def check_build_or_error(task, args: argparse.Namespace) -> None:
     build_params_or_error(task, args.param)
 
 
-def build_or_error(task, seeds: list[int], args: argparse.Namespace) -> list[Any]:
+def build_or_error(task, seeds: list[int], args: argparse.Namespace, extra: dict[str, Any] | None = None) -> list[Any]:
+    """The draws of `task` for `seeds` with the command's --param (and `extra` builder parameters on top)."""
     from mmbench.data.poolset import PoolSetError
     from mmbench.running.draws import build_draws
 
     check_build_or_error(task, args)
     try:
-        return build_draws(task, seeds, args.source, build_params_or_error(task, args.param), announce=print)
+        return build_draws(task, seeds, args.source, {**build_params_or_error(task, args.param), **(extra or {})},
+                           announce=print)
     except TypeError as exc:
         raise CLIError(f"bad builder parameter for {task.name}: {exc}") from None
     except (ValueError, FileNotFoundError, PoolSetError) as exc:
         raise CLIError(f"cannot build {task.name}: {exc}") from None
 
 
+def write_json(path: Path, data: dict[str, Any]) -> None:
+    from mmbench.data.media import atomic_write_bytes
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    atomic_write_bytes(path, json.dumps(data, indent=2, sort_keys=True).encode())
+
+
 def write_report(out: Path, stem: str, data: dict[str, Any], markdown: str) -> None:
     from mmbench.data.media import atomic_write_bytes
 
-    out.mkdir(parents=True, exist_ok=True)
-    atomic_write_bytes(out / f"{stem}.json", json.dumps(data, indent=2, sort_keys=True).encode())
+    write_json(out / f"{stem}.json", data)
     atomic_write_bytes(out / f"{stem}.md", markdown.encode())
 
 

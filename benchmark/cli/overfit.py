@@ -2,11 +2,12 @@
 from __future__ import annotations
 
 import argparse
+import json
 from pathlib import Path
 
 from mmbench.cli.commands_core import load_includes, nonnegative_int, positive_int, safe_name, task_or_error
 from mmbench.cli.draws import (add_draw_arguments, alpha_level, build_or_error, check_build_or_error, draw_options,
-                               load_models, publish_report)
+                               load_models, publish_report, write_json)
 from mmbench.common.errors import CLIError
 
 
@@ -24,13 +25,49 @@ def register(sub) -> None:
     p.add_argument("--out", type=Path, default=None,
                    help="folder of the runs and of overfit.md / overfit.json (default: runs/overfit/<task>/<model>)")
     p.add_argument("--board", type=Path, default=None,
-                   help="a board folder to file the report on (shown on its overview; default: none)")
+                   help="a board folder to file the report on (shown on its overview; default: none); its draws report "
+                        "of the task gives the reference draw variance, its commitment is checked")
+    p.add_argument("--commit", action="store_true",
+                   help="only build the public draw and publish the salted hash of the secret seed (to --out and "
+                        "--board) before any fresh draw exists; run again without it to reveal and test")
+    p.add_argument("--commitment", type=Path, default=None, help="the commitment record to check the secret against "
+                   "(default: the board's, else <out>/commitment.json when there)")
+    p.add_argument("--reference", type=Path, action="append", default=[], metavar="DRAWS_JSON",
+                   help="a draws report (`mmbench draws`) of the task whose models' between-draw variance the test "
+                        "pools; repeatable (default: the board's draws report of the task, if any)")
     p.set_defaults(func=cmd_overfit)
 
 
+def _read_json(path: Path, what: str) -> dict:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise CLIError(f"{what} {path}: {exc}") from None
+    if not isinstance(data, dict):
+        raise CLIError(f"{what} {path}: expected a JSON object")
+    return data
+
+
+def _references(args: argparse.Namespace, task: str, model: str) -> list:
+    from mmbench.leaderboards.draw_spread import board_draws_path
+    from mmbench.results.draw_report import draw_variances
+
+    paths = list(args.reference)
+    if not paths and args.board is not None and board_draws_path(args.board, task).is_file():
+        paths = [board_draws_path(args.board, task)]
+    refs = []
+    for path in paths:
+        data = _read_json(path, "--reference")
+        if data.get("task") != task:
+            raise CLIError(f"--reference {path}: a draws report of task {data.get('task')!r}, not {task!r}")
+        refs += draw_variances(data, exclude=model)
+    return refs
+
+
 def cmd_overfit(args: argparse.Namespace) -> int:
-    from mmbench.leaderboards.overfit import file_report
-    from mmbench.running.overfit import fresh_seeds, overfit_markdown, overfit_test
+    from mmbench.leaderboards.overfit import commitment_path, file_commitment, file_report
+    from mmbench.running.overfit import (check_commitment, commitment_record, fresh_seeds, overfit_markdown,
+                                         overfit_test)
 
     if args.fresh < 2:
         raise CLIError("--fresh: the test needs at least 2 fresh draws")
@@ -41,12 +78,37 @@ def cmd_overfit(args: argparse.Namespace) -> int:
         seeds = fresh_seeds(args.secret_seed, args.fresh, args.public_seed)
     except ValueError as exc:
         raise CLIError(f"--secret-seed: {exc}") from None
-    model = load_models([args.model], args.no_cache)[0]  # an unknown model fails in a second, before any build
-    public, *fresh = build_or_error(task, [args.public_seed, *seeds], args)
+    # an unknown model fails in a second, before any build (the commitment step encodes nothing)
+    model = None if args.commit else load_models([args.model], args.no_cache)[0]
+    (public,) = build_or_error(task, [args.public_seed], args)
+    out = args.out or Path("runs") / "overfit" / task.name / "commitment"
+    if args.commit:
+        record = commitment_record(task.name, args.public_seed, public.content_hash, args.secret_seed)
+        write_json(out / "commitment.json", record)
+        print(f"commitment {record['commitment']} to the secret seed of {task.name} (public draw "
+              f"{public.content_hash[:16]}) written to {out / 'commitment.json'}")
+        if args.board is not None:
+            try:
+                print(f"published on the board: {file_commitment(args.board, record)}")
+            except (OSError, ValueError) as exc:
+                raise CLIError(f"--board: {exc}") from None
+        return 0
+    where = args.commitment or next((p for p in ([commitment_path(args.board, task.name)] if args.board else [])
+                                     + [out / "commitment.json"] if p.is_file()), None)
+    committed: dict | None = None
+    if where is not None:
+        committed = _read_json(Path(where), "commitment")
+        try:
+            check_commitment(committed, args.secret_seed, task.name, public.content_hash)
+        except ValueError as exc:
+            raise CLIError(f"commitment {where}: {exc}") from None
+    fresh = build_or_error(task, seeds, args, task.fresh_params)
+    assert model is not None
     metric = args.metric or task.main_score
     out = args.out or Path("runs") / "overfit" / task.name / safe_name(model.card.name)
     try:
-        data = overfit_test(model, args.model, task, public, fresh, out, draw_options(args), metric, args.alpha)
+        data = overfit_test(model, args.model, task, public, fresh, out, draw_options(args), metric, args.alpha,
+                            reference=_references(args, task.name, model.card.name), commitment=committed)
     except ValueError as exc:
         raise CLIError(str(exc)) from None
     from mmbench.results.report_checks import runs_record

@@ -24,6 +24,7 @@ from mmbench.evaluators.metrics import chance_metrics, metric_range
 from mmbench.evaluators.stats import correct_pvalues, mcnemar, paired_ttest, wilcoxon_signed_rank
 from mmbench.evaluators.stats.bootstrap import DEFAULT_DIFF_RESAMPLES, DEFAULT_RESAMPLES
 from mmbench.evaluators.stats.floors import design_floor, observed_floor
+from mmbench.evaluators.stats.rank_sets import rank_sets
 from mmbench.evaluators.stats.ranking import describe, rank_models
 from mmbench.evaluators.stats.settle import items_to_settle
 from mmbench.evaluators.stats.verdict import pair_verdict
@@ -44,7 +45,8 @@ CORRECTIONS = ("bonferroni", "holm")
 
 def compare_runs(runs: Sequence[RunResults], *, metric: str = "precision_at_1", resamples: int = DEFAULT_DIFF_RESAMPLES,
                  ci_resamples: int = DEFAULT_RESAMPLES, seed: int = 0, alpha: float = 0.05,
-                 effective: dict[str, Any] | None = None, draws: dict[str, Any] | None = None) -> dict[str, Any]:
+                 effective: dict[str, Any] | None = None, draws: dict[str, Any] | None = None,
+                 settle_at: float | None = None) -> dict[str, Any]:
     """All numbers of a comparison, as plain JSON-ready data (`effective`: {tolerance, window} of the effective
     context, as `effective_length_entry` takes them; `draws`: a draws.json of `mmbench draws` for this task)."""
     if len(runs) < 2:
@@ -58,21 +60,24 @@ def compare_runs(runs: Sequence[RunResults], *, metric: str = "precision_at_1", 
     ci_metrics = list(dict.fromkeys([*CI_METRICS, metric]))
     out_runs = [run_summary(label, run, frame, ci_metrics, ci_resamples, seed)
                 for label, run, frame in zip(labels, runs, frames)]
+    chance_rows = [chance_metrics(len(ranked), len(relevant))
+                   for ranked, relevant in zip(frames[0]["ranked_ids"], frames[0]["relevant_ids"])]
+    chance = {m: float(np.mean([row[m] for row in chance_rows])) for m in ci_metrics if m in chance_rows[0]}
     pairs = pair_tests(frames, labels, metric, resamples=resamples, seed=seed, alpha=alpha,
-                       available=task_items(runs))
+                       available=task_items(runs), settle_at=settle_at, chance=chance.get(metric))
     corrections = {family: correct_family(pairs, family, alpha) for family in TEST_FAMILIES}
     for pair in pairs:  # the verdict reads the paired t-test on the chosen metric, Holm-adjusted
         pair["verdict"] = pair_verdict(pair["a"], pair["b"], pair["ttest"]["mean_diff"], pair["ttest"]["p_holm"],
                                        alpha).to_dict()
         if draws is not None:
             pair["draw_spread"] = draw_spread_note(draws, pair["a"], pair["b"], pair["ttest"]["mean_diff"], runs[0].task)
-    chance_rows = [chance_metrics(len(ranked), len(relevant))
-                   for ranked, relevant in zip(frames[0]["ranked_ids"], frames[0]["relevant_ids"])]
-    chance = {m: float(np.mean([row[m] for row in chance_rows])) for m in ci_metrics if m in chance_rows[0]}
     ranking = None
     if len(runs) >= 3 and len(shared):
-        ranking = rank_models(labels, [np.array([f[metric].to_numpy(dtype=float) for f in frames])],
-                              resamples=ci_resamples, seed=seed, alpha=alpha).to_dict()
+        mat = np.array([f[metric].to_numpy(dtype=float) for f in frames])
+        ranking = rank_models(labels, [mat], resamples=ci_resamples, seed=seed, alpha=alpha).to_dict()
+        sets = rank_sets(labels, [mat], [runs[0].task], alpha=alpha, resamples=ci_resamples, seed=seed)
+        ranking["simultaneous_low"], ranking["simultaneous_high"] = sets.per_task_low[0], sets.per_task_high[0]
+        ranking["simultaneous_method"] = sets.method
     return {
         "kind": "mmbench.compare", "identical_runs": identical_runs(runs, labels),
         "ranking": ranking,
@@ -80,7 +85,7 @@ def compare_runs(runs: Sequence[RunResults], *, metric: str = "precision_at_1", 
                                      ceiling=metric_range(metric, frames[0]["relevant_ids"])).to_dict(),
         "task": runs[0].task, "content_hash": content_hash,
         "n_items": len(shared), "items_identical": identical, "n_failed_excluded": n_failed,
-        "settings": {"metric": metric, "resamples": resamples, "ci_resamples": ci_resamples, "seed": seed, "alpha": alpha,
+        "settings": {"settle_at": settle_at, "metric": metric, "resamples": resamples, "ci_resamples": ci_resamples, "seed": seed, "alpha": alpha,
                      "ci_method": "percentile bootstrap, seeded numpy Generator", "effect_size": EFFECT_SIZE_KIND,
                      "mcnemar": "R@1 hit per item; exact binomial when b + c < 25, else chi2 with continuity correction",
                      "wilcoxon": "per-item reciprocal rank (mrr); zero differences dropped",
@@ -106,7 +111,8 @@ def run_summary(label: str, run: RunResults, frame: pd.DataFrame, ci_metrics: Se
 
 
 def pair_tests(frames: Sequence[pd.DataFrame], labels: Sequence[str], metric: str, *, resamples: int, seed: int,
-               alpha: float, available: int | None) -> list[dict[str, Any]]:
+               alpha: float, available: int | None, settle_at: float | None = None,
+               chance: float | None = None) -> list[dict[str, Any]]:
     """Every pair's paired t-test, McNemar, Wilcoxon, floor and items-to-settle (before multiplicity correction)."""
     pairs = []
     n_pairs = len(frames) * (len(frames) - 1) // 2
@@ -118,7 +124,8 @@ def pair_tests(frames: Sequence[pd.DataFrame], labels: Sequence[str], metric: st
         pairs.append({"a": labels[i], "b": labels[j], "ttest": t, "mcnemar": mc, "wilcoxon": wx,
                       "tied_by_construction": tied_by_construction(a, b),
                       "floor": observed_floor(x, y, alpha=alpha).to_dict(),
-                      "settle": items_to_settle(x, y, level=alpha / n_pairs, available=available).to_dict()})
+                      "settle": items_to_settle(x, y, level=alpha / n_pairs, available=available, settle_at=settle_at,
+                                                floor_alpha=alpha, chance=chance).to_dict()})
     return pairs
 
 
@@ -172,6 +179,11 @@ def task_items(runs: Sequence[RunResults]) -> int | None:
     return max(known) if known else None
 
 
+def _planning_words(settings: dict[str, Any]) -> str:
+    d = settings.get("settle_at")
+    return f"{d} (--settle-at)" if d is not None else "the pair's resolution floor (--settle-at D to choose)"
+
+
 def verdict_markdown(data: dict[str, Any]) -> list[str]:
     """Better / worse / inconclusive per pair, and for an inconclusive pair the items that would settle it."""
     s = data["settings"]
@@ -180,12 +192,15 @@ def verdict_markdown(data: dict[str, Any]) -> list[str]:
         v, st = p["verdict"], p["settle"]
         need = "–"
         if v["verdict"] == "inconclusive":
-            if st["n_needed"] is None:
-                need = "no observed difference to settle" if not st["mean_diff"] else "more than 10 million"
+            if st.get("reason"):
+                need = f"– ({st['reason']})"
+            elif st["n_needed"] is None:
+                need = "more than 10 million"
             else:
                 has = {True: "the task has them", False: f"the task has only {st['available']}",
                        None: "task size unknown"}[st["task_has_enough"]]
-                need = f"{st['n_needed']} in all ({st['n_more']} more; {has})"
+                need = (f"{st['n_needed']} in all ({st['n_more']} more; {has}) for a true difference of "
+                        f"{st['planning_diff']:.4f}")
         spread = p.get("draw_spread") or {}
         if spread.get("within_spread"):
             note = f"smaller than the between-draw sd {fmt(spread['between_draw_sd'], 4)}: another draw could reverse it"
@@ -194,8 +209,10 @@ def verdict_markdown(data: dict[str, Any]) -> list[str]:
     return ["## Verdicts", "",
             f"A is better, worse or inconclusive against B by the paired t-test on {s['metric']} at α = {s['alpha']}, "
             f"Holm-adjusted over the {len(data['pairs'])} pairs. For an inconclusive pair: the items the test would need "
-            f"for 80 % power if the true difference and spread were the observed ones, at α/m = "
-            f"{s['alpha'] / max(len(data['pairs']), 1):.4g} (where Holm rejects whatever the other pairs show).", "",
+            f"for 80 % power at α/m = {s['alpha'] / max(len(data['pairs']), 1):.4g} (where Holm rejects whatever the "
+            f"other pairs show) if the true difference were {_planning_words(s)} and the per-item spread the observed "
+            "one (assumed; the observed difference is never taken as the truth). None is stated for two models both at "
+            "chance or with fewer than 10 items on which they differ.", "",
             md_table(["A", "verdict", "B", "mean diff", "p Holm", "items to settle"], rows), ""]
 
 
@@ -372,14 +389,28 @@ def ranking_markdown(data: dict[str, Any]) -> list[str]:
         return []
     from mmbench.evaluators.stats.ranking import Ranking
 
-    ranking = Ranking(**r)
+    extra = {k: r[k] for k in ("simultaneous_low", "simultaneous_high", "simultaneous_method") if k in r}
+    ranking = Ranking(**{k: v for k, v in r.items() if k not in extra})
     order = sorted(range(len(ranking.models)), key=lambda i: (ranking.ranks[i], ranking.models[i]))
-    rows = [[ranking.models[i], fmt(ranking.scores[i]), ranking.ranks[i], f"{ranking.rank_low[i]}–{ranking.rank_high[i]}",
-             ranking.tiers[i], fmt_p(ranking.tier_p_holm[i]) if ranking.tier_p_holm[i] is not None else "–"] for i in order]
+    sim = "simultaneous_low" in extra
+
+    def rank_set(i: int) -> str:
+        lo, hi = extra["simultaneous_low"][i], extra["simultaneous_high"][i]
+        return str(lo) if lo == hi else f"{lo}–{hi}"
+
+    rows = [[ranking.models[i], fmt(ranking.scores[i]), ranking.ranks[i], *([rank_set(i)] if sim else []),
+             f"{ranking.rank_low[i]}–{ranking.rank_high[i]}", ranking.tiers[i],
+             fmt_p(ranking.tier_p_holm[i]) if ranking.tier_p_holm[i] is not None else "–"] for i in order]
+    head = ["model", data["settings"]["metric"], "rank", *([f"rank set ({1 - ranking.alpha:.0%}, simultaneous)"]
+                                                           if sim else []),
+            "marginal rank interval", "tier", "p Holm vs tier's best"]
     return ["## Ranks and tiers", "",
-            f"Rank interval: the {ranking.level:.0%} range of each model's rank over {ranking.resamples} paired bootstrap "
-            f"resamples of the items (seed {ranking.seed}). Tier: tier 1 is the best model and every model a paired t-test "
-            f"cannot tell from it at α = {ranking.alpha:g} after Holm's correction; the rest are tiered the same way. "
-            "Models in one tier are statistically tied.", "",
-            md_table(["model", data["settings"]["metric"], "rank", "rank interval", "tier", "p Holm vs tier's best"], rows), "",
+            *([f"Rank set: every model's rank at once with {1 - ranking.alpha:.0%} confidence "
+               f"({extra['simultaneous_method']}); read these. "] if sim else []),
+            f"Marginal rank interval: the {ranking.level:.0%} range of each model's rank over {ranking.resamples} paired "
+            f"bootstrap resamples of the items (seed {ranking.seed}), one model at a time: together they do not cover "
+            "all ranks at once (tied ranks are covered jointly far less often than their level). Tier: tier 1 is the "
+            f"best model and every model a paired t-test cannot tell from it at α = {ranking.alpha:g} after Holm's "
+            "correction; the rest are tiered the same way. Models in one tier are statistically tied.", "",
+            md_table(head, rows), "",
             *[f"- {describe(ranking, i)}" for i in order], ""]

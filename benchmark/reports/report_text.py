@@ -14,7 +14,9 @@ from mmbench.reports.records import PositionalFit, RunSummary, Settings, TaskRep
 FLOOR_NOTE = ("A step marked ≈ is smaller than its resolution floor: the smallest change between the two points that "
               "their items detect with 80 % power at α = 0.05 (two-sample t-test at the metric's own per-item sd: the "
               "observed one, at most half the metric's range, e.g. 0.1 for P@5 with one relevant candidate; the bound "
-              "where the scores do not vary). Such a step is no evidence of a change; the floor follows each mark.")
+              "where the scores do not vary). Such a step is not resolved at 80 % power: neither a change nor its absence is "
+              "shown (at a true step equal to its floor a third of such steps still test significant); the floor "
+              "follows each mark.")
 CHANCE_NOTE = ("The random-ranking row is the exact expected value of each metric when every item's pool is ranked "
                "uniformly at random: a model near it has learned nothing the metric can see.")
 FIT_NOTE = ("Fit: `ok`; `boundary` = the random-intercept variance is ≈ 0 (a singular but valid fit); "
@@ -166,7 +168,8 @@ def heatmap_floor_lines(heatmaps: list[dict[str, Any]]) -> list[str]:
         typical = f"; median floor {fmt(float(np.median(floors)), 2)}" if floors else ""
         sd = f" (per-item sd {fmt(h['step_sd'], 3)}, {h['step_sd_basis']})" if h.get("step_sd") is not None else ""
         out.append(f"- {h['label']}, {h['anchor_kind']} anchors: {below} of {len(steps)} steps between neighbouring "
-                   f"length bins are below their resolution floor{typical}{sd} (no evidence of a change there).")
+                   f"length bins are below their resolution floor{typical}{sd}: not resolved at 80 % power (neither a change "
+                   "nor its absence is shown there).")
     return out + [""] if out else []
 
 

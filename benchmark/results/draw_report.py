@@ -27,7 +27,55 @@ def draws_numbers(task: str, metric: str, seeds: Sequence[int], by_model: dict[s
                       "within_draw_spread": within_spread(diff, spread)})
     return {"kind": "mmbench.draws", "task": task, "metric": metric, "seeds": list(seeds),
             "content_hashes": {name: [r.content_hash for r in runs] for name, runs in by_model.items()},
-            "scores": scores, "models": models, "pairs": pairs}
+            "scores": scores, "models": models, "pairs": pairs,
+            "effective": {name: [effective_reading(r, metric, task) for r in runs] for name, runs in by_model.items()}}
+
+
+def effective_reading(run: RunResults, metric: str, task: str) -> dict[str, Any] | None:
+    """One draw's effective context (tokens, censored: only a lower bound), None where it cannot be read."""
+    from mmbench.evaluators.stats.effective_length import run_effective_length
+    from mmbench.tasks import design_strata
+
+    if run.seen is None or metric not in run.per_query.columns or "relevant_ids" not in run.per_query.columns:
+        return None
+    e = run_effective_length(run.per_query, run.seen, metric, strata=design_strata(task)).to_dict()
+    if e.get("effective_tokens") is None:
+        return {"tokens": None, "censored": False, "status": e.get("status")}
+    return {"tokens": int(e["effective_tokens"]), "censored": bool(e.get("censored")), "status": e.get("status"),
+            "bin": e.get("effective_bin")}
+
+
+def _reading_words(r: dict[str, Any]) -> str:
+    if r.get("tokens") is None:
+        return f"none ({r.get('status')})"
+    return f"at least {r['tokens']:,}" if r["censored"] else f"{r['tokens']:,}"
+
+
+def _reading_kind(r: dict[str, Any]) -> str:
+    """What two draws must share to agree: no drop up to the longest length seen (censored), or the bin read whole."""
+    if r.get("tokens") is None:
+        return f"no effective context ({r.get('status')})"
+    if r["censored"]:
+        return "no drop up to the longest length seen"
+    return f"a drop after the {r['bin']} bin" if r.get("bin") else f"{r['tokens']:,} tokens"
+
+
+def effective_over_draws(readings: Sequence[dict[str, Any] | None]) -> str | None:
+    """The effective context over the draws as a range, with the share of draws that agree on the most common
+    reading (censored, or the same bin read whole; None: no draw has one)."""
+    got = [r for r in readings if r is not None]
+    if not got:
+        return None
+    words = [_reading_kind(r) for r in got]
+    common = max(dict.fromkeys(words), key=words.count)
+    known = [r for r in got if r.get("tokens") is not None]
+    if not known:
+        return f"effective context over {len(got)} draws: {common}, {words.count(common)} of {len(got)} draws"
+    lo = min(known, key=lambda r: (r["tokens"], r["censored"]))
+    hi = max(known, key=lambda r: (r["tokens"], r["censored"]))
+    span = _reading_words(lo) if lo == hi else f"{_reading_words(lo)} to {_reading_words(hi)}"
+    return (f"effective context over {len(got)} draws: {span} tokens; {words.count(common)} of {len(got)} draws agree "
+            f"on {common} (one draw's reading is not the task's)")
 
 
 def _f(v: Any, digits: int = 3) -> str:
@@ -38,15 +86,21 @@ def draws_markdown(data: dict[str, Any]) -> str:
     lines = [f"# mmbench draws: {data['task']}", "",
              f"{len(data['seeds'])} draws (seeds {', '.join(map(str, data['seeds']))}), metric {data['metric']}. "
              "Between-draw sd: the sd of the group's score over the draws, with its 95 % chi-square CI; within-draw "
-             "error: the root mean square of the draws' standard errors; ratio: between / within (near 1: the draws "
-             "differ by item-sampling noise alone).", ""]
+             "error: the root mean square of the draws' standard errors; ratio: between / within, beside the range "
+             "item-sampling noise alone gives it (95 %, chi-square with draws − 1 df) and the p of that chi-square test: "
+             "a ratio inside the range is no evidence of draw variance, whatever its distance from 1.", ""]
     for name, rows in data["models"].items():
-        lines += [f"## {name}", "", "| group | mean | between-draw sd [95 % CI] | within-draw error | ratio | items/draw |",
-                  "|---|---|---|---|---|---|"]
+        lines += [f"## {name}", "", "| group | mean | between-draw sd [95 % CI] | within-draw error | ratio "
+                  "[pure-noise range] | p | items/draw |", "|---|---|---|---|---|---|---|"]
         for r in rows:
             ci = f" [{_f(r['between_low'])}, {_f(r['between_high'])}]" if r["between_sd"] is not None else ""
+            band = (f" [{_f(r.get('noise_low'), 2)}, {_f(r.get('noise_high'), 2)}]"
+                    if r.get("noise_low") is not None and r["ratio"] is not None else "")
+            p = "–" if r.get("p_value") is None else f"{r['p_value']:.3g}"
             lines.append(f"| {r['group']} | {_f(r['mean'])} | {_f(r['between_sd'])}{ci} | {_f(r['within_se'])} | "
-                         f"{_f(r['ratio'], 2)} | {r['items']:.0f} |")
+                         f"{_f(r['ratio'], 2)}{band} | {p} | {r['items']:.0f} |")
+        eff = effective_over_draws(data.get("effective", {}).get(name, []))
+        lines += ["", eff] if eff else []
         lines.append("")
     if data["pairs"]:
         lines += ["## Differences between models", "", "| A | B | mean diff | between-draw sd of the difference | note |",
@@ -56,6 +110,21 @@ def draws_markdown(data: dict[str, Any]) -> str:
             lines.append(f"| {p['a']} | {p['b']} | {_f(p['mean_diff'], 4)} | {_f(p['between_sd_of_difference'], 4)} | {note} |")
         lines.append("")
     return "\n".join(lines)
+
+
+def draw_variances(data: dict[str, Any], exclude: str | None = None) -> list[Any]:
+    """The task's draw-variance estimates in a draws report, one per model with at least two draws ("all" group),
+    leaving out `exclude` (the model under test): references of the overfitting test."""
+    from mmbench.evaluators.stats.overfit_gap import DrawVariance
+
+    out = []
+    for name, rows in data.get("models", {}).items():
+        row = next((r for r in rows if r["group"] == "all"), None)
+        if name == exclude or row is None or row.get("between_sd") is None or row.get("within_se") is None:
+            continue
+        out.append(DrawVariance(float(row["between_sd"]), float(row["within_se"]), int(row["draws"]),
+                                f"{data.get('task')}: {name}"))
+    return out
 
 
 def spread_for(data: dict[str, Any], a: str, b: str) -> float | None:
@@ -83,8 +152,13 @@ def spread_lines(data: dict[str, Any], task: str, model: str) -> list[str]:
     own = rows.get("all")
     lines = [f"draws: {len(data.get('seeds', []))} draws of {task} ({data.get('metric')})"]
     if own and own["between_sd"] is not None:
+        noise = (f"; item noise alone gives {own['noise_low']:.2f}–{own['noise_high']:.2f}, p = {own['p_value']:.3g}"
+                 if own.get("noise_low") is not None and own.get("p_value") is not None else "")
         lines.append(f"  {model}: mean {own['mean']:.4f} over the draws, between-draw sd {own['between_sd']:.4f} "
-                     f"(within-draw error {own['within_se']:.4f}, ratio {own['ratio']:.2f})")
+                     f"(within-draw error {own['within_se']:.4f}, ratio {own['ratio']:.2f}{noise})")
+    eff = effective_over_draws(data.get("effective", {}).get(model, []))
+    if eff:
+        lines.append(f"  {eff}")
     spreads = [p["between_sd_of_difference"] for p in data.get("pairs", [])
                if model in (p["a"], p["b"]) and p["between_sd_of_difference"] is not None]
     sd = max(spreads) if spreads else (own or {}).get("between_sd")

@@ -104,6 +104,63 @@ def sample_needles() -> list[Needle]:
     return needles
 
 
+# Fresh needles (the overfitting test's fresh draws): the same five sentence templates and five object shapes,
+# with entities and pictures no public draw holds. Text entities are made-up names from these syllables (the
+# public families use real places, years and surnames); image families vary colour with two objects per picture,
+# or count in a colour the public count family does not use, on a scene of the fresh seed.
+_SYLLABLES = ("ka", "lo", "mir", "ven", "dra", "zu", "tor", "ba", "quel", "rin", "sa", "vo", "gel", "nu", "pha", "tre")
+
+
+def _made_up_name(rng: Any) -> str:
+    parts = rng.choice(len(_SYLLABLES), size=3)
+    return "".join(_SYLLABLES[i] for i in parts).capitalize()
+
+
+def fresh_sample_needles(seed: int) -> list[Needle]:
+    """25 text and 25 image needles in families of five, drawn from `seed`, sharing no needle id, anchor sentence,
+    query or (shape, colour, count) with `sample_needles()`."""
+    import numpy as np
+
+    rng = np.random.default_rng(int.from_bytes(hashlib.sha256(f"mmbench-fresh-needles:{seed}".encode()).digest()[:8],
+                                               "little"))
+    needles: list[Needle] = []
+    taken: set[str] = set()
+    for family, anchor, query, _ in TEXT_FAMILIES:
+        names: list[str] = []
+        while len(names) < 5:
+            name = _made_up_name(rng)
+            if name not in taken:
+                taken.add(name)
+                names.append(name)
+        for i, x in enumerate(names):
+            needles.append(Needle(id=f"text-{family}-fresh{seed}-{i}", kind="text", family=family, entity=x,
+                                  query=query.format(x=x), anchor_text=anchor.format(x=x)))
+    w, h = IMAGE_ANCHOR_SIZE
+    public_fixed = ("black", "orange", "green", "purple", "yellow")
+    colours = sorted(procedural.COLOURS)
+    for f_index, (shape, varies, _) in enumerate(IMAGE_FAMILIES):
+        base_seed = 20_000 + int(rng.integers(0, 10 ** 6))
+        if varies == "colour":   # public colour families draw one object: two here
+            values: tuple[Any, ...] = tuple(rng.choice(colours, size=5, replace=False))
+            fixed_colour, fixed_count = "", 2
+        else:                    # public count families use one fixed colour: another here
+            values = (1, 2, 3, 4, 5)
+            fixed_colour = str(rng.choice([c for c in colours if c != public_fixed[f_index]]))
+            fixed_count = 0
+        for i, v in enumerate(values):
+            colour = str(v) if varies == "colour" else fixed_colour
+            count = int(v) if varies == "count" else fixed_count
+            caption = _image_caption(shape, colour, count)
+
+            def render(shape=shape, colour=colour, count=count, base_seed=base_seed) -> PILImage.Image:
+                return procedural.draw_object(procedural.scene(w, h, base_seed), shape, colour, count, base_seed)
+
+            needles.append(Needle(id=f"image-{shape.replace(' ', '_')}-fresh{seed}-{i}", kind="image", family=shape,
+                                  entity=str(v), query=f"A picture of {caption} on a natural background.",
+                                  anchor_image=render, caption=caption))
+    return needles
+
+
 def sample_background_text() -> str:
     """Real long English text that ships with Python: the Language Reference topics."""
     import pydoc_data.topics as topics

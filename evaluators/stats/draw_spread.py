@@ -11,7 +11,10 @@ se_k = sd_k / sqrt(n_k) (sample sd, ddof = 1). Over K draws:
 * ratio  s_b / s_w.
 
 If a draw were nothing but a fresh sample of items from one population, s_b would estimate the same
-thing as s_w and the ratio would be near 1. A ratio well above 1 says the draws differ by more than
+thing as s_w and the ratio would be near 1 -- but only near: under pure item noise (K - 1) s_b^2 / s_w^2 follows
+chi-square with K - 1 df, so the ratio alone ranges over sqrt(chi2_{a/2, K-1} / (K - 1)) to
+sqrt(chi2_{1-a/2, K-1} / (K - 1)) (0.16 to 1.92 at three draws, 95 %), and p = P(chi2_{K-1} >= (K - 1) ratio^2)
+tests for draw variance. A ratio above that range (small p) says the draws differ by more than
 their items' sampling noise (the seed also changes which sources, families or fillers a draw is made
 of), so one draw's confidence interval understates how much a score depends on the draw. A difference
 between two models smaller than the between-draw sd of that difference (or, without paired draws, of
@@ -44,6 +47,9 @@ class SpreadRow(StatResult):
     within_se: float | None
     ratio: float | None
     items: float                # mean items per draw
+    noise_low: float | None = None    # the range of the ratio under pure item noise (chi-square, K - 1 df)
+    noise_high: float | None = None
+    p_value: float | None = None      # P(ratio this high or higher | pure item noise)
 
 
 def group_means(per_query: pd.DataFrame, metric: str, axes: Sequence[str] = DEFAULT_AXES,
@@ -53,17 +59,17 @@ def group_means(per_query: pd.DataFrame, metric: str, axes: Sequence[str] = DEFA
     if metric not in per_query.columns:
         raise ValueError(f"per-query metric {metric!r} is missing")
     present = [a for a in axes if a in per_query.columns]
-    out = {"all": _mean_se(per_query[metric])}
+    out = {"all": mean_se(per_query[metric])}
     for axis in present:
         for value, rows in per_query.groupby(axis, sort=True):
-            out[f"{axis}={value}"] = _mean_se(rows[metric])
+            out[f"{axis}={value}"] = mean_se(rows[metric])
     if len(cell) == 2 and all(c in per_query.columns for c in cell):
         for (v1, v2), rows in per_query.groupby(list(cell), sort=True):
-            out[f"{cell[0]}={v1}, {cell[1]}={v2}"] = _mean_se(rows[metric])
+            out[f"{cell[0]}={v1}, {cell[1]}={v2}"] = mean_se(rows[metric])
     return out
 
 
-def _mean_se(values: pd.Series) -> tuple[float, float, int]:
+def mean_se(values: pd.Series) -> tuple[float, float, int]:
     x = values.to_numpy(dtype=float)
     x = x[np.isfinite(x)]
     se = float(np.std(x, ddof=1) / np.sqrt(x.size)) if x.size > 1 else float("nan")
@@ -78,6 +84,18 @@ def sd_interval(sd: float, draws: int, level: float = DEFAULT_LEVEL) -> tuple[fl
             float(np.sqrt(df * sd ** 2 / stats.chi2.ppf(tail, df))))
 
 
+def noise_range(draws: int, level: float = DEFAULT_LEVEL) -> tuple[float, float]:
+    """The central `level` range of the between / within ratio when draws differ by item noise alone."""
+    df = draws - 1
+    tail = (1 - level) / 2
+    return float(np.sqrt(stats.chi2.ppf(tail, df) / df)), float(np.sqrt(stats.chi2.ppf(1 - tail, df) / df))
+
+
+def ratio_p(ratio: float, draws: int) -> float:
+    """P(chi2_{K-1} >= (K - 1) ratio^2): how often item noise alone gives a ratio this high."""
+    return float(stats.chi2.sf((draws - 1) * ratio * ratio, draws - 1))
+
+
 def spread_of(means: Sequence[float], ses: Sequence[float], items: Sequence[int], group: str,
               level: float = DEFAULT_LEVEL) -> SpreadRow:
     """Between-draw sd, its CI, the within-draw error and their ratio for one group's per-draw scores."""
@@ -89,7 +107,9 @@ def spread_of(means: Sequence[float], ses: Sequence[float], items: Sequence[int]
     sd = float(np.std(m, ddof=1))
     low, high = sd_interval(sd, k, level)
     ratio = sd / within if within else None
-    return SpreadRow(group, k, float(m.mean()), sd, low, high, within, ratio, float(np.mean(items)))
+    lo, hi = noise_range(k, level)
+    return SpreadRow(group, k, float(m.mean()), sd, low, high, within, ratio, float(np.mean(items)), lo, hi,
+                     None if ratio is None else ratio_p(ratio, k))
 
 
 def draw_spread(draws: Sequence[pd.DataFrame], metric: str, axes: Sequence[str] = DEFAULT_AXES,

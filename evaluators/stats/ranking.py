@@ -143,7 +143,7 @@ def describe(r: Ranking, i: int) -> str:
     """One model's place in words."""
     lo, hi = r.rank_low[i], r.rank_high[i]
     where = f"rank {lo}" if lo == hi else f"rank {lo} to {hi}"
-    return f"{r.models[i]}: {where} with {r.level:.0%} confidence; tier {r.tiers[i]} ({tier_words(r, i)})"
+    return f"{r.models[i]}: {where} (marginal {r.level:.0%} interval); tier {r.tiers[i]} ({tier_words(r, i)})"
 
 
 def tier_words(r: Ranking, i: int) -> str:
