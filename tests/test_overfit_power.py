@@ -169,7 +169,7 @@ def test_the_board_lists_the_commitment_and_refuses_a_second_one(tmp_path):
     rec = commitment_record("visual_grounding", 0, "h" * 64, "keeper-secret")
     file_commitment(tmp_path, rec)
     file_commitment(tmp_path, rec)   # the same commitment again is fine
-    html = overfit_section(tmp_path)
+    html = overfit_section(tmp_path, [], lambda e: {})
     assert rec["commitment"] in html and rec["salt"] in html and "keeper-secret" not in html
     with pytest.raises(ValueError, match="already holds a commitment"):
         file_commitment(tmp_path, commitment_record("visual_grounding", 0, "h" * 64, "another"))
