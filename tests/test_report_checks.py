@@ -123,3 +123,33 @@ def test_overfit_reports_are_checked_too():
             assert field_name in overfit_problem({**good, "gap": {**gap, field_name: bad}}, [("run", info)])
     assert "made_from: missing" in overfit_problem({k: v for k, v in good.items() if k != "made_from"}, [("run", info)])
     assert "kind" in draws_problem({"kind": "other"}, "t", [])
+
+
+def test_a_reference_draws_report_is_checked_before_it_lends_its_variance(tmp_path):
+    """`overfit --reference` (or the board's draws report) feeds the test's noise: a report of another design or
+    task version, or with a forged spread, is refused in one line instead of loosening or tightening the test."""
+    import argparse
+
+    from mmbench.cli.overfit import _references
+    from mmbench.common.errors import CLIError
+
+    design = {"builder": "multi_source_reasoning", "source": "sample", "params": {"lengths": [8192]}}
+    good = {"kind": "mmbench.draws", "task": "multi_source_reasoning",
+            "made_from": {"task_version": "2.0", "design": design, "models": {}},
+            "models": {"minilm": [{"group": "all", "between_sd": 0.04, "within_se": 0.03, "draws": 5}]}}
+
+    def refs(data):
+        path = tmp_path / "draws.json"
+        path.write_text(json.dumps(data))
+        args = argparse.Namespace(reference=[path], board=None)
+        return _references(args, "multi_source_reasoning", "bm25", "2.0", design)
+
+    assert len(refs(good)) == 1
+    forged = json.loads(json.dumps(good))
+    forged["models"]["minilm"][0]["between_sd"] = 1e308
+    other = {**good, "made_from": {**good["made_from"], "design": {**design, "params": {"lengths": [2048]}}}}
+    old = {**good, "made_from": {**good["made_from"], "task_version": "1.0"}}
+    for bad, words in ((forged, "between_sd"), (other, "made_from.design"), (old, "task_version")):
+        with pytest.raises(CLIError, match=words) as info:
+            refs(bad)
+        assert "\n" not in str(info.value)

@@ -48,9 +48,11 @@ def _read_json(path: Path, what: str) -> dict:
     return data
 
 
-def _references(args: argparse.Namespace, task: str, model: str) -> list:
+def _references(args: argparse.Namespace, task: str, model: str, version: str, design: dict | None) -> list:
+    """Other models' draw variances for the test's noise, each report checked first (range, task, version, design)."""
     from mmbench.leaderboards.draw_spread import board_draws_path
     from mmbench.results.draw_report import draw_variances
+    from mmbench.results.report_checks import reference_problem
 
     paths = list(args.reference)
     if not paths and args.board is not None and board_draws_path(args.board, task).is_file():
@@ -58,14 +60,16 @@ def _references(args: argparse.Namespace, task: str, model: str) -> list:
     refs = []
     for path in paths:
         data = _read_json(path, "--reference")
-        if data.get("task") != task:
-            raise CLIError(f"--reference {path}: a draws report of task {data.get('task')!r}, not {task!r}")
+        problem = reference_problem(data, task, version, design)
+        if problem is not None:
+            raise CLIError(f"--reference {path}: {problem}")
         refs += draw_variances(data, exclude=model)
     return refs
 
 
 def cmd_overfit(args: argparse.Namespace) -> int:
     from mmbench.leaderboards.overfit import commitment_path, file_commitment, file_report
+    from mmbench.results.report_checks import design_of
     from mmbench.running.overfit import (check_commitment, commitment_record, fresh_seeds, overfit_markdown,
                                          overfit_test)
 
@@ -108,7 +112,9 @@ def cmd_overfit(args: argparse.Namespace) -> int:
     out = args.out or Path("runs") / "overfit" / task.name / safe_name(model.card.name)
     try:
         data = overfit_test(model, args.model, task, public, fresh, out, draw_options(args), metric, args.alpha,
-                            reference=_references(args, task.name, model.card.name), commitment=committed)
+                            reference=_references(args, task.name, model.card.name, task.version,
+                                                  design_of(public.builder)),
+                            commitment=committed)
     except ValueError as exc:
         raise CLIError(str(exc)) from None
     from mmbench.results.report_checks import runs_record

@@ -129,6 +129,28 @@ def draws_problem(data: Any, task: str, runs: Sequence[tuple[str, dict[str, Any]
     return _made_for(data.get("made_from"), task, version, runs, data.get("task"))
 
 
+def reference_problem(data: Any, task: str, task_version: Any, design: dict[str, Any] | None) -> str | None:
+    """Why the draws report `data` cannot lend its draw variance to a fresh-draw test of `task` (the overfit
+    command's references: other models' draws): not a draws report, a value out of range, another task, task
+    version or pool-set design; None when it can."""
+    if not isinstance(data, dict) or data.get("kind") != "mmbench.draws":
+        return "not a draws.json of `mmbench draws` (kind is not mmbench.draws)"
+    problem = _range_problem(data)
+    if problem is not None:
+        return problem
+    made = data.get("made_from")
+    if data.get("task") != task:
+        return f"task: the report is of {data.get('task')!r}, the test of {task!r}"
+    if not isinstance(made, dict):
+        return "made_from: missing (a report written before mmbench recorded what it was made from); make it again"
+    if made.get("task_version") != task_version:
+        return f"made_from.task_version: {made.get('task_version')!r}, the test is of version {task_version!r}"
+    if design is not None and made.get("design") != design:
+        return (f"made_from.design: the draws were built as {json.dumps(made.get('design'), sort_keys=True)}, "
+                f"the public draw as {json.dumps(design, sort_keys=True)}")
+    return None
+
+
 def overfit_problem(data: Any, runs: Sequence[tuple[str, dict[str, Any]]]) -> str | None:
     """Why an overfit report cannot be shown beside the board's runs `runs` of its task and model (one line)."""
     if not isinstance(data, dict):
