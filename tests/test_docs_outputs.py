@@ -75,3 +75,48 @@ def test_a_quoted_figure_that_differs_from_the_matrix_is_found(tmp_path):
     assert (line, key, shown) == (1, "repro:logical_summarization/bm25/all/precision_at_1", "0.500")
     assert figure_text(matrix_figures()[key], shown) != shown   # the matrix has 0.458
     assert MARK.search(page.read_text())
+
+
+def _output_blocks(text: str) -> list[int]:
+    """Line numbers of the blocks that show printed output: unlabelled or `text` fences, and `console` blocks."""
+    import re
+
+    out, lines, i = [], text.splitlines(), 0
+    while i < len(lines):
+        fence = re.match(r"^\s*```(\w*)\s*$", lines[i])
+        if not fence:
+            i += 1
+            continue
+        end = next(j for j in range(i + 1, len(lines)) if lines[j].strip().startswith("```"))
+        if fence.group(1) in ("", "text", "console"):
+            out.append(i + 1)
+        i = end + 1
+    return out
+
+
+# Output blocks not yet compared with a run, per page: printed outputs of commands that need data, a model or a
+# cluster the tests do not have (illustrations), diagrams and layouts that are not output. The count may only
+# go down: a new output block is put under the command that prints it, so the snippet tests compare it.
+NOT_YET_COMPARED = {"architecture.md": 1, "efficiency.md": 1, "getting-started.md": 1,
+                    "howto/submit-to-a-board.md": 1, "leaderboards.md": 1, "long-contexts.md": 6, "performance.md": 1,
+                    "protocol-and-limit.md": 3, "ravel.md": 1, "reliability-guide.md": 7, "statistics-and-reports.md": 2,
+                    "tasks/multi-source-reasoning.md": 1, "validity-and-leaks.md": 2, "verify-backend.md": 3}
+
+
+def test_output_blocks_are_compared_or_counted_as_not_yet():
+    """Every printed-output block of README and docs is either the output of the runnable command above it (the
+    snippet tests compare it) or counted in NOT_YET_COMPARED, whose counts may only shrink."""
+    from test_docs_snippets import PAGES
+
+    found: dict[str, int] = {}
+    for page, path in [("README.md", ROOT / "README.md"), *((p, ROOT / "docs" / p) for p in PAGES)]:
+        text = path.read_text(encoding="utf-8")
+        compared = {n for s in parse_snippets(text) if s.shown and not s.kinds for n, _ in s.shown[:1]}
+        compared |= {s.line for s in parse_snippets(text) if s.shown and not s.kinds and s.language == "shell"}
+        left = [n for n in _output_blocks(text) if n + 1 not in compared and n not in compared]
+        if left:
+            found[page] = len(left)
+    grown = {p: (n, NOT_YET_COMPARED.get(p, 0)) for p, n in found.items() if n > NOT_YET_COMPARED.get(p, 0)}
+    assert not grown, f"output blocks no test compares (page: found, allowed): {grown}"
+    shrunk = {p: (found.get(p, 0), n) for p, n in NOT_YET_COMPARED.items() if found.get(p, 0) < n}
+    assert not shrunk, f"fewer uncompared blocks than NOT_YET_COMPARED allows: lower it {shrunk}"

@@ -362,3 +362,22 @@ def test_a_model_page_shows_each_groups_floor():
     assert rows["subset=y"]["floor"] == pytest.approx(_floor_of_a_mean(20), abs=1e-6)
     assert rows["macro_over_subsets"]["floor"] == pytest.approx(_floor_of_a_mean(60), abs=1e-6)  # 4/(1/60+1/20) = 60
     assert rows["length_bin=8k"]["floor"] is None   # one item detects nothing
+
+
+def test_the_efficiency_board_shows_figures_in_the_terminal_s_units():
+    """Issue 47 #3: the board printed `Tokens/s 4276254.559` and `Peak RSS MB 434.400` where `mmbench run` prints
+    `4,276,255 tokens/s` and `434 MB`; the cell shows the terminal's text, the sort value stays the raw number."""
+    from mmbench.leaderboards.efficiency import COLUMNS
+    from mmbench.leaderboards.site import _cell
+    from mmbench.results.summary import efficiency_lines
+
+    eff = {"device": "cpu", "backend": "local", "documents_per_second": 12.345, "tokens_per_second": 4276254.559,
+           "documents": 10, "time_to_first_vector_seconds": 0.5, "load_seconds": 1.25, "peak_rss_mb": 434.4}
+    terminal = efficiency_lines(eff)[0]
+    cols = {c.key: c for c in COLUMNS}
+    tokens = _cell(cols["tokens_per_second"], eff, "")
+    memory = _cell(cols["peak_rss_mb"], eff, "")
+    assert "4,276,255\u00a0tokens/s" in tokens and "4,276,255 tokens/s" in terminal
+    assert 'data-value="4276254.559"' in tokens
+    assert "434\u00a0MB" in memory and "peak RSS 434 MB" in terminal
+    assert "12.35\u00a0docs/s" in _cell(cols["documents_per_second"], eff, "") and "12.35 docs/s" in terminal
