@@ -265,15 +265,18 @@ def miss_lines(checks: Sequence[Check]) -> list[str]:
 Runner = Callable[[Condition], Mapping[str, Any]]
 
 
-def run_conditions(conds: Sequence[Condition], runner: Runner,
-                   progress: Callable[[str], Any] | None = None) -> tuple[dict[str, Row], dict[str, float]]:
-    """Run each condition (`runner` returns the run's summary, results.json's layout) into a row."""
+def run_conditions(conds: Sequence[Condition], runner: Runner, progress: Callable[[str], Any] | None = None,
+                   on_row: Callable[[Row], Any] | None = None) -> tuple[dict[str, Row], dict[str, float]]:
+    """Run each condition (`runner` returns the run's summary, results.json's layout) into a row; `on_row` is
+    told each row as it is made (`--write-matrix` saves it then, so an interrupted regeneration keeps its rows)."""
     rows, seconds = {}, {}
     for cond in conds:
         start = time.perf_counter()
         summary = runner(cond)
         seconds[cond.key] = time.perf_counter() - start
         rows[cond.key] = row_from_summary(cond, summary)
+        if on_row is not None:
+            on_row(rows[cond.key])
         if progress is not None:
             progress(f"{cond.key}: {seconds[cond.key]:.1f} s")
     return rows, seconds

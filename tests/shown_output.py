@@ -24,6 +24,7 @@ VOLATILE = [
     (re.compile(r"\b\d[\d,]*(?:\.\d+)?\s?(?:MB|GB|MiB|GiB|KB)\b"), "<memory>"),
     # a submission's id: a hash of the files and the submission time
     (re.compile(r"(?<=\bas )[0-9a-f]{16}\b"), "<submission>"),
+    (re.compile(r"\b[0-9a-f]{16}-[0-9a-f]{8}\b"), "<submission folder>"),
 ]
 NUMBERS = re.compile(r"[0-9a-f]*\d[0-9a-f]*(?:[.,]\d+)*")
 

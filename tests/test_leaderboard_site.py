@@ -475,12 +475,12 @@ def test_a_model_on_one_task_and_one_on_two_are_not_ranked_above_each_other(page
     with sqlite3.connect(board / "board.sqlite") as con:
         cols = [d[0] for d in con.execute("SELECT * FROM submissions").description]
         rows = [dict(zip(cols, r)) for r in con.execute("SELECT * FROM submissions").fetchall()]
-        keep = {r["id"]: r for r in rows if json.loads(r["model"])["name"] in ("model-a", "zeta")}
+        keep = {r["id"]: r for r in rows if r["model_name"] in ("model-a", "zeta")}
         for r in rows:
             if r["id"] not in keep:
                 con.execute("DELETE FROM scores WHERE submission_id = ?", (r["id"],))
                 con.execute("DELETE FROM submissions WHERE id = ?", (r["id"],))
-        two = next(r for r in keep.values() if json.loads(r["model"])["name"] == "zeta")
+        two = next(r for r in keep.values() if r["model_name"] == "zeta")
         new = two["id"][:-2] + "x0"
         con.execute(f"INSERT INTO submissions VALUES ({','.join('?' * len(cols))})",
                     [{**two, "id": new, "task": "multi_source_reasoning"}[c] for c in cols])

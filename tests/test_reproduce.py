@@ -39,7 +39,9 @@ def test_the_matrix_covers_every_official_pool_set_with_bm25_and_minilm_in_its_f
         assert {r.model for r in fast} >= {"bm25", "minilm"}, f"{task}: fast rows {[r.key for r in fast]}"
         assert all(r.content_hash == official.content_hash for r in fast), \
             f"{task}: the matrix is not keyed by the official pool set {official.content_hash[:12]}"
-    assert {c.key for c in rp.conditions(registry.tasks())} == set(matrix), "every condition has a row, no row is extra"
+    conds = rp.conditions(registry.tasks())
+    assert {c.key for c in conds if c.fast} <= set(matrix) <= {c.key for c in conds}, \
+        "every fast condition has a row, and no row is for a condition reproduce does not run"
 
 
 def test_reproduce_fast_passes_on_the_official_pool_sets(home, monkeypatch, capsys):

@@ -4,7 +4,7 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Callable, Mapping
 
 from mmbench.common.errors import CLIError
 
@@ -83,16 +83,24 @@ def cmd_reproduce(args: argparse.Namespace) -> int:
             raise CLIError(str(exc)) from None
     say = lambda line: print(f"  {line}", file=sys.stderr)  # noqa: E731
     print(f"reproducing {len(conds)} condition(s) on the official pool sets", file=sys.stderr)
-    got, seconds = rp.run_conditions(conds, _runner(registry), progress=say)
+    on_row: Callable[[Any], None] | None = None
+    rows: dict[str, Any] = {}
     if args.write_matrix:
         path = args.write_matrix
         try:
             kept = rp.load_matrix(path) if path.is_file() else {}
         except rp.MatrixError as exc:
             raise CLIError(str(exc)) from None
-        rows = {k: r for k, r in kept.items() if k not in got and r.task in official_tasks}
-        rp.save_matrix([*rows.values(), *got.values()], path, __version__)
-        print(f"wrote {len(got)} row(s) ({len(rows)} kept) to {path}")
+        rows = {k: r for k, r in kept.items() if r.task in official_tasks}
+
+        def save(row: rp.Row) -> None:   # saved as each condition finishes: an interruption keeps what ran
+            rows[row.key] = row
+            rp.save_matrix(rows.values(), path, __version__)
+
+        on_row = save
+    got, seconds = rp.run_conditions(conds, _runner(registry), progress=say, on_row=on_row)
+    if args.write_matrix:
+        print(f"wrote {len(got)} row(s) ({len(rows) - len(got)} kept) to {path}")
         for line in rp.table([c for cond in conds for c in rp.compare(cond, got[cond.key], got[cond.key])],
                              got, seconds):
             print(line)
