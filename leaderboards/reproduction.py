@@ -183,6 +183,8 @@ def seen_note(row: Row | None, candidates: int | None = None) -> str:
     if not unseen or not documents:
         return ""
     took = "/".join(seen.get("modalities") or ()) or "?"
+    if row is not None and row.limit is not None:   # measured on a selection: its share, not the sample's counts
+        return f"{took} only: {100 * unseen / documents:.0f} % of documents hold content it cannot see"
     if candidates is not None and unseen >= candidates:
         return f"{took} only: sees none of the {candidates:,} candidates, its ranking is chance"
     return f"{took} only: {unseen:,} of {documents:,} documents hold content it cannot see"

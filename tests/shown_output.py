@@ -14,6 +14,7 @@ import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Sequence
 
 REFRESH = os.environ.get("MMBENCH_DOCS_REFRESH") == "1"
 ELIDED = {"...", "…"}
@@ -54,23 +55,35 @@ class Stale:
         return f"{where} line {self.line} shows {self.shown.strip()!r}; the command printed {self.printed.strip()!r}"
 
 
-def stale_lines(shown: list[tuple[int, str]], printed: str, work: str = "") -> list[Stale]:
-    """The shown lines the printed text does not bear out (in order, by shape, then equal once normalised)."""
-    lines = [(raw, normalise(raw, work)) for raw in printed.splitlines() if raw.strip()]
-    out, at = [], 0
+def stale_lines(shown: list[tuple[int, str]], printed: str | Sequence[str], work: str = "") -> list[Stale]:
+    """The shown lines the printed text does not bear out (in order, by shape, then equal once normalised).
+    `printed` may be several streams (stdout, stderr): their interleaving is lost, so each keeps its own order and
+    a shown line is looked for in each."""
+    streams = [printed] if isinstance(printed, str) else list(printed)
+    lines = [[(raw, normalise(raw, work)) for raw in text.splitlines() if raw.strip()] for text in streams]
+    at = [0] * len(lines)
+    out = []
     for number, text in shown:
         if not text.strip() or text.strip() in ELIDED:
             continue
         want = normalise(text, work)
-        match = next((j for j in range(at, len(lines)) if lines[j][1] == want), None)
-        if match is None:
-            match = next((j for j in range(at, len(lines)) if shape(lines[j][1]) == shape(want)), None)
-            if match is None:
-                out.append(Stale(number, text, None))
-                continue
-            out.append(Stale(number, text, lines[match][0]))
-        at = match + 1
+        found = _find(lines, at, lambda x: x == want) or _find(lines, at, lambda x: shape(x) == shape(want))
+        if found is None:
+            out.append(Stale(number, text, None))
+            continue
+        k, j = found
+        if lines[k][j][1] != want:
+            out.append(Stale(number, text, lines[k][j][0]))
+        at[k] = j + 1
     return out
+
+
+def _find(lines, at, match) -> tuple[int, int] | None:
+    for k, stream in enumerate(lines):
+        j = next((j for j in range(at[k], len(stream)) if match(stream[j][1])), None)
+        if j is not None:
+            return k, j
+    return None
 
 
 def refresh(path: Path, stale: list[Stale], work: str = "") -> int:

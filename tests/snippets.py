@@ -229,7 +229,7 @@ def check_install(snippet: Snippet) -> str:
     return " && ".join(rest)
 
 
-def check_shown(snippet: Snippet, printed: str, workspace, where: str) -> None:
+def check_shown(snippet: Snippet, printed: str | tuple[str, str], workspace, where: str) -> None:
     """The output block under the snippet against what it printed (tests/shown_output.py); with
     MMBENCH_DOCS_REFRESH=1 the page's stale lines are rewritten instead."""
     from shown_output import REFRESH, refresh, stale_lines
@@ -241,7 +241,8 @@ def check_shown(snippet: Snippet, printed: str, workspace, where: str) -> None:
         stale = [s for s in stale if s.printed is None]
     assert not stale, (f"{where}: the output shown under the snippet of line {snippet.line} is not what it prints "
                        "(refresh the page with `python ci/refresh_docs.py`):\n"
-                       + "\n".join(s.message(where) for s in stale) + f"\n--- printed\n{tail(printed, 40)}")
+                       + "\n".join(s.message(where) for s in stale)
+                       + f"\n--- printed\n{tail(printed if isinstance(printed, str) else chr(10).join(printed), 40)}")
 
 
 def exercise(snippet: Snippet, workspace, where: str = "README") -> None:
@@ -262,7 +263,7 @@ def exercise(snippet: Snippet, workspace, where: str = "README") -> None:
         assert done.returncode == 0, (f"{where} line {snippet.line} failed (exit {done.returncode}, {seconds:.0f}s):\n"
                                       f"{code}\n--- stdout\n{tail(done.stdout)}\n--- stderr\n{tail(done.stderr)}")
         if snippet.shown:
-            check_shown(snippet, done.stdout + "\n" + done.stderr, workspace, where)
+            check_shown(snippet, (done.stdout, done.stderr), workspace, where)
         return
     if "needs-network" in marked and network_reachable():
         pytest.skip(f"{where} line {snippet.line}: this machine reaches the network; the offline failure is not checkable")
