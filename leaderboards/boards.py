@@ -39,6 +39,8 @@ class Column:
     key: str
     label: str
     kind: str = "number"  # number | text | model | ci | seen | count | link | place
+    unit: str = ""        # a measurement's unit: shown as the terminal shows it ("4,276,255 tokens/s", "434 MB")
+    digits: int = 3       # its decimals below 1,000 (none above)
 
 
 @dataclass
@@ -49,6 +51,7 @@ class Table:
     columns: list[Column]
     rows: list[dict[str, Any]] = field(default_factory=list)  # model cells carry "_page" (link) and "_id"
     baselines: list[dict[str, Any]] = field(default_factory=list)  # chance rows: never ranked, never filtered out
+    note: str = ""  # one line under the description (the main board: who is left out of the mean's rank, and why)
 
     def records(self) -> list[dict[str, Any]]:
         """Flat rows for download (models, then baselines marked `baseline`): CI cells become `<key>`,
@@ -88,7 +91,7 @@ class Table:
         return buf.getvalue()
 
     def to_json(self) -> dict[str, Any]:
-        return {"id": self.id, "title": self.title, "description": self.description,
+        return {"id": self.id, "title": self.title, "description": self.description, "note": self.note,
                 "columns": [{"key": c.key, "label": c.label, "kind": c.kind} for c in self.columns],
                 "rows": self.records()}
 

@@ -16,11 +16,13 @@ from mmbench.leaderboards.boards import Column, Table
 from mmbench.leaderboards.modelmeta import display_name
 from mmbench.leaderboards.store import Entry
 
+# the units and decimals `mmbench run` prints these figures with (results/summary.py, efficiency_lines)
 COLUMNS = [Column("model", "Model", "model"), Column("task", "Task", "text"), Column("device", "Device", "text"),
-           Column("backend", "Backend", "text"), Column("documents_per_second", "Docs/s"),
-           Column("tokens_per_second", "Tokens/s"), Column("time_to_first_vector_seconds", "First vector s"),
-           Column("load_seconds", "Load s"), Column("peak_rss_mb", "Peak RSS MB"),
-           Column("gpu_peak_allocated_mb", "GPU peak alloc. MB"), Column("padding_ratio", "Padding"),
+           Column("backend", "Backend", "text"), Column("documents_per_second", "Speed (documents)", unit="docs/s", digits=2),
+           Column("tokens_per_second", "Speed (tokens)", unit="tokens/s", digits=1),
+           Column("time_to_first_vector_seconds", "First vector", unit="s", digits=3),
+           Column("load_seconds", "Load", unit="s", digits=2), Column("peak_rss_mb", "Peak RSS", unit="MB", digits=0),
+           Column("gpu_peak_allocated_mb", "GPU peak allocated", unit="MB", digits=0), Column("padding_ratio", "Padding"),
            Column("api_requests", "Requests", "count"), Column("api_retries", "Retries", "count"),
            Column("cost_per_1k_documents", "Cost / 1k docs"), Column("certificate", "Backend certificate", "text")]
 

@@ -75,6 +75,25 @@ def size_class(parameters: int | None) -> str:
     return ">10B"
 
 
+def comparable(rows: dict[str, dict[str, Any]], tasks: Sequence[str], complete: Sequence[str]) -> tuple[list[str], str]:
+    """The rows the headline mean may rank, and one line saying who is left out and why.
+
+    A mean over tasks ranks only models with a result on every task it averages; when fewer than two models
+    have one (and the board holds more than one model), no one is ranked on the mean (one model ranked alone
+    would sit above models it was never compared with): the per-task rank intervals are the comparison."""
+    missing = {k: [t for t in tasks if t not in r["_tasks"]] for k, r in rows.items()}
+    out = [k for k in rows if k not in complete]
+    if len(complete) >= 2 or len(rows) == 1:
+        if not out:
+            return list(complete), ""
+        return list(complete), ("Left out of the mean and its rank: " + "; ".join(
+            f"{k} (no result on {', '.join(missing[k])})" for k in sorted(out, key=str.lower)) + ".")
+    why = "; ".join(f"{k} lacks {', '.join(missing[k])}" for k in sorted(out, key=str.lower))
+    only = f"only {complete[0]} has" if complete else "no model has"
+    return [], (f"No rank on the mean: {only} a result on every task ({', '.join(tasks)}); {why}. "
+                "Compare models task by task (each task's rank interval and tier).")
+
+
 def overview_table(entries: Sequence[Entry], loader: Callable[[Entry], RunResults],
                    meta: Callable[[Entry], ModelMeta], resamples: int = CI_RESAMPLES, seed: int = 0) -> Table:
     src = [e for e in entries if e.kind == "retrieval"]
@@ -131,7 +150,8 @@ def overview_table(entries: Sequence[Entry], loader: Callable[[Entry], RunResult
         for key, place in placed.items():
             rows[key][f"{t}:place"] = place
     complete = [k for k, r in rows.items() if r["_tasks"] >= set(tasks)]
-    for key, place in mean_places(frames, metric, complete, resamples, seed).items():
+    ranked_keys, left_out = comparable(rows, tasks, complete)
+    for key, place in mean_places(frames, metric, ranked_keys, resamples, seed).items():
         rows[key]["place"] = place
     for row in rows.values():
         ids = sorted({i for i in (row.pop("_protocols", None) or {}).values() if i})
@@ -141,7 +161,7 @@ def overview_table(entries: Sequence[Entry], loader: Callable[[Entry], RunResult
         scores = [(row.get(t) or {}).get("estimate") for t in tasks]
         row["mean"] = float(np.mean(scores)) if scores and all(s is not None and math.isfinite(s) for s in scores) else None
         row.pop("_tasks")
-    ranked = sorted((r for r in out if r["mean"] is not None), key=lambda r: -r["mean"])
+    ranked = sorted((r for r in out if r["mean"] is not None and r["model"] in ranked_keys), key=lambda r: -r["mean"])
     for i, r in enumerate(ranked):
         r["rank"] = i + 1 if i == 0 or r["mean"] < ranked[i - 1]["mean"] else ranked[i - 1]["rank"]
     out.sort(key=lambda r: (r.get("rank") is None, r.get("rank") or 0, r["model"].lower()))
@@ -166,6 +186,7 @@ def overview_table(entries: Sequence[Entry], loader: Callable[[Entry], RunResult
                   + PLACE_WORDS + ". Protocol: the results' protocol id (item selection and harness rules . model "
                   "setup); the board only joins results whose protocols agree.",
                   cols, out)
+    table.note = left_out
     floor_row: dict[str, Any] = {"model": FLOOR_LABEL, "_baseline": True}
     for t in tasks:
         floor_row[t] = {"estimate": floors.get(t), "low": None, "high": None}

@@ -6,7 +6,11 @@ Sources, first match wins per field:
    describe a model someone else submitted);
 2. the model registry (`mmbench.models.registry.model_specs()`: hub id, parameters, dim, licence,
    context window, modalities), matched by registered name, hub id or the hub id's last part;
-3. the submission's own model card (modalities, context window `max_tokens`, `dim`).
+3. the submission's own model card (modalities, `dim`).
+
+The context window is the one exception: the card's `max_tokens` (the window the run read through, the figure
+its protocol line prints) comes before the registry's nominal one, so a model page and the run agree (MiniLM:
+254 tokens of content, its 256 positions less [CLS] and [SEP]).
 
 A local path never shows as a model name: a name that looks like a file-system path is shown by its
 last component, and path-like strings in the identity shown on a model page are shortened the same way.
@@ -99,6 +103,10 @@ def resolve(model: Mapping[str, Any], board_meta: Mapping[str, Mapping[str, Any]
     if own:
         fields.update({k: v for k, v in own.items() if k in FIELDS and v not in (None, "", [])})
         sources.append("board")
+    window = model.get("max_tokens")   # the window this run read through: what its protocol line states
+    if "context" not in fields and isinstance(window, int) and not isinstance(window, bool) and window > 0:
+        fields["context"] = window
+        sources.append("card")
     spec = next((registry[k] for k in _candidates(model) if k in registry), None)
     if spec is not None:
         from_spec = {"parameters": spec.parameters, "dim": spec.dim, "context": spec.context,

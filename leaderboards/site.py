@@ -29,6 +29,7 @@ from mmbench.evaluators.stats.effective_length import effective_statement, strat
 from mmbench.reports.report import HEATMAP_METRIC, heatmap_numbers, length_curve_numbers
 from mmbench.data.media import atomic_write_bytes
 from mmbench.results.store import load_results
+from mmbench.results.summary import human_figure
 from mmbench.tasks import design_strata
 
 from mmbench.leaderboards.boards import MAIN, Column, Table, aggregates_table, all_tables, is_mmlongembed, ravel_predictions_table
@@ -227,7 +228,8 @@ def _table_section(t: Table, data_href: str, root: str, level: int) -> str:
             'the mean, its rank interval and tier, and the size. Easy and Hard, the truncated / unseen shares, the '
             'protocol and the model metadata are in the CSV and JSON below and on each model\'s page.</p>\n'
             if len(shown) < len(t.columns) else "")
-    return (f'<section id="{esc(t.id)}"><h{level}>{esc(t.title)}</h{level}>\n<p class="desc">{esc(t.description)}</p>\n'
+    note = f'<p class="note" id="{esc(t.id)}-note">{esc(t.note)}</p>\n' if t.note else ""
+    return (f'<section id="{esc(t.id)}"><h{level}>{esc(t.title)}</h{level}>\n{note}<p class="desc">{esc(t.description)}</p>\n'
             f'{more}'
             f'<div class="scroll"><table class="{cls}" id="table-{esc(t.id)}"><thead><tr>{head}</tr></thead>\n'
             f'<tbody>\n{rows}\n</tbody></table></div>\n'
@@ -297,6 +299,8 @@ def _cell(c: Column, row: dict[str, Any], root: str) -> str:
             return '<td data-value="">–</td>'
         ci = "" if v.get("low") is None else f' <span class="ci">[{_num(v["low"])}, {_num(v["high"])}]</span>'
         return f'<td data-value="{float(v["estimate"])!r}"><span class="num">{_num(v["estimate"])}{ci}</span></td>'
+    if c.unit and isinstance(v, (int, float)) and not isinstance(v, bool) and v == v:
+        return f'<td data-value="{float(v)!r}">{esc(human_figure(v, c.digits))}\u00a0{esc(c.unit)}</td>'
     if isinstance(v, (int, float)) and not isinstance(v, bool) and v == v:
         shown = str(int(v)) if c.key == "n" or float(v).is_integer() and abs(v) > 1 else _num(v)
         return f'<td data-value="{float(v)!r}">{shown}</td>'

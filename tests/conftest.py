@@ -74,3 +74,16 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         if item.nodeid.startswith(prefixes) if prefixes else False:
             item.add_marker(pytest.mark.slow)
+
+
+@pytest.fixture(scope="session")
+def official_home(tmp_path_factory) -> Path:
+    """An MMBENCH_HOME shared by every xdist worker of this session: the five official samples are built once
+    into it (`official_sample`), for the hash check (tests/test_leaderboard_boards.py) and `mmbench reproduce`
+    (tests/test_reproduce.py), whichever worker comes first."""
+    root = tmp_path_factory.getbasetemp()
+    shared = root.parent if os.environ.get("PYTEST_XDIST_WORKER") else root
+    home = shared / "official-samples-home"
+    home.mkdir(exist_ok=True)
+    return home
+

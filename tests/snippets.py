@@ -59,6 +59,10 @@ class Snippet:
     code: str
     kinds: set[str] = field(default_factory=set)
     reason: str = ""
+    # the printed output the page shows for it: (line number, text) of each line of the output block that
+    # directly follows the snippet (an unlabelled or `text` fence, only blank lines between), or of a console
+    # block's lines that are not `$ ` commands
+    shown: list[tuple[int, str]] = field(default_factory=list)
 
     @property
     def id(self) -> str:
@@ -83,6 +87,10 @@ def parse_snippets(text: str) -> list[Snippet]:
             if lang == "console":   # `$ command` lines; the rest is shown output
                 code = "\n".join(x[2:] for x in body if x.startswith("$ ")) + "\n"
             snippet = Snippet(i + 1, language, code)
+            if lang == "console":
+                snippet.shown = [(i + 2 + k, x) for k, x in enumerate(body) if x.strip() and not x.startswith("$ ")]
+            else:
+                snippet.shown = output_block_after(lines, end)
             above = i - 1
             while above >= 0 and lines[above].lstrip().startswith("<!--"):
                 mark = MARK.search(lines[above])
@@ -93,6 +101,21 @@ def parse_snippets(text: str) -> list[Snippet]:
             out.append(snippet)
         i = end + 1
     return out
+
+
+OUTPUT_FENCE = re.compile(r"^\s*```(text)?\s*$")
+
+
+def output_block_after(lines: list[str], end: int) -> list[tuple[int, str]]:
+    """The lines (1-based number, text) of a printed-output block (an unlabelled or `text` fence) that follows the
+    fence closing at `end` with only blank lines between; none when the next thing is not one."""
+    k = end + 1
+    while k < len(lines) and not lines[k].strip():
+        k += 1
+    if k >= len(lines) or not OUTPUT_FENCE.match(lines[k]):
+        return []
+    close = next(j for j in range(k + 1, len(lines)) if lines[j].strip().startswith("```"))
+    return [(j + 1, lines[j]) for j in range(k + 1, close)]
 
 
 def shell_commands(code: str) -> list[str]:
@@ -206,6 +229,22 @@ def check_install(snippet: Snippet) -> str:
     return " && ".join(rest)
 
 
+def check_shown(snippet: Snippet, printed: str | tuple[str, str], workspace, where: str) -> None:
+    """The output block under the snippet against what it printed (tests/shown_output.py); with
+    MMBENCH_DOCS_REFRESH=1 the page's stale lines are rewritten instead."""
+    from shown_output import REFRESH, refresh, stale_lines
+
+    work = str(workspace[0])
+    stale = stale_lines(snippet.shown, printed, work)
+    if stale and REFRESH:
+        refresh(ROOT / ("README.md" if where == "README" else where), stale, work)
+        stale = [s for s in stale if s.printed is None]
+    assert not stale, (f"{where}: the output shown under the snippet of line {snippet.line} is not what it prints "
+                       "(refresh the page with `python ci/refresh_docs.py`):\n"
+                       + "\n".join(s.message(where) for s in stale)
+                       + f"\n--- printed\n{tail(printed if isinstance(printed, str) else chr(10).join(printed), 40)}")
+
+
 def exercise(snippet: Snippet, workspace, where: str = "README") -> None:
     """Run (or check, or skip) one snippet as its marks say; `where` names its file in messages."""
     code = snippet.code
@@ -223,6 +262,8 @@ def exercise(snippet: Snippet, workspace, where: str = "README") -> None:
         done, seconds = run(code, snippet.language, workspace)
         assert done.returncode == 0, (f"{where} line {snippet.line} failed (exit {done.returncode}, {seconds:.0f}s):\n"
                                       f"{code}\n--- stdout\n{tail(done.stdout)}\n--- stderr\n{tail(done.stderr)}")
+        if snippet.shown:
+            check_shown(snippet, (done.stdout, done.stderr), workspace, where)
         return
     if "needs-network" in marked and network_reachable():
         pytest.skip(f"{where} line {snippet.line}: this machine reaches the network; the offline failure is not checkable")

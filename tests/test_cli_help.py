@@ -158,3 +158,16 @@ def test_each_command_is_registered_by_the_module_the_cli_names_for_it():
         assert set(own) == {c for c, m in top.COMMANDS.items() if m == top.COMMANDS[next(w for w in argv if w[0] != "-")]}
     for argv in (["-h", "run"], ["--version"], ["nonsense"], []):  # the whole listing
         assert set(build_parser(argv)._subparsers._group_actions[0].choices) == set(top.COMMANDS)
+
+
+def test_the_readme_command_table_lists_every_command_help_lists():
+    """Issue 47 #5: `--help` listed draws, overfit and ranks; the README's table did not."""
+    import re
+    from pathlib import Path
+
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
+    table = readme.split("## Command line", 1)[1].split("\n## ", 1)[0]
+    listed = set(re.findall(r"^\| `mmbench ([\w-]+)", table, re.M))
+    sub = next(a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction))
+    missing = sorted(set(sub.choices) - listed)
+    assert not missing, f"commands `mmbench --help` lists that the README's command table does not: {missing}"

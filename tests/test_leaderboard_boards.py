@@ -169,8 +169,10 @@ def test_local_paths_never_show_as_model_names():
 def test_metadata_comes_from_board_then_registry_then_card():
     card = {"name": "/data/all-MiniLM-L6-v2", "dim": 999, "max_tokens": 128, "modalities": ["text"], "settings": {}}
     m = resolve(card)
-    assert (m.parameters, m.dim, m.context, m.license) == (22_713_216, 384, 256, "apache-2.0")
-    assert m.weights == "https://huggingface.co/sentence-transformers/all-MiniLM-L6-v2" and m.source == "registry:minilm"
+    # the context window is the run's own (its protocol line's), not the registry's nominal 256
+    assert (m.parameters, m.dim, m.context, m.license) == (22_713_216, 384, 128, "apache-2.0")
+    assert m.weights == "https://huggingface.co/sentence-transformers/all-MiniLM-L6-v2" and m.source == "card, registry:minilm"
+    assert resolve({**card, "max_tokens": None}).context == 256
     own = resolve(card, {"/data/all-MiniLM-L6-v2": {"license": "custom", "dim": 128}})
     assert own.license == "custom" and own.dim == 128 and own.parameters == 22_713_216
     unknown = resolve({"name": "my-model", "dim": 64, "max_tokens": 512, "modalities": ["image", "text"]})
@@ -198,15 +200,17 @@ def test_describe_cli_writes_board_metadata_and_rejects_bad_values(tmp_path, cap
 
 @pytest.mark.parametrize("task", ["visual_grounding", "multi_source_reasoning", "logical_summarization",
                                   "temporal_summarization", "flickr_hard_negatives"])
-def test_shipped_official_hash_matches_a_fresh_sample_build(task, tmp_path):
+def test_shipped_official_hash_matches_a_fresh_sample_build(task, official_home):
     """Every default sample builds to its shipped official hash on this machine (CI runs it on a fresh one):
     a builder change that alters a sample must come with a new task version and regenerated hashes, and a
     hash that depends on the machine (floats, codecs, threads) shows up here."""
     from mmbench.leaderboards.official import OfficialRegistry, shipped_path
     from mmbench.tasks import get_task
 
+    from official_samples import official_sample
+
     spec = get_task(task)
-    ps = spec.build("sample", tmp_path / task, seed=0, progress=False)
+    ps = official_sample(official_home, task)   # built fresh in this session, kept for tests/test_reproduce.py
     entry = OfficialRegistry.load(shipped_path()).get(task, spec.version)
     assert ps.manifest["content_hash"] == entry.content_hash, (
         f"{task}: the default sample build no longer matches leaderboards/data/official_hashes.json; "
@@ -358,3 +362,22 @@ def test_a_model_page_shows_each_groups_floor():
     assert rows["subset=y"]["floor"] == pytest.approx(_floor_of_a_mean(20), abs=1e-6)
     assert rows["macro_over_subsets"]["floor"] == pytest.approx(_floor_of_a_mean(60), abs=1e-6)  # 4/(1/60+1/20) = 60
     assert rows["length_bin=8k"]["floor"] is None   # one item detects nothing
+
+
+def test_the_efficiency_board_shows_figures_in_the_terminal_s_units():
+    """Issue 47 #3: the board printed `Tokens/s 4276254.559` and `Peak RSS MB 434.400` where `mmbench run` prints
+    `4,276,255 tokens/s` and `434 MB`; the cell shows the terminal's text, the sort value stays the raw number."""
+    from mmbench.leaderboards.efficiency import COLUMNS
+    from mmbench.leaderboards.site import _cell
+    from mmbench.results.summary import efficiency_lines
+
+    eff = {"device": "cpu", "backend": "local", "documents_per_second": 12.345, "tokens_per_second": 4276254.559,
+           "documents": 10, "time_to_first_vector_seconds": 0.5, "load_seconds": 1.25, "peak_rss_mb": 434.4}
+    terminal = efficiency_lines(eff)[0]
+    cols = {c.key: c for c in COLUMNS}
+    tokens = _cell(cols["tokens_per_second"], eff, "")
+    memory = _cell(cols["peak_rss_mb"], eff, "")
+    assert "4,276,255\u00a0tokens/s" in tokens and "4,276,255 tokens/s" in terminal
+    assert 'data-value="4276254.559"' in tokens
+    assert "434\u00a0MB" in memory and "peak RSS 434 MB" in terminal
+    assert "12.35\u00a0docs/s" in _cell(cols["documents_per_second"], eff, "") and "12.35 docs/s" in terminal

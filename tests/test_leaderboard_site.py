@@ -461,3 +461,41 @@ def test_reported_numbers_stand_apart_from_measured_runs(page, five_task_url, ar
     assert band.evaluate("s => getComputedStyle(s).borderLeftStyle") == "solid"  # set off visibly
     band.screenshot(path=str(artefacts / "board-reported-band-1400.png"))
     assert page.problems == []
+
+
+def test_a_model_on_one_task_and_one_on_two_are_not_ranked_above_each_other(page, site, tmp_path_factory):
+    """Issue 47 #3: with BM25 on one task and MiniLM on two, the headline ranked MiniLM 1 ("1–1 tier 1") on a
+    mean BM25 has no part in, above a model it beats on the only task both ran. Now neither is ranked on the
+    mean, a line says who lacks which task, and the per-task rank intervals remain."""
+    import shutil
+    import sqlite3
+
+    root = tmp_path_factory.mktemp("lbuneven")
+    board = Path(shutil.copytree(site.parent / "board", root / "board"))
+    with sqlite3.connect(board / "board.sqlite") as con:
+        cols = [d[0] for d in con.execute("SELECT * FROM submissions").description]
+        rows = [dict(zip(cols, r)) for r in con.execute("SELECT * FROM submissions").fetchall()]
+        keep = {r["id"]: r for r in rows if r["model_name"] in ("model-a", "zeta")}
+        for r in rows:
+            if r["id"] not in keep:
+                con.execute("DELETE FROM scores WHERE submission_id = ?", (r["id"],))
+                con.execute("DELETE FROM submissions WHERE id = ?", (r["id"],))
+        two = next(r for r in keep.values() if r["model_name"] == "zeta")
+        new = two["id"][:-2] + "x0"
+        con.execute(f"INSERT INTO submissions VALUES ({','.join('?' * len(cols))})",
+                    [{**two, "id": new, "task": "multi_source_reasoning"}[c] for c in cols])
+        con.execute("INSERT INTO scores SELECT ?, grp, metric, value FROM scores WHERE submission_id = ?", (new, two["id"]))
+    assert main(["leaderboard", "build", "--board", str(board), "--out", str(root / "site")]) == 0
+    with serve(root / "site") as url:
+        page.goto(f"{url}/index.html")
+        ranks = dict(_rows(page, "overview", "rank"))
+        places = dict(_rows(page, "overview", "place"))
+        assert set(ranks) == {"model-a", "zeta"}
+        assert ranks == {"model-a": "", "zeta": ""}, f"a rank on a mean only one model has: {ranks}"
+        assert places == {"model-a": "", "zeta": ""}, places
+        note = page.locator("#overview-note").inner_text()
+        assert "No rank on the mean" in note and "model-a lacks multi_source_reasoning" in note, note
+        per_task = dict(_rows(page, "overview", "visual_grounding"))
+        assert all(per_task.values()), "each model's score on the task both ran is still shown"
+        assert page.locator("#table-overview td .place").count() >= 3   # per-task rank intervals stay
+        assert page.problems == []

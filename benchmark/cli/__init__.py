@@ -21,14 +21,14 @@ from mmbench.cli.helpformat import Parser
 # `mmbench --help` lists them.
 COMMAND_MODULES = ("commands_core", "commands_validate", "commands_run", "commands_show", "inspect_items", "reported",
                    "prepare", "export", "sweep", "analysis", "ravel", "rank", "leaderboard", "verify", "draws",
-                   "overfit", "ranks")
+                   "overfit", "ranks", "reproduce")
 # The module registering each top-level command, so a command line imports and builds its own command's parser
 # only (tests/test_cli_help.py checks this against what the modules register).
 COMMANDS = {"list": "commands_core", "build": "commands_core", "validate": "commands_validate", "run": "commands_run",
             "show": "commands_show", "inspect": "inspect_items", "reported": "reported", "prepare": "prepare",
             "export": "export", "sweep": "sweep", "compare": "analysis", "report": "analysis", "ravel": "ravel",
             "rank": "rank", "leaderboard": "leaderboard", "verify-backend": "verify", "draws": "draws",
-            "overfit": "overfit", "ranks": "ranks"}
+            "overfit": "overfit", "ranks": "ranks", "reproduce": "reproduce"}
 
 
 def command_module(name: str) -> ModuleType:

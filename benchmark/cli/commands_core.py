@@ -146,12 +146,31 @@ def rough_duration(seconds: float) -> str:
     return f"~{seconds:.0f} s" if seconds < 90 else f"~{seconds / 60:.0f} min"
 
 
-def runtime_line(figures: dict[str, Any], version: str) -> str:
-    """'7,200 candidates; rough CPU time, sample built: bm25 ~18 s, minilm ~4 min (its build ~88 s)'."""
-    models = ", ".join(f"{name} {rough_duration(m['estimate_seconds'])}" for name, m in figures["models"].items())
+def runtime_line(figures: dict[str, Any], version: str, seen: dict[str, str] | None = None) -> str:
+    """'7,200 candidates; rough CPU time, sample built: bm25 ~18 s, minilm ~4 min (its build ~88 s)'; `seen` adds
+    what a model sees of the sample where it cannot see all of it (`seen_notes`)."""
+    notes = seen or {}
+    models = ", ".join(f"{name} {rough_duration(m['estimate_seconds'])}" + (f" ({notes[name]})" if notes.get(name) else "")
+                       for name, m in figures["models"].items())
     stale = "" if figures["version"] == version else f" (measured on v{figures['version']})"
     return (f"{figures['candidates']:,} candidates; rough CPU time, sample built: {models} "
             f"(its build {rough_duration(figures['build_seconds'])}){stale}")
+
+
+def seen_notes(task: str, figures: dict[str, Any]) -> dict[str, str]:
+    """Model -> what it sees of the task's official sample (a text-only model on image or video candidates), from
+    the reproduction matrix's runs (mmbench/leaderboards/data/reproduction_matrix.json)."""
+    from mmbench.leaderboards.reproduction import MatrixError, load_matrix, seen_note
+
+    try:
+        rows = load_matrix()
+    except MatrixError:
+        return {}
+    out = {}
+    for model in figures.get("models", {}):
+        row = rows.get(f"{task}/{model}/all") or next((r for r in rows.values() if r.task == task and r.model == model), None)
+        out[model] = seen_note(row, figures.get("candidates"))
+    return out
 
 
 def cmd_list(args: argparse.Namespace) -> int:
@@ -169,7 +188,8 @@ def cmd_list(args: argparse.Namespace) -> int:
             if t.name in sizes:
                 print(f"    default sample (seed 0): {sizes[t.name]}")
             if t.name in runtimes.get("tasks", {}):
-                print(f"    {runtime_line(runtimes['tasks'][t.name], t.version)}")
+                figures = runtimes["tasks"][t.name]
+                print(f"    {runtime_line(figures, t.version, seen_notes(t.name, figures))}")
         for name, members in sorted(BENCHMARKS.items()):
             print(f"benchmark {name}: {', '.join(members)}")
         if runtimes:

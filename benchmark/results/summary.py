@@ -109,12 +109,12 @@ def efficiency_lines(eff: Any) -> list[str]:
     if not isinstance(eff, dict):
         return []
     device = str(eff.get("device") or "?") + (f" ({eff['device_name']})" if eff.get("device_name") else "")
-    gpu = (f", GPU peak {_num(eff.get('gpu_peak_allocated_mb'), 0)} MB allocated / "
-           f"{_num(eff.get('gpu_peak_reserved_mb'), 0)} MB reserved" if eff.get("gpu_peak_reserved_mb") is not None else "")
-    out = [f"efficiency on {device}, backend {eff.get('backend') or '?'}: {_num(eff.get('documents_per_second'), 2)} docs/s, "
-           f"{_num(eff.get('tokens_per_second'), 1)} tokens/s over {eff.get('documents', 0)} documents encoded in this run; first vector "
-           f"after {_num(eff.get('time_to_first_vector_seconds'), 3)} s; load {_num(eff.get('load_seconds'), 2)} s; "
-           f"peak RSS {_num(eff.get('peak_rss_mb'), 0)} MB{gpu}"]
+    gpu = (f", GPU peak {human_figure(eff.get('gpu_peak_allocated_mb'), 0)} MB allocated / "
+           f"{human_figure(eff.get('gpu_peak_reserved_mb'), 0)} MB reserved" if eff.get("gpu_peak_reserved_mb") is not None else "")
+    out = [f"efficiency on {device}, backend {eff.get('backend') or '?'}: {human_figure(eff.get('documents_per_second'), 2)} docs/s, "
+           f"{human_figure(eff.get('tokens_per_second'), 1)} tokens/s over {eff.get('documents', 0)} documents encoded in this run; first vector "
+           f"after {human_figure(eff.get('time_to_first_vector_seconds'), 3)} s; load {human_figure(eff.get('load_seconds'), 2)} s; "
+           f"peak RSS {human_figure(eff.get('peak_rss_mb'), 0)} MB{gpu}"]
     extra = []
     if isinstance(eff.get("api"), dict):
         extra.append(f"API requests {eff['api'].get('requests')} (retries {eff['api'].get('retries')})")
@@ -122,12 +122,12 @@ def efficiency_lines(eff: Any) -> list[str]:
         extra.append(f"cost {eff['cost_per_1k_documents']:.4g} per 1,000 documents at {eff.get('price_per_token')} per token")
     bins = eff.get("by_length_bin") or {}
     if bins:
-        extra.append("tokens/s by length bin: " + ", ".join(f"{k} {_num(v.get('tokens_per_second'), 1)}"
+        extra.append("tokens/s by length bin: " + ", ".join(f"{k} {human_figure(v.get('tokens_per_second'), 1)}"
                                                            for k, v in bins.items() if isinstance(v, dict)))
     return out + (["  " + "; ".join(extra)] if extra else [])
 
 
-def _num(v: Any, digits: int) -> str:
+def human_figure(v: Any, digits: int) -> str:
     """A figure for people: thousands grouped, and no decimals past 1,000 (`7,439,593 tokens/s`, not `7439593.1`)."""
     if not isinstance(v, (int, float)) or isinstance(v, bool):
         return "n/a"

@@ -1,0 +1,108 @@
+"""`mmbench reproduce`: the reproduction matrix run as a regression on the five official pool sets.
+
+The fast part (every task's official sample with BM25 and MiniLM; Visual Grounding's MiniLM on a seeded
+`--limit` selection) runs here, on samples built once per session and shared with the official-hash check
+(tests/official_samples.py). A flipped scoring detail (the tie-break seed) must make it fail, naming task, model,
+expected and got."""
+from __future__ import annotations
+
+import hashlib
+import json
+
+import numpy as np
+import pytest
+
+from mmbench.cli import main
+from mmbench.leaderboards import reproduction as rp
+from mmbench.leaderboards.official import OfficialRegistry
+from official_samples import official_sample
+
+TASKS = ("flickr_hard_negatives", "logical_summarization", "multi_source_reasoning", "temporal_summarization",
+         "visual_grounding")
+
+
+@pytest.fixture(scope="module")
+def home(official_home):
+    for task in TASKS:
+        official_sample(official_home, task)
+    return official_home
+
+
+def test_the_matrix_covers_every_official_pool_set_with_bm25_and_minilm_in_its_fast_part():
+    matrix = rp.load_matrix()
+    registry = OfficialRegistry.load()
+    from mmbench.tasks import get_task
+
+    for task in registry.tasks():
+        official = registry.get(task, get_task(task).version)
+        fast = [r for r in matrix.values() if r.task == task and r.fast]
+        assert {r.model for r in fast} >= {"bm25", "minilm"}, f"{task}: fast rows {[r.key for r in fast]}"
+        assert all(r.content_hash == official.content_hash for r in fast), \
+            f"{task}: the matrix is not keyed by the official pool set {official.content_hash[:12]}"
+    conds = rp.conditions(registry.tasks())
+    assert {c.key for c in conds if c.fast} <= set(matrix) <= {c.key for c in conds}, \
+        "every fast condition has a row, and no row is for a condition reproduce does not run"
+
+
+def test_reproduce_fast_passes_on_the_official_pool_sets(home, monkeypatch, capsys):
+    monkeypatch.setenv("MMBENCH_HOME", str(home))
+    code = main(["reproduce", "--fast"])
+    out = capsys.readouterr().out
+    assert code == 0, out
+    for task in TASKS:
+        assert f"\n{task}  " in out or out.startswith(task), f"{task} missing from the table:\n{out}"
+    assert "MISS" not in out and "within tolerance" in out
+
+
+def test_a_flipped_tie_break_seed_is_a_miss_naming_task_model_expected_and_got(home, monkeypatch, capsys):
+    """BM25 sees none of Flickr's image candidates: every score ties and the seeded tie-break alone orders them."""
+    import mmbench.running.scoring as scoring
+
+    def flipped(item_id: str, n: int, seed: int) -> np.ndarray:
+        digest = hashlib.sha256(f"{seed + 1}:{item_id}".encode()).digest()
+        return np.random.default_rng(int.from_bytes(digest[:8], "little")).permutation(n)
+
+    monkeypatch.setenv("MMBENCH_HOME", str(home))
+    monkeypatch.setattr(scoring, "tiebreak_keys", flipped)
+    code = main(["reproduce", "--task", "flickr_hard_negatives", "--model", "bm25"])
+    out = capsys.readouterr().out
+    assert code == 1, out
+    expected = rp.load_matrix()["flickr_hard_negatives/bm25/all"].figures
+    main_metric = next(iter(expected))
+    miss = next(line for line in out.splitlines() if line.startswith("MISS") and main_metric in line)
+    assert "flickr_hard_negatives / bm25" in miss and f"expected {expected[main_metric].value:.6f}" in miss
+    assert "got " in miss and miss.split("got ")[1].split()[0] != f"{expected[main_metric].value:.6f}"
+
+
+def test_compare_names_an_unknown_pool_set_and_a_protocol_change():
+    cond = rp.Condition("logical_summarization", "bm25")
+    row = rp.Row("logical_summarization", "bm25", None, True, "2.4", "a" * 64, "1.2", 96, "precision_at_1",
+                 {"precision_at_1": rp.Figure(0.5, 1e-6)})
+    other_hash = rp.Row(**{**row.__dict__, "content_hash": "b" * 64})
+    (c,) = rp.compare(cond, row, other_hash)
+    assert not c.ok and "pool set bbbbbbbbbbbb built here, the matrix has aaaaaaaaaaaa" in c.why
+    moved = rp.Row(**{**row.__dict__, "protocol_id": "1.3", "figures": {"precision_at_1": rp.Figure(0.5000005, 0)}})
+    checks = rp.compare(cond, row, moved)
+    assert [c.ok for c in checks] == [False, True]   # the protocol is a miss; a figure within tolerance is not
+    (missing,) = rp.compare(cond, None, row)
+    assert "no row" in missing.why and rp.REGENERATE in missing.why
+    lines = rp.miss_lines(rp.compare(cond, row, rp.Row(**{**row.__dict__, "figures": {"precision_at_1": rp.Figure(0.4, 0)}})))
+    assert lines == ["MISS logical_summarization / bm25: precision_at_1 expected 0.500000, got 0.400000 (tolerance ±1e-06)"]
+
+
+def test_write_matrix_keeps_other_rows_and_round_trips(tmp_path):
+    rows = list(rp.load_matrix().values())
+    path = rp.save_matrix(rows[:3], tmp_path / "m.json", "test")
+    assert list(rp.load_matrix(path).values()) == rows[:3]
+    data = json.loads(path.read_text())
+    assert data["written_by"] == rp.REGENERATE
+    path.write_text(json.dumps({**data, "format": "other/1"}))
+    with pytest.raises(rp.MatrixError, match="format"):
+        rp.load_matrix(path)
+
+
+def test_bad_selection_is_a_one_line_error(capsys):
+    assert main(["reproduce", "--task", "nope"]) == 2
+    assert "has no official pool set" in capsys.readouterr().err
+    assert main(["reproduce", "--model", "clip-vit-b-32"]) == 2
+    assert "not in the reproduction matrix" in capsys.readouterr().err
