@@ -202,10 +202,10 @@ def probe(ps: PoolSet, kept_apart: Iterable[str] = (), media_root: Path | None =
     out.extend(_subset_scores(ps, "query", query_rows(ps, order), y, items,
                               [f"{n}:{k}" for k in ("rank", "z") for n in query_structure.feature_names()], groups))
     some = _sample_items(order, groups_of_item, [len(ps.pools[i].candidate_ids) for i in order], ps.seed)
-    Xt, yt, owner, docs = text_probe.text_matrix(ps, some)
+    Xt, yt, owner = text_probe.text_matrix(ps, some)
     tgroups = np.asarray([groups_of_item[i] for i in owner], dtype=np.int64)
     top = text_probe.name_terms(ps, some, text_probe.top_terms(Xt, yt, ps.seed, TOP_FEATURES))
-    out.extend(_tally(ps, "text", text_probe.held_out(Xt, yt, tgroups, ps.seed, FOLDS, docs), yt, owner, top))
+    out.extend(_tally(ps, "text", text_probe.held_out(Xt, yt, tgroups, ps.seed, FOLDS), yt, owner, top))
     return out
 
 

@@ -7,7 +7,9 @@ candidate) is invisible to it. This probe reads the text, never the query: each 
 unigrams and bigrams over its whole text (case kept, punctuation kept on the word: tokens are runs of
 non-space) and character 1- to 3-grams of the first and last `EDGE` characters of each text segment, with the
 segment's start and end marked (so trailing or leading whitespace, a closing mark, a stray character is a feature);
-an image or a frame adds its one token ``<img>``. Every feature is given twice, once alone and once crossed with
+an image or a frame adds its one token ``<img>``. Only n-grams that candidates of at least MIN_RECORDS source
+records hold are kept (`shared_columns`): the rest name one record, and a model that learnt them would find a
+distractor by having seen it relevant in training. Every feature is given twice, once alone and once crossed with
 the pool's kind (its ``difficulty``, else its subset), since a marker can separate the relevant candidate from its
 Hard look-alikes while an Easy pool's distractors, other queries' relevant candidates, carry it too. A logistic
 regression (liblinear, L2, balanced classes, seeded)
@@ -28,6 +30,7 @@ from mmbench.data.documents import Document, Image, Text, Video
 
 EDGE = 64
 HASH_FEATURES = 2 ** 17
+MIN_RECORDS = 3
 C_REG = 0.1
 MODEL = "logistic regression over hashed word 1-2-grams and segment-edge character 1-3-grams, folds by source record"
 
@@ -71,14 +74,14 @@ def _kind(item) -> str:
 
 
 def text_matrix(ps, items: list[int]):
-    """(rows, labels, item per row, candidate number per row): one hashed row per candidate of each listed pool, in stored order: the
+    """(rows, labels, item per row): one hashed row per candidate of each listed pool, in stored order: the
     candidate's features, then the same features in its pool kind's block (see the module text)."""
     from scipy import sparse
 
     cands = ps.candidate_by_id()
     ids = sorted({c for i in items for c in ps.pools[i].candidate_ids})
     where = {c: k for k, c in enumerate(ids)}
-    unique = _Vectoriser()([cands[c] for c in ids])
+    unique = shared_columns(_Vectoriser()([cands[c] for c in ids]), [_record(cands[c]) for c in ids])
     kinds = sorted({_kind(ps.pools[i]) for i in items})
     order, labels, owner, kind = [], [], [], []
     for i in items:
@@ -94,8 +97,26 @@ def text_matrix(ps, items: list[int]):
     crossed = alone.tocoo()
     crossed = sparse.csr_matrix((crossed.data, (crossed.row, crossed.col + width * np.asarray(kind)[crossed.row])),
                                 shape=(alone.shape[0], width * len(kinds)))
-    return (sparse.hstack([alone, crossed]).tocsr(), np.asarray(labels), np.asarray(owner, dtype=np.int64),
-            np.asarray(order, dtype=np.int64))
+    return sparse.hstack([alone, crossed]).tocsr(), np.asarray(labels), np.asarray(owner, dtype=np.int64)
+
+
+def _record(doc: Document) -> str:
+    """The candidate's source record (its provenance ``dataset`` and ``record_id``; the candidate itself without)."""
+    rec = doc.meta.get("record_id")
+    return f"{doc.meta.get('dataset')}:{rec}" if rec is not None else "id:" + doc.id
+
+
+def shared_columns(X, records: list[str]):
+    """X with every column zeroed that fewer than MIN_RECORDS distinct source records' candidates hold: an n-gram of
+    one record's text names that record (a distractor relevant elsewhere would be found by its identity), a marker a
+    builder leaves on many records' candidates does not."""
+    from scipy import sparse
+
+    names = sorted(set(records))
+    onehot = sparse.csr_matrix((np.ones(len(records)), (np.arange(len(records)), [names.index(r) for r in records])),
+                               shape=(len(records), len(names)))
+    held = ((onehot.T @ (X > 0).astype(np.float64)) > 0).sum(axis=0).A1
+    return (X @ sparse.diags((held >= MIN_RECORDS).astype(np.float64))).tocsr()
 
 
 def _model(seed: int):
@@ -104,14 +125,12 @@ def _model(seed: int):
     return LogisticRegression(C=C_REG, solver="liblinear", class_weight="balanced", random_state=seed)
 
 
-def held_out(X, y: np.ndarray, groups: np.ndarray, seed: int, folds: int, docs: np.ndarray) -> np.ndarray:
-    """Each row's predicted probability from a model trained on the other groups' pools only, and on none of the
-    candidates a held-out pool shows (`docs`: a candidate number per row), so no candidate's identity is learned."""
+def held_out(X, y: np.ndarray, groups: np.ndarray, seed: int, folds: int) -> np.ndarray:
+    """Each row's predicted probability from a model trained on the other groups' pools only."""
     from sklearn.model_selection import GroupKFold
 
     out = np.zeros(len(y))
     for train, test in GroupKFold(n_splits=min(folds, len(np.unique(groups)))).split(np.zeros(len(y)), y, groups):
-        train = train[~np.isin(docs[train], docs[test])]
         if len(np.unique(y[train])) < 2:
             continue
         out[test] = _model(seed).fit(X[train], y[train]).predict_proba(X[test])[:, 1]
