@@ -222,3 +222,22 @@ def test_validate_refuses_a_relevant_msr_context_copied_under_a_new_id(small_bui
     rc, out = validate_cli(rewrite(src, tmp_path / "dup", duplicate), capsys)
     assert rc == 2 and "FAIL distinct_content" in out and "hold the relevant context under two ids" in out, out
     assert "validity: 1 violations (distinct_content ×1)" in out
+
+
+def test_no_number_a_logical_summarization_query_states_picks_one_candidate(small_build):
+    """Issue 43: the GovReport-layout summary said "spans N subjects over M paragraphs", and the relevant report
+    was the only candidate with M text segments in every such pool. Over every pool of the reduced sample at seeds
+    0-9, no number a query states (digits or number words) equals the count of exactly one candidate in any unit
+    (segments, paragraphs, lines, sentences, words, characters, tokens, images, frames, videos)."""
+    from mmbench.builders.checks.query_structure import unique_picks
+
+    pools = picks = 0
+    for seed in SEEDS:
+        ps = load_poolset(small_build("logical_summarization", seed))
+        queries, cands = ps.query_by_id(), ps.candidate_by_id()
+        for item in ps.pools:
+            found = unique_picks(queries[item.query_id], [cands[c] for c in item.candidate_ids])
+            assert not found, (seed, item.id, found)
+            pools += 1
+            picks += len(found)
+    assert pools >= 10 * 16 and picks == 0

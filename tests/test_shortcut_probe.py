@@ -72,7 +72,8 @@ def test_shortcut_free_pools_build_and_report_the_probe_and_the_ceiling(tmp_path
     write_valid_poolset(ps, tmp_path / "out", None, media_from=media)
     audit = ps.manifest["validity"]["leak_audit"]
     sets = audit["shortcut_probe"]["feature_sets"]
-    assert set(sets) == {"candidate", "pool"} and sets["candidate"]["enforced"]
+    assert set(sets) == {"candidate", "pool", "query", "text"} and sets["candidate"]["enforced"]
+    assert sets["query"]["enforced"] and sets["text"]["enforced"] and not sets["pool"]["enforced"]
     assert sets["candidate"]["per_subset"]["all"]["n"] == 40 and not audit["shortcut_probe"]["refusals"]
     assert set(audit["lexical_ceiling"]["per_subset"]) == {"all", "s0", "s1"}
     card = (tmp_path / "out" / "README.md").read_text()

@@ -32,52 +32,30 @@ from typing import Any, Callable, Iterable, Sequence
 
 import numpy as np
 from mmbench.builders.checks import leaks
-from mmbench.builders.checks.shingles import intersections
+from mmbench.builders.checks.shingles import ShingleCoder, distinct, intersections
 from mmbench.data.documents import Document, Image, Text, Video
 from mmbench.data.poolset import PoolSet
 
 SHINGLE_WORDS = 5
 _WORD = re.compile(r"\w+")
-_MIX = np.uint64(0x9E3779B97F4A7C15)    # odd multiplier of the rolling shingle code (wraps modulo 2^64)
-_MEDIA = np.uint64(1) << np.uint64(63)  # media shingles live in the upper half, word shingles in the lower
 
 PoolScores = dict[str, list[float]]      # pool item id -> one score per candidate, in stored order
 PoolBaseline = Callable[[PoolSet], PoolScores]
 
 
-def _distinct(codes: np.ndarray) -> np.ndarray:
-    """The sorted distinct values of `codes` (a sort and a mask: several times faster than np.unique here)."""
-    codes = np.sort(codes)
-    return codes[np.concatenate(([True], codes[1:] != codes[:-1]))] if len(codes) else codes
-
-
 class Shingler:
-    """Shingle codes of documents, with a word vocabulary and a cache of text segments shared between calls (the
-    pools of a pool set repeat the same backgrounds and passages many times)."""
+    """Stable shingle codes of documents (`shingles.ShingleCoder`), with a cache of text segments shared between
+    calls (the pools of a pool set repeat the same backgrounds and passages many times)."""
 
     def __init__(self, words: int = SHINGLE_WORDS) -> None:
-        self.words = words
-        self.vocab: dict[str, int] = {}
+        self.coder = ShingleCoder(words)
         self.segments: dict[str, np.ndarray] = {}
 
     def _text(self, text: str) -> np.ndarray:
         hit = self.segments.get(text)
-        if hit is not None:
-            return hit
-        words = _WORD.findall(text.casefold())
-        for w in set(words).difference(self.vocab):
-            self.vocab[w] = len(self.vocab) + 1
-        ids = np.fromiter(map(self.vocab.__getitem__, words), dtype=np.uint64, count=len(words))
-        k = min(self.words, len(ids))
-        codes = np.zeros(len(ids) - k + 1 if k else 0, dtype=np.uint64)
-        for j in range(k):
-            codes = codes * _MIX + ids[j:len(ids) - k + 1 + j]
-        codes = codes >> np.uint64(1)   # the top bit marks media
-        self.segments[text] = codes
-        return codes
-
-    def _media(self, ref: str) -> int:
-        return int(self.vocab.setdefault("\x00" + ref, len(self.vocab) + 1)) | int(_MEDIA)
+        if hit is None:
+            hit = self.segments[text] = self.coder.codes(_WORD.findall(text.casefold()))
+        return hit
 
     def __call__(self, doc: Document) -> np.ndarray:
         """The sorted distinct shingle codes of `doc`."""
@@ -87,11 +65,11 @@ class Shingler:
             if isinstance(s, Text):
                 parts.append(self._text(s.text))
             elif isinstance(s, Image):
-                refs.append(self._media(s.ref))
+                refs.append(self.coder.media(s.ref))
             elif isinstance(s, Video):
-                refs.extend(self._media(f) for f in s.frames)
+                refs.extend(self.coder.media(f) for f in s.frames)
         parts.append(np.array(refs, dtype=np.uint64))
-        return _distinct(np.concatenate(parts))
+        return distinct(np.concatenate(parts))
 
 
 def medoid_from_shingles(sets: Sequence[np.ndarray]) -> list[float]:

@@ -37,8 +37,9 @@ from typing import Any, Iterable
 
 import numpy as np
 
+from mmbench.builders.checks import query_structure, text_probe
 from mmbench.builders.checks.leaks import expected_p1
-from mmbench.builders.checks.probe_features import pool_rows
+from mmbench.builders.checks.probe_features import pool_relative, pool_rows
 from mmbench.data.lexical import tokenize
 from mmbench.data.poolset import PoolSet
 
@@ -49,7 +50,7 @@ TREES, DEPTH, RATE = 60, 3, 0.1
 MAX_TRAIN_ROWS = 20_000      # a fold trains on a seeded sample of its groups past this many rows (a big VG build)
 TOP_FEATURES = 5
 NAME = "shortcut probe"
-FEATURE_SETS = ("candidate", "pool")
+FEATURE_SETS = ("candidate", "pool", "query", "text")
 POOL_FEATURE = "pool_overlap:"
 # The pool-aware features are reported, not enforced. On the five default samples their held-out P@1 is at chance
 # since the Multi-Source Reasoning (1.4) and Logical Summarization (2.4) Hard families have no centre (issue 33,
@@ -60,6 +61,14 @@ POOL_FEATURE = "pool_overlap:"
 POOL_AWARE_ENFORCED = False
 MODEL = f"gradient boosting ({TREES} trees, depth {DEPTH}) over query-blind candidate features, " \
         f"{FOLDS}-fold by query group"
+# What each feature set's model reads: "query" relates the numbers a query states to each candidate's counts
+# (`query_structure`: the query-aware structural probe, issue 43), "text" is `text_probe` (hashed n-grams of the
+# candidate's own text, a linear model trained on other source records).
+MODELS = {"candidate": MODEL, "pool": MODEL,
+          "query": f"gradient boosting ({TREES} trees, depth {DEPTH}) over stated numbers against candidate counts, "
+                   f"{FOLDS}-fold by query group and source record",
+          "text": f"{text_probe.MODEL}, {FOLDS}-fold"}
+ENFORCED_SETS = ("candidate", "query", "text") + (("pool",) if POOL_AWARE_ENFORCED else ())
 
 
 @dataclass(frozen=True)
@@ -75,11 +84,11 @@ class ProbeScore:
 
     @property
     def refuses(self) -> bool:
-        return self.p_margin < ALPHA and (self.features == "candidate" or POOL_AWARE_ENFORCED)
+        return self.p_margin < ALPHA and self.features in ENFORCED_SETS
 
     def line(self) -> str:
         top = ", ".join(f"{k} {v:.2f}" for k, v in self.importances)
-        return (f"{NAME} ({MODEL}; {self.features} features) scores held-out P@1 {self.score:.3f} on subset {self.subset} "
+        return (f"{NAME} ({MODELS[self.features]}; {self.features} features) scores held-out P@1 {self.score:.3f} on subset {self.subset} "
                 f"(chance {self.chance:.3f}, n={self.n}; binomial p={self.p_margin:.1e} against chance + {MARGIN:g} "
                 f"< {ALPHA:g}); feature importances: {top}")
 
@@ -92,8 +101,9 @@ def upper_p(total: float, n: int, p: float) -> float:
 
 
 def query_groups(ps: PoolSet, items: Iterable[int]) -> np.ndarray:
-    """A group number per item: items are joined when their queries ask the same normalised text or when they
-    share a relevant candidate (union-find), so a fold never holds a label its training pools taught."""
+    """A group number per item: items are joined when their queries ask the same normalised text, share a relevant
+    candidate or come from one source record (the query's ``dataset`` and ``record_id``) (union-find), so a fold
+    never holds a label its training pools taught, nor a record they read."""
     parent: dict[str, str] = {}
 
     def find(x: str) -> str:
@@ -109,6 +119,9 @@ def query_groups(ps: PoolSet, items: Iterable[int]) -> np.ndarray:
         q = "q:" + (" ".join(tokenize(queries[item.query_id].text)) or item.query_id)
         for r in item.relevant_ids:
             parent[find("r:" + r)] = find(q)
+        meta = queries[item.query_id].meta
+        if meta.get("record_id") is not None:
+            parent[find(f"s:{meta.get('dataset')}:{meta['record_id']}")] = find(q)
         keys.append(q)
     roots = [find(k) for k in keys]
     number = {r: k for k, r in enumerate(dict.fromkeys(roots))}
@@ -154,7 +167,11 @@ def importances(X: np.ndarray, y: np.ndarray, names: list[str], seed: int) -> tu
 
 def _subset_scores(ps: PoolSet, features: str, X: np.ndarray, y: np.ndarray, items: np.ndarray,
                    names: list[str], groups: np.ndarray) -> list[ProbeScore]:
-    scores = held_out_scores(X, y, groups, ps.seed)
+    return _tally(ps, features, held_out_scores(X, y, groups, ps.seed), y, items, importances(X, y, names, ps.seed))
+
+
+def _tally(ps: PoolSet, features: str, scores: np.ndarray, y: np.ndarray, items: np.ndarray,
+           top: tuple[tuple[str, float], ...]) -> list[ProbeScore]:
     sums: dict[str, list[float]] = defaultdict(lambda: [0.0, 0.0, 0])
     for i in dict.fromkeys(items.tolist()):
         rows = items == i
@@ -164,14 +181,14 @@ def _subset_scores(ps: PoolSet, features: str, X: np.ndarray, y: np.ndarray, ite
             acc[0] += p1
             acc[1] += chance
             acc[2] += 1
-    top = importances(X, y, names, ps.seed)
     return [ProbeScore(features, subset, int(n), s / n, c / n, upper_p(s, int(n), c / n),
                        upper_p(s, int(n), c / n + MARGIN), top) for subset, (s, c, n) in sorted(sums.items())]
 
 
 def probe(ps: PoolSet, kept_apart: Iterable[str] = (), media_root: Path | None = None) -> list[ProbeScore]:
-    """The probe's held-out P@1 per subset and over all items ('all'), once over the candidate-alone features and
-    once with the pool overlap added (FEATURE_SETS); [] for a pool set too small to fold."""
+    """The probe's held-out P@1 per subset and over all items ('all') for each of FEATURE_SETS: the candidate-alone
+    features, with the pool overlap added, the query-aware structural features, and the candidate's own text;
+    [] for a pool set too small to fold."""
     X, y, items, names = pool_rows(ps, kept_apart, media_root)
     order = list(dict.fromkeys(items.tolist()))
     groups_of_item = dict(zip(order, query_groups(ps, order)))
@@ -179,10 +196,43 @@ def probe(ps: PoolSet, kept_apart: Iterable[str] = (), media_root: Path | None =
     if len(np.unique(groups)) < 2:
         return []
     out = []
-    for features in FEATURE_SETS:
+    for features in ("candidate", "pool"):
         keep = [j for j, n in enumerate(names) if features == "pool" or not n.startswith(POOL_FEATURE)]
         out.extend(_subset_scores(ps, features, X[:, keep], y, items, [names[j] for j in keep], groups))
+    out.extend(_subset_scores(ps, "query", query_rows(ps, order), y, items,
+                              [f"{n}:{k}" for k in ("rank", "z") for n in query_structure.feature_names()], groups))
+    some = _sample_items(order, groups_of_item, [len(ps.pools[i].candidate_ids) for i in order], ps.seed)
+    Xt, yt, owner = text_probe.text_matrix(ps, some)
+    tgroups = np.asarray([groups_of_item[i] for i in owner], dtype=np.int64)
+    top = text_probe.name_terms(ps, some, text_probe.top_terms(Xt, yt, ps.seed, TOP_FEATURES))
+    out.extend(_tally(ps, "text", text_probe.held_out(Xt, yt, tgroups, ps.seed, FOLDS), yt, owner, top))
     return out
+
+
+def _sample_items(order: list[int], group_of: dict[int, int], sizes: list[int], seed: int) -> list[int]:
+    """All items, or past MAX_TRAIN_ROWS candidate rows a seeded sample of whole query groups (in item order) that
+    stays under it: the text probe then scores the sampled pools only (a big Visual Grounding build)."""
+    if sum(sizes) <= MAX_TRAIN_ROWS:
+        return order
+    rows: dict[int, int] = defaultdict(int)
+    for i, n in zip(order, sizes):
+        rows[group_of[i]] += n
+    keep, total = set(), 0
+    for g in np.random.default_rng(seed).permutation(sorted(rows)):
+        if total + rows[int(g)] <= MAX_TRAIN_ROWS:
+            keep.add(int(g))
+            total += rows[int(g)]
+    return [i for i in order if group_of[i] in keep]
+
+
+def query_rows(ps: PoolSet, order: list[int]) -> np.ndarray:
+    """The query-aware structural rows (`query_structure`), pool-relative, in the probe's row order."""
+    queries, cands = ps.query_by_id(), ps.candidate_by_id()
+    cache: dict[str, dict[str, int]] = {}
+    blocks = [pool_relative(np.asarray(query_structure.structural_rows(
+        queries[ps.pools[i].query_id], [cands[c] for c in ps.pools[i].candidate_ids], cache), dtype=np.float64))
+        for i in order]
+    return np.vstack(blocks)
 
 
 def summary(scores: list[ProbeScore]) -> dict[str, Any]:
@@ -190,8 +240,8 @@ def summary(scores: list[ProbeScore]) -> dict[str, Any]:
     held-out P@1 against chance, every refusal and every pool-aware finding not (yet) enforced."""
     sets: dict[str, Any] = {}
     for s in scores:
-        entry = sets.setdefault(s.features, {"importances": [list(x) for x in s.importances], "enforced":
-                                             s.features == "candidate" or POOL_AWARE_ENFORCED, "per_subset": {}})
+        entry = sets.setdefault(s.features, {"model": MODELS[s.features], "enforced": s.features in ENFORCED_SETS,
+                                             "importances": [list(x) for x in s.importances], "per_subset": {}})
         entry["per_subset"][s.subset] = {"score": round(s.score, 6), "chance": round(s.chance, 6), "n": s.n,
                                          "p_chance": float(f"{s.p_chance:.3g}"), "p_margin": float(f"{s.p_margin:.3g}")}
     return {"model": MODEL, "alpha": ALPHA, "margin": MARGIN,

@@ -21,7 +21,7 @@ from typing import Iterable, Sequence
 
 import numpy as np
 
-from mmbench.builders.checks.shingles import intersections
+from mmbench.builders.checks.shingles import ShingleCoder, distinct, intersections
 from mmbench.data.documents import Document, Image, Text, Video
 from mmbench.data.lexical import tokenize
 from mmbench.data.media import MediaError, MediaStore
@@ -31,7 +31,6 @@ SHINGLE = 5                      # words per shingle in the pool-overlap feature
 BASE_FEATURES = ("tokens", "text_chars", "text_segments", "images", "video_frames", "media_bytes", "id_length",
                  "id_digits", "id_value", "position", "pool_overlap")
 HEX_ID = re.compile(r"^[a-z]+-([0-9a-f]{6,})$")
-_MASK = np.uint64(0xFFFFFFFFFFFFFFFF)
 
 
 class _MediaSizes:
@@ -63,23 +62,15 @@ def _id_value(doc_id: str) -> float:
 
 
 class _Shingles:
-    """Sorted unique 64-bit hashes of each document's word 5-grams (a word's number is its first-seen order, so
-    equal shingles hash equal; the Jaccard overlap depends on equality only)."""
+    """Sorted distinct stable codes (`shingles.ShingleCoder`) of each document's word 5-grams, over its whole text."""
 
     def __init__(self) -> None:
-        self.vocab: dict[str, int] = {}
+        self.coder = ShingleCoder(SHINGLE)
         self.memo: dict[str, np.ndarray] = {}
 
     def __call__(self, doc: Document) -> np.ndarray:
         if doc.id not in self.memo:
-            ids = np.array([self.vocab.setdefault(w, len(self.vocab) + 1) for w in tokenize(doc.text)], dtype=np.uint64)
-            if len(ids) < SHINGLE:
-                self.memo[doc.id] = np.unique(ids)
-            else:
-                h = np.zeros(len(ids) - SHINGLE + 1, dtype=np.uint64)
-                for k in range(SHINGLE):
-                    h = (h * np.uint64(1_000_003) + ids[k:len(ids) - SHINGLE + 1 + k]) & _MASK
-                self.memo[doc.id] = np.unique(h)
+            self.memo[doc.id] = distinct(self.coder.codes(tokenize(doc.text)))
         return self.memo[doc.id]
 
 

@@ -36,9 +36,11 @@ COMMON_INVARIANTS = {
                         "occupant changes between them) scores a subset's P@1 further from chance than a two-sided "
                         "binomial test allows at p < 1e-6; the pool medoid is reported beside it "
                         "(mmbench.builders.checks.pool_aware)",
-    "shortcut_probe": f"a classifier over query-blind candidate features, trained {probe.FOLDS}-fold by query group, "
-                      f"scores no subset's held-out P@1 significantly above chance + {probe.MARGIN:g} (one-sided "
-                      f"binomial p < {probe.ALPHA:g}; mmbench.builders.checks.probe)",
+    "shortcut_probe": f"no classifier over query-blind candidate features, over the numbers a query states against "
+                      f"each candidate's counts, or over the candidate's own text (word and character n-grams), "
+                      f"trained {probe.FOLDS}-fold by query group and source record, scores a subset's held-out P@1 "
+                      f"significantly above chance + {probe.MARGIN:g} (one-sided binomial p < {probe.ALPHA:g}; "
+                      f"mmbench.builders.checks.probe)",
 }
 
 
@@ -145,7 +147,7 @@ def check_shortcut_probe(ps: PoolSet, report: ValidityReport, media_root: Path |
     report.leak_audit["shortcut_probe"] = probe.summary(found)
     report.leak_audit["lexical_ceiling"] = lexical.ceiling(ps)
     report.violations.extend(Violation("shortcut_probe", s.subset, s.line()) for s in found if s.refuses)
-    report.checked["shortcut_probe"] = sum(s.features == "candidate" for s in found)
+    report.checked["shortcut_probe"] = sum(s.features in probe.ENFORCED_SETS for s in found)
 
 
 def write_valid_poolset(ps: PoolSet, out: Path, checks: ModuleType | None, media_from: Path | None = None,

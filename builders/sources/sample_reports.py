@@ -83,7 +83,8 @@ def _summary(topic_names: list[str], ps: list[str], excerpt: bool) -> str | None
     It names what the opening, middle and closing prose paragraphs are about by words the rest of the report
     uses least, in alphabetical order, and never quotes the report's topic names or a run of its sentences: a
     summary that copied them (as 2.2's did) let a matcher of query 4-grams find the report in every pool, Hard ones
-    included."""
+    included. It states no count either: 2.4's "spans N subjects over M paragraphs" named the only candidate with M
+    text segments in every GovReport-layout pool (issue 43)."""
     prose = _prose(ps)
     if len(ps) < 4 or len(prose) < 3:
         return None
@@ -92,8 +93,7 @@ def _summary(topic_names: list[str], ps: list[str], excerpt: bool) -> str | None
     parts = [_keywords(ps, i) for i in (prose[0], prose[len(prose) // 2], prose[-1])]
     if not all(parts):
         return None
-    subjects = f"{len(topic_names)} subjects" if len(topic_names) > 1 else "one subject"
-    return (f"This report from Python's documentation spans {subjects} over {len(ps)} paragraphs. "
+    return ("This report from Python's documentation covers its subjects in turn. "
             f"Its opening concerns {parts[0]}. "
             f"Midway it concerns {parts[1]}. "
             f"At the close it concerns {parts[2]}.")

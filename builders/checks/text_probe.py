@@ -1,0 +1,168 @@
+"""The text probe across source records: can a candidate's own text, read by a model that never saw its source
+record, say which candidate is relevant?
+
+The learned shortcut probe (`probe`) reads sizes and counts; a marker in the text itself (a trailing space, one
+punctuation mark, a token, a Unicode character, a change of casing that a builder left on every relevant
+candidate) is invisible to it. This probe reads the text, never the query: each candidate is hashed into word
+unigrams and bigrams over its whole text (case kept, punctuation kept on the word: tokens are runs of
+non-space) and character 1- to 3-grams of the first and last `EDGE` characters of each text segment, with the
+segment's start and end marked (so trailing or leading whitespace, a closing mark, a stray character is a feature);
+an image or a frame adds its one token ``<img>``. Only n-grams that candidates of at least MIN_RECORDS source
+records hold are kept (`shared_columns`): the rest name one record, and a model that learnt them would find a
+distractor by having seen it relevant in training. Every feature is given twice, once alone and once crossed with
+the pool's kind (its ``difficulty``, else its subset), since a marker can separate the relevant candidate from its
+Hard look-alikes while an Easy pool's distractors, other queries' relevant candidates, carry it too. A logistic
+regression (liblinear, L2, balanced classes, seeded)
+is trained K-fold with the folds grouped by query and source record (`probe.query_groups`), so the candidates a
+held-out pool is scored on come from source records the model never trained on; each held-out pool ranks its
+candidates by the predicted probability. The refusal rule is the probe's (`probe.ALPHA`, `probe.MARGIN`); the
+refusal names the n-grams with the largest weights in one model fitted on every pool.
+
+Hashing uses scikit-learn's `HashingVectorizer` (MurmurHash3 with a fixed seed: the same features in every process),
+so nothing depends on Python's string hash.
+"""
+from __future__ import annotations
+
+
+import numpy as np
+
+from mmbench.data.documents import Document, Image, Text, Video
+
+EDGE = 64
+HASH_FEATURES = 2 ** 17
+MIN_RECORDS = 3
+C_REG = 0.1
+MODEL = "logistic regression over hashed word 1-2-grams and segment-edge character 1-3-grams, folds by source record"
+
+
+def _words(doc: Document) -> str:
+    parts = []
+    for s in doc.segments:
+        if isinstance(s, Text):
+            parts.append(s.text)
+        elif isinstance(s, Image):
+            parts.append("<img>")
+        elif isinstance(s, Video):
+            parts.append(" ".join("<img>" for _ in s.frames))
+    return "\n".join(parts)
+
+
+def _edges(doc: Document) -> str:
+    return "".join(f"\x02{s.text[:EDGE]}\x03{s.text[-EDGE:]}\x04" for s in doc.segments if isinstance(s, Text))
+
+
+class _Vectoriser:
+    """Candidate id -> its hashed feature row (each candidate is read once)."""
+
+    def __init__(self) -> None:
+        from sklearn.feature_extraction.text import HashingVectorizer
+
+        self.words = HashingVectorizer(n_features=HASH_FEATURES, token_pattern=r"\S+", lowercase=False,
+                                       ngram_range=(1, 2), alternate_sign=False, binary=True, norm=None)
+        self.chars = HashingVectorizer(n_features=HASH_FEATURES, analyzer="char", lowercase=False,
+                                       ngram_range=(1, 3), alternate_sign=False, binary=True, norm=None)
+
+    def __call__(self, docs: list[Document]):
+        from scipy import sparse
+
+        return sparse.hstack([self.words.transform([_words(d) for d in docs]),
+                              self.chars.transform([_edges(d) for d in docs])]).tocsr()
+
+
+def _kind(item) -> str:
+    return str(item.meta.get("difficulty") or item.subset)
+
+
+def text_matrix(ps, items: list[int]):
+    """(rows, labels, item per row): one hashed row per candidate of each listed pool, in stored order: the
+    candidate's features, then the same features in its pool kind's block (see the module text)."""
+    from scipy import sparse
+
+    cands = ps.candidate_by_id()
+    ids = sorted({c for i in items for c in ps.pools[i].candidate_ids})
+    where = {c: k for k, c in enumerate(ids)}
+    unique = shared_columns(_Vectoriser()([cands[c] for c in ids]), [_record(cands[c]) for c in ids])
+    kinds = sorted({_kind(ps.pools[i]) for i in items})
+    order, labels, owner, kind = [], [], [], []
+    for i in items:
+        item = ps.pools[i]
+        rel = set(item.relevant_ids)
+        for c in item.candidate_ids:
+            order.append(where[c])
+            labels.append(float(c in rel))
+            owner.append(i)
+            kind.append(kinds.index(_kind(item)))
+    alone = unique[np.asarray(order, dtype=np.int64)]
+    width = alone.shape[1]
+    crossed = alone.tocoo()
+    crossed = sparse.csr_matrix((crossed.data, (crossed.row, crossed.col + width * np.asarray(kind)[crossed.row])),
+                                shape=(alone.shape[0], width * len(kinds)))
+    return sparse.hstack([alone, crossed]).tocsr(), np.asarray(labels), np.asarray(owner, dtype=np.int64)
+
+
+def _record(doc: Document) -> str:
+    """The candidate's source record (its provenance ``dataset`` and ``record_id``; the candidate itself without)."""
+    rec = doc.meta.get("record_id")
+    return f"{doc.meta.get('dataset')}:{rec}" if rec is not None else "id:" + doc.id
+
+
+def shared_columns(X, records: list[str]):
+    """X with every column zeroed that fewer than MIN_RECORDS distinct source records' candidates hold: an n-gram of
+    one record's text names that record (a distractor relevant elsewhere would be found by its identity), a marker a
+    builder leaves on many records' candidates does not."""
+    from scipy import sparse
+
+    names = sorted(set(records))
+    onehot = sparse.csr_matrix((np.ones(len(records)), (np.arange(len(records)), [names.index(r) for r in records])),
+                               shape=(len(records), len(names)))
+    held = ((onehot.T @ (X > 0).astype(np.float64)) > 0).sum(axis=0).A1
+    return (X @ sparse.diags((held >= MIN_RECORDS).astype(np.float64))).tocsr()
+
+
+def _model(seed: int):
+    from sklearn.linear_model import LogisticRegression
+
+    return LogisticRegression(C=C_REG, solver="liblinear", class_weight="balanced", random_state=seed)
+
+
+def held_out(X, y: np.ndarray, groups: np.ndarray, seed: int, folds: int) -> np.ndarray:
+    """Each row's predicted probability from a model trained on the other groups' pools only."""
+    from sklearn.model_selection import GroupKFold
+
+    out = np.zeros(len(y))
+    for train, test in GroupKFold(n_splits=min(folds, len(np.unique(groups)))).split(np.zeros(len(y)), y, groups):
+        if len(np.unique(y[train])) < 2:
+            continue
+        out[test] = _model(seed).fit(X[train], y[train]).predict_proba(X[test])[:, 1]
+    return np.round(out, 9)
+
+
+def top_terms(X, y: np.ndarray, seed: int, k: int) -> tuple[tuple[str, float], ...]:
+    """The k hashed features with the largest positive weight in one model fitted on every pool, named by the
+    n-gram of the pool set that hashes there (first found)."""
+    if len(np.unique(y)) < 2:
+        return ()
+    coef = _model(seed).fit(X, y).coef_[0]
+    best = [int(j) for j in np.argsort(-coef, kind="stable")[:k] if coef[j] > 0]
+    return tuple((f"text:{j}", round(float(coef[j]), 3)) for j in best)
+
+
+def name_terms(ps, items: list[int], terms: tuple[tuple[str, float], ...]) -> tuple[tuple[str, float], ...]:
+    """`top_terms` with each hashed column named by an n-gram of the relevant candidates that hashes to it (the
+    first found; a column no relevant n-gram reaches keeps its number)."""
+    from sklearn.utils import murmurhash3_32
+
+    wanted = {int(t.split(":")[1]) % (2 * HASH_FEATURES) for t, _ in terms}
+    vec, cands = _Vectoriser(), ps.candidate_by_id()
+    found: dict[int, str] = {}
+    for i in items:
+        for c in ps.pools[i].relevant_ids:
+            for offset, kind, analyzer, text in ((0, "word", vec.words, _words(cands[c])),
+                                                 (HASH_FEATURES, "char", vec.chars, _edges(cands[c]))):
+                for gram in dict.fromkeys(analyzer.build_analyzer()(text)):
+                    col = offset + abs(int(murmurhash3_32(gram, seed=0))) % HASH_FEATURES
+                    if col in wanted:
+                        found.setdefault(col, f"{kind} {gram!r}")
+        if len(found) == len(wanted):
+            break
+    return tuple((found.get(int(t.split(":")[1]) % (2 * HASH_FEATURES), t), v) for t, v in terms)
