@@ -436,8 +436,7 @@ def _run_poolset(ps: PoolSet, model: EmbeddingModel, options: RunOptions) -> tup
         "n_failed_items": int(len(failed)),
         "failures": {k: v for k, v in sorted(stats.failures.items())[:100]},
         "modalities_seen": sorted(model.card.modalities),
-        "documents_with_unseen_modalities": int(sum(bool(v["unseen_modalities"]) for v in list(c_seen.values()) + list(q_seen.values()))),
-        "documents_truncated": int(sum(v["truncated"] for v in list(c_seen.values()) + list(q_seen.values()))),
+        **_seen_counts(list(c_seen.values()) + list(q_seen.values())),
         "encode": {"documents": stats.documents, "distinct_views": stats.distinct_views, "cache_hits": stats.cache_hits,
                    "encoded": stats.encoded, "batches": stats.batches,
                    "cache_set_aside": stats.cache_set_aside, "seconds": round(stats.seconds, 3),
@@ -449,9 +448,14 @@ def _run_poolset(ps: PoolSet, model: EmbeddingModel, options: RunOptions) -> tup
         "warnings": warnings,
         "model_loaded": bool(getattr(model, "loaded", True)),
         "tie_break": f"scores rounded to {SCORE_DECIMALS} decimals; ties ordered by a permutation seeded from (seed={options.seed}, item id)",
-        **adapted_counts(list(c_seen.values()) + list(q_seen.values())),
     }
     return per_query, seen, run_info
+
+
+def _seen_counts(seen: list[dict[str, Any]]) -> dict[str, Any]:
+    """How many documents had content the model could not see, were truncated, or were adapted to its limits."""
+    return {"documents_with_unseen_modalities": int(sum(bool(v["unseen_modalities"]) for v in seen)),
+            "documents_truncated": int(sum(v["truncated"] for v in seen)), **adapted_counts(seen)}
 
 
 def _executor_info(executor: Any) -> dict[str, Any]:
