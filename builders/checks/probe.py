@@ -160,7 +160,9 @@ def importances(X: np.ndarray, y: np.ndarray, names: list[str], seed: int) -> tu
     rows = np.arange(len(y))
     if len(rows) > MAX_TRAIN_ROWS:
         rows = np.sort(np.random.default_rng(seed).choice(rows, MAX_TRAIN_ROWS, replace=False))
-    imp = _model(seed).fit(X[rows], y[rows]).feature_importances_
+    # a model that never splits (every feature constant, as the query probe's on a task whose queries state no
+    # number) has importances 0/0 = NaN: reported as 0, so the manifest's figures equal validate's (NaN != NaN)
+    imp = np.nan_to_num(_model(seed).fit(X[rows], y[rows]).feature_importances_, nan=0.0)
     order = sorted(range(len(names)), key=lambda j: (-imp[j], names[j]))[:TOP_FEATURES]
     return tuple((names[j], round(float(imp[j]), 3)) for j in order)
 
