@@ -1,0 +1,113 @@
+"""VLM2Vec-V2 against mteb 2.26's wrapper for it, on a tiny random Qwen2-VL standing for the merged checkpoint.
+
+mteb's wrapper is V2.0's only (its V1 entry is VLM2Vec on Phi-3.5-V, another architecture), loaded as a
+LoRA over the hub's Qwen2-VL-2B with peft; tests/mteb_compat.py points that load at the tiny folder and
+nothing else. The tiny processor carries V2's checkpoint bounds (3136..1003520 px). Instructions are the
+ones mteb gives its VisRAG tasks, passed to mmbench as `query_instruction` / `document_instruction`.
+Per input kind the vectors are equal (1e-5) or the difference is named: an image the processor must
+resize is resized by transformers 5's torchvision image processor in mteb's run and with PIL bicubic by
+mmbench, which is what transformers' PIL image processor does (checked pixel by pixel below).
+"""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+pytest.importorskip("mteb")
+
+from mmbench.data.documents import Document, Text  # noqa: E402
+from mmbench.data.media import MediaStore  # noqa: E402
+from mmbench.models.qwen_vl import QwenVLEmbedder  # noqa: E402
+from mmbench.models.qwen_vl_presets import PRESETS  # noqa: E402
+from mteb_compat import mteb_encode, mteb_vlm2vec2  # noqa: E402
+from tiny_models import build_qwen2vl, random_image  # noqa: E402
+
+TASK = "VisRAGRetChartQA"  # mteb gives it VLM2Vec-V2's document-image instructions
+QUERY = "Find a document image that matches the given query:"
+DOC = "Understand the content of the provided document image."
+V2_MIN, V2_MAX = 3136, 1003520  # the V2 checkpoint's processor config
+V2_SIZE = {"shortest_edge": V2_MIN, "longest_edge": V2_MAX}
+
+
+@pytest.fixture(scope="module")
+def setup(tmp_path_factory):
+    from transformers import AutoProcessor
+
+    root = tmp_path_factory.mktemp("vlm2vec")
+    path = build_qwen2vl(root / "q2")
+    AutoProcessor.from_pretrained(path, min_pixels=V2_MIN, max_pixels=V2_MAX).save_pretrained(path)
+    store = MediaStore(root / "media")
+    # 448x448 is on the 28-px grid within the bounds; 333x251 is resized to the grid; 1400x1000 is shrunk to 1280 tokens
+    pil = [random_image(448, 448, 0), random_image(448, 448, 1), random_image(333, 251, 8),
+           random_image(1400, 1000, 9)]
+    return str(path), store, pil, [store.put_image(p) for p in pil]
+
+
+@pytest.fixture(scope="module")
+def both(setup):
+    path = setup[0]
+    ours = QwenVLEmbedder(PRESETS["vlm2vec-v2"], model_path=path, context=4096, dtype="float32", device="cpu",
+                          query_instruction=QUERY, document_instruction=DOC)
+    return ours, mteb_vlm2vec2(path)
+
+
+def _cos(a, b):
+    return float(np.dot(a, b) / np.linalg.norm(a) / np.linalg.norm(b))
+
+
+def test_vlm2vec_v2_equals_mtebs_wrapper_on_every_input_kind(setup, both):
+    _, store, pil, refs = setup
+    ours, ref = both
+    with torch.inference_mode():
+        expect = {"query": mteb_encode(ref, [{"text": "a cat sits on the mat"}], "query", TASK),
+                  "text": mteb_encode(ref, [{"text": "the dog sleeps"}], "document", TASK),
+                  "image": mteb_encode(ref, [{"image": pil[0]}], "document", TASK),
+                  "image+text": mteb_encode(ref, [{"image": pil[1], "text": "a dog"}], "document", TASK),
+                  "text+image": mteb_encode(ref, [{"text": "a dog", "image": pil[1]}], "document", TASK)}
+    got = {"query": ours.encode([Document("q", [Text("a cat sits on the mat")])], "query", store)}
+    docs = {"text": [Text("the dog sleeps")], "image": [refs[0]], "image+text": [refs[1], Text("a dog")],
+            "text+image": [Text("a dog"), refs[1]]}  # VLM2Vec's prompt puts the image first either way
+    for kind, segments in docs.items():
+        got[kind] = ours.encode([Document(kind, segments)], "document", store)
+    for kind, vec in expect.items():
+        np.testing.assert_allclose(got[kind][0], vec[0], atol=1e-5, err_msg=kind)
+
+
+def test_resized_images_differ_by_the_resampling_kernel_only(setup, both):
+    from transformers import Qwen2VLImageProcessorPil
+
+    _, store, pil, refs = setup
+    ours, ref = both
+    for i in (2, 3):
+        with torch.inference_mode():
+            as_mteb = mteb_encode(ref, [{"image": pil[i]}], "document", TASK)[0]
+        got = ours.encode([Document("r", [refs[i]])], "document", store)[0]
+        assert _cos(got, as_mteb) >= 1 - 1e-5, i  # same grid and token count; a kernel apart
+        # the kernel: transformers 5's default (torchvision) image processor against its PIL one, which mmbench equals
+        size = ours.image_size(*pil[i].size)
+        mine = ours.processor.image_processor(images=[ours._load(store, refs[i].ref, "r", size)], do_resize=False,
+                                              return_tensors="pt")["pixel_values"]
+        fast = ref.processor.image_processor(images=[pil[i]], return_tensors="pt")["pixel_values"]
+        slow = Qwen2VLImageProcessorPil(size=V2_SIZE)(images=[pil[i]], return_tensors="pt")["pixel_values"]
+        assert mine.shape == fast.shape == slow.shape
+        assert (mine - slow).abs().max() < 1e-6 and (mine - fast).abs().max() > 1e-3
+        # with the PIL image processor, mteb's wrapper gives mmbench's vector
+        kept = ref.processor.image_processor
+        ref.processor.image_processor = Qwen2VLImageProcessorPil(size=V2_SIZE)
+        try:
+            with torch.inference_mode():
+                np.testing.assert_allclose(got, mteb_encode(ref, [{"image": pil[i]}], "document", TASK)[0], atol=1e-5)
+        finally:
+            ref.processor.image_processor = kept
+
+
+def test_v1_shares_v2s_prompt_and_differs_in_pixel_bounds_only(setup):
+    path, store, _, refs = setup
+    v1 = QwenVLEmbedder(PRESETS["vlm2vec-2b"], model_path=path, context=4096, dtype="float32", device="cpu",
+                        query_instruction=QUERY, document_instruction=DOC)
+    v2 = QwenVLEmbedder(PRESETS["vlm2vec-v2"], model_path=path, context=4096, dtype="float32", device="cpu",
+                        query_instruction=QUERY, document_instruction=DOC)
+    docs = [Document("i", [refs[0]]), Document("b", [Text("a dog"), refs[1]])]
+    np.testing.assert_allclose(v1.encode(docs, "document", store), v2.encode(docs, "document", store), atol=1e-6)
+    assert v1.visual_tokens(1400, 1000) > v2.visual_tokens(1400, 1000)  # V1: the processor defaults' 16384 tokens
