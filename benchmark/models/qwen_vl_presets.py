@@ -43,7 +43,10 @@ QWEN3_NOTES = ("Qwen3-VL-Embedding official script: system turn = instruction (a
                "32; videos at 1 fps. Deviations: the official max_length 8192 and 64-frame cap are replaced by a "
                "32768-token window (model card: 32K context; unverified against the config); the official total "
                "video pixel budget is not applied (the window bounds it instead); frames are resized with PIL "
-               "bicubic rather than torchvision. Query instruction from the README example.")
+               "bicubic rather than torchvision. Query instruction from the README example. Images are resized as the "
+               "official script does (qwen-vl-utils, PIL bicubic), pixel for pixel; mteb 2.26's wrapper lets the "
+               "processor resize (torchvision under transformers 5) and builds the user turn in its dataset's column "
+               "order (tests/test_models_qwen3vl_parity.py).")
 
 VLM2VEC_VISION = VisionBounds(factor=28, min_pixels=56 * 56, max_pixels=12845056, **QWEN2_VL_VIDEO)
 # V2.0 checkpoint: its processor config caps images at 1003520 px = 1280 tokens (kept by mteb's wrapper too).
@@ -54,7 +57,11 @@ VLM2VEC_NOTES = ("VLM2Vec (Qwen2-VL backbone) official format: '<|image_pad|> ' 
                  "VLM_IMAGE_TOKENS). Unverified: the V1 image pixel bounds (we use the Qwen2-VL processor defaults "
                  "3136..12845056), the document instructions per modality and the training max length (we use the "
                  "32768 window). Checkpoints published as LoRA adapters must be merged "
-                 "first. Several images are placed in reading order after the instruction.")
+                 "first. Several images are placed in reading order after the instruction. V2's vectors equal mteb "
+                 "2.26's wrapper's on a tiny Qwen2-VL for a text query, a text, an image and an image with text; "
+                 "an image the processor must resize is resized here with PIL bicubic (transformers' PIL image "
+                 "processor, pixel for pixel), where mteb under transformers 5 gets the torchvision one "
+                 "(tests/test_models_vlm2vec_parity.py).")
 
 # Ops-MM-embedding and RzenEmbed were checked against mteb 2.26's wrappers for them
 # (mteb/models/model_implementations/ops_mm_models.py, rzen_embed_model.py), not against the authors' code.
@@ -77,7 +84,9 @@ RZEN_NOTES = ("RzenEmbed (as mteb's wrapper runs it): system prompt always 'You 
               "was fine-tuned on MMEB-train). Positions: 1-D for every token, as the authors' rzen_embed_inference.py "
               "(github.com/360CVGroup/RzenEmbed: the GME recipe, the text decoder called with position_ids=None) "
               "and mteb's wrapper run it; positions='mrope' gives the backbone's 3-D positions (another setup).")
-UNVERIFIED = " UNVERIFIED: this model's template was not checked against its official code; it reuses {} by assumption."
+UNVERIFIED = (" UNVERIFIED: this model's template was not checked against its official code (none found); it reuses {} "
+              "by assumption, so it runs Qwen3-VL-Embedding's protocol, whose vectors equal mteb 2.26's wrapper's on a "
+              "tiny Qwen3-VL (tests/test_models_qwen3vl_parity.py).")
 
 PRESETS: dict[str, QwenVLPreset] = {p.name: p for p in (
     QwenVLPreset("gme-2b", "Alibaba-NLP/gme-Qwen2-VL-2B-Instruct", GME, 32768, GME_VISION, video=False,
