@@ -3,8 +3,10 @@
 The default (`mmlongembed` protocol) must give the recipe's vectors wherever the two protocols agree
 (same image bounds, no cut): a text document and an image document, whose image tokens take the
 recipe's 1-D positions. `protocol=mteb` must give mteb's wrapper's vectors as mteb runs it (4..1280
-image tokens, prompts cut at 1800 tokens), a long document included. Inputs the recipe cannot take
-(several images, video) are listed as protocol differences in docs/models.md.
+image tokens, prompts cut at 1800 tokens), a long document included. Inputs the recipe's prompt cannot
+take are compared on the recipe's processor and forward with mmbench's prompt form: several images
+interleaved with text (in reading order), and a video (its features scattered at the video tokens, as
+the recipe's commented-out video branch does), both under the recipe's 1-D positions.
 """
 from __future__ import annotations
 
@@ -18,7 +20,7 @@ from mmbench.data.documents import Document, Text  # noqa: E402
 from mmbench.data.media import MediaStore  # noqa: E402
 from mmbench.models.qwen_vl import QwenVLEmbedder  # noqa: E402
 from mmbench.models.qwen_vl_presets import PRESETS  # noqa: E402
-from mmbench.models.templates import GME  # noqa: E402
+from mmbench.models.templates import GME, IMAGE_IN_VISION, VIDEO_IN_VISION  # noqa: E402
 from mmbench.results.protocol import join_problems, protocol_id, protocol_record  # noqa: E402
 from mteb_compat import mteb_gme  # noqa: E402
 from tiny_models import build_qwen2vl, random_image  # noqa: E402
@@ -123,6 +125,63 @@ def test_protocols_have_their_own_ids_and_are_never_joined(setup):
     assert cards["mteb"].settings["max_length"] == 1800 and cards["mteb"].settings["vision"]["min_pixels"] == 4 * 784
     with pytest.raises(ValueError, match="has no protocol 'mtb'; its protocols: mmlongembed, mteb"):
         _gme(path, protocol="mtb")
+
+
+# The recipe's prompt (mteb's `embed`, GME's gme_inference.py): system turn, visuals then text in the user turn.
+RECIPE = "<|im_start|>system\n{}<|im_end|>\n<|im_start|>user\n{}<|im_end|>\n<|im_start|>assistant\n<|endoftext|>"
+DOC_SYSTEM = "You are a helpful assistant."
+
+
+def _recipe_forward(wrapper, prompt, images=None, videos=None):
+    """The recipe's forward on its own processor's output for `prompt`; a video's features are scattered at the video
+    tokens as the recipe's commented-out video branch does (GME's code runs images only). Video frames are given at
+    the size mmbench's video bounds choose (the recipe's processor would apply its image minimum to them)."""
+    model = wrapper.model
+    kw = {"videos": videos, "do_sample_frames": False, "do_resize": False} if videos else {}
+    inputs = model.processor(text=[prompt], images=images, padding=True, return_tensors="pt", **kw)
+    with torch.inference_mode():
+        if not videos:
+            return model.forward(**inputs).numpy()
+        embeds = model.base.model.embed_tokens(inputs["input_ids"])
+        feats = model.base.visual(inputs["pixel_values_videos"], grid_thw=inputs["video_grid_thw"])
+        embeds[inputs["input_ids"] == model.base.config.video_token_id] = feats
+        return model.forward(attention_mask=inputs["attention_mask"], inputs_embeds=embeds).numpy()
+
+
+def test_interleaved_documents_give_the_recipes_vectors(setup, mp):
+    path, store, refs = setup
+    second = store.put_image(random_image(448, 448, 3))
+    pil = [store.load_image(refs["grid"].ref), store.load_image(second.ref)]
+    recipe = mteb_gme(mp, str(path), min_image_tokens=256, max_length=4096)
+    one = Document("one", [Text("a cat"), refs["grid"], Text("on the mat")])
+    two = Document("two", [Text("a cat"), refs["grid"], Text("and a dog"), second])
+    got = _gme(path).encode([one, two], "document", store)
+    # one image amid text: moved first, the texts joined by a newline, as the recipe takes one image and one text
+    with torch.inference_mode():
+        ref_one = recipe.model.embed(texts=["a cat\non the mat"], images=[pil[0]], device="cpu").numpy()
+    np.testing.assert_allclose(got[0], ref_one[0], atol=1e-5)
+    # several images: mmbench's reading order (no reference form), run through the recipe's processor and forward
+    user = f"a cat{IMAGE_IN_VISION}and a dog{IMAGE_IN_VISION}"
+    np.testing.assert_allclose(got[1], _recipe_forward(recipe, RECIPE.format(DOC_SYSTEM, user), images=pil)[0],
+                               atol=1e-5)
+    mrope = _gme(path, positions="mrope").encode([two], "document", store)[0]
+    assert np.abs(mrope - got[1]).max() > 1e-4
+
+
+def test_video_gives_the_recipes_vectors(setup, mp):
+    from mmbench.data.documents import Video
+
+    path, store, _ = setup
+    # 336x336 frames: 144 tokens each, on the grid within the video bounds (128..768), so neither side resizes
+    pil = [random_image(336, 336, 30 + i) for i in range(3)]
+    frames = tuple(store.put_image(p).ref for p in pil)
+    recipe = mteb_gme(mp, str(path), min_image_tokens=256, max_length=4096)
+    gme = _gme(path, video=True)
+    for n in (2, 3):  # an even count, and an odd one the processor pads with the last frame
+        got = gme.encode([Document("v", [Text("a clip"), Video(frames[:n], 1.0, 336, 336)])], "document", store)
+        clip = np.stack([np.asarray(p) for p in pil[:n]])
+        ref = _recipe_forward(recipe, RECIPE.format(DOC_SYSTEM, VIDEO_IN_VISION + "a clip"), videos=[clip])
+        np.testing.assert_allclose(got[0], ref[0], atol=1e-5, err_msg=f"{n} frames")
 
 
 def test_padding_and_upscaling_are_stated_and_counted(setup):
