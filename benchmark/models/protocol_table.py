@@ -111,8 +111,15 @@ REFERENCES: dict[str, Reference] = {
     "qwen3-vl-embedding": Reference(("qwen3-vl-embedding-2b", "qwen3-vl-embedding-8b"), QWEN3_AUTHORS,
                                     MTEB + "qwen3_vl_embedding_models.py", {
         "instruction": Claim("system turn; '.' appended unless it ends in punctuation; default 'Represent the "
-                             "user's input.'", "as the authors (the task's instruction or the default)"),
-        "image tokens": Claim("4–1800 (factor 32)", "4–1800 (factor 32)"),
+                             "user's input.'; the user turn holds videos, then images, then the text",
+                             "as the authors (the task's instruction or the default); the user turn in the dataset's "
+                             "column order (sentence-transformers), so a text column ahead of the image puts the "
+                             "text first",
+                             "several visuals amid text stay in reading order (the authors put every visual first)"),
+        "image tokens": Claim("4–1800 (factor 32); qwen-vl-utils resizes (PIL bicubic), the processor does not",
+                              "4–1800 (factor 32); the processor resizes (torchvision under transformers 5)",
+                              "none: mmbench resizes as the authors do, pixel for pixel; mteb's kernel moves a "
+                              "resized image's vector by under 1e-5 in cosine on tiny weights"),
         "max length": Claim("8192 tokens", "8192 tokens (sentence-transformers)",
                             "MMLongEmbed uses the 32768-token window (model card: 32K context)"),
         "video": Claim("1 fps, at most 64 frames, a total pixel budget; frames padded to an even count by "
@@ -126,9 +133,14 @@ REFERENCES: dict[str, Reference] = {
         "instruction": Claim("'<|image_pad|> ' + instruction + ' ' + text, no chat markup",
                              "V2: the same, with per-task instructions"),
         "image tokens": Claim("V1: UNVERIFIED (Qwen2-VL processor defaults assumed); V2: 4–1280 (checkpoint's "
-                              "processor config)", "V2: the checkpoint's processor (max 1003520 px = 1280 tokens)",
+                              "processor config); the processor resizes",
+                              "V2: the checkpoint's processor (max 1003520 px = 1280 tokens), which resizes "
+                              "(torchvision under transformers 5)",
                               "V1 (vlm2vec-2b): the Qwen2-VL processor's defaults 4–16384, kept UNVERIFIED (V1's "
-                              "training bounds were not found in its published code); V2 takes its checkpoint's"),
+                              "training bounds were not found in its published code); V2 takes its checkpoint's. "
+                              "mmbench resizes with PIL bicubic, as transformers' PIL image processor does (pixel for "
+                              "pixel); the torchvision one moves a resized image's vector by under 1e-5 in cosine on "
+                              "tiny weights"),
         "max length": Claim("UNVERIFIED (not found in the inference code)", "none",
                             "MMLongEmbed uses the 32768-token window"),
         "video": Claim("V2: 8 frames evenly spaced (eval config)", "V2: 8 frames evenly spaced",
