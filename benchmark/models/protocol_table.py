@@ -117,9 +117,8 @@ REFERENCES: dict[str, Reference] = {
                              "text first",
                              "several visuals amid text stay in reading order (the authors put every visual first)"),
         "image tokens": Claim("4–1800 (factor 32); qwen-vl-utils resizes (PIL bicubic), the processor does not",
-                              "4–1800 (factor 32); the processor resizes (torchvision under transformers 5)",
-                              "none: mmbench resizes as the authors do, pixel for pixel; mteb's kernel moves a "
-                              "resized image's vector by under 1e-5 in cosine on tiny weights"),
+                              "4–1800 (factor 32); the processor resizes (torchvision under transformers 5: a "
+                              "resized image's vector moves by under 1e-5 in cosine on tiny weights)"),
         "max length": Claim("8192 tokens", "8192 tokens (sentence-transformers)",
                             "MMLongEmbed uses the 32768-token window (model card: 32K context)"),
         "video": Claim("1 fps, at most 64 frames, a total pixel budget; frames padded to an even count by "
