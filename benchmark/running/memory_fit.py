@@ -164,3 +164,39 @@ def fit_problem(name: str, options: dict[str, Any]) -> str | None:
                     f"{copies} x {_mb(weights)} {weights_from}, {_mb(WORKING_ALLOWANCE)} working allowance); "
                     "raise the limit or choose a smaller model")
     return None
+
+
+MEMINFO = Path("/proc/meminfo")
+CGROUP_USAGE_FILES = (Path("/sys/fs/cgroup/memory.current"), Path("/sys/fs/cgroup/memory/memory.usage_in_bytes"))
+
+
+def memory_room(meminfo: Path = MEMINFO, usage_files: tuple[Path, ...] = CGROUP_USAGE_FILES) -> int | None:
+    """The memory new processes can take now, in bytes: what the kernel says is available (MemAvailable), less
+    where the cgroup's limit (memory.max) is nearer (its limit less its usage); None when neither is known."""
+    room: list[int] = []
+    try:
+        for line in meminfo.read_text().splitlines():
+            if line.startswith("MemAvailable:"):
+                room.append(int(line.split()[1]) * 1024)
+    except (OSError, ValueError, IndexError):
+        pass
+    limit = cgroup_memory_limit()
+    if limit is not None:
+        for path in usage_files:
+            try:
+                room.append(max(0, limit - int(path.read_text().strip())))
+                break
+            except (OSError, ValueError):
+                continue
+    return min(room) if room else None
+
+
+def resident_need(name: str, options: dict[str, Any]) -> int:
+    """The resident memory a process loading the model `name` (with `options`) needs for it, in bytes: its
+    runtime libraries (measured, `runtime_footprint`), its weights on disk and `WORKING_ALLOWANCE`; 0 for a model
+    mmbench does not size (BM25, API models, plugins) and for what cannot be measured or found."""
+    if not _checked(name):
+        return 0
+    runtime = runtime_footprint()
+    weights = weights_on_disk(name, options)
+    return (0 if isinstance(runtime, str) else runtime[1]) + (weights or 0) + WORKING_ALLOWANCE
