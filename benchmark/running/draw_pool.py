@@ -40,6 +40,7 @@ log = logging.getLogger(__name__)
 # BM25 over it (about 450 MB; a Visual Grounding sample draw about the same), with room to spare
 DRAW_WORKER_ALLOWANCE = 768 * 2**20
 EXECUTORS = ("local", "ray")
+CPU_MAX = Path("/sys/fs/cgroup/cpu.max")   # cgroup v2: "QUOTA PERIOD" in microseconds, or "max PERIOD"
 
 
 @dataclass(frozen=True)
@@ -177,14 +178,14 @@ def runs_here(model: EmbeddingModel, options: Any) -> bool:
     return bool(options.use_cache and options.cache_dir is not None and getattr(model, "cacheable", True))
 
 
-def usable_cores() -> int:
+def usable_cores(cpu_max: Path = CPU_MAX) -> int:
     """The cores this process may run on: its CPU affinity, within the cgroup's CPU quota (cpu.max) if any."""
     try:
         cores = len(os.sched_getaffinity(0))
     except AttributeError:  # pragma: no cover - not Linux
         cores = os.cpu_count() or 1
     try:
-        quota, period = Path("/sys/fs/cgroup/cpu.max").read_text().split()[:2]
+        quota, period = cpu_max.read_text().split()[:2]
         if quota != "max":
             cores = min(cores, max(1, int(quota) // int(period)))
     except (OSError, ValueError):

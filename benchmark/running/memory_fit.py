@@ -24,7 +24,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from mmbench.common.address_limit import NO_ROOM, address_limit_bytes, cgroup_memory_limit, limits_in_force
+from mmbench.common.address_limit import (CGROUP_LIMIT_FILES, NO_ROOM, address_limit_bytes, cgroup_memory_limit,
+                                          limits_in_force)
 
 RUNTIME_MODULES = ("torch", "transformers")
 WORKING_ALLOWANCE = 512 * 2**20  # stated, not measured per model: a batch's activations, tokenizer, slack
@@ -170,7 +171,8 @@ MEMINFO = Path("/proc/meminfo")
 CGROUP_USAGE_FILES = (Path("/sys/fs/cgroup/memory.current"), Path("/sys/fs/cgroup/memory/memory.usage_in_bytes"))
 
 
-def memory_room(meminfo: Path = MEMINFO, usage_files: tuple[Path, ...] = CGROUP_USAGE_FILES) -> int | None:
+def memory_room(meminfo: Path = MEMINFO, usage_files: tuple[Path, ...] = CGROUP_USAGE_FILES,
+                limit_files: tuple[Path, ...] = CGROUP_LIMIT_FILES) -> int | None:
     """The memory new processes can take now, in bytes: what the kernel says is available (MemAvailable), less
     where the cgroup's limit (memory.max) is nearer (its limit less its usage); None when neither is known."""
     room: list[int] = []
@@ -180,7 +182,7 @@ def memory_room(meminfo: Path = MEMINFO, usage_files: tuple[Path, ...] = CGROUP_
                 room.append(int(line.split()[1]) * 1024)
     except (OSError, ValueError, IndexError):
         pass
-    limit = cgroup_memory_limit()
+    limit = cgroup_memory_limit(limit_files)
     if limit is not None:
         for path in usage_files:
             try:
