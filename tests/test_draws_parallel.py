@@ -189,3 +189,27 @@ def test_which_runs_stay_in_the_driver(tmp_path):
     cached, off = RunOptions(cache_dir=tmp_path), RunOptions(cache_dir=tmp_path, use_cache=False)
     assert runs_here(HashingModel(), cached) and not runs_here(HashingModel(), off)
     assert not runs_here(BM25Model(), cached)
+
+
+def test_a_cached_model_runs_in_the_driver_over_the_draws_in_order(tmp_path, monkeypatch):
+    """Through the Python entry point: the cached model (an object no worker could load by its name) runs here,
+    draw after draw in the plans' order; the draws themselves are built by two workers."""
+    sys.path.insert(0, str(TESTS))
+    from toy_models import HashingModel
+
+    from mmbench.running.draw_pool import DrawPlan, Parallel, build_and_run, draw_folder
+    from mmbench.running.runner import RunOptions
+    from mmbench.tasks import get_task
+
+    monkeypatch.setenv("MMBENCH_HOME", str(tmp_path / "home"))
+    spec, model = get_task("multi_source_reasoning"), HashingModel()
+    params = {"lengths": [4096], "datasets": ["hotpotqa"], "queries_per_dataset": 4, "candidates_per_query": 4}
+    plans = [DrawPlan(seed, params, (tmp_path / "runs",)) for seed in (3, 1)]
+    said: list[str] = []
+    poolsets, (runs,) = build_and_run(spec, "sample", plans, [("not-a-registered-name", model)],
+                                      RunOptions(cache_dir=tmp_path / "cache", progress=False), Parallel(jobs=2),
+                                      announce=said.append)
+    assert [ps.manifest["seed"] for ps in poolsets] == [3, 1] and model.calls
+    assert [r.content_hash for r in runs] == [ps.content_hash for ps in poolsets]
+    assert said == [f"building draw {p.seed} of multi_source_reasoning into {draw_folder(spec, 'sample', p)}"
+                    for p in plans]
