@@ -213,3 +213,20 @@ def test_a_cached_model_runs_in_the_driver_over_the_draws_in_order(tmp_path, mon
     assert [r.content_hash for r in runs] == [ps.content_hash for ps in poolsets]
     assert said == [f"building draw {p.seed} of multi_source_reasoning into {draw_folder(spec, 'sample', p)}"
                     for p in plans]
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
+def test_a_worker_killed_mid_build_stops_the_command_in_one_line(tmp_path):
+    env = {**os.environ, "MMBENCH_HOME": str(tmp_path / "home")}
+    proc = subprocess.Popen([sys.executable, "-m", "mmbench", "draws", *SMALL, "--seeds", "0..1", "--model", "bm25",
+                             "--out", str(tmp_path / "out"), "--jobs", "2"], env=env, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    deadline, workers = time.time() + 120, []
+    while time.time() < deadline and not workers and proc.poll() is None:
+        workers = [w for w in _children(proc.pid) if b"spawn_main" in Path(f"/proc/{w}/cmdline").read_bytes()]
+        time.sleep(0.01)
+    assert workers, "no worker started"
+    os.kill(workers[0], signal.SIGKILL)
+    out, err = proc.communicate(timeout=300)
+    assert proc.returncode == 1, out + err
+    assert err.startswith("mmbench: error: a worker process died while making draw ") and len(err.splitlines()) == 1

@@ -234,9 +234,9 @@ class ProcessWorkers:
         try:
             return handle.result()
         except BrokenProcessPool:
-            raise RuntimeError(f"a worker process died while making draw {job.seed} (killed, or out of memory?); the "
-                               "draws finished so far are kept: run the command again to go on, with fewer --jobs "
-                               "if memory ran out") from None
+            raise RuntimeError(f"a worker process died while making draw {job.seed} (killed by a signal, perhaps for "
+                               "lack of memory); the draws finished so far are kept: run the command again to go on, "
+                               "with fewer --jobs if memory ran short") from None
 
     def close(self, failed: bool, handles: Sequence[Any]) -> None:
         """Wait for the workers to end (after a failure, the jobs not started are dropped first)."""
