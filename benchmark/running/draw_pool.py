@@ -59,10 +59,14 @@ class DrawPlan:
 class Parallel:
     """Where the draws are made: `executor` local or ray; `jobs` workers (None: as many as fit, see the module
     notes; 1 with local: one after another in this process); a Ray cluster's address and the CPUs of a Ray
-    started here; the --include files a worker loads first."""
+    started here; the --include files a worker loads first.
+
+    Local workers are started with `spawn`, which imports the calling program's main module again in each worker,
+    as any multiprocessing program does: a script that calls `build_and_run` with more than one local worker keeps
+    its top-level work under `if __name__ == "__main__":`."""
 
     executor: str = "local"
-    jobs: int | None = None
+    jobs: int | None = 1
     ray_address: str | None = None
     ray_num_cpus: int | None = None
     includes: tuple[str, ...] = ()
@@ -235,8 +239,8 @@ class ProcessWorkers:
             return handle.result()
         except BrokenProcessPool:
             raise RuntimeError(f"a worker process died while making draw {job.seed} (killed by a signal, perhaps for "
-                               "lack of memory); the draws finished so far are kept: run the command again to go on, "
-                               "with fewer --jobs if memory ran short") from None
+                               "lack of memory, or it failed to start); the draws finished so far are kept: run the "
+                               "command again to go on, with fewer --jobs if memory ran short") from None
 
     def close(self, failed: bool, handles: Sequence[Any]) -> None:
         """Wait for the workers to end (after a failure, the jobs not started are dropped first)."""
