@@ -62,6 +62,8 @@ def test_two_worker_processes_give_the_bytes_of_one_after_another(tmp_path, plug
     files = _files(tmp_path / "out")
     assert len(files) == 1 + 3 * 2 * 2  # three draws, two models, two tables each, and the report
     assert files == one_after_another
+    peaks = json.loads(next((tmp_path / "home" / "draws").glob("*/worker_peaks.json")).read_text())
+    assert set(peaks) == {"build+bm25"} and peaks["build+bm25"] > 50 * 2**20   # what the next --jobs auto counts
     assert _draws(tmp_path / "home", tmp_path / "out", plugin, "--jobs", "2") == 0   # again: all there
     out = capsys.readouterr().out
     assert "building draw" not in out and out.count("already there; reused") == 6
@@ -150,7 +152,7 @@ def test_a_sigkilled_draws_resumes_without_rebuilding_or_rerunning_finished_draw
 
 
 def test_how_many_workers():
-    from mmbench.running.draw_pool import auto_workers
+    from mmbench.running.draw_memory import auto_workers
 
     gib = 2**30
     assert auto_workers(5, gib, cores=2, room=10 * gib) == 2       # the cores bound
@@ -161,7 +163,7 @@ def test_how_many_workers():
 
 
 def test_usable_cores_and_memory_room(tmp_path):
-    from mmbench.running.draw_pool import usable_cores
+    from mmbench.running.draw_memory import usable_cores
     from mmbench.running.memory_fit import memory_room
 
     mine = len(os.sched_getaffinity(0))
@@ -230,3 +232,20 @@ def test_a_worker_killed_mid_build_stops_the_command_in_one_line(tmp_path):
     out, err = proc.communicate(timeout=300)
     assert proc.returncode == 1, out + err
     assert err.startswith("mmbench: error: a worker process died while making draw ") and len(err.splitlines()) == 1
+
+
+def test_a_worker_is_counted_at_its_measured_peak_once_there_is_one(tmp_path):
+    from mmbench.running.draw_memory import (DRAW_WORKER_ALLOWANCE, MEASURED_MARGIN, models_key, recorded_peak,
+                                             remember_peak, worker_need)
+
+    a, b, key = tmp_path / "a", tmp_path / "b", models_key(["bm25"])
+    a.mkdir(), b.mkdir()
+    assert key == "build+bm25" and worker_need([a, b], key, ["bm25"]) == DRAW_WORKER_ALLOWANCE   # nothing measured
+    remember_peak(a, key, 2 * 2**30)
+    remember_peak(a, key, 2**30)          # a smaller peak does not replace the larger one
+    assert recorded_peak(a, key) == 2 * 2**30 and recorded_peak(a, models_key([])) is None
+    assert worker_need([a, b], key, ["bm25"]) == DRAW_WORKER_ALLOWANCE            # b (the fresh draws') unmeasured
+    remember_peak(b, key, 3 * 2**30)
+    assert worker_need([a, b], key, ["bm25"]) == int(3 * 2**30 * MEASURED_MARGIN)
+    (a / "worker_peaks.json").write_text("[not a record")
+    assert recorded_peak(a, key) is None and worker_need([a], key, []) == DRAW_WORKER_ALLOWANCE

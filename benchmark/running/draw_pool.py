@@ -11,9 +11,8 @@ order and runs the cached models over them itself, as the one-after-another path
 building. Every result the commands read back is then the file a run wrote (`load_results`), so the reports are
 made from the same bytes.
 
-How many workers (`--jobs auto`): the smallest of the number of draws, the cores this process may use (its CPU
-affinity and the cgroup's CPU quota) and how many workers fit in the memory available now (`memory_fit.memory_room`),
-each counted at `DRAW_WORKER_ALLOWANCE` plus the weights and runtime of any torch model it loads.
+How many workers (`--jobs auto`): the smallest of the number of draws, the cores this process may use and how
+many workers fit in the memory available now, each counted at what one was measured to need (`draw_memory`).
 
 A killed command resumes: each draw is built into its own folder, whole or not at all, and each run written whole
 or not at all, so the next command rebuilds and reruns only what is missing.
@@ -30,18 +29,14 @@ from typing import Any, Callable, Sequence
 from mmbench.data.poolset import PoolSet, PoolSetError, check_integrity, load_poolset
 from mmbench.models.base import EmbeddingModel
 from mmbench.results.store import RunResults, load_results
+from mmbench.running.draw_memory import auto_workers, models_key, remember_peak, worker_need
 from mmbench.running.draw_jobs import DrawBuildError, DrawDone, DrawJob, DrawRun, WorkerSetup, do_draw_job, option_fields
 from mmbench.running.draws import build_draw, draws_root, run_over_draws
 from mmbench.tasks import TaskSpec
 
 log = logging.getLogger(__name__)
 
-# measured (VmHWM): a worker that built one default Multi-Source Reasoning sample draw and ran BM25 over it peaked at
-# 1,400 MB; a reduced one (one length of 4K, one dataset, four queries) at 330 MB. What a build takes grows with its
-# parameters: --jobs N sets the count outright
-DRAW_WORKER_ALLOWANCE = 1536 * 2**20
 EXECUTORS = ("local", "ray")
-CPU_MAX = Path("/sys/fs/cgroup/cpu.max")   # cgroup v2: "QUOTA PERIOD" in microseconds, or "max PERIOD"
 
 
 @dataclass(frozen=True)
@@ -84,14 +79,15 @@ def build_and_run(spec: TaskSpec, source: str, plans: Sequence[DrawPlan], models
     if where.executor not in EXECUTORS:
         raise ValueError(f"unknown executor {where.executor!r} (local or ray)")
     say = announce or (lambda line: None)
+    on_cluster = where.executor == "ray" and where.ray_address is not None   # the cluster's CPUs decide there
+    auto = None if where.jobs or on_cluster else auto_workers(len(plans), _need(spec, source, plans, models, options))
     if where.executor == "local":
-        workers = min(where.jobs or auto_workers(len(plans), worker_memory(models, options)), len(plans))
+        workers = min(where.jobs or auto or 1, len(plans))
         if workers <= 1:
             return one_after_another(spec, source, plans, models, options, say)
         pool: Any = ProcessWorkers(workers)
     else:
-        pool = RayWorkers(where.ray_address, where.ray_num_cpus or where.jobs or
-                          (None if where.ray_address else auto_workers(len(plans), worker_memory(models, options))))
+        pool = RayWorkers(where.ray_address, where.ray_num_cpus or where.jobs or auto)
     ahead = where.jobs if where.executor == "ray" and where.ray_address and where.jobs else len(plans)
     return in_workers(spec, source, plans, models, options, pool, ahead, _setup(where), say)
 
@@ -129,6 +125,7 @@ def in_workers(spec: TaskSpec, source: str, plans: Sequence[DrawPlan], models: M
             while len(handles) < min(len(jobs), i + max(1, ahead)):
                 handles.append(_hand_out(pool, jobs[len(handles)], say))
             done = pool.result(handles[i], jobs[i])
+            remember_peak(Path(done.folder).parent, models_key(models[j][0] for j in away), done.peak_rss)
             poolsets.append(_taken(spec, done))
             for line in done.lines:
                 say(line)
@@ -177,44 +174,17 @@ def draw_folder(spec: TaskSpec, source: str, plan: DrawPlan) -> Path:
     return draws_root(spec, source, dict(plan.params)) / f"seed{plan.seed}"
 
 
+def _need(spec: TaskSpec, source: str, plans: Sequence[DrawPlan], models: Models, options: Any) -> int:
+    """What one worker is counted at (`draw_memory.worker_need`) for these draws and the models it would run."""
+    away = [requested for requested, model in models if not runs_here(model, options)]
+    roots = sorted({draws_root(spec, source, dict(p.params)) for p in plans})
+    return worker_need(roots, models_key(away), away)
+
+
 def runs_here(model: EmbeddingModel, options: Any) -> bool:
     """Whether `model`'s runs must follow the draws' order (the embedding cache serves it, so what one run stores
     another reads): then this process runs it, over the draws in order, as the one-after-another path does."""
     return bool(options.use_cache and options.cache_dir is not None and getattr(model, "cacheable", True))
-
-
-def usable_cores(cpu_max: Path = CPU_MAX) -> int:
-    """The cores this process may run on: its CPU affinity, within the cgroup's CPU quota (cpu.max) if any."""
-    try:
-        cores = len(os.sched_getaffinity(0))
-    except AttributeError:  # pragma: no cover - not Linux
-        cores = os.cpu_count() or 1
-    try:
-        quota, period = cpu_max.read_text().split()[:2]
-        if quota != "max":
-            cores = min(cores, max(1, int(quota) // int(period)))
-    except (OSError, ValueError):
-        pass
-    return max(1, cores)
-
-
-def auto_workers(draws: int, per_worker: int, cores: int | None = None, room: int | None = -1) -> int:
-    """Workers for `draws` draws: at most one per draw and per usable core, and as many as `room` bytes of memory
-    hold at `per_worker` each (`room` -1: the memory available now; None: unknown, no bound); at least one."""
-    from mmbench.running.memory_fit import memory_room
-
-    room = memory_room() if room == -1 else room
-    by_memory = draws if room is None else room // max(1, per_worker)
-    return max(1, min(draws, usable_cores() if cores is None else cores, by_memory))
-
-
-def worker_memory(models: Models, options: Any) -> int:
-    """What one worker is counted at: `DRAW_WORKER_ALLOWANCE`, plus what each model it runs (those not run here)
-    needs resident when it loads torch weights (`memory_fit.resident_need`)."""
-    from mmbench.running.memory_fit import resident_need
-
-    return DRAW_WORKER_ALLOWANCE + sum(resident_need(requested, {}) for requested, model in models
-                                       if not runs_here(model, options))
 
 
 class ProcessWorkers:
