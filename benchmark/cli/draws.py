@@ -44,7 +44,7 @@ def add_draw_arguments(p) -> None:
                         "ray): auto (default) takes the smallest of the draws, the usable cores and what memory "
                         "holds; 1 with --executor local makes them one after another in this process")
     p.add_argument("--executor", choices=("local", "ray"), default="local",
-                   help="where the draws are made: worker processes here (default) or Ray tasks")
+                   help="where the draws are made: local, worker processes here (default), or ray, Ray tasks")
     p.add_argument("--ray-address", default=None, help="an existing Ray cluster (default: start one here)")
     p.add_argument("--ray-num-cpus", type=positive_int, default=None,
                    help="CPUs of the Ray started here (default: --jobs)")
