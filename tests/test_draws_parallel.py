@@ -58,7 +58,7 @@ def one_after_another(tmp_path_factory, plugin) -> dict[str, bytes]:
 def test_two_worker_processes_give_the_bytes_of_one_after_another(tmp_path, plugin, one_after_another, capsys):
     assert _draws(tmp_path / "home", tmp_path / "out", plugin, "--jobs", "2") == 0
     out = capsys.readouterr().out
-    assert out.count("building draw") == 3
+    assert out.count("building draw") == 3 and "making 3 draws in 2 worker processes (--jobs 2)" in out
     files = _files(tmp_path / "out")
     assert len(files) == 1 + 3 * 2 * 2  # three draws, two models, two tables each, and the report
     assert files == one_after_another

@@ -86,8 +86,10 @@ def build_and_run(spec: TaskSpec, source: str, plans: Sequence[DrawPlan], models
         if workers <= 1:
             return one_after_another(spec, source, plans, models, options, say)
         pool: Any = ProcessWorkers(workers)
+        say(f"making {len(plans)} draws in {workers} worker processes (--jobs {where.jobs or 'auto'})")
     else:
         pool = RayWorkers(where.ray_address, where.ray_num_cpus or where.jobs or auto)
+        say(f"making {len(plans)} draws as Ray tasks")
     ahead = where.jobs if where.executor == "ray" and where.ray_address and where.jobs else len(plans)
     return in_workers(spec, source, plans, models, options, pool, ahead, _setup(where), say)
 

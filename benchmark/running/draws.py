@@ -4,6 +4,8 @@ A draw's pool set lives under MMBENCH_HOME/draws/<task>-v<version>-<source>-<par
 (the digest is of the canonical JSON of the build parameters, so other parameters are other draws) and is
 built once; each run over a draw goes to <out>/<model>/<content hash> and is reused when that folder already
 holds the same run, as `mmbench run` reuses a finished results folder (vectors come from the embedding cache).
+`mmbench draws` and `mmbench overfit` make several draws at once through `mmbench.running.draw_pool`, with these
+same two steps.
 
 Fresh draws (the overfitting test) carry `draw` in their protocol's evaluation part, so their protocol id
 differs from any public-draw result and `compare`, `report` and the board refuse to join them.
