@@ -39,6 +39,20 @@ def add_draw_arguments(p) -> None:
     p.add_argument("--metric", default=None, help="per-query metric of the report (default: the task's main score)")
     p.add_argument("--batch-tokens", type=positive_int, default=32768, help="padded tokens per batch (default: %(default)s)")
     p.add_argument("--no-cache", action="store_true", help="neither read nor write the embedding cache")
+    p.add_argument("--jobs", type=jobs_arg, default=None, metavar="N|auto",
+                   help="draws made at once, each by a worker process (--executor local) or a Ray task (--executor "
+                        "ray): auto (default) takes the smallest of the draws, the usable cores and what memory "
+                        "holds; 1 with --executor local makes them one after another in this process")
+    p.add_argument("--executor", choices=("local", "ray"), default="local",
+                   help="where the draws are made: local, worker processes here (default), or ray, Ray tasks")
+    p.add_argument("--ray-address", default=None, help="an existing Ray cluster (default: start one here)")
+    p.add_argument("--ray-num-cpus", type=positive_int, default=None,
+                   help="CPUs of the Ray started here (default: --jobs)")
+
+
+def jobs_arg(text: str) -> int | None:
+    """--jobs: a positive number, or auto (None)."""
+    return None if text == "auto" else positive_int(text)
 
 
 def register(sub) -> None:
@@ -83,18 +97,48 @@ def check_build_or_error(task, args: argparse.Namespace) -> None:
 
 
 def build_or_error(task, seeds: list[int], args: argparse.Namespace, extra: dict[str, Any] | None = None) -> list[Any]:
-    """The draws of `task` for `seeds` with the command's --param (and `extra` builder parameters on top)."""
-    from mmbench.data.poolset import PoolSetError
-    from mmbench.running.draws import build_draws
+    """The draws of `task` for `seeds` with the command's --param (and `extra` builder parameters on top), built
+    one after another here (the draws only, no run)."""
+    from mmbench.running.draw_pool import DrawPlan
+
+    params = {**build_params_or_error(task, args.param), **(extra or {})}
+    return make_or_error(task, [DrawPlan(seed, params) for seed in seeds], [], args, parallel=False)[0]
+
+
+def make_or_error(task, plans: list[Any], models: list[tuple[str, Any]], args: argparse.Namespace,
+                  parallel: bool = True) -> tuple[list[Any], list[list[Any]]]:
+    """`plans` built and `models` run over them (mmbench.running.draw_pool.build_and_run) as --jobs and
+    --executor say; a build that fails in one line, as a CLIError."""
+    from mmbench.running.draw_jobs import DrawBuildError
+    from mmbench.running.draw_pool import Parallel, build_and_run
 
     check_build_or_error(task, args)
+    where = Parallel(executor=args.executor, jobs=args.jobs, ray_address=args.ray_address,
+                     ray_num_cpus=args.ray_num_cpus, includes=tuple(args.include)) if parallel else Parallel(jobs=1)
+    if where.executor == "ray":
+        ray_or_error()
     try:
-        return build_draws(task, seeds, args.source, {**build_params_or_error(task, args.param), **(extra or {})},
-                           announce=print)
-    except TypeError as exc:
-        raise CLIError(f"bad builder parameter for {task.name}: {exc}") from None
-    except (ValueError, FileNotFoundError, PoolSetError) as exc:
-        raise CLIError(f"cannot build {task.name}: {exc}") from None
+        return build_and_run(task, args.source, plans, models, draw_options(args), where, announce=print)
+    except DrawBuildError as exc:
+        raise build_error(task, exc.cause) from None
+
+
+def build_error(task, cause: BaseException) -> BaseException:
+    """What a failed build says: a CLIError for a bad parameter or unusable input, else the failure itself."""
+    from mmbench.data.poolset import PoolSetError
+
+    if isinstance(cause, TypeError):
+        return CLIError(f"bad builder parameter for {task.name}: {cause}")
+    if isinstance(cause, (ValueError, FileNotFoundError, PoolSetError)):
+        return CLIError(f"cannot build {task.name}: {cause}")
+    return cause
+
+
+def ray_or_error() -> None:
+    try:
+        import ray  # noqa: F401
+    except ImportError:
+        raise CLIError("--executor ray needs Ray: pip install 'ray[default]'") from None
 
 
 def write_json(path: Path, data: dict[str, Any]) -> None:
@@ -127,24 +171,22 @@ def cmd_draws(args: argparse.Namespace) -> int:
     from mmbench.leaderboards.draw_spread import file_draws
     from mmbench.results.draw_report import draws_markdown, draws_numbers
     from mmbench.results.report_checks import runs_record
-    from mmbench.running.draws import run_over_draws
+    from mmbench.running.draw_pool import DrawPlan
 
     load_includes(args)
     task = task_or_error(args.task)
     check_build_or_error(task, args)
     models = load_models(args.model, args.no_cache)  # an unknown model fails in a second, before any build
-    poolsets = build_or_error(task, args.seeds, args)
+    out = args.out or Path("runs") / "draws" / task.name
+    params = build_params_or_error(task, args.param)
+    plans = [DrawPlan(seed, params, tuple(out / safe_name(m.card.name) for m in models)) for seed in args.seeds]
+    poolsets, model_runs = make_or_error(task, plans, list(zip(args.model, models)), args)
     for seed, ps in zip(args.seeds, poolsets):
         print(f"draw {seed}: {ps.root} (content hash {ps.content_hash[:16]})")
     if not args.model:
         return 0
     metric = args.metric or task.main_score
-    out = args.out or Path("runs") / "draws" / task.name
-    options = draw_options(args)
-    by_model = {}
-    for name, model in zip(args.model, models):
-        by_model[model.card.name] = run_over_draws(model, name, task, poolsets, out / safe_name(model.card.name), options,
-                                                   announce=print)
+    by_model = {model.card.name: runs for model, runs in zip(models, model_runs)}
     missing = [n for n, runs in by_model.items() if any(metric not in r.per_query.columns for r in runs)]
     if missing:
         raise CLIError(f"per-query metric {metric!r} is missing from the runs of {missing[0]}")

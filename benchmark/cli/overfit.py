@@ -5,9 +5,10 @@ import argparse
 import json
 from pathlib import Path
 
-from mmbench.cli.commands_core import load_includes, nonnegative_int, positive_int, safe_name, task_or_error
-from mmbench.cli.draws import (add_draw_arguments, alpha_level, build_or_error, check_build_or_error, draw_options,
-                               load_models, publish_report, write_json)
+from mmbench.cli.commands_core import (build_params_or_error, load_includes, nonnegative_int, positive_int, safe_name,
+                                      task_or_error)
+from mmbench.cli.draws import (add_draw_arguments, alpha_level, build_or_error, check_build_or_error, load_models,
+                               make_or_error, publish_report, write_json)
 from mmbench.common.errors import CLIError
 
 
@@ -70,8 +71,9 @@ def _references(args: argparse.Namespace, task: str, model: str, version: str, d
 def cmd_overfit(args: argparse.Namespace) -> int:
     from mmbench.leaderboards.overfit import commitment_path, file_commitment, file_report
     from mmbench.results.report_checks import design_of
+    from mmbench.running.draw_pool import DrawPlan
     from mmbench.running.overfit import (check_commitment, commitment_record, fresh_seeds, overfit_markdown,
-                                         overfit_test)
+                                         overfit_numbers)
 
     if args.fresh < 2:
         raise CLIError("--fresh: the test needs at least 2 fresh draws")
@@ -106,15 +108,16 @@ def cmd_overfit(args: argparse.Namespace) -> int:
             check_commitment(committed, args.secret_seed, task.name, public.content_hash)
         except ValueError as exc:
             raise CLIError(f"commitment {where}: {exc}") from None
-    fresh = build_or_error(task, seeds, args, task.fresh_params)
     assert model is not None
     metric = args.metric or task.main_score
     out = args.out or Path("runs") / "overfit" / task.name / safe_name(model.card.name)
+    reference = _references(args, task.name, model.card.name, task.version, design_of(public.builder))
+    params = build_params_or_error(task, args.param)
+    plans = [DrawPlan(args.public_seed, params, (out / "public",)),
+             *(DrawPlan(seed, {**params, **task.fresh_params}, (out / "fresh",), fresh=True) for seed in seeds)]
+    _, (runs,) = make_or_error(task, plans, [(args.model, model)], args)
     try:
-        data = overfit_test(model, args.model, task, public, fresh, out, draw_options(args), metric, args.alpha,
-                            reference=_references(args, task.name, model.card.name, task.version,
-                                                  design_of(public.builder)),
-                            commitment=committed)
+        data = overfit_numbers(model.card.name, task, runs[0], runs[1:], metric, args.alpha, reference, committed)
     except ValueError as exc:
         raise CLIError(str(exc)) from None
     from mmbench.results.report_checks import runs_record

@@ -4,6 +4,8 @@ A draw's pool set lives under MMBENCH_HOME/draws/<task>-v<version>-<source>-<par
 (the digest is of the canonical JSON of the build parameters, so other parameters are other draws) and is
 built once; each run over a draw goes to <out>/<model>/<content hash> and is reused when that folder already
 holds the same run, as `mmbench run` reuses a finished results folder (vectors come from the embedding cache).
+`mmbench draws` and `mmbench overfit` make several draws at once through `mmbench.running.draw_pool`, with these
+same two steps.
 
 Fresh draws (the overfitting test) carry `draw` in their protocol's evaluation part, so their protocol id
 differs from any public-draw result and `compare`, `report` and the board refuse to join them.
@@ -51,23 +53,27 @@ def parse_seeds(text: str) -> list[int]:
 
 def build_draws(spec: TaskSpec, seeds: Sequence[int], source: str = "sample", params: dict[str, Any] | None = None,
                 progress: bool = False, announce: Callable[[str], Any] | None = None) -> list[PoolSet]:
-    """The draws of `spec` for `seeds`, built on first use."""
+    """The draws of `spec` for `seeds`, built on first use, one after another in this process."""
     params = dict(params or {})
     root = draws_root(spec, source, params)
-    out = []
-    for seed in seeds:
-        folder = root / f"seed{seed}"
-        if not (folder / "manifest.json").is_file():
-            if announce is not None:
-                announce(f"building draw {seed} of {spec.name} into {folder}")
-            spec.build(source, folder, seed=seed, progress=progress, **params)
-        try:
-            ps = load_poolset(folder)
-            check_integrity(ps)
-        except PoolSetError as exc:
-            raise PoolSetError(f"draw {seed} of {spec.name} ({folder}): {exc}") from None
-        out.append(ps)
-    return out
+    return [build_draw(spec, seed, root / f"seed{seed}", source, params, progress, announce) for seed in seeds]
+
+
+def build_draw(spec: TaskSpec, seed: int, folder: Path, source: str, params: dict[str, Any], progress: bool = False,
+               announce: Callable[[str], Any] | None = None) -> PoolSet:
+    """The draw `seed` of `spec` in `folder`: built there unless a finished build (its manifest) is there already,
+    then loaded and its integrity checked. A build writes its folder whole or not at all (`write_poolset`), so
+    a build killed part-way leaves no manifest and is built again, and a finished one is never rebuilt."""
+    if not (folder / "manifest.json").is_file():
+        if announce is not None:
+            announce(f"building draw {seed} of {spec.name} into {folder}")
+        spec.build(source, folder, seed=seed, progress=progress, **params)
+    try:
+        ps = load_poolset(folder)
+        check_integrity(ps)
+    except PoolSetError as exc:
+        raise PoolSetError(f"draw {seed} of {spec.name} ({folder}): {exc}") from None
+    return ps
 
 
 def mark_fresh(res: RunResults, tag: str = FRESH_DRAW) -> RunResults:

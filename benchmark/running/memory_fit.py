@@ -24,7 +24,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from mmbench.common.address_limit import NO_ROOM, address_limit_bytes, cgroup_memory_limit, limits_in_force
+from mmbench.common.address_limit import (CGROUP_LIMIT_FILES, NO_ROOM, address_limit_bytes, cgroup_memory_limit,
+                                          limits_in_force)
 
 RUNTIME_MODULES = ("torch", "transformers")
 WORKING_ALLOWANCE = 512 * 2**20  # stated, not measured per model: a batch's activations, tokenizer, slack
@@ -164,3 +165,40 @@ def fit_problem(name: str, options: dict[str, Any]) -> str | None:
                     f"{copies} x {_mb(weights)} {weights_from}, {_mb(WORKING_ALLOWANCE)} working allowance); "
                     "raise the limit or choose a smaller model")
     return None
+
+
+MEMINFO = Path("/proc/meminfo")
+CGROUP_USAGE_FILES = (Path("/sys/fs/cgroup/memory.current"), Path("/sys/fs/cgroup/memory/memory.usage_in_bytes"))
+
+
+def memory_room(meminfo: Path = MEMINFO, usage_files: tuple[Path, ...] = CGROUP_USAGE_FILES,
+                limit_files: tuple[Path, ...] = CGROUP_LIMIT_FILES) -> int | None:
+    """The memory new processes can take now, in bytes: what the kernel says is available (MemAvailable), less
+    where the cgroup's limit (memory.max) is nearer (its limit less its usage); None when neither is known."""
+    room: list[int] = []
+    try:
+        for line in meminfo.read_text().splitlines():
+            if line.startswith("MemAvailable:"):
+                room.append(int(line.split()[1]) * 1024)
+    except (OSError, ValueError, IndexError):
+        pass
+    limit = cgroup_memory_limit(limit_files)
+    if limit is not None:
+        for path in usage_files:
+            try:
+                room.append(max(0, limit - int(path.read_text().strip())))
+                break
+            except (OSError, ValueError):
+                continue
+    return min(room) if room else None
+
+
+def resident_need(name: str, options: dict[str, Any]) -> int:
+    """The resident memory a process loading the model `name` (with `options`) needs for it, in bytes: its
+    runtime libraries (measured, `runtime_footprint`), its weights on disk and `WORKING_ALLOWANCE`; 0 for a model
+    mmbench does not size (BM25, API models, plugins) and for what cannot be measured or found."""
+    if not _checked(name):
+        return 0
+    runtime = runtime_footprint()
+    weights = weights_on_disk(name, options)
+    return (0 if isinstance(runtime, str) else runtime[1]) + (weights or 0) + WORKING_ALLOWANCE

@@ -97,6 +97,14 @@ def overfit_test(model: EmbeddingModel, requested: str, spec: TaskSpec, public: 
     `reference`: other estimates of the task's draw variance; `commitment`: the checked commitment record."""
     pub = run_over_draws(model, requested, spec, [public], Path(out) / "public", options, announce=announce)[0]
     runs = run_over_draws(model, requested, spec, fresh, Path(out) / "fresh", options, fresh=True, announce=announce)
+    return overfit_numbers(model.card.name, spec, pub, runs, metric, alpha, reference, commitment)
+
+
+def overfit_numbers(model: str, spec: TaskSpec, pub: RunResults, runs: Sequence[RunResults], metric: str,
+                    alpha: float = DEFAULT_ALPHA, reference: Sequence[DrawVariance] = (),
+                    commitment: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The public − fresh gap of the model `model` and its test, JSON-ready, from its run on the public draw
+    (`pub`) and its runs on the fresh draws (`runs`)."""
     for run in (pub, *runs):
         if metric not in run.per_query.columns:
             raise ValueError(f"per-query metric {metric!r} is missing from {run.root}")
@@ -104,7 +112,7 @@ def overfit_test(model: EmbeddingModel, requested: str, spec: TaskSpec, public: 
     fresh_scores = [score_and_se(r, metric) for r in runs]
     gap = overfit_gap(p_score, [m for m, _ in fresh_scores], alpha, public_se=p_se,
                       fresh_se=[se for _, se in fresh_scores], reference=reference)
-    return {"kind": "mmbench.overfit", "task": spec.name, "model": model.card.name, "metric": metric,
+    return {"kind": "mmbench.overfit", "task": spec.name, "model": model, "metric": metric,
             "public": {"content_hash": pub.content_hash, "protocol_id": pub.info.get("protocol_id"),
                        "score": gap.public, "se": p_se, "results": str(pub.root)},
             "fresh": [{"content_hash": r.content_hash, "protocol_id": r.info.get("protocol_id"),
