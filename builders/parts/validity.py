@@ -34,13 +34,16 @@ COMMON_INVARIANTS = {
                    "P@1 further from chance than a two-sided binomial test allows at p < 1e-6 (mmbench.builders.checks.leaks)",
     "pool_order_blind": "no query-blind ranker that reads other pools over the same candidates (the slot whose "
                         "occupant changes between them) scores a subset's P@1 further from chance than a two-sided "
-                        "binomial test allows at p < 1e-6; the pool medoid is reported beside it "
-                        "(mmbench.builders.checks.pool_aware)",
-    "shortcut_probe": f"no classifier over query-blind candidate features, over the numbers a query states against "
-                      f"each candidate's counts, or over the candidate's own text (word and character n-grams), "
-                      f"trained {probe.FOLDS}-fold by query group and source record, scores a subset's held-out P@1 "
-                      f"significantly above chance + {probe.MARGIN:g} (one-sided binomial p < {probe.ALPHA:g}; "
-                      f"mmbench.builders.checks.probe)",
+                        "binomial test allows at p < 1e-6 (mmbench.builders.checks.pool_aware)",
+    "pool_centre_free": f"no query-blind pool medoid (the candidate whose word shingles overlap the rest of its pool "
+                        f"most) scores a subset's, a dataset and difficulty's or all items' P@1 significantly above "
+                        f"chance + {probe.MARGIN:g} (one-sided binomial p < {probe.ALPHA:g}; "
+                        f"mmbench.builders.checks.pool_aware)",
+    "shortcut_probe": f"no classifier over query-blind candidate and pool features, over the numbers a query states "
+                      f"against each candidate's counts, or over the candidate's own text (word, word-shape and "
+                      f"character n-grams), trained {probe.FOLDS}-fold by query group and source record, scores a "
+                      f"subset's, a dataset and difficulty's or all items' held-out P@1 significantly above chance + "
+                      f"{probe.MARGIN:g} (one-sided binomial p < {probe.ALPHA:g}; mmbench.builders.checks.probe)",
 }
 
 
@@ -123,11 +126,15 @@ def validate(ps: PoolSet, module: ModuleType | None, media_root: Path | None = N
     report.leak_audit = leaks.summary(scores, ps.provenance_columns)
     report.violations.extend(Violation("label_blind", s.subset, s.line()) for s in scores if s.leaks)
     report.checked["label_blind"] = len(scores)
-    pooled = pool_aware.audit(ps)   # rankers that read the whole pool or pool set, never the query
-    report.leak_audit["pool_aware"] = pool_aware.summary(pooled)
+    medoid = {pool_aware.CENTRE: pool_aware.medoid_scores(ps)}     # computed once for both rules
+    pooled = pool_aware.audit(ps, computed=medoid)   # rankers that read the whole pool or pool set, never the query
+    centred = pool_aware.centre(ps, medoid[pool_aware.CENTRE])
+    report.leak_audit["pool_aware"] = pool_aware.summary(pooled, centred)
     enforced = [s for s in pooled if s.baseline in pool_aware.ENFORCED]
     report.violations.extend(Violation("pool_order_blind", s.subset, s.line()) for s in enforced if s.leaks)
     report.checked["pool_order_blind"] = len(enforced)
+    report.violations.extend(Violation("pool_centre_free", c.group, c.line()) for c in centred if c.refuses)
+    report.checked["pool_centre_free"] = len(centred)
     check_shortcut_probe(ps, report, media_root)
     if module is not None:
         report.violations.extend(module.check(ps, report.checked))
