@@ -197,7 +197,8 @@ def summary(scores: Sequence[leaks.LeakScore], centred: Sequence[CentreScore] = 
             "all": {k: _row(v) for k, v in sorted(overall.items())},
             "worst_subset": {k: {"subset": v.subset, **_row(v)} for k, v in sorted(worst.items())},
             "leaks": [s.line() for s in scores if s.leaks],
-            "centre": {"rule": f"{CENTRE} refuses a group (subset; dataset and difficulty; all) when its P@1 S over n "
+            "centre": {"baseline": CENTRE, "margin": probe.MARGIN, "alpha": probe.ALPHA,
+                       "rule": f"{CENTRE} refuses a group (subset; dataset and difficulty; all) when its P@1 S over n "
                                f"items has P(X >= floor S) < {probe.ALPHA:g} for X ~ Binomial(n, chance + "
                                f"{probe.MARGIN:g})",
                        "per_group": {c.group: {"score": round(c.score, 6), "chance": round(c.chance, 6), "n": c.n,

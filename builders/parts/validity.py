@@ -39,6 +39,10 @@ COMMON_INVARIANTS = {
                         f"most) scores a subset's, a dataset and difficulty's or all items' P@1 significantly above "
                         f"chance + {probe.MARGIN:g} (one-sided binomial p < {probe.ALPHA:g}; "
                         f"mmbench.builders.checks.pool_aware)",
+    "lexical_baseline": f"no Hard subset (or dataset and difficulty) is lexically easier than its Easy one "
+                        f"(whole-text BM25 P@1 higher, one-sided Fisher exact p < {lexical.ALPHA:g}), and in no group "
+                        f"does the relevant candidate alone hold its query verbatim in most pools "
+                        f"(mmbench.builders.checks.lexical)",
     "shortcut_probe": f"no classifier over query-blind candidate and pool features, over the numbers a query states "
                       f"against each candidate's counts, or over the candidate's own text (word, word-shape and "
                       f"character n-grams), trained {probe.FOLDS}-fold by query group and source record, scores a "
@@ -147,14 +151,17 @@ def validate(ps: PoolSet, module: ModuleType | None, media_root: Path | None = N
 
 
 def check_shortcut_probe(ps: PoolSet, report: ValidityReport, media_root: Path | None) -> None:
-    """The learned shortcut probe (a refusal) and the lexical ceiling (information), into the report's leak audit."""
+    """The learned shortcut probe and the lexical baseline (each a refusal), into the report's leak audit."""
     if media_root is None and ps.root is not None:
         media_root = Path(ps.root) / "media"
     found = probe.probe(ps, ps.provenance_columns, media_root)
     report.leak_audit["shortcut_probe"] = probe.summary(found)
-    report.leak_audit["lexical_ceiling"] = lexical.ceiling(ps)
     report.violations.extend(Violation("shortcut_probe", s.subset, s.line()) for s in found if s.refuses)
     report.checked["shortcut_probe"] = sum(s.features in probe.ENFORCED_SETS for s in found)
+    words = report.leak_audit["lexical_ceiling"] = lexical.ceiling(ps)
+    report.violations.extend(Violation("lexical_baseline", group, why)
+                             for group, why in lexical.refusals(words["per_subset"]))
+    report.checked["lexical_baseline"] = len(words["per_subset"])
 
 
 def write_valid_poolset(ps: PoolSet, out: Path, checks: ModuleType | None, media_from: Path | None = None,
