@@ -162,12 +162,12 @@ def test_checker_flags_broken_length_and_cpq_promises(default_ps):
 
 def test_validity_report_and_drop_counts_in_the_manifest(default_ps):
     m = default_ps.manifest
-    assert default_ps.task_version == TASK_VERSION == "1.4"
+    assert default_ps.task_version == TASK_VERSION == "1.5"
     v = m["validity"]
     assert v["ok"] and v["violations"] == 0
     assert {"hard_chain_broken", "only_labelled_answers", "length_promises", "candidates_per_query",
             "replacement_boundary", "distinct_questions", "label_blind", "label_is_own_record", "distinct_content",
-            "pool_order_blind", "shortcut_probe"} == set(v["invariants"])
+            "pool_order_blind", "pool_centre_free", "shortcut_probe", "lexical_baseline"} == set(v["invariants"])
     assert v["leak_audit"]["leaks"] == [] and "Binomial" in v["leak_audit"]["rule"]
     assert v["checked"]["hard_chain_broken"] == sum(c.meta["difficulty"] == "hard" for c in default_ps.candidates)
     assert v["checked"]["replacement_boundary"] > 100
