@@ -257,8 +257,9 @@ def test_replacements_are_whole_sentences_or_whole_words_of_their_donor(default_
     n = Counter()
     for c in ps.candidates:
         prov = c.meta.get("provenance", {})
-        for r in [prov.get("replacement"), prov.get("decoy", {}).get("replacement")] + \
-                [a["replacement"] for a in prov.get("also_replaced", [])]:
+        decoy = prov.get("decoy", {})
+        for r in [prov.get("replacement"), decoy.get("replacement")] + \
+                [a["replacement"] for a in prov.get("also_replaced", []) + decoy.get("also_replaced", [])]:
             if not r or r["kind"] != "text":
                 continue
             full = " ".join(" ".join(donor[u].split()) for u in r["from_units"])

@@ -110,11 +110,21 @@ def test_removed_span_is_a_key_evidence_span_replaced_by_equal_length_text(ps, c
         diffs = [i for i, (a, b) in enumerate(zip(c.segments, easy.segments)) if a != b]
         k = prov["replaced"]["segment_index"]
         also = [a["segment_index"] for a in prov["also_replaced"]]   # units that restated the fact
-        decoy = easy.meta["provenance"]["decoy"]                     # the relevant candidate's own replaced span
-        assert decoy["segment_index"] not in [k] + also
-        assert easy.segments[decoy["segment_index"]].text == decoy["replacement"]["text"] != decoy["content"]
-        assert c.segments[decoy["segment_index"]].text == decoy["content"]     # the variant keeps the original
-        assert len(c.segments) == len(easy.segments) and diffs == sorted([k, decoy["segment_index"]] + also)
+        decoy = easy.meta["provenance"]["decoy"]                     # the relevant candidate's own replaced units
+        mine = [decoy] + decoy["also_replaced"]
+        mirrored = [v.meta["provenance"] for v in ps.candidates if v.meta["difficulty"] == "hard"
+                    and v.meta["provenance"]["counterpart"] == prov["counterpart"]
+                    and v.meta["provenance"]["which"] == decoy["mirrors"]]
+        assert len(mine) == 1 + len(mirrored[0]["also_replaced"])          # as many units as the variant it mirrors
+        assert not {d["segment_index"] for d in mine} & set([k] + also)
+        for d in mine:
+            seg = easy.segments[d["segment_index"]]
+            assert (seg.text if isinstance(seg, Text) else f"image {seg.ref}") != d["content"]
+            was = c.segments[d["segment_index"]]                     # the variant keeps the original
+            assert (was.text if isinstance(was, Text) else f"image {was.ref}") == d["content"]
+            if d["replacement"]["kind"] == "text":
+                assert seg.text == d["replacement"]["text"]
+        assert len(c.segments) == len(easy.segments) and diffs == sorted([k, *(d["segment_index"] for d in mine)] + also)
         for a in prov["also_replaced"]:
             assert a["why"] == "restates the replaced fact or the answer"
             assert counter.segment(c.segments[a["segment_index"]]) == a["tokens"] == a["replacement"]["tokens"]
