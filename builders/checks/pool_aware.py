@@ -20,9 +20,11 @@ pool set's stored order sees every pool. Two signals are open to them and to not
   changes. A slot's score is the number of other pools over the same set that hold another candidate there.
 
 Both are scored like the label-blind baselines, by expected P@1 under a uniform random tie-break, against chance,
-per subset and over all items, with the exact two-sided binomial test of `leaks.tail_p` (`leaks.tally`). A leak of
-a baseline in `ENFORCED` breaks the common invariant `pool_order_blind`; the others are reported in the validity
-report (``leak_audit`` -> ``pool_aware``), by `mmbench validate` and on the dataset card.
+per subset and over all items, with the exact two-sided binomial test of `leaks.tail_p` (`leaks.tally`), reported in
+the validity report (``leak_audit`` -> ``pool_aware``), by `mmbench validate` and on the dataset card. A leak of
+`pool_order_turnover` breaks the common invariant `pool_order_blind`. The medoid is enforced by its own one-sided
+rule, the learned probe's (`centre`: P(X >= floor S) < 0.01 for X ~ Binomial(n, chance + 0.08)), per subset, per
+dataset and difficulty and over all items (`leaks.groups`): the common invariant `pool_centre_free` (issue 43).
 """
 from __future__ import annotations
 

@@ -10,7 +10,9 @@ and bytes, ids, stored position, numeric metadata, overlap with the rest of the 
 relevant candidate are one group, so no fold learns a label it is tested on. Each held-out pool ranks its candidates
 by the predicted probability; its P@1 is the expected precision at 1 under a uniform tie-break (`leaks.expected_p1`).
 
-Per subset (and over all items), with S the summed held-out P@1 over n items and c the mean chance, the report gives
+Per subset, per dataset and difficulty with the lengths pooled (`leaks.groups`: a pool's ``dataset`` and
+``difficulty`` metadata, so two datasets whose shortcuts have opposite signs are never averaged) and over all items,
+with S the summed held-out P@1 over n items and c the mean chance, the report gives
 the exact one-sided binomial p against chance, P(X >= floor S) with X ~ Binomial(n, c), as information, and the build
 **refuses** when the probe is significantly above chance plus a margin:
 

@@ -6,12 +6,15 @@ punctuation mark, a token, a Unicode character, a change of casing that a builde
 candidate) is invisible to it. This probe reads the text, never the query: each candidate is hashed into word
 unigrams and bigrams over its whole text (case kept, punctuation kept on the word: tokens are runs of
 non-space) and character 1- to 3-grams of the first and last `EDGE` characters of each text segment, with the
-segment's start and end marked (so trailing or leading whitespace, a closing mark, a stray character is a feature);
-an image or a frame adds its one token ``<img>``. Only n-grams that candidates of at least MIN_RECORDS source
-records hold are kept (`shared_columns`): the rest name one record, and a model that learnt them would find a
-distractor by having seen it relevant in training. Every feature is given twice, once alone and once crossed with
-the pool's kind (its ``difficulty``, else its subset), since a marker can separate the relevant candidate from its
-Hard look-alikes while an Easy pool's distractors, other queries' relevant candidates, carry it too. The
+segment's start and end marked (so trailing or leading whitespace, a closing mark, a stray character is a feature),
+and character 2- to 4-grams of the *shapes* of the document's first and last `EDGE` characters (capitals X, small
+letters x, digits d, the rest kept; issue 43: a casing marker, the last word in capitals, is a different n-gram in
+each record's words but one shape n-gram in all); an image or a frame adds its one token ``<img>``. Only n-grams
+that candidates of at least MIN_RECORDS source records hold are kept (`shared_columns`): the rest name one record,
+and a model that learnt them would find a distractor by having seen it relevant in training. Every feature is
+given twice, once alone and once crossed with the pool's kind (its ``difficulty``, else its subset), since a marker
+can separate the relevant candidate from its Hard look-alikes while an Easy pool's distractors, other queries'
+relevant candidates, carry it too. The
 K_BEST n-grams of the training pools by chi-square, then a logistic regression on them (liblinear, L2, balanced
 classes, seeded), is trained K-fold with the folds grouped by query and source record (`probe.query_groups`), so
 the candidates a held-out pool is scored on come from source records the model never trained on; each held-out pool ranks its
