@@ -319,7 +319,7 @@ class _Judge:
         self.url = self.server.url + "/v1"
 
 
-KW = dict(lengths=(2048,), datasets=("hotpotqa",), queries_per_dataset=5, candidates_per_query=3, progress=False)
+KW = dict(lengths=(2048,), datasets=("hotpotqa",), queries_per_dataset=5, candidates_per_query=4, progress=False)
 
 
 def test_hard_auditor_drops_the_variants_it_judges_answerable(tmp_path):

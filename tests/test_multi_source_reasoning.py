@@ -183,7 +183,7 @@ def test_rule_filter_unit_cases(counter):
 
 
 def test_same_seed_same_hash(tmp_path):
-    kw = dict(lengths=(2048,), datasets=("hotpotqa",), queries_per_dataset=4, candidates_per_query=3, progress=False)
+    kw = dict(lengths=(2048,), datasets=("hotpotqa",), queries_per_dataset=4, candidates_per_query=4, progress=False)
     a = build("sample", tmp_path / "a", seed=3, **kw).content_hash
     b = build("sample", tmp_path / "b", seed=3, **kw).content_hash
     c = build("sample", tmp_path / "c", seed=4, **kw).content_hash
@@ -254,6 +254,8 @@ def test_runner_shows_easy_and_hard_per_length(ps):
     assert list(table.columns) == ["easy", "hard"]
     assert list(table.index) == ["hotpotqa/2k", "hotpotqa/4k", "mmdocrag/2k", "mmdocrag/4k", "all"]
     # the relevant context always contains the evidence words; a bag of words ranks it first on Easy pools (other
-    # queries' contexts) above chance, and no less often than on Hard pools (its own variants, and since issue 33
-    # another query's family of the same shape)
-    assert table.loc["all", "easy"] > 1 / C and table.loc["all", "easy"] >= table.loc["all", "hard"]
+    # queries' contexts) above chance. A Hard pool of 4 holds two families of two (issue 43: the query's family is
+    # at most half the pool, so a query-blind reader cannot find it by overlap); a bag of words that finds the
+    # query's family by its words is left with a coin toss between the relevant context and its variant (measured:
+    # Easy 0.417, Hard 0.500; before issue 43, one family of three and a stranger)
+    assert table.loc["all", "easy"] > 1 / C and table.loc["all", "hard"] <= 0.5 + 0.1
