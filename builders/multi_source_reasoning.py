@@ -242,16 +242,15 @@ def _dataset_pools(ds: str, kept: list[ReasoningRecord], lengths, fill: Filler,
                          "expanded_start": round(new_pos[where[i]], 6), "segment_index": where[i]}
                         for i in r.evidence_indices]
             meta = candidate_meta(ds, length, "easy", r.id)
-            own = expanded
-            for i, unit, _ in decoys[r.id][1] if decoys[r.id] else ():   # no centre to its family (see decoy_for)
+            own, decoy = expanded, decoys[r.id]
+            for i, unit, _ in decoy[1] if decoy is not None else ():   # no centre to its family (see decoy_for)
                 own = replace_units(own, where[i], where[i] + 1, [unit])
             meta["provenance"] = {"original": f"{ds}:{r.id}", "operation": "expand", "filler": fill.name,
                                   "context_tokens": r.tokens, "evidence": evidence, "units": unit_log(own)}
-            if decoys[r.id] is not None:
+            if decoy is not None:
                 first, *also = [{"unit": r.units[i].source, "segment_index": where[i], "tokens": r.units[i].tokens,
-                                 "content": _describe(r.units[i]), "replacement": info}
-                                for i, _, info in decoys[r.id][1]]
-                meta["provenance"]["decoy"] = {**first, "mirrors": decoys[r.id][0], "also_replaced": also}
+                                 "content": _describe(r.units[i]), "replacement": info} for i, _, info in decoy[1]]
+                meta["provenance"]["decoy"] = {**first, "mirrors": decoy[0], "also_replaced": also}
             candidates.append(candidate_doc(base, own, meta))
             relevant[r.id] = base
             hard[r.id] = []
