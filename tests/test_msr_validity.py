@@ -339,9 +339,16 @@ def test_hard_auditor_drops_the_variants_it_judges_answerable(tmp_path):
     assert dropped["auditor: still answers"]["count"] >= 1
     audited = [c.meta["provenance"]["hard_audit"] for c in ps.candidates if c.meta["difficulty"] == "hard"]
     assert audited and all(a == {"answerable": False, "reason": "a needed fact is gone"} for a in audited)
+    # no variant the judge called answerable is in the pool set (a Hard pool of 4 has room for one variant per
+    # family, issue 43: a dropped one may leave its place to another variant, so counts do not simply subtract)
+    kept = {(c.meta["record_id"], c.meta["provenance"]["which"]) for c in ps.candidates
+            if c.meta["difficulty"] == "hard"}
+    for example in dropped["auditor: still answers"]["examples"]:
+        record, which = example.split("@")[0].split("/")
+        assert (record, which) not in kept, example
     plain = build("sample", tmp_path / "b", **KW)
     n_hard = lambda p: sum(c.meta["difficulty"] == "hard" for c in p.candidates)
-    assert n_hard(ps) == n_hard(plain) - dropped["auditor: still answers"]["count"]
+    assert 0 < n_hard(ps) <= n_hard(plain)
 
 
 def test_hard_auditor_unreadable_reply_drops_the_variant_and_says_so(tmp_path):

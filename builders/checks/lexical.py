@@ -49,6 +49,7 @@ NOTE = ("Easy pools may be lexical by design (a query names what it asks about, 
         f"(whole-text BM25 hits, one-sided Fisher exact p < {ALPHA:g}) and a group where most relevant candidates "
         "alone hold their query verbatim")
 MATCHERS = ("bm25_whole_text", "bm25_first_unit", "query_ngrams")
+LONG_TEXT = 5000        # words past which a text's words are numbered in one pandas lookup
 GRAM = np.dtype((np.void, 8 * NGRAM))   # a 4-gram's code: its four int64 word numbers as one byte string (exact)
 
 
@@ -78,10 +79,22 @@ class _QueryGrams:
         self.index = pd.Index(sorted(vocabulary), dtype=object)   # a hash table: words -> numbers in one call
         self.number = {w: k for k, w in enumerate(self.index)}
         self.memo: dict[str, _Row] = {}
+        self.queries: dict[str, tuple[list[str], np.ndarray]] = {}
 
     def ids(self, words: Sequence[str]) -> np.ndarray:
-        """Each word's number in the vocabulary, -1 for a word no query uses."""
-        return self.index.get_indexer(list(words)).astype(np.int64) if len(words) else np.zeros(0, dtype=np.int64)
+        """Each word's number in the vocabulary, -1 for a word no query uses (a long text in one pandas lookup,
+        a short one word by word: the lookup's fixed cost is larger than a short text's words)."""
+        if len(words) > LONG_TEXT:
+            return self.index.get_indexer(list(words)).astype(np.int64)
+        get = self.number.get
+        return np.fromiter((get(w, -1) for w in words), dtype=np.int64, count=len(words))
+
+    def query(self, text: str) -> tuple[list[str], np.ndarray]:
+        """A query's words and the codes of its 4-grams, memoised (a Visual Grounding query ranks 144 cells)."""
+        if text not in self.queries:
+            words = tokenize(text)
+            self.queries[text] = (words, self.codes(self.ids(words)))
+        return self.queries[text]
 
     def codes(self, ids: np.ndarray) -> np.ndarray:
         """The distinct codes of the NGRAM-word windows of `ids` made only of vocabulary words."""
@@ -102,7 +115,7 @@ class _QueryGrams:
 
 def ngram_scores(query: str, docs: Sequence[Document], found: _QueryGrams) -> list[float]:
     """How many of the query's distinct word 4-grams each candidate's text holds."""
-    wanted = found.codes(found.ids(tokenize(query)))
+    wanted = found.query(query)[1]
     return [float(len(np.intersect1d(wanted, found.row(d).grams, assume_unique=True))) for d in docs]
 
 
@@ -113,7 +126,7 @@ def bm25_whole(query: str, rows: Sequence[_Row], found: _QueryGrams) -> list[flo
     bm25s_module()            # bm25s, its logger quietened
     from bm25s import scoring
 
-    asked = Counter(found.number[w] for w in tokenize(query) if w in found.number)
+    asked = Counter(found.number[w] for w in found.query(query)[0] if w in found.number)
     terms = sorted(asked)
     tf = np.array([r.counts[terms] for r in rows], dtype=np.float64).reshape(len(rows), len(terms))
     length = np.array([max(1, r.length) for r in rows], dtype=np.float64)   # bm25s indexes an empty text as one word
@@ -124,10 +137,9 @@ def bm25_whole(query: str, rows: Sequence[_Row], found: _QueryGrams) -> list[flo
     return [float(v) for v in np.round((tfc * idf).sum(axis=1), 6)]
 
 
-def verbatim(query: str, rows: Sequence[_Row], rel: Sequence[bool]) -> bool:
+def verbatim(words: Sequence[str], rows: Sequence[_Row], rel: Sequence[bool]) -> bool:
     """Whether the query's words (at least VERBATIM_WORDS) occur as one run in a relevant candidate and in no
     other candidate of the pool."""
-    words = tokenize(query)
     if len(words) < VERBATIM_WORDS:
         return False
     run = " " + " ".join(words) + " "
@@ -176,7 +188,7 @@ def ceiling(ps: PoolSet) -> dict[str, Any]:
         hits = {"bm25_whole_text": expected_p1(bm25_whole(q, rows, found), rel),
                 "bm25_first_unit": expected_p1(index(q, docs), rel),
                 "query_ngrams": expected_p1(ngram_scores(q, docs, found), rel),
-                "verbatim": float(verbatim(q, rows, rel))}
+                "verbatim": float(verbatim(found.query(q)[0], rows, rel))}
         for group in groups(item):
             acc = sums[group]
             acc["n"] += 1
