@@ -34,8 +34,8 @@ from mmbench.builders.parts.evidence_chain import chain_leaks
 from mmbench.builders.parts.expansion import Filler, Unit, expand, replace_units, start_positions
 from mmbench.builders.sources.backgrounds import text_reach
 from mmbench.builders.parts.hard_auditor import HardAuditor
-from mmbench.builders.parts.hard_variants import (audit_hard, chain_units, decoy_for, plan_variants, reason_kind,
-                                                 replacements_for)
+from mmbench.builders.parts.hard_variants import (audit_hard, chain_units, decoy_for, family_size, family_variants,
+                                                 plan_variants, reason_kind, replacements_for)
 from mmbench.builders.parts.query_filter import RULES_VERSION, LLMAuditor, RuleFilter, decision_summary, filter_records
 from mmbench.builders.sources.hotpotqa import ReasoningRecord, hotpot_record, hotpotqa_fingerprint, read_hotpotqa
 from mmbench.builders.sources.mmdocrag import mmdocrag_record, read_mmdocrag
@@ -60,6 +60,7 @@ def build(source: str, out: Path, seed: int = 0, lengths: Sequence[int] = LENGTH
           tokenizer_json: str | None = None, audit_hard: bool = False, progress: bool = True) -> PoolSet:
     """Build from `source` ("sample", or "real" with `hotpotqa` / `mmdocrag` paths) into `out`."""
     lengths, datasets = check_pool_params(lengths, datasets, DATASETS, queries_per_dataset, candidates_per_query)
+    family_size(candidates_per_query)      # a shape whose Hard pools cannot be centre-free is refused here
     counter = UnifiedTokenCounter.default(tokenizer_json)
     out = Path(out)
     with build_scratch(out) as scratch:
@@ -222,7 +223,10 @@ def _dataset_pools(ds: str, kept: list[ReasoningRecord], lengths, fill: Filler,
         replacements[r.id] = replacements_for(r, planned, kept, counter, media, seed, refused[r.id])
         if hard_auditor is not None:
             audits[r.id] = audit_hard(hard_auditor, r, replacements[r.id], refused[r.id])
-    decoys = {r.id: decoy_for(r, replacements[r.id], kept, counter, seed) for r in kept}
+    decoys = {r.id: decoy_for(r, replacements[r.id], kept, counter, media, seed) for r in kept}
+    for r in kept:     # the mirrored variant first, and no more variants than a Hard pool has room for
+        replacements[r.id], left_out = family_variants(replacements[r.id], decoys[r.id], C)
+        refused[r.id].update(left_out)
     candidates: list[Document] = []
     pools: list[PoolItem] = []
     for length in tqdm(lengths, desc=f"{ds} lengths", disable=not progress):
@@ -238,16 +242,15 @@ def _dataset_pools(ds: str, kept: list[ReasoningRecord], lengths, fill: Filler,
                          "expanded_start": round(new_pos[where[i]], 6), "segment_index": where[i]}
                         for i in r.evidence_indices]
             meta = candidate_meta(ds, length, "easy", r.id)
-            own = expanded
-            if decoys[r.id] is not None:     # its own replaced span outside the chain: no centre to its family
-                i, unit, info = decoys[r.id]
-                own = replace_units(expanded, where[i], where[i] + 1, [unit])
+            own, decoy = expanded, decoys[r.id]
+            for i, unit, _ in decoy[1] if decoy is not None else ():   # no centre to its family (see decoy_for)
+                own = replace_units(own, where[i], where[i] + 1, [unit])
             meta["provenance"] = {"original": f"{ds}:{r.id}", "operation": "expand", "filler": fill.name,
                                   "context_tokens": r.tokens, "evidence": evidence, "units": unit_log(own)}
-            if decoys[r.id] is not None:
-                meta["provenance"]["decoy"] = {"unit": r.units[i].source, "segment_index": where[i],
-                                               "tokens": r.units[i].tokens, "content": _describe(r.units[i]),
-                                               "replacement": info}
+            if decoy is not None:
+                first, *also = [{"unit": r.units[i].source, "segment_index": where[i], "tokens": r.units[i].tokens,
+                                 "content": _describe(r.units[i]), "replacement": info} for i, _, info in decoy[1]]
+                meta["provenance"]["decoy"] = {**first, "mirrors": decoy[0], "also_replaced": also}
             candidates.append(candidate_doc(base, own, meta))
             relevant[r.id] = base
             hard[r.id] = []

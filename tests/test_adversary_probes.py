@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import copy
 import hashlib
+import re
 import string
 
 import numpy as np
@@ -28,28 +29,37 @@ def built(tmp_path_factory):
     return out
 
 
-# ---- the family of markers: each kind draws its own instance at random ------------------------------------------
+# ---- the family of markers: each kind draws its own instance at random and returns (name, edit of a document) --
+
+def _appended(kind: str, marker: str):
+    return f"{kind} {marker!r}", lambda d: _append(d, marker)
+
 
 def _whitespace(rng):
-    return "trailing whitespace", str(rng.choice([" ", "  ", "\t", "\u00a0", " \u2009"]))
+    return _appended("trailing whitespace", str(rng.choice([" ", "  ", "\t", "\u00a0", " \u2009"])))
 
 
 def _punctuation(rng):
-    return "punctuation", str(rng.choice(list(string.punctuation) + ["…", "¡", "§", "‽"]))
+    return _appended("punctuation", str(rng.choice(list(string.punctuation) + ["…", "¡", "§", "‽"])))
 
 
 def _token(rng):
     word = "".join(rng.choice(list(string.ascii_lowercase + string.digits), size=int(rng.integers(4, 9))))
-    return "token", " " + word
+    return _appended("token", " " + word)
 
 
 def _unicode(rng):
     lo, hi = [(0x2600, 0x26FF), (0x0400, 0x04FF), (0x4E00, 0x4FFF), (0x1F300, 0x1F3FF), (0x2190, 0x21FF)][
         int(rng.integers(5))]
-    return "unicode character", chr(int(rng.integers(lo, hi)))
+    return _appended("unicode character", chr(int(rng.integers(lo, hi))))
 
 
-MARKERS = (_whitespace, _punctuation, _token, _unicode)
+def _casing(rng):
+    return [("casing: the last 40 characters in capitals", _upper_tail),
+            ("casing: the last word in capitals", _upper_last_word)][int(rng.integers(2))]
+
+
+MARKERS = (_whitespace, _punctuation, _token, _unicode, _casing)
 
 
 def _append(doc: Document, marker: str) -> None:
@@ -67,6 +77,16 @@ def _upper_tail(doc: Document) -> None:
     if texts:
         t = doc.segments[texts[-1]].text
         doc.segments[texts[-1]] = Text(t[:-40] + t[-40:].upper())
+
+
+def _upper_last_word(doc: Document) -> None:
+    """The last word of two or more small letters in the last text segment in capitals (one word: ``None`` ->
+    ``NONE``; the filler's own capitals, ``PEP``, ``OR``, are in every candidate)."""
+    texts = [k for k, s in enumerate(doc.segments) if isinstance(s, Text)]
+    found = list(re.finditer(r"[a-z]{2,}", doc.segments[texts[-1]].text)) if texts else []
+    if found:
+        t, m = doc.segments[texts[-1]].text, found[-1]
+        doc.segments[texts[-1]] = Text(t[:m.start()] + m.group().upper() + t[m.end():])
 
 
 def _marked(edit):
@@ -91,15 +111,14 @@ def _marked(edit):
 
 
 def _plants(seed: int) -> list[tuple[str, object]]:
-    """Four plants: three kinds drawn at random (without replacement) from the marker family, then the query-stated
-    count: each query says how many words its relevant candidate has."""
+    """Four plants: three kinds drawn at random (without replacement) from the marker family (whitespace,
+    punctuation, a token, a Unicode character, casing), then the query-stated count: each query says how many words
+    its relevant candidate has."""
     rng = np.random.default_rng(seed)
     out: list[tuple[str, object]] = []
     for make in rng.choice(len(MARKERS), size=3, replace=False):
-        kind, marker = MARKERS[int(make)](rng)
-        out.append((f"{kind} {marker!r}", _marked(lambda d, m=marker: _append(d, m))))
-    # casing (`_upper_tail`: the last 40 characters in capitals) is not caught on this build: the text probe
-    # scored it at chance (issue 43, left open); it is kept out of the required plants until it is
+        name, edit = MARKERS[int(make)](rng)
+        out.append((name, _marked(edit)))
     out.append(("query-stated count", _state_count))
     return out
 
@@ -126,6 +145,17 @@ def test_planted_markers_refuse_validate_naming_the_probe(built, tmp_path, capsy
         want = "query features" if name == "query-stated count" else "text features"
         assert any(want in line and "FAIL" not in line for line in out.splitlines() if "shortcut probe (" in line), \
             (name, out[-3000:])
+
+
+@pytest.mark.parametrize("edit", [_upper_tail, _upper_last_word], ids=["upper tail", "upper last word"])
+def test_casing_markers_are_refused_by_the_text_probe_naming_a_shape(built, edit):
+    """A casing marker on every Hard relevant candidate: the last 40 characters, or one word, in capitals. Before the
+    shape n-grams of the document's ends, the one word passed (held-out P@1 0.667 on the 8 GovReport Hard pools,
+    p 0.085 against chance + 0.08); now 0.875 (p 0.0024), and the 40 characters 1.000 (was 0.875)."""
+    ps = load_poolset(built)
+    _marked(edit)(ps)
+    found = [s for s in probe.probe(ps, ps.provenance_columns) if s.features == "text" and s.refuses]
+    assert found and any(name.startswith("shape ") for name, _ in found[0].importances), found
 
 
 def test_the_structural_probe_names_the_stated_count(built, tmp_path):

@@ -78,7 +78,7 @@ def test_msr_build_from_the_hub_pins_the_revision_and_equals_the_local_build(tmp
     monkeypatch.setattr(hub, "load_dataset", offline_hub)
     card = hub.card_licence
     monkeypatch.setattr(hub, "card_licence", lambda spec: card(hub.HubSpec(str(repo), spec.revision)))
-    params = dict(seed=0, lengths=(2048,), queries_per_dataset=4, candidates_per_query=3, datasets=("hotpotqa",),
+    params = dict(seed=0, lengths=(2048,), queries_per_dataset=4, candidates_per_query=4, datasets=("hotpotqa",),
                   progress=False)
     task = get_task("multi_source_reasoning")
     ps = task.build("real", tmp_path / "from_hub", hotpotqa=f"hf:hotpotqa/hotpot_qa@{COMMIT}", **params)

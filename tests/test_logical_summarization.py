@@ -516,8 +516,11 @@ def test_real_govreport_of_mixed_lengths_fills_each_bin_once_and_pads_only_the_n
         rec = {"id": r.id, "highlight": [{"section_title": "What GAO Found", "paragraphs": [r.summary]}],
                "report": [{"section_title": "", "paragraphs": r.paragraphs, "subsections": []}]}
         (root / f"{k:02d}.json").write_text(json.dumps(rec))
+    # four candidates: at three, each Hard pool is one report and its two variants, and the text probe, tallied
+    # per dataset and difficulty since issue 43, finds the report in 8 of the 9 Hard pools (p 0.005 against chance
+    # + 0.08: the variants hold look-alike text other records' candidates hold, the report's own text is unique)
     ps = build("real", tmp_path / "out", lengths=(2048, 4096), datasets=("govreport",), queries_per_dataset=6,
-               candidates_per_query=3, lookalikes=K, govreport=str(tmp_path / "gov-report"), progress=False)
+               candidates_per_query=4, lookalikes=K, govreport=str(tmp_path / "gov-report"), progress=False)
     easy = {c.meta["record_id"]: c for c in ps.candidates if c.meta["difficulty"] == "easy"}
     assert "short" in easy and easy["short"].meta["length_bin"] == "2k"
     padded = easy["short"]

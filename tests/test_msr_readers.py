@@ -152,10 +152,10 @@ def test_real_build_from_official_layouts_is_valid_and_counts_drops(tmp_path):
     hp.write_text(json.dumps([WIKI, lost] + spaced))
     records = _mmdocrag_files(tmp_path, 7)
     md = _write(tmp_path / "dev_15.jsonl", records)
-    ps = build("real", tmp_path / "msr", seed=0, lengths=(2048,), queries_per_dataset=5, candidates_per_query=3,
+    ps = build("real", tmp_path / "msr", seed=0, lengths=(2048,), queries_per_dataset=5, candidates_per_query=4,
                hotpotqa=str(hp), mmdocrag=str(md), mmdocrag_images=str(tmp_path / "images"), progress=False)
     v = ps.manifest["validity"]
-    assert v["ok"] and v["checked"]["hard_chain_broken"] > 10
+    assert v["ok"] and v["checked"]["hard_chain_broken"] >= 10      # one variant per record: a Hard pool of 4 holds two families of two
     drops = ps.manifest["dropped"]
     assert drops["records"]["read"] == 11 + 7 and drops["records"]["kept"] == 10
     assert any("not found in the context" in r for r in drops["records"]["dropped"])

@@ -162,12 +162,12 @@ def test_checker_flags_broken_length_and_cpq_promises(default_ps):
 
 def test_validity_report_and_drop_counts_in_the_manifest(default_ps):
     m = default_ps.manifest
-    assert default_ps.task_version == TASK_VERSION == "1.4"
+    assert default_ps.task_version == TASK_VERSION == "1.5"
     v = m["validity"]
     assert v["ok"] and v["violations"] == 0
     assert {"hard_chain_broken", "only_labelled_answers", "length_promises", "candidates_per_query",
             "replacement_boundary", "distinct_questions", "label_blind", "label_is_own_record", "distinct_content",
-            "pool_order_blind", "shortcut_probe"} == set(v["invariants"])
+            "pool_order_blind", "pool_centre_free", "shortcut_probe", "lexical_baseline"} == set(v["invariants"])
     assert v["leak_audit"]["leaks"] == [] and "Binomial" in v["leak_audit"]["rule"]
     assert v["checked"]["hard_chain_broken"] == sum(c.meta["difficulty"] == "hard" for c in default_ps.candidates)
     assert v["checked"]["replacement_boundary"] > 100
@@ -257,8 +257,9 @@ def test_replacements_are_whole_sentences_or_whole_words_of_their_donor(default_
     n = Counter()
     for c in ps.candidates:
         prov = c.meta.get("provenance", {})
-        for r in [prov.get("replacement"), prov.get("decoy", {}).get("replacement")] + \
-                [a["replacement"] for a in prov.get("also_replaced", [])]:
+        decoy = prov.get("decoy", {})
+        for r in [prov.get("replacement"), decoy.get("replacement")] + \
+                [a["replacement"] for a in prov.get("also_replaced", []) + decoy.get("also_replaced", [])]:
             if not r or r["kind"] != "text":
                 continue
             full = " ".join(" ".join(donor[u].split()) for u in r["from_units"])
@@ -318,7 +319,7 @@ class _Judge:
         self.url = self.server.url + "/v1"
 
 
-KW = dict(lengths=(2048,), datasets=("hotpotqa",), queries_per_dataset=5, candidates_per_query=3, progress=False)
+KW = dict(lengths=(2048,), datasets=("hotpotqa",), queries_per_dataset=5, candidates_per_query=4, progress=False)
 
 
 def test_hard_auditor_drops_the_variants_it_judges_answerable(tmp_path):
@@ -338,9 +339,16 @@ def test_hard_auditor_drops_the_variants_it_judges_answerable(tmp_path):
     assert dropped["auditor: still answers"]["count"] >= 1
     audited = [c.meta["provenance"]["hard_audit"] for c in ps.candidates if c.meta["difficulty"] == "hard"]
     assert audited and all(a == {"answerable": False, "reason": "a needed fact is gone"} for a in audited)
+    # no variant the judge called answerable is in the pool set (a Hard pool of 4 has room for one variant per
+    # family, issue 43: a dropped one may leave its place to another variant, so counts do not simply subtract)
+    kept = {(c.meta["record_id"], c.meta["provenance"]["which"]) for c in ps.candidates
+            if c.meta["difficulty"] == "hard"}
+    for example in dropped["auditor: still answers"]["examples"]:
+        record, which = example.split("@")[0].split("/")
+        assert (record, which) not in kept, example
     plain = build("sample", tmp_path / "b", **KW)
     n_hard = lambda p: sum(c.meta["difficulty"] == "hard" for c in p.candidates)
-    assert n_hard(ps) == n_hard(plain) - dropped["auditor: still answers"]["count"]
+    assert 0 < n_hard(ps) <= n_hard(plain)
 
 
 def test_hard_auditor_unreadable_reply_drops_the_variant_and_says_so(tmp_path):

@@ -110,11 +110,21 @@ def test_removed_span_is_a_key_evidence_span_replaced_by_equal_length_text(ps, c
         diffs = [i for i, (a, b) in enumerate(zip(c.segments, easy.segments)) if a != b]
         k = prov["replaced"]["segment_index"]
         also = [a["segment_index"] for a in prov["also_replaced"]]   # units that restated the fact
-        decoy = easy.meta["provenance"]["decoy"]                     # the relevant candidate's own replaced span
-        assert decoy["segment_index"] not in [k] + also
-        assert easy.segments[decoy["segment_index"]].text == decoy["replacement"]["text"] != decoy["content"]
-        assert c.segments[decoy["segment_index"]].text == decoy["content"]     # the variant keeps the original
-        assert len(c.segments) == len(easy.segments) and diffs == sorted([k, decoy["segment_index"]] + also)
+        decoy = easy.meta["provenance"]["decoy"]                     # the relevant candidate's own replaced units
+        mine = [decoy] + decoy["also_replaced"]
+        mirrored = [v.meta["provenance"] for v in ps.candidates if v.meta["difficulty"] == "hard"
+                    and v.meta["provenance"]["counterpart"] == prov["counterpart"]
+                    and v.meta["provenance"]["which"] == decoy["mirrors"]]
+        assert len(mine) == 1 + len(mirrored[0]["also_replaced"])          # as many units as the variant it mirrors
+        assert not {d["segment_index"] for d in mine} & set([k] + also)
+        for d in mine:
+            seg = easy.segments[d["segment_index"]]
+            assert (seg.text if isinstance(seg, Text) else f"image {seg.ref}") != d["content"]
+            was = c.segments[d["segment_index"]]                     # the variant keeps the original
+            assert (was.text if isinstance(was, Text) else f"image {was.ref}") == d["content"]
+            if d["replacement"]["kind"] == "text":
+                assert seg.text == d["replacement"]["text"]
+        assert len(c.segments) == len(easy.segments) and diffs == sorted([k, *(d["segment_index"] for d in mine)] + also)
         for a in prov["also_replaced"]:
             assert a["why"] == "restates the replaced fact or the answer"
             assert counter.segment(c.segments[a["segment_index"]]) == a["tokens"] == a["replacement"]["tokens"]
@@ -173,7 +183,7 @@ def test_rule_filter_unit_cases(counter):
 
 
 def test_same_seed_same_hash(tmp_path):
-    kw = dict(lengths=(2048,), datasets=("hotpotqa",), queries_per_dataset=4, candidates_per_query=3, progress=False)
+    kw = dict(lengths=(2048,), datasets=("hotpotqa",), queries_per_dataset=4, candidates_per_query=4, progress=False)
     a = build("sample", tmp_path / "a", seed=3, **kw).content_hash
     b = build("sample", tmp_path / "b", seed=3, **kw).content_hash
     c = build("sample", tmp_path / "c", seed=4, **kw).content_hash
@@ -244,6 +254,8 @@ def test_runner_shows_easy_and_hard_per_length(ps):
     assert list(table.columns) == ["easy", "hard"]
     assert list(table.index) == ["hotpotqa/2k", "hotpotqa/4k", "mmdocrag/2k", "mmdocrag/4k", "all"]
     # the relevant context always contains the evidence words; a bag of words ranks it first on Easy pools (other
-    # queries' contexts) above chance, and no less often than on Hard pools (its own variants, and since issue 33
-    # another query's family of the same shape)
-    assert table.loc["all", "easy"] > 1 / C and table.loc["all", "easy"] >= table.loc["all", "hard"]
+    # queries' contexts) above chance. A Hard pool of 4 holds two families of two (issue 43: the query's family is
+    # at most half the pool, so a query-blind reader cannot find it by overlap); a bag of words that finds the
+    # query's family by its words is left with a coin toss between the relevant context and its variant (measured:
+    # Easy 0.417, Hard 0.500; before issue 43, one family of three and a stranger)
+    assert table.loc["all", "easy"] > 1 / C and table.loc["all", "hard"] <= 0.5 + 0.1

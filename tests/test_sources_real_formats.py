@@ -155,7 +155,7 @@ def test_real_builds_from_files_in_real_layouts(tmp_path):
     hp.write_text(json.dumps(sr.hotpot_records(9, 7)))
     md, _ = _write_mmdocrag(tmp_path, 6)
     ps = get_task("multi_source_reasoning").build(
-        "real", tmp_path / "msr", seed=0, lengths=(2048,), queries_per_dataset=4, candidates_per_query=3,
+        "real", tmp_path / "msr", seed=0, lengths=(2048,), queries_per_dataset=4, candidates_per_query=4,
         hotpotqa=str(hp), mmdocrag=str(md), mmdocrag_images=str(tmp_path / "images"), progress=False)
     assert {p.subset for p in ps.pools} == {"hotpotqa/easy/2k", "hotpotqa/hard/2k", "mmdocrag/easy/2k",
                                             "mmdocrag/hard/2k"}

@@ -336,7 +336,7 @@ def test_cli_real_build_prints_what_it_read_kept_and_dropped(real_files, tmp_pat
     assert "NeedleBench lines: 9 read -> 9 kept" in printed
     assert "NeedleBench questions made into families: 9 read -> 5 kept" in printed
     assert "dropped 3: shares its question with an earlier needle" in printed
-    assert "validity: 12 invariants checked, 0 violations" in printed   # the 9 of before, label_blind, pool_order_blind, shortcut_probe
+    assert "validity: 14 invariants checked, 0 violations" in printed   # the 9 of before, label_blind, pool_order_blind, shortcut_probe, pool_centre_free, lexical_baseline
 
 
 @pytest.mark.parametrize("wrapped,expected", [

@@ -56,7 +56,7 @@ def print_pool_aware(leak_audit: dict | None, indent: str = "") -> None:
 
 
 def print_shortcuts(audit: dict) -> None:
-    """The learned probe over all items per feature set, and the subsets' lexical ceilings (information)."""
+    """The learned probe over all items per feature set, and the subsets' lexical baseline (whole text, first unit, 4-grams)."""
     probe = audit.get("shortcut_probe") or {}
     if probe:
         print(f"shortcut probe: {probe['model']}; {probe['rule']}")
@@ -70,10 +70,12 @@ def print_shortcuts(audit: dict) -> None:
         print(f"  reported only: {line}")
     lexical = audit.get("lexical_ceiling") or {}
     if lexical.get("per_subset"):
-        print(f"lexical ceiling ({lexical['note']}):")
+        print(f"lexical baseline ({lexical['note']}):")
         for k, v in lexical["per_subset"].items():
-            print(f"  {k}: BM25 first unit {v['bm25_first_unit']:.3f}, query 4-grams {v['query_ngrams']:.3f} "
-                  f"(chance {v['chance']:.3f})")
+            whole = f"BM25 whole text {v['bm25_whole_text']:.3f}, " if "bm25_whole_text" in v else ""
+            said = f"; query verbatim in {v['verbatim']} of {v['n']}" if v.get("verbatim") else ""
+            print(f"  {k}: {whole}BM25 first unit {v['bm25_first_unit']:.3f}, query 4-grams "
+                  f"{v['query_ngrams']:.3f} (chance {v['chance']:.3f}){said}")
 
 
 def print_design_floors(ps) -> None:

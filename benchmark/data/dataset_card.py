@@ -144,8 +144,8 @@ def _audit_lines(leak_audit: dict[str, Any] | None) -> list[str]:
 
 
 def shortcut_lines(audit: dict[str, Any]) -> list[str]:
-    """The learned shortcut probe's held-out P@1 over all items, its top features, and the lexical ceiling per
-    subset (information), from a validity report's leak audit."""
+    """The learned shortcut probe's held-out P@1 over all items, its top features, and the lexical baseline per
+    subset (Hard above Easy and verbatim queries refused), from a validity report's leak audit."""
     out: list[str] = []
     probe = audit.get("shortcut_probe") or {}
     for name, fs in sorted((probe.get("feature_sets") or {}).items()):
@@ -160,11 +160,16 @@ def shortcut_lines(audit: dict[str, Any]) -> list[str]:
     lexical = audit.get("lexical_ceiling") or {}
     rows = lexical.get("per_subset") or {}
     if rows:
-        out += [f"Lexical ceiling per subset ({lexical['note']}):", "",
-                "| subset | BM25 on the first text unit | query 4-grams | chance |", "|---|---|---|---|",
-                *(f"| `{k}` | {v['bm25_first_unit']:.3f} | {v['query_ngrams']:.3f} | {v['chance']:.3f} |"
-                  for k, v in rows.items()), ""]
+        out += [f"Lexical baseline per subset ({lexical['note']}):", "",
+                "| subset | BM25 on the whole text | BM25 on the first text unit | query 4-grams | chance |",
+                "|---|---|---|---|---|",
+                *(f"| `{k}` | {_maybe(v.get('bm25_whole_text'))} | {v['bm25_first_unit']:.3f} | "
+                  f"{v['query_ngrams']:.3f} | {v['chance']:.3f} |" for k, v in rows.items()), ""]
     return out
+
+
+def _maybe(value: float | None) -> str:
+    return "–" if value is None else f"{value:.3f}"     # a report written before the whole-text baseline
 
 
 def is_mmbench_card(path: Path) -> bool:

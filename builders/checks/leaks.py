@@ -132,6 +132,16 @@ def expected_p1(scores: Sequence[float], relevant: Sequence[bool]) -> float:
     return sum(tied) / len(tied)
 
 
+def groups(item: Any) -> tuple[str, ...]:
+    """The groups a pool item's figures are tallied in by the enforced probes: its subset, its dataset and
+    difficulty with the other axes pooled (``hotpotqa/hard`` for ``hotpotqa/hard/8k``; where the pool's metadata
+    names them and the subset is finer), and all items ('all'). A dataset and difficulty is never averaged with
+    another, where two shortcuts of opposite sign would cancel."""
+    parts = [str(item.meta[k]) for k in ("dataset", "difficulty") if item.meta.get(k)]
+    pooled = "/".join(parts)
+    return (item.subset, pooled, "all") if pooled and pooled != item.subset else (item.subset, "all")
+
+
 def tail_p(total: float, n: int, chance: float) -> float:
     """The smaller binomial tail probability of a summed P@1 `total` over n items at chance `chance` (rounded
     towards chance), doubled for the two sides and capped at 1."""

@@ -224,7 +224,9 @@ def _boundaries(ps: PoolSet, checked: dict[str, int]) -> Iterable[Violation]:
     for c in ps.candidates:
         prov = c.meta["provenance"]
         if c.meta.get("difficulty") != "hard":
-            replaced = [prov["decoy"]["replacement"]] if "decoy" in prov else []
+            decoy = prov.get("decoy")
+            replaced = [decoy["replacement"], *(a["replacement"] for a in decoy.get("also_replaced", []))] \
+                if decoy else []
         else:
             replaced = [prov["replacement"], *(a["replacement"] for a in prov.get("also_replaced", []))]
         for r in replaced:

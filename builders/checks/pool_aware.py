@@ -20,18 +20,21 @@ pool set's stored order sees every pool. Two signals are open to them and to not
   changes. A slot's score is the number of other pools over the same set that hold another candidate there.
 
 Both are scored like the label-blind baselines, by expected P@1 under a uniform random tie-break, against chance,
-per subset and over all items, with the exact two-sided binomial test of `leaks.tail_p` (`leaks.tally`). A leak of
-a baseline in `ENFORCED` breaks the common invariant `pool_order_blind`; the others are reported in the validity
-report (``leak_audit`` -> ``pool_aware``), by `mmbench validate` and on the dataset card.
+per subset and over all items, with the exact two-sided binomial test of `leaks.tail_p` (`leaks.tally`), reported in
+the validity report (``leak_audit`` -> ``pool_aware``), by `mmbench validate` and on the dataset card. A leak of
+`pool_order_turnover` breaks the common invariant `pool_order_blind`. The medoid is enforced by its own one-sided
+rule, the learned probe's (`centre`: P(X >= floor S) < 0.01 for X ~ Binomial(n, chance + 0.08)), per subset, per
+dataset and difficulty and over all items (`leaks.groups`): the common invariant `pool_centre_free` (issue 43).
 """
 from __future__ import annotations
 
 import re
 from collections import Counter, defaultdict
+from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Sequence
 
 import numpy as np
-from mmbench.builders.checks import leaks
+from mmbench.builders.checks import leaks, probe
 from mmbench.builders.checks.shingles import ShingleCoder, distinct, intersections
 from mmbench.data.documents import Document, Image, Text, Video
 from mmbench.data.poolset import PoolSet
@@ -118,19 +121,60 @@ def turnover_scores(ps: PoolSet) -> PoolScores:
 
 
 POOL_BASELINES: dict[str, PoolBaseline] = {"pool_medoid": medoid_scores, "pool_order_turnover": turnover_scores}
-# The baselines whose leak refuses a pool set (the `pool_order_blind` invariant). The medoid is reported, with its
-# leaks, but refuses nothing yet: Hard variants that each replace one span of the relevant document make it the
-# centre of its family by construction, so it leaks on every Hard subset until the families have no centre.
+# The baselines whose two-sided leak (p < 1e-6) refuses a pool set (the `pool_order_blind` invariant). The medoid
+# has its own one-sided rule with the probe's margin (`centre`, the `pool_centre_free` invariant): a medoid below
+# chance is no shortcut for a reader that ranks by it.
 ENFORCED = ("pool_order_turnover",)
+CENTRE = "pool_medoid"
 
 
-def audit(ps: PoolSet, baselines: dict[str, PoolBaseline] | None = None) -> list[leaks.LeakScore]:
-    """Every pool-aware baseline on every subset and on all items ('all'), tested like the label-blind ones."""
+@dataclass(frozen=True)
+class CentreScore:
+    """The pool medoid's P@1 over one group of items (`leaks.groups`), with the probe's one-sided rule."""
+    group: str
+    n: int
+    score: float
+    chance: float
+    p_margin: float        # P(X >= floor S), X ~ Binomial(n, chance + probe.MARGIN)
+
+    @property
+    def refuses(self) -> bool:
+        return self.p_margin < probe.ALPHA
+
+    def line(self) -> str:
+        return (f"the query-blind pool medoid scores P@1 {self.score:.3f} on {self.group} (chance "
+                f"{self.chance:.3f}, n={self.n}; binomial p={self.p_margin:.1e} against chance + "
+                f"{probe.MARGIN:g} < {probe.ALPHA:g}): the relevant candidate is the centre of its pool")
+
+
+def centre(ps: PoolSet, medoid: PoolScores | None = None) -> list[CentreScore]:
+    """The medoid's P@1 per subset, per dataset and difficulty and over all items, each refused when
+    P(X >= floor S) < probe.ALPHA for X ~ Binomial(n, chance + probe.MARGIN), the learned probe's rule."""
+    scores = medoid_scores(ps) if medoid is None else medoid
+    sums: dict[str, list[float]] = defaultdict(lambda: [0.0, 0.0, 0])
+    for item in ps.pools:
+        rel = [c in set(item.relevant_ids) for c in item.candidate_ids]
+        if len(item.candidate_ids) < 2 or not any(rel):
+            continue
+        p1 = leaks.expected_p1(scores[item.id], rel)
+        for key in leaks.groups(item):
+            acc = sums[key]
+            acc[0] += p1
+            acc[1] += sum(rel) / len(rel)
+            acc[2] += 1
+    return [CentreScore(k, int(n), s / n, c / n, probe.upper_p(s, int(n), c / n + probe.MARGIN))
+            for k, (s, c, n) in sorted(sums.items())]
+
+
+def audit(ps: PoolSet, baselines: dict[str, PoolBaseline] | None = None,
+          computed: dict[str, PoolScores] | None = None) -> list[leaks.LeakScore]:
+    """Every pool-aware baseline on every subset and on all items ('all'), tested like the label-blind ones
+    (`computed`: scores already computed, by baseline name)."""
     chosen = POOL_BASELINES if baselines is None else baselines
 
     def rows() -> Iterable[tuple[str, str, float, float]]:
         for name, fn in chosen.items():
-            scores = fn(ps)
+            scores = (computed or {}).get(name) or fn(ps)
             for item in ps.pools:
                 rel = [c in set(item.relevant_ids) for c in item.candidate_ids]
                 if item.candidate_ids and any(rel):
@@ -138,9 +182,9 @@ def audit(ps: PoolSet, baselines: dict[str, PoolBaseline] | None = None) -> list
     return leaks.tally(rows())
 
 
-def summary(scores: Sequence[leaks.LeakScore]) -> dict[str, Any]:
+def summary(scores: Sequence[leaks.LeakScore], centred: Sequence[CentreScore] = ()) -> dict[str, Any]:
     """What a validity report stores under `leak_audit` -> `pool_aware`: the rule, each baseline's score over all
-    items, the worst subset of each, and every leak."""
+    items, the worst subset of each, every leak, and the medoid's one-sided figures per group (`centre`)."""
     overall = {s.baseline: s for s in scores if s.subset == "all"}
     worst: dict[str, leaks.LeakScore] = {}
     for s in scores:
@@ -154,7 +198,14 @@ def summary(scores: Sequence[leaks.LeakScore]) -> dict[str, Any]:
             "reported_only": sorted(set(overall) - set(ENFORCED)),
             "all": {k: _row(v) for k, v in sorted(overall.items())},
             "worst_subset": {k: {"subset": v.subset, **_row(v)} for k, v in sorted(worst.items())},
-            "leaks": [s.line() for s in scores if s.leaks]}
+            "leaks": [s.line() for s in scores if s.leaks],
+            "centre": {"baseline": CENTRE, "margin": probe.MARGIN, "alpha": probe.ALPHA,
+                       "rule": f"{CENTRE} refuses a group (subset; dataset and difficulty; all) when its P@1 S over n "
+                               f"items has P(X >= floor S) < {probe.ALPHA:g} for X ~ Binomial(n, chance + "
+                               f"{probe.MARGIN:g})",
+                       "per_group": {c.group: {"score": round(c.score, 6), "chance": round(c.chance, 6), "n": c.n,
+                                               "p_margin": float(f"{c.p_margin:.3g}")} for c in centred},
+                       "refusals": [c.line() for c in centred if c.refuses]}}
 
 
 def _row(s: leaks.LeakScore) -> dict[str, Any]:

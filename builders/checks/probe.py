@@ -10,7 +10,9 @@ and bytes, ids, stored position, numeric metadata, overlap with the rest of the 
 relevant candidate are one group, so no fold learns a label it is tested on. Each held-out pool ranks its candidates
 by the predicted probability; its P@1 is the expected precision at 1 under a uniform tie-break (`leaks.expected_p1`).
 
-Per subset (and over all items), with S the summed held-out P@1 over n items and c the mean chance, the report gives
+Per subset, per dataset and difficulty with the lengths pooled (`leaks.groups`: a pool's ``dataset`` and
+``difficulty`` metadata, so two datasets whose shortcuts have opposite signs are never averaged) and over all items,
+with S the summed held-out P@1 over n items and c the mean chance, the report gives
 the exact one-sided binomial p against chance, P(X >= floor S) with X ~ Binomial(n, c), as information, and the build
 **refuses** when the probe is significantly above chance plus a margin:
 
@@ -38,7 +40,7 @@ from typing import Any, Iterable
 import numpy as np
 
 from mmbench.builders.checks import query_structure, text_probe
-from mmbench.builders.checks.leaks import expected_p1
+from mmbench.builders.checks.leaks import expected_p1, groups as tally_groups
 from mmbench.builders.checks.probe_features import pool_relative, pool_rows
 from mmbench.data.lexical import tokenize
 from mmbench.data.poolset import PoolSet
@@ -52,13 +54,13 @@ TOP_FEATURES = 5
 NAME = "shortcut probe"
 FEATURE_SETS = ("candidate", "pool", "query", "text")
 POOL_FEATURE = "pool_overlap:"
-# The pool-aware features are reported, not enforced. On the five default samples their held-out P@1 is at chance
-# since the Multi-Source Reasoning (1.4) and Logical Summarization (2.4) Hard families have no centre (issue 33,
-# item 2: MSR 0.153 of 144, chance 0.125, p 0.19; LS 0.021; VG 0.002; TS 0.133; Flickr 0.025), but reduced MSR builds
-# with four candidates per query still have one: `candidates_per_query=4` at 2K gives P@1 1.000 on the 6
-# mmdocrag/hard/2k items, led by pool_overlap. Refusing those would refuse builds users make; the finding is
-# printed and stored instead, until small MSR Hard families are centre-free too.
-POOL_AWARE_ENFORCED = False
+# The pool-aware features are enforced since issue 43, per subset, per dataset and difficulty (`leaks.groups`) and
+# over all items. Before, they were reported only: reduced Multi-Source Reasoning builds with four candidates per
+# query kept a centre (their Hard pools held one family of three beside a stranger: P@1 1.000 on the 6
+# mmdocrag/hard/2k items, led by pool_overlap). Now a Hard pool holds at least two families of one shape and the
+# relevant candidate mirrors a variant's change (`hard_variants.decoy_for`), and a shape that cannot be made
+# centre-free (three candidates) is refused by the builder.
+POOL_AWARE_ENFORCED = True
 MODEL = f"gradient boosting ({TREES} trees, depth {DEPTH}) over query-blind candidate features, " \
         f"{FOLDS}-fold by query group"
 # What each feature set's model reads: "query" relates the numbers a query states to each candidate's counts
@@ -178,7 +180,7 @@ def _tally(ps: PoolSet, features: str, scores: np.ndarray, y: np.ndarray, items:
     for i in dict.fromkeys(items.tolist()):
         rows = items == i
         p1, chance = expected_p1(scores[rows].tolist(), y[rows].tolist()), float(y[rows].mean())
-        for subset in (ps.pools[i].subset, "all"):
+        for subset in tally_groups(ps.pools[i]):
             acc = sums[subset]
             acc[0] += p1
             acc[1] += chance

@@ -6,12 +6,15 @@ punctuation mark, a token, a Unicode character, a change of casing that a builde
 candidate) is invisible to it. This probe reads the text, never the query: each candidate is hashed into word
 unigrams and bigrams over its whole text (case kept, punctuation kept on the word: tokens are runs of
 non-space) and character 1- to 3-grams of the first and last `EDGE` characters of each text segment, with the
-segment's start and end marked (so trailing or leading whitespace, a closing mark, a stray character is a feature);
-an image or a frame adds its one token ``<img>``. Only n-grams that candidates of at least MIN_RECORDS source
-records hold are kept (`shared_columns`): the rest name one record, and a model that learnt them would find a
-distractor by having seen it relevant in training. Every feature is given twice, once alone and once crossed with
-the pool's kind (its ``difficulty``, else its subset), since a marker can separate the relevant candidate from its
-Hard look-alikes while an Easy pool's distractors, other queries' relevant candidates, carry it too. The
+segment's start and end marked (so trailing or leading whitespace, a closing mark, a stray character is a feature),
+and character 2- to 4-grams of the *shapes* of the document's first and last `EDGE` characters (capitals X, small
+letters x, digits d, the rest kept; issue 43: a casing marker, the last word in capitals, is a different n-gram in
+each record's words but one shape n-gram in all); an image or a frame adds its one token ``<img>``. Only n-grams
+that candidates of at least MIN_RECORDS source records hold are kept (`shared_columns`): the rest name one record,
+and a model that learnt them would find a distractor by having seen it relevant in training. Every feature is
+given twice, once alone and once crossed with the pool's kind (its ``difficulty``, else its subset), since a marker
+can separate the relevant candidate from its Hard look-alikes while an Easy pool's distractors, other queries'
+relevant candidates, carry it too. The
 K_BEST n-grams of the training pools by chi-square, then a logistic regression on them (liblinear, L2, balanced
 classes, seeded), is trained K-fold with the folds grouped by query and source record (`probe.query_groups`), so
 the candidates a held-out pool is scored on come from source records the model never trained on; each held-out pool ranks its
@@ -23,6 +26,7 @@ so nothing depends on Python's string hash.
 """
 from __future__ import annotations
 
+import string
 
 import numpy as np
 
@@ -30,11 +34,12 @@ from mmbench.data.documents import Document, Image, Text, Video
 
 EDGE = 64
 HASH_FEATURES = 2 ** 17
+BLOCKS = 3                       # word, char and shape features, HASH_FEATURES columns each
 MIN_RECORDS = 3
 C_REG = 0.1
 K_BEST = 256
-MODEL = ("logistic regression over the 256 chi-square-screened hashed word 1-2-grams and segment-edge character "
-         "1-3-grams, folds by source record")
+MODEL = ("logistic regression over the 256 chi-square-screened hashed word 1-2-grams, segment-edge character "
+         "1-3-grams and their shape 2-4-grams, folds by source record")
 
 
 def _words(doc: Document) -> str:
@@ -53,6 +58,23 @@ def _edges(doc: Document) -> str:
     return "".join(f"\x02{s.text[:EDGE]}\x03{s.text[-EDGE:]}\x04" for s in doc.segments if isinstance(s, Text))
 
 
+# Each ASCII capital -> X, small letter -> x, digit -> d; everything else kept (issue 43: casing).
+SHAPE = str.maketrans({**{c: "X" for c in string.ascii_uppercase}, **{c: "x" for c in string.ascii_lowercase},
+                       **{c: "d" for c in string.digits}})
+
+
+def _shapes(doc: Document) -> str:
+    """The first and last EDGE characters of the document's text (its first and last text segments) in shapes,
+    start and end marked (\x01, \x03, \x05): a casing marker (the last word upper-cased, the first lower-cased) is a
+    different n-gram in every record's own words, but one shape n-gram (``XXX.\x05``) in all of them. Only the
+    document's two ends are read: inside, the filler's own capitals (``PEP``, ``OR``, ``NEWLINE``) are in every
+    candidate alike."""
+    texts = [s.text for s in doc.segments if isinstance(s, Text)]
+    if not texts:
+        return ""
+    return f"\x01{texts[0][:EDGE].translate(SHAPE)}\x03{texts[-1][-EDGE:].translate(SHAPE)}\x05"
+
+
 class _Vectoriser:
     """Candidate id -> its hashed feature row (each candidate is read once)."""
 
@@ -63,12 +85,18 @@ class _Vectoriser:
                                        ngram_range=(1, 2), alternate_sign=False, binary=True, norm=None)
         self.chars = HashingVectorizer(n_features=HASH_FEATURES, analyzer="char", lowercase=False,
                                        ngram_range=(1, 3), alternate_sign=False, binary=True, norm=None)
+        self.shapes = HashingVectorizer(n_features=HASH_FEATURES, analyzer="char", lowercase=False,
+                                        ngram_range=(2, 4), alternate_sign=False, binary=True, norm=None)
+
+    def views(self):
+        """(column offset, name, analyzer, the text of a document it reads) of each block of features."""
+        return ((0, "word", self.words, _words), (HASH_FEATURES, "char", self.chars, _edges),
+                (2 * HASH_FEATURES, "shape", self.shapes, _shapes))
 
     def __call__(self, docs: list[Document]):
         from scipy import sparse
 
-        return sparse.hstack([self.words.transform([_words(d) for d in docs]),
-                              self.chars.transform([_edges(d) for d in docs])]).tocsr()
+        return sparse.hstack([vec.transform([text(d) for d in docs]) for _, _, vec, text in self.views()]).tocsr()
 
 
 def _kind(item) -> str:
@@ -162,17 +190,17 @@ def name_terms(ps, items: list[int], terms: tuple[tuple[str, float], ...]) -> tu
     first found; a column no relevant n-gram reaches keeps its number)."""
     from sklearn.utils import murmurhash3_32
 
-    wanted = {int(t.split(":")[1]) % (2 * HASH_FEATURES) for t, _ in terms}
+    width = BLOCKS * HASH_FEATURES
+    wanted = {int(t.split(":")[1]) % width for t, _ in terms}
     vec, cands = _Vectoriser(), ps.candidate_by_id()
     found: dict[int, str] = {}
     for i in items:
         for c in ps.pools[i].relevant_ids:
-            for offset, kind, analyzer, text in ((0, "word", vec.words, _words(cands[c])),
-                                                 (HASH_FEATURES, "char", vec.chars, _edges(cands[c]))):
-                for gram in dict.fromkeys(analyzer.build_analyzer()(text)):
+            for offset, kind, analyzer, text in vec.views():
+                for gram in dict.fromkeys(analyzer.build_analyzer()(text(cands[c]))):
                     col = offset + abs(int(murmurhash3_32(gram, seed=0))) % HASH_FEATURES
                     if col in wanted:
                         found.setdefault(col, f"{kind} {gram!r}")
         if len(found) == len(wanted):
             break
-    return tuple((found.get(int(t.split(":")[1]) % (2 * HASH_FEATURES), t), v) for t, v in terms)
+    return tuple((found.get(int(t.split(":")[1]) % width, t), v) for t, v in terms)

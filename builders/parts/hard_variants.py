@@ -8,6 +8,7 @@ the same at every pool length; the builder checks each variant again once filler
 """
 from __future__ import annotations
 
+import re
 from typing import Sequence
 
 from mmbench.data.documents import Image, Text
@@ -16,6 +17,7 @@ from mmbench.data.tokens import UnifiedTokenCounter
 
 from mmbench.builders.parts.evidence_chain import ChainUnit, answer_parts, chain_leaks, has_phrase, norm, values
 from mmbench.builders.parts.expansion import Unit, boundary_matched_text, image_unit
+from mmbench.builders.checks.shingles import ShingleCoder
 from mmbench.builders.parts.hard_auditor import HardAuditor
 from mmbench.builders.parts.seeding import seeded_rng
 from mmbench.builders.sources.hotpotqa import ReasoningRecord
@@ -23,6 +25,7 @@ from mmbench.builders.sources.hotpotqa import ReasoningRecord
 MAX_EXTRA_REPLACED = 2      # units restating a replaced fact that may be replaced with it
 DONOR_TRIES = 8             # redraws of a variant's replacements that gave the answer back
 TEXT_TRIES = 40             # donor draws for one exact-length replacement text
+_WORD = re.compile(r"\w+")
 
 
 def chain_units(units: Sequence[Unit]) -> list[ChainUnit]:
@@ -144,42 +147,144 @@ def replacements_for(r: ReasoningRecord, plans: dict[str, list[int]], pool: list
     return out
 
 
+DECOY_SLACK = 0.25          # a mirrored unit's tokens may differ from the unit it mirrors by this share
+DECOY_TRIES = 12            # decoy draws compared with the mirrored variant's shingle change
+SHINGLE_WORDS = 5           # words per shingle, as the pool medoid reads them (`checks.pool_aware`)
+
+
 def decoy_for(r: ReasoningRecord, variants: dict[str, list[tuple[int, Unit, dict, str]]],
-              pool: list[ReasoningRecord], counter: UnifiedTokenCounter, seed: int) -> tuple[int, Unit, dict] | None:
-    """The relevant candidate's own replaced span (issue 33): one text unit outside the evidence chain, swapped for
-    donor text of exactly its length, so the relevant candidate differs from each Hard variant by two spans, as the
-    variants differ from each other, and is no longer the centre of its family. The unit is a sentence of a
-    paragraph no evidence belongs to (any non-evidence text for untitled sources) that writes no answer part and
-    no distinctive value of the question; its length is the nearest to the replaced length of one variant drawn by
-    seed. None when the record has no such unit or no variant."""
+              pool: list[ReasoningRecord], counter: UnifiedTokenCounter, media: MediaStore,
+              seed: int) -> tuple[str, list[tuple[int, Unit, dict]]] | None:
+    """The relevant candidate's own replaced units (issues 33 and 43), so that it is no centre of its family.
+
+    The relevant candidate mirrors one of its Hard variants, drawn by seed: it replaces as many units outside the
+    evidence chain as the variant replaces, each of the same kind (text for text, image for image) and of about
+    the same length (within DECOY_SLACK, else the nearest), text with donor text of exactly its length and an image
+    with a donor image resized to its pixels. Of DECOY_TRIES such draws it keeps the one whose change to the
+    record's word shingles (the shingles it removes and adds, as the pool medoid counts them) is nearest the
+    variant's, so the relevant candidate differs from each variant as the variants differ from each other. (Issue
+    33's decoy replaced one sentence of about a variant's tokens; a variant that also replaced a restating unit,
+    or an image, or a sentence of a template the record repeats, changed more or less, so the relevant
+    HotpotQA-layout context was the centre of its family in 0.26 of Hard pools, chance 0.125, and the
+    MMDocRAG-layout one in 0.02.) A spare unit belongs to no evidence paragraph, writes no answer part and no
+    distinctive value of the question. Variants that cannot be mirrored are passed over; returns (the mirrored
+    variant, [(unit index, replacement, provenance)]), or None when the record has no variant or none can be."""
     if not variants:
         return None
     rng = seeded_rng(seed, "decoy", r.dataset, r.id)
+    spare, change = _spare_units(r, variants), _ShingleChange(r)
+    donors = [d for d in pool if d.id != r.id]
+    for which in [sorted(variants)[int(k)] for k in rng.permutation(len(variants))]:
+        target = change({i: unit for i, unit, _, _ in variants[which]})
+        best: tuple[int, list[tuple[int, Unit, dict]]] | None = None
+        for _ in range(DECOY_TRIES):
+            picked = _mirror(r, [i for i, _, _, _ in variants[which]], spare, rng)
+            if picked is None:
+                break
+            try:
+                repl = [(i, *_decoy_unit(r.units[i], donors, counter, media, rng, which)) for i in picked]
+            except ValueError:
+                continue
+            gap = abs(change({i: unit for i, unit, _ in repl}) - target)
+            if best is None or gap < best[0]:
+                best = (gap, repl)
+            if gap == 0:
+                break
+        if best is not None:
+            return which, best[1]
+    return None
+
+
+class _ShingleChange:
+    """How many distinct word shingles (SHINGLE_WORDS words, casefolded, within one unit; an image one shingle)
+    a record's context loses and gains when some of its units are replaced."""
+
+    def __init__(self, r: ReasoningRecord) -> None:
+        self.coder = ShingleCoder(SHINGLE_WORDS)
+        self.units = [self._codes(u) for u in r.units]
+        self.whole = set().union(*self.units)
+
+    def _codes(self, u: Unit) -> set[int]:
+        if isinstance(u.segment, Image):
+            return {self.coder.media(u.segment.ref)}
+        if isinstance(u.segment, Text):
+            return set(self.coder.codes(_WORD.findall(u.segment.text.casefold())).tolist())
+        return set()
+
+    def __call__(self, replaced: dict[int, Unit]) -> int:
+        after = set().union(*(self._codes(replaced[k]) if k in replaced else c for k, c in enumerate(self.units)))
+        return len(after ^ self.whole)
+
+
+def family_size(C: int) -> int:
+    """The most candidates one record's family (its relevant candidate and its Hard variants) may take in a Hard
+    pool of C: half the pool, so every Hard pool holds at least two families of one shape and a reader that never
+    sees the query cannot tell the query's family by its overlap with the rest of the pool (issue 43); a pool of
+    two is one family of two, alike by symmetry. Three candidates leave room for one family of two beside a
+    stranger, found by its overlap (P@1 1/2 against chance 1/3): refused."""
+    if C == 3:
+        raise ValueError("candidates_per_query=3 cannot be made centre-free: a Hard pool would hold the query's "
+                         "family of two beside one stranger, which a query-blind reader tells apart by overlap "
+                         "(P@1 0.500 against chance 0.333, above chance + 0.08); the smallest shape that works "
+                         "is candidates_per_query=4 (two families of two; or 2, one family)")
+    return C if C < 4 else C // 2
+
+
+def family_variants(variants: dict[str, list], decoy: tuple[str, list] | None, C: int) -> tuple[dict, dict]:
+    """The variants a record's Hard pools use, the one its relevant candidate mirrors first, at most
+    `family_size(C) - 1`; and {slot: why} for those left out."""
+    first = [decoy[0]] if decoy is not None and decoy[0] in variants else []
+    order = first + [w for w in variants if w not in first]
+    room = family_size(C) - 1
+    kept = {w: variants[w] for w in order[:room]}
+    return kept, {w: f"no room: a Hard pool of {C} holds families of at most {room + 1}" for w in order[room:]}
+
+
+def _decoy_unit(target: Unit, donors: list[ReasoningRecord], counter, media, rng, which: str) -> tuple[Unit, dict]:
+    unit, info = _replacement(target, donors, counter, media, rng)
+    return unit, {**info, "matched_to": which}
+
+
+def _spare_units(r: ReasoningRecord, variants: dict[str, list[tuple[int, Unit, dict, str]]]) -> list[int]:
+    """Units a decoy may replace: no evidence, no unit a variant replaces, no paragraph title, no sentence of an
+    evidence paragraph, none that writes an answer part or a distinctive value of the question."""
     used = {i for repl in variants.values() for i, _, _, _ in repl}
     gold_subjects = {str(r.units[i].info.get("title", "")) for i in r.evidence_indices}
     parts = answer_parts(r.answer, r.question)
     q_values = values(r.question, set())
     spare = []
     for i, u in enumerate(r.units):
-        if u.is_evidence or i in used or not isinstance(u.segment, Text) or u.role not in ("context", "evidence") \
+        if u.is_evidence or i in used or u.role not in ("context", "evidence") \
                 or ("title" in u.info and "sent_id" not in u.info):
             continue
         if u.info.get("title") and str(u.info["title"]) in gold_subjects:
             continue
-        t = norm(u.segment.text)
-        if any(has_phrase(t, p) for p in parts) or q_values & set(t.split()):
+        if isinstance(u.segment, Text):
+            t = norm(u.segment.text)
+            if any(has_phrase(t, p) for p in parts) or q_values & set(t.split()):
+                continue
+        elif not isinstance(u.segment, Image):
             continue
         spare.append(i)
-    if not spare:
-        return None
-    which = sorted(variants)[int(rng.integers(len(variants)))]
-    target = sum(r.units[i].tokens for i, _, _, _ in variants[which])
-    i = min(spare, key=lambda k: (abs(r.units[k].tokens - target), k))
-    try:
-        unit, info = _text_replacement(r.units[i], [d for d in pool if d.id != r.id], counter, rng)
-    except ValueError:
-        return None
-    return i, unit, {**info, "matched_to": which}
+    return spare
+
+
+def _mirror(r: ReasoningRecord, replaced: list[int], spare: list[int], rng) -> list[int] | None:
+    """One distinct spare unit per replaced unit, of its kind and about its length (see `decoy_for`)."""
+    left, picked = list(spare), []
+    for k in replaced:
+        target = r.units[k]
+        same = [i for i in left if isinstance(r.units[i].segment, type(target.segment))]
+        if not same:
+            return None
+        near = [i for i in same if abs(r.units[i].tokens - target.tokens) <= DECOY_SLACK * target.tokens]
+        if not near:
+            best = min(abs(r.units[i].tokens - target.tokens) for i in same)
+            near = [i for i in same if abs(r.units[i].tokens - target.tokens) == best]
+        i = near[int(rng.integers(len(near)))]
+        picked.append(i)
+        left.remove(i)
+    return picked
 
 
 def _replacement(target: Unit, donors: list[ReasoningRecord], counter, media, rng) -> tuple[Unit, dict]:

@@ -34,13 +34,20 @@ COMMON_INVARIANTS = {
                    "P@1 further from chance than a two-sided binomial test allows at p < 1e-6 (mmbench.builders.checks.leaks)",
     "pool_order_blind": "no query-blind ranker that reads other pools over the same candidates (the slot whose "
                         "occupant changes between them) scores a subset's P@1 further from chance than a two-sided "
-                        "binomial test allows at p < 1e-6; the pool medoid is reported beside it "
-                        "(mmbench.builders.checks.pool_aware)",
-    "shortcut_probe": f"no classifier over query-blind candidate features, over the numbers a query states against "
-                      f"each candidate's counts, or over the candidate's own text (word and character n-grams), "
-                      f"trained {probe.FOLDS}-fold by query group and source record, scores a subset's held-out P@1 "
-                      f"significantly above chance + {probe.MARGIN:g} (one-sided binomial p < {probe.ALPHA:g}; "
-                      f"mmbench.builders.checks.probe)",
+                        "binomial test allows at p < 1e-6 (mmbench.builders.checks.pool_aware)",
+    "pool_centre_free": f"no query-blind pool medoid (the candidate whose word shingles overlap the rest of its pool "
+                        f"most) scores a subset's, a dataset and difficulty's or all items' P@1 significantly above "
+                        f"chance + {probe.MARGIN:g} (one-sided binomial p < {probe.ALPHA:g}; "
+                        f"mmbench.builders.checks.pool_aware)",
+    "lexical_baseline": f"no Hard subset (or dataset and difficulty) is lexically easier than its Easy one "
+                        f"(whole-text BM25 P@1 higher, one-sided Fisher exact p < {lexical.ALPHA:g}), and in no group "
+                        f"does the relevant candidate alone hold its query verbatim in most pools "
+                        f"(mmbench.builders.checks.lexical)",
+    "shortcut_probe": f"no classifier over query-blind candidate and pool features, over the numbers a query states "
+                      f"against each candidate's counts, or over the candidate's own text (word, word-shape and "
+                      f"character n-grams), trained {probe.FOLDS}-fold by query group and source record, scores a "
+                      f"subset's, a dataset and difficulty's or all items' held-out P@1 significantly above chance + "
+                      f"{probe.MARGIN:g} (one-sided binomial p < {probe.ALPHA:g}; mmbench.builders.checks.probe)",
 }
 
 
@@ -123,11 +130,15 @@ def validate(ps: PoolSet, module: ModuleType | None, media_root: Path | None = N
     report.leak_audit = leaks.summary(scores, ps.provenance_columns)
     report.violations.extend(Violation("label_blind", s.subset, s.line()) for s in scores if s.leaks)
     report.checked["label_blind"] = len(scores)
-    pooled = pool_aware.audit(ps)   # rankers that read the whole pool or pool set, never the query
-    report.leak_audit["pool_aware"] = pool_aware.summary(pooled)
+    medoid = {pool_aware.CENTRE: pool_aware.medoid_scores(ps)}     # computed once for both rules
+    pooled = pool_aware.audit(ps, computed=medoid)   # rankers that read the whole pool or pool set, never the query
+    centred = pool_aware.centre(ps, medoid[pool_aware.CENTRE])
+    report.leak_audit["pool_aware"] = pool_aware.summary(pooled, centred)
     enforced = [s for s in pooled if s.baseline in pool_aware.ENFORCED]
     report.violations.extend(Violation("pool_order_blind", s.subset, s.line()) for s in enforced if s.leaks)
     report.checked["pool_order_blind"] = len(enforced)
+    report.violations.extend(Violation("pool_centre_free", c.group, c.line()) for c in centred if c.refuses)
+    report.checked["pool_centre_free"] = len(centred)
     check_shortcut_probe(ps, report, media_root)
     if module is not None:
         report.violations.extend(module.check(ps, report.checked))
@@ -140,14 +151,17 @@ def validate(ps: PoolSet, module: ModuleType | None, media_root: Path | None = N
 
 
 def check_shortcut_probe(ps: PoolSet, report: ValidityReport, media_root: Path | None) -> None:
-    """The learned shortcut probe (a refusal) and the lexical ceiling (information), into the report's leak audit."""
+    """The learned shortcut probe and the lexical baseline (each a refusal), into the report's leak audit."""
     if media_root is None and ps.root is not None:
         media_root = Path(ps.root) / "media"
     found = probe.probe(ps, ps.provenance_columns, media_root)
     report.leak_audit["shortcut_probe"] = probe.summary(found)
-    report.leak_audit["lexical_ceiling"] = lexical.ceiling(ps)
     report.violations.extend(Violation("shortcut_probe", s.subset, s.line()) for s in found if s.refuses)
     report.checked["shortcut_probe"] = sum(s.features in probe.ENFORCED_SETS for s in found)
+    words = report.leak_audit["lexical_ceiling"] = lexical.ceiling(ps)
+    report.violations.extend(Violation("lexical_baseline", group, why)
+                             for group, why in lexical.refusals(words["per_subset"]))
+    report.checked["lexical_baseline"] = len(words["per_subset"])
 
 
 def write_valid_poolset(ps: PoolSet, out: Path, checks: ModuleType | None, media_from: Path | None = None,
