@@ -139,18 +139,21 @@ def build_clip(out: Path, seed: int = 0) -> Path:
     return out
 
 
-def build_siglip(out: Path, seed: int = 0) -> Path:
-    """Save a tiny SigLIP (hidden 32, text window 16, image 32 px, patch 8) with its processor to `out`."""
+def build_siglip(out: Path, seed: int = 0, window: int = 16, append_eos: bool = False) -> Path:
+    """Save a tiny SigLIP (hidden 32, text window 16, image 32 px, patch 8) with its processor to `out`;
+    `append_eos`: the tokenizer ends each text with `</s>`, as google/siglip-base-patch16-224's does."""
     import torch
-    from tokenizers import Tokenizer
+    from tokenizers import Tokenizer, processors
     from transformers import PreTrainedTokenizerFast, SiglipConfig, SiglipImageProcessor, SiglipModel, SiglipProcessor
 
     torch.manual_seed(seed)
     tok = Tokenizer.from_str(_bpe(400, ("</s>", "<pad>")))
-    hf_tok = PreTrainedTokenizerFast(tokenizer_object=tok, eos_token="</s>", pad_token="<pad>", model_max_length=16)
+    if append_eos:
+        tok.post_processor = processors.TemplateProcessing(single="$A </s>", special_tokens=[("</s>", tok.token_to_id("</s>"))])
+    hf_tok = PreTrainedTokenizerFast(tokenizer_object=tok, eos_token="</s>", pad_token="<pad>", model_max_length=window)
     cfg = SiglipConfig(
         text_config=dict(vocab_size=len(hf_tok), hidden_size=32, intermediate_size=64, num_hidden_layers=2,
-                         num_attention_heads=2, max_position_embeddings=16),
+                         num_attention_heads=2, max_position_embeddings=window),
         vision_config=dict(hidden_size=32, intermediate_size=64, num_hidden_layers=2, num_attention_heads=2,
                            image_size=32, patch_size=8))
     model = SiglipModel(cfg).eval()
