@@ -106,3 +106,59 @@ def test_bad_selection_is_a_one_line_error(capsys):
     assert "has no official pool set" in capsys.readouterr().err
     assert main(["reproduce", "--model", "clip-vit-b-32"]) == 2
     assert "not in the reproduction matrix" in capsys.readouterr().err
+
+
+def test_the_reference_ranker_is_a_fixed_function_of_the_request_with_repairable_flaws(tmp_path):
+    """The reference server's reply depends on the query and each image's bytes (not on the port or the run), and
+    its flaws go through the parser's repairs: a full ranking comes back whatever the flaw."""
+    from mmbench.data.media import MediaStore
+    from mmbench.rankers.reference import FLAWS, ReferenceServer, reference_order, reference_ranker
+    from tiny_models import random_image
+
+    media = MediaStore(tmp_path / "media")
+    refs = [media.put_image(random_image(8, 8, i)).ref for i in range(6)]
+    ids = [f"c{i}" for i in range(6)]
+    captions = [f"caption number {k}" for k in range(40)]
+    with ReferenceServer() as first, ReferenceServer() as second:
+        a = [reference_ranker(first).rank(c, ids, refs, media) for c in captions]
+        b = [reference_ranker(second).rank(c, ids, refs, media) for c in captions]
+        card = reference_ranker(first).card.identity()
+    assert first.url != second.url and [r.ranked_ids for r in a] == [r.ranked_ids for r in b]
+    assert all(not r.failed and sorted(r.ranked_ids) == ids for r in a)
+    assert "127.0.0.1" not in json.dumps(card)   # the port would change the protocol id run by run
+    kinds = {k for r in a for k, v in r.repairs.items() if v}
+    assert {"extracted", "missing", "duplicate", "coerced"} <= kinds and len(FLAWS) == 4
+    clean = [r for r in a if not r.n_repairs]
+    assert clean and len(clean) < len(a)
+    # the order is by content: other image bytes give another order for the same caption
+    images = [media.path(r).read_bytes() for r in refs]
+    assert reference_order("q", images) != reference_order("q", images[:1] + [b"x" + images[1]] + images[2:])
+
+
+def test_a_change_in_what_the_ranker_sends_is_a_miss(home, monkeypatch, capsys):
+    """Another label before each image changes the request (its tokens and, through the digest, its flaws): the
+    ranker's row misses, naming task, model, expected and got."""
+    import mmbench.rankers.base as base
+    from dataclasses import replace
+
+    monkeypatch.setenv("MMBENCH_HOME", str(home))
+    monkeypatch.setattr(base, "DEFAULT_PROMPT", replace(base.DEFAULT_PROMPT, label="Picture {id}:"))
+    code = main(["reproduce", "--task", "flickr_hard_negatives", "--model", "llm-ranker"])
+    out = capsys.readouterr().out
+    assert code == 1, out
+    miss = next(line for line in out.splitlines() if line.startswith("MISS") and "input_tokens" in line)
+    assert miss.startswith("MISS flickr_hard_negatives / llm-ranker: input_tokens expected ")
+
+
+@pytest.mark.parametrize("builder", ["clip", "qwen2vl"])
+def test_the_tiny_models_build_the_same_weights_from_the_same_seed(builder, tmp_path):
+    """The matrix's tiny-model rows rest on this: the same seed gives byte-identical weights and tokenizer."""
+    from mmbench.models.tiny_random import BUILDERS
+
+    def digests(folder):
+        return {p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in sorted(folder.iterdir())
+                if p.suffix == ".safetensors" or p.name == "tokenizer.json"}
+
+    one, two = BUILDERS[builder](tmp_path / "a", 0), BUILDERS[builder](tmp_path / "b", 0)
+    assert digests(one) == digests(two) and len(digests(one)) == 2
+    assert digests(BUILDERS[builder](tmp_path / "c", 1)) != digests(one)
