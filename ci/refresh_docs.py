@@ -76,13 +76,26 @@ def refresh_figures() -> int:
     return changed
 
 
+def parse_args(argv: list[str]):
+    import argparse
+
+    parser = argparse.ArgumentParser(prog="python ci/refresh_docs.py", description=__doc__.split("\n\n")[0],
+                                     epilog="Review the diff (`git diff README.md docs/`) before committing it.")
+    parser.add_argument("--figures", action="store_true",
+                        help="only the figures quoted from the matrix and the sample sizes (no command runs)")
+    parser.add_argument("--only", metavar="EXPR", default=None,
+                        help="only the snippets whose test id matches EXPR (a pytest -k expression, e.g. "
+                             "getting-started)")
+    return parser.parse_args(argv)
+
+
 def main(argv: list[str]) -> int:
+    args = parse_args(argv)   # --help prints the usage and exits before anything is rewritten
     print(f"figures from the matrix: {refresh_figures()} page(s) rewritten")
-    if "--figures" in argv:
+    if args.figures:
         return 0
     env = {**os.environ, "MMBENCH_DOCS_REFRESH": "1"}
-    only = argv[argv.index("--only") + 1] if "--only" in argv else None
-    select = f"test_snippet and ({only})" if only else "test_snippet"
+    select = f"test_snippet and ({args.only})" if args.only else "test_snippet"
     done = subprocess.run([sys.executable, "-m", "pytest", "-n", "0", "-q", "tests/test_docs_snippets.py",
                            "tests/test_readme_snippets.py", "-k", select, "--timeout", "3000"], cwd=ROOT, env=env)
     print("output blocks: stale lines rewritten; see `git diff README.md docs/`"

@@ -122,3 +122,16 @@ def test_output_blocks_are_compared_or_counted_as_not_yet():
     assert not grown, f"output blocks no test compares (page: found, allowed): {grown}"
     shrunk = {p: (found.get(p, 0), n) for p, n in NOT_YET_COMPARED.items() if found.get(p, 0) < n}
     assert not shrunk, f"fewer uncompared blocks than NOT_YET_COMPARED allows: lower it {shrunk}"
+
+
+def test_refresh_docs_help_prints_the_usage_and_rewrites_nothing(capsys, monkeypatch):
+    """`python ci/refresh_docs.py --help` once ran the whole refresh (every docs snippet, pages rewritten)."""
+    import refresh_docs
+
+    monkeypatch.setattr(refresh_docs, "refresh_figures", lambda: pytest.fail("--help rewrote the figures"))
+    with pytest.raises(SystemExit) as done:
+        refresh_docs.main(["--help"])
+    assert done.value.code == 0 and "--figures" in capsys.readouterr().out
+    with pytest.raises(SystemExit) as bad:
+        refresh_docs.main(["--fgures"])
+    assert bad.value.code == 2
