@@ -102,9 +102,11 @@ def conditions(tasks: Iterable[str]) -> list[Condition]:
 
 
 def select(conds: Sequence[Condition], tasks: Sequence[str] = (), models: Sequence[str] = (),
-           fast: bool = False) -> list[Condition]:
+           fast: bool = False, slow: bool = False) -> list[Condition]:
+    """The conditions of these tasks and models (none given: all); `fast`: only the fast ones, `slow`: only the
+    slow ones."""
     return [c for c in conds if (not tasks or c.task in tasks) and (not models or c.model in models)
-            and (c.fast or not fast)]
+            and (c.fast or not fast) and (not c.fast or not slow)]
 
 
 @dataclass(frozen=True)

@@ -28,9 +28,13 @@ def register(sub) -> None:
     p.add_argument("--model", action="append", type=_names, default=[], metavar="M[,M2]",
                    help="only these models (repeatable; default: all of the matrix's: bm25, minilm, tiny-clip, "
                         "tiny-gme, llm-ranker)")
-    p.add_argument("--fast", action="store_true",
-                   help="only the fast conditions (what CI runs): the conditions over the whole samples less the slow "
-                        "ones, MiniLM and the tiny models on a seeded selection of the largest samples instead")
+    speed = p.add_mutually_exclusive_group()
+    speed.add_argument("--fast", action="store_true",
+                       help="only the fast conditions (what CI runs): MiniLM and the tiny models on a seeded selection "
+                            "of the largest samples instead of the whole sample")
+    speed.add_argument("--slow", action="store_true",
+                       help="only the slow conditions: the whole samples the fast part takes a selection of (MiniLM "
+                            "on all of Visual Grounding's items among them); run before a release")
     p.add_argument("--matrix", type=Path, default=None, help="the matrix to compare with (default: the shipped one)")
     p.add_argument("--write-matrix", type=Path, default=None, metavar="PATH",
                    help="run the selected conditions and write their rows to PATH (other rows of the file are kept); "
@@ -110,6 +114,28 @@ def _runner(registry, scratch: Path):
     return run
 
 
+def _selection(args: argparse.Namespace, official_tasks: list[str]) -> list[Any]:
+    """The conditions the command line selects; an unknown task or model, or a selection of none, is an error."""
+    from mmbench.leaderboards import reproduction as rp
+
+    tasks = [t for group in args.task for t in group]
+    models = [m for group in args.model for m in group]
+    for t in tasks:
+        if t not in official_tasks:
+            raise CLIError(f"task {t!r} has no official pool set; tasks with one: {', '.join(official_tasks)}")
+    for m in models:
+        if m not in rp.MODEL_NAMES:
+            raise CLIError(f"model {m!r} is not in the reproduction matrix; models in it: {', '.join(rp.MODEL_NAMES)}")
+    conds = rp.select(rp.conditions(official_tasks), tasks, models, args.fast, args.slow)
+    if not conds:
+        where = {m.name: ", ".join(m.tasks) if m.tasks else "every task" for m in rp.MODELS}
+        raise CLIError("no condition of the matrix matches this selection (models and their tasks: "
+                       + "; ".join(f"{k}: {v}" for k, v in where.items())
+                       + "; slow conditions: " + (", ".join(c.key for c in rp.conditions(official_tasks)
+                                                             if not c.fast) or "none") + ")")
+    return conds
+
+
 def cmd_reproduce(args: argparse.Namespace) -> int:
     from mmbench import __version__
     from mmbench.cli.quiet import quiet_libraries
@@ -119,16 +145,8 @@ def cmd_reproduce(args: argparse.Namespace) -> int:
     from mmbench.leaderboards.official import OfficialRegistry
 
     registry = OfficialRegistry.load()
-    tasks = [t for group in args.task for t in group]
-    models = [m for group in args.model for m in group]
     official_tasks = registry.tasks()
-    for t in tasks:
-        if t not in official_tasks:
-            raise CLIError(f"task {t!r} has no official pool set; tasks with one: {', '.join(official_tasks)}")
-    for m in models:
-        if m not in rp.MODEL_NAMES:
-            raise CLIError(f"model {m!r} is not in the reproduction matrix; models in it: {', '.join(rp.MODEL_NAMES)}")
-    conds = rp.select(rp.conditions(official_tasks), tasks, models, args.fast)
+    conds = _selection(args, official_tasks)
     if not args.write_matrix:
         try:
             matrix = rp.load_matrix(args.matrix)
