@@ -37,8 +37,9 @@ def register(sub) -> None:
                             "on all of Visual Grounding's items among them); run before a release")
     p.add_argument("--matrix", type=Path, default=None, help="the matrix to compare with (default: the shipped one)")
     p.add_argument("--write-matrix", type=Path, default=None, metavar="PATH",
-                   help="run the selected conditions and write their rows to PATH (other rows of the file are kept); "
-                        "the maintainer's command after an official hash is re-issued")
+                   help="run the selected conditions and write their rows to PATH (the file's other rows are kept, "
+                        "but for conditions the matrix no longer has); the maintainer's command after an official "
+                        "hash is re-issued")
     p.set_defaults(func=cmd_reproduce)
 
 
@@ -162,7 +163,8 @@ def cmd_reproduce(args: argparse.Namespace) -> int:
             kept = rp.load_matrix(path) if path.is_file() else {}
         except rp.MatrixError as exc:
             raise CLIError(str(exc)) from None
-        rows = {k: r for k, r in kept.items() if r.task in official_tasks}
+        known = {c.key for c in rp.conditions(official_tasks)}   # a row of a condition no longer run is dropped
+        rows = {k: r for k, r in kept.items() if k in known}
 
         def save(row: rp.Row) -> None:   # saved as each condition finishes: an interruption keeps what ran
             rows[row.key] = row
