@@ -7,8 +7,9 @@
 1. Every figure quoted as `<!--repro:TASK/MODEL/LIMIT/FIGURE-->0.458` in README.md and docs/ is rewritten from
    mmbench/leaderboards/data/reproduction_matrix.json at the decimals it shows (`mmbench reproduce
    --write-matrix ...` writes the matrix; tests/test_docs_outputs.py checks the two agree), and every sample size
-   quoted as `<!--sample:TASK/items-->7,200` (or `/candidates`) from leaderboards/data/sample_runtimes.json, the
-   file `mmbench list tasks` reads: one source for the sizes every page states.
+   quoted as `<!--sample:TASK/items-->7,200` (or `/candidates`, or the build's seconds as `/build_seconds`) from
+   leaderboards/data/sample_runtimes.json, the file `mmbench list tasks` reads: one source for the sizes and
+   build times every page states.
 2. The snippet tests run with MMBENCH_DOCS_REFRESH=1: every output block shown under a command is compared with
    what the command prints, and each stale line is rewritten with the printed one (tests/shown_output.py).
 Review the diff (`git diff README.md docs/`) before committing it.
@@ -34,12 +35,14 @@ def pages() -> list[Path]:
 
 def matrix_figures(path: Path = MATRIX, runtimes: Path = RUNTIMES) -> dict[str, float]:
     """`repro:task/model/limit/figure` -> the matrix's value (limit: `all` or the number), and
-    `sample:task/items` / `sample:task/candidates` -> the shipped sample sizes."""
+    `sample:task/items` / `sample:task/candidates` / `sample:task/build_seconds` -> the shipped sample sizes and
+    build times (perf/sample_runtimes.py measures them)."""
     rows = json.loads(path.read_text(encoding="utf-8"))["rows"]
     out = {f"repro:{r['task']}/{r['model']}/{'all' if r['limit'] is None else r['limit']}/{name}": fig["value"]
            for r in rows for name, fig in r["figures"].items()}
     for task, f in json.loads(runtimes.read_text(encoding="utf-8"))["tasks"].items():
-        out.update({f"sample:{task}/items": f["items"], f"sample:{task}/candidates": f["candidates"]})
+        out.update({f"sample:{task}/items": f["items"], f"sample:{task}/candidates": f["candidates"],
+                    f"sample:{task}/build_seconds": f["build_seconds"]})
     return out
 
 
