@@ -55,10 +55,10 @@ class MatrixModel:
     exact: bool = False                       # no float kernels: figures agree to EXACT_TOLERANCE
 
 
-# Visual Grounding's sample has 7,200 items over 7,250 documents. MiniLM over all of them took 5.7 min on the
-# 2 shared cores of the development machine (1.8 min of CPU; 24.8 min for `mmbench reproduce --task
-# visual_grounding --model minilm` from a cold MMBENCH_HOME), over the ~5 min a test may take: the fast part runs
-# it on a seeded selection of 300 items and the whole sample is slow. Every item's pool spans the sample's
+# Visual Grounding's sample has 7,200 items over 7,250 documents. MiniLM over all of them took 4.5 to 8.1 min on
+# the 2 shared cores of the development machine (1.6 to 2.0 min of CPU; 24.8 min for `mmbench reproduce --task
+# visual_grounding --model minilm` from a cold MMBENCH_HOME), around or over the ~5 min a test may take: the fast
+# part runs it on a seeded selection of 300 items and the whole sample is slow. Every item's pool spans the sample's
 # documents, so a selection still encodes all 7,250 (6,000 with images): the tiny image models do not run there.
 VG = "visual_grounding"
 MODELS = (
