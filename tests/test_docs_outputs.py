@@ -102,7 +102,7 @@ NOT_YET_COMPARED = {"architecture.md": 1, "efficiency.md": 1,
                     "statistics-and-reports.md": 2,
                     # issue 45 added the memory refusal line (it needs an address-space limit to print)
                     "reliability-guide.md": 6,
-                    "tasks/multi-source-reasoning.md": 1, "validity-and-leaks.md": 2, "verify-backend.md": 2}
+                    "validity-and-leaks.md": 2, "verify-backend.md": 2}
 
 
 def test_output_blocks_are_compared_or_counted_as_not_yet():
