@@ -62,12 +62,12 @@ class MatrixModel:
 # documents, so a selection still encodes all 7,250 (6,000 with images): the tiny image models do not run there.
 VG = "visual_grounding"
 MODELS = (
-    MatrixModel("bm25", "Okapi BM25 (text only)", exact=True),
-    MatrixModel("minilm", "all-MiniLM-L6-v2 (text only)", fast_limit={VG: 300}, slow=(VG,)),
-    MatrixModel("tiny-clip", "tiny random CLIP dual encoder (text and images)",
+    MatrixModel("bm25", "Okapi BM25, text only", exact=True),
+    MatrixModel("minilm", "all-MiniLM-L6-v2, text only", fast_limit={VG: 300}, slow=(VG,)),
+    MatrixModel("tiny-clip", "tiny random CLIP dual encoder, text and images",
                 tasks=("flickr_hard_negatives", "logical_summarization", "multi_source_reasoning",
                        "temporal_summarization")),
-    MatrixModel("tiny-gme", "tiny random Qwen2-VL through GME's adapter (text and images, 2,048-token window)",
+    MatrixModel("tiny-gme", "tiny random Qwen2-VL through GME's adapter, text and images, 2,048-token window",
                 tasks=("flickr_hard_negatives", "logical_summarization", "multi_source_reasoning",
                        "temporal_summarization")),
     MatrixModel("llm-ranker", "openai-chat listwise ranker against the loopback reference server",

@@ -129,7 +129,7 @@ def _selection(args: argparse.Namespace, official_tasks: list[str]) -> list[Any]
             raise CLIError(f"model {m!r} is not in the reproduction matrix; models in it: {', '.join(rp.MODEL_NAMES)}")
     conds = rp.select(rp.conditions(official_tasks), tasks, models, args.fast, args.slow)
     if not conds:
-        where = {m.name: ", ".join(m.tasks) if m.tasks else "every task" for m in rp.MODELS}
+        where = {f"{m.name} ({m.description})": ", ".join(m.tasks) if m.tasks else "every task" for m in rp.MODELS}
         raise CLIError("no condition of the matrix matches this selection (models and their tasks: "
                        + "; ".join(f"{k}: {v}" for k, v in where.items())
                        + "; slow conditions: " + (", ".join(c.key for c in rp.conditions(official_tasks)
