@@ -7,8 +7,9 @@
 1. Every figure quoted as `<!--repro:TASK/MODEL/LIMIT/FIGURE-->0.458` in README.md and docs/ is rewritten from
    mmbench/leaderboards/data/reproduction_matrix.json at the decimals it shows (`mmbench reproduce
    --write-matrix ...` writes the matrix; tests/test_docs_outputs.py checks the two agree), and every sample size
-   quoted as `<!--sample:TASK/items-->7,200` (or `/candidates`) from leaderboards/data/sample_runtimes.json, the
-   file `mmbench list tasks` reads: one source for the sizes every page states.
+   quoted as `<!--sample:TASK/items-->7,200` (or `/candidates`, or the build's seconds as `/build_seconds`) from
+   leaderboards/data/sample_runtimes.json, the file `mmbench list tasks` reads: one source for the sizes and
+   build times every page states.
 2. The snippet tests run with MMBENCH_DOCS_REFRESH=1: every output block shown under a command is compared with
    what the command prints, and each stale line is rewritten with the printed one (tests/shown_output.py).
 Review the diff (`git diff README.md docs/`) before committing it.
@@ -34,12 +35,14 @@ def pages() -> list[Path]:
 
 def matrix_figures(path: Path = MATRIX, runtimes: Path = RUNTIMES) -> dict[str, float]:
     """`repro:task/model/limit/figure` -> the matrix's value (limit: `all` or the number), and
-    `sample:task/items` / `sample:task/candidates` -> the shipped sample sizes."""
+    `sample:task/items` / `sample:task/candidates` / `sample:task/build_seconds` -> the shipped sample sizes and
+    build times (perf/sample_runtimes.py measures them)."""
     rows = json.loads(path.read_text(encoding="utf-8"))["rows"]
     out = {f"repro:{r['task']}/{r['model']}/{'all' if r['limit'] is None else r['limit']}/{name}": fig["value"]
            for r in rows for name, fig in r["figures"].items()}
     for task, f in json.loads(runtimes.read_text(encoding="utf-8"))["tasks"].items():
-        out.update({f"sample:{task}/items": f["items"], f"sample:{task}/candidates": f["candidates"]})
+        out.update({f"sample:{task}/items": f["items"], f"sample:{task}/candidates": f["candidates"],
+                    f"sample:{task}/build_seconds": f["build_seconds"]})
     return out
 
 
@@ -76,13 +79,26 @@ def refresh_figures() -> int:
     return changed
 
 
+def parse_args(argv: list[str]):
+    import argparse
+
+    parser = argparse.ArgumentParser(prog="python ci/refresh_docs.py", description=__doc__.split("\n\n")[0],
+                                     epilog="Review the diff (`git diff README.md docs/`) before committing it.")
+    parser.add_argument("--figures", action="store_true",
+                        help="only the figures quoted from the matrix and the sample sizes (no command runs)")
+    parser.add_argument("--only", metavar="EXPR", default=None,
+                        help="only the snippets whose test id matches EXPR (a pytest -k expression, e.g. "
+                             "getting-started)")
+    return parser.parse_args(argv)
+
+
 def main(argv: list[str]) -> int:
+    args = parse_args(argv)   # --help prints the usage and exits before anything is rewritten
     print(f"figures from the matrix: {refresh_figures()} page(s) rewritten")
-    if "--figures" in argv:
+    if args.figures:
         return 0
     env = {**os.environ, "MMBENCH_DOCS_REFRESH": "1"}
-    only = argv[argv.index("--only") + 1] if "--only" in argv else None
-    select = f"test_snippet and ({only})" if only else "test_snippet"
+    select = f"test_snippet and ({args.only})" if args.only else "test_snippet"
     done = subprocess.run([sys.executable, "-m", "pytest", "-n", "0", "-q", "tests/test_docs_snippets.py",
                            "tests/test_readme_snippets.py", "-k", select, "--timeout", "3000"], cwd=ROOT, env=env)
     print("output blocks: stale lines rewritten; see `git diff README.md docs/`"

@@ -1,16 +1,21 @@
 """The reproduction matrix: the scores each official pool set must give each model that runs on CPU here.
 
 For every task's official pool set (leaderboards/data/official_hashes.json, the task's current version) and
-each condition of `CONDITIONS` (a model, an item limit, fast or slow), the matrix
+each condition of `conditions` (a model of `MODELS`, an item limit, fast or slow), the matrix
 (``mmbench/leaderboards/data/reproduction_matrix.json``) holds the pool set's content hash, the run's protocol id,
 the number of items, and the expected main score and a few secondary figures, each with a tolerance.
 `mmbench reproduce` runs the conditions again and compares; a miss (another figure, another protocol, a pool
 set the matrix does not know) names task, model, expected and got, and the command exits 1.
 
-Tolerances: a lexical scorer (BM25) is arithmetic on counts, so its figures must agree to the 6 decimals scores
-are ranked by (`LEXICAL_TOLERANCE`); a neural model's float kernels differ between CPUs, and a score within
-1e-6 of another can round to a tie on one machine and not on another, so one item may flip: its tolerance is
-one item's share of the figure (1 / n items).
+The models: BM25 and MiniLM (text only), two tiny random-weight models that see images (`tiny-clip`, CLIP's
+dual encoder; `tiny-gme`, GME's Qwen2-VL adapter; built offline by `mmbench.models.tiny_random`), and an LLM
+listwise ranker (`llm-ranker`: the openai-chat adapter against the loopback reference server of
+`mmbench.rankers.reference`, on the task whose candidates are single images).
+
+Tolerances: BM25 and the reference ranker are arithmetic on counts and hashes, so their figures must agree to
+the 6 decimals scores are ranked by (`EXACT_TOLERANCE`) and their counts exactly; a neural model's float kernels
+differ between CPUs, and a score within 1e-6 of another can round to a tie on one machine and not on another,
+so one item may flip: its tolerance is one item's share of the figure (1 / n items).
 
 `mmbench reproduce --write-matrix PATH` regenerates the rows from fresh builds (CONTRIBUTING: a re-issued hash
 updates the matrix in the same change).
@@ -29,12 +34,47 @@ from mmbench.data.media import atomic_write_bytes
 FORMAT = "mmbench-reproduction/1"
 REGENERATE = "mmbench reproduce --write-matrix leaderboards/data/reproduction_matrix.json"
 SECONDARY = ("recall_at_5", "mrr_at_10", "ndcg_at_10")
-LEXICAL_TOLERANCE = 1e-6
-LEXICAL_MODELS = ("bm25",)
-# Visual Grounding's sample has 7,200 items: MiniLM over all of them takes minutes on 2 cores, so the fast
-# part runs it on a seeded `--limit` selection (its own protocol id), and the whole sample in the slow part.
-FAST_LIMIT = {"visual_grounding": 300}
-CPU_MODELS = ("bm25", "minilm")
+# counts compared exactly: the items that failed (every run), and for a ranker's run the items whose reply was
+# repaired and the input tokens
+COUNTS = ("failed_items", "items_repaired", "input_tokens")
+EXACT_TOLERANCE = 1e-6
+
+
+@dataclass(frozen=True)
+class MatrixModel:
+    """A model of the matrix: the tasks it runs on and which conditions are fast (CI) or slow (before a release)."""
+
+    name: str
+    description: str
+    tasks: tuple[str, ...] | None = None     # None: every task with an official pool set
+    # tasks whose fast condition is a seeded `--limit` selection (its own protocol id) instead of the whole sample
+    fast_limit: Mapping[str, int] = field(default_factory=dict)
+    # tasks whose whole sample is a slow condition (`mmbench reproduce --slow`), kept out of the test suite; such a
+    # task has no fast condition unless `fast_limit` gives it one
+    slow: tuple[str, ...] = ()
+    exact: bool = False                       # no float kernels: figures agree to EXACT_TOLERANCE
+
+
+# Visual Grounding's sample has 7,200 items over 7,250 documents. MiniLM over all of them took 4.5 to 8.1 min on
+# the 2 shared cores of the development machine (1.6 to 2.0 min of CPU; 24.8 min for `mmbench reproduce --task
+# visual_grounding --model minilm` from a cold MMBENCH_HOME), around or over the ~5 min a test may take: the fast
+# part runs it on a seeded selection of 300 items and the whole sample is slow. Every item's pool spans the sample's
+# documents, so a selection still encodes all 7,250 (6,000 with images): the tiny image models do not run there.
+VG = "visual_grounding"
+MODELS = (
+    MatrixModel("bm25", "Okapi BM25, text only", exact=True),
+    MatrixModel("minilm", "all-MiniLM-L6-v2, text only", fast_limit={VG: 300}, slow=(VG,)),
+    MatrixModel("tiny-clip", "tiny random CLIP dual encoder, text and images",
+                tasks=("flickr_hard_negatives", "logical_summarization", "multi_source_reasoning",
+                       "temporal_summarization")),
+    MatrixModel("tiny-gme", "tiny random Qwen2-VL through GME's adapter, text and images, 2,048-token window",
+                tasks=("flickr_hard_negatives", "logical_summarization", "multi_source_reasoning",
+                       "temporal_summarization")),
+    MatrixModel("llm-ranker", "openai-chat listwise ranker against the loopback reference server",
+                tasks=("flickr_hard_negatives",), exact=True),
+)
+MODEL_NAMES = tuple(m.name for m in MODELS)
+EXACT_MODELS = tuple(m.name for m in MODELS if m.exact)
 
 
 class MatrixError(ValueError):
@@ -56,22 +96,27 @@ class Condition:
 
 
 def conditions(tasks: Iterable[str]) -> list[Condition]:
-    """Every condition for `tasks`: BM25 and MiniLM over all items (fast); where a task is too large for that in
-    CI, MiniLM on a seeded selection (fast) and over all items (slow)."""
+    """Every condition for `tasks`: each model of `MODELS` on the tasks it runs on, over all items (fast) or on its
+    seeded selection (fast), and over all items (slow) where the model's `slow` names the task."""
     out = []
     for task in sorted(tasks):
-        for model in CPU_MODELS:
-            limit = FAST_LIMIT.get(task) if model not in LEXICAL_MODELS else None
-            out.append(Condition(task, model, limit, fast=True))
-            if limit is not None:
-                out.append(Condition(task, model, None, fast=False))
+        for model in MODELS:
+            if model.tasks is not None and task not in model.tasks:
+                continue
+            limit = model.fast_limit.get(task)
+            if limit is not None or task not in model.slow:
+                out.append(Condition(task, model.name, limit, fast=True))
+            if task in model.slow:
+                out.append(Condition(task, model.name, None, fast=False))
     return out
 
 
 def select(conds: Sequence[Condition], tasks: Sequence[str] = (), models: Sequence[str] = (),
-           fast: bool = False) -> list[Condition]:
+           fast: bool = False, slow: bool = False) -> list[Condition]:
+    """The conditions of these tasks and models (none given: all); `fast`: only the fast ones, `slow`: only the
+    slow ones."""
     return [c for c in conds if (not tasks or c.task in tasks) and (not models or c.model in models)
-            and (c.fast or not fast)]
+            and (c.fast or not fast) and (not c.fast or not slow)]
 
 
 @dataclass(frozen=True)
@@ -144,8 +189,9 @@ def save_matrix(rows: Iterable[Row], path: Path | str, version: str) -> Path:
     """Write the rows (sorted by task, model, limit) with how they were made."""
     ordered = sorted(rows, key=lambda r: (r.task, r.model, -1 if r.limit is None else r.limit))
     data = {"format": FORMAT, "written_by": REGENERATE, "mmbench_version": version,
-            "tolerances": {"lexical": "LEXICAL_TOLERANCE (scores are ranked to 6 decimals)",
-                           "neural": "one item's share, 1 / n_items (CPU kernels may flip one near-tie)"},
+            "tolerances": {"exact": "EXACT_TOLERANCE (BM25, the reference ranker: scores are ranked to 6 decimals)",
+                           "neural": "one item's share, 1 / n_items (CPU kernels may flip one near-tie)",
+                           "counts": "0 (failed items; a ranker's repaired items and input tokens)"},
             "rows": [r.to_json() for r in ordered]}
     path = Path(path)
     atomic_write_bytes(path, (json.dumps(data, indent=1) + "\n").encode())
@@ -153,16 +199,23 @@ def save_matrix(rows: Iterable[Row], path: Path | str, version: str) -> Path:
 
 
 def tolerance_for(model: str, n_items: int) -> float:
-    return LEXICAL_TOLERANCE if model in LEXICAL_MODELS else round(1.0 / max(n_items, 1), 6)
+    return EXACT_TOLERANCE if model in EXACT_MODELS else round(1.0 / max(n_items, 1), 6)
 
 
 def figures_of(summary: Mapping[str, Any]) -> tuple[str, dict[str, float]]:
-    """The main metric and the figures a matrix row holds, from a run's summary (the group over all items)."""
+    """The main metric and the figures a matrix row holds, from a run's summary (the group over all items), with the
+    items that failed (their metrics are not in the means); a ranker's run adds the items whose reply was repaired
+    and the input tokens (`COUNTS`)."""
     info = summary["mmbench"]
     main = str(info["main_metric"])
     overall = next(g for g in info["groups"] if g.get("hf_subset") == "all")
     keys = [main, *(k for k in SECONDARY if k != main)]
-    return main, {k: float(overall[k]) for k in keys if overall.get(k) is not None}
+    out = {k: float(overall[k]) for k in keys if overall.get(k) is not None}
+    out["failed_items"] = float(info.get("n_failed_items") or 0)
+    if isinstance(info.get("repairs"), dict):
+        out["items_repaired"] = float(info["repairs"]["items_repaired"])
+        out["input_tokens"] = float((info.get("tokens") or {}).get("input", 0))
+    return main, out
 
 
 def row_from_summary(cond: Condition, summary: Mapping[str, Any]) -> Row:
@@ -173,7 +226,8 @@ def row_from_summary(cond: Condition, summary: Mapping[str, Any]) -> Row:
     seen = {"documents": (info.get("encode") or {}).get("documents"),
             "unseen": info.get("documents_with_unseen_modalities"), "modalities": info.get("modalities_seen")}
     return Row(cond.task, cond.model, cond.limit, cond.fast, str(info["task_version"]), str(info["content_hash"]),
-               str(info["protocol_id"]), n, main, {k: Figure(round(v, 9), tol) for k, v in got.items()}, seen)
+               str(info["protocol_id"]), n, main,
+               {k: Figure(round(v, 9), 0.0 if k in COUNTS else tol) for k, v in got.items()}, seen)
 
 
 def seen_note(row: Row | None, candidates: int | None = None) -> str:
@@ -225,8 +279,10 @@ def compare(cond: Condition, expected: Row | None, got: Row) -> list[Check]:
     return out
 
 
-def _num(x: float | None) -> str:
-    return "-" if x is None else f"{x:.6f}"
+def _num(x: float | None, figure: str = "") -> str:
+    if x is None:
+        return "-"
+    return f"{x:,.0f}" if figure in COUNTS else f"{x:.6f}"
 
 
 def table(checks: Sequence[Check], rows: Mapping[str, Row], seconds: Mapping[str, float]) -> list[str]:
@@ -241,7 +297,8 @@ def table(checks: Sequence[Check], rows: Mapping[str, Row], seconds: Mapping[str
         items = "all" if c.condition.limit is None else f"limit {c.condition.limit}"
         body.append([c.condition.task if first else "", c.condition.model if first else "", items if first else "",
                      row.content_hash[:12] if first and row else "", row.protocol_id if first and row else "",
-                     c.figure, _num(c.expected), _num(c.got), "-" if c.tolerance is None else f"±{c.tolerance:g}",
+                     c.figure, _num(c.expected, c.figure), _num(c.got, c.figure),
+                     "-" if c.tolerance is None else f"±{c.tolerance:g}",
                      "ok" if c.ok else "MISS"])
     widths = [max(len(h), *(len(r[i]) for r in body)) if body else len(h) for i, h in enumerate(head)]
     fmt = lambda cells: "  ".join(x.ljust(w) for x, w in zip(cells, widths)).rstrip()  # noqa: E731
@@ -259,7 +316,7 @@ def miss_lines(checks: Sequence[Check]) -> list[str]:
         if c.why:
             out.append(f"MISS {where}: {c.why}")
         else:
-            out.append(f"MISS {where}: {c.figure} expected {_num(c.expected)}, got {_num(c.got)} "
+            out.append(f"MISS {where}: {c.figure} expected {_num(c.expected, c.figure)}, got {_num(c.got, c.figure)} "
                        f"(tolerance ±{c.tolerance:g})")
     return out
 

@@ -169,10 +169,10 @@ def test_local_paths_never_show_as_model_names():
 def test_metadata_comes_from_board_then_registry_then_card():
     card = {"name": "/data/all-MiniLM-L6-v2", "dim": 999, "max_tokens": 128, "modalities": ["text"], "settings": {}}
     m = resolve(card)
-    # the context window is the run's own (its protocol line's), not the registry's nominal 256
+    # the context window is the run's own (its protocol line's); the registry's (254, the same for a default run) fills in
     assert (m.parameters, m.dim, m.context, m.license) == (22_713_216, 384, 128, "apache-2.0")
     assert m.weights == "https://huggingface.co/sentence-transformers/all-MiniLM-L6-v2" and m.source == "card, registry:minilm"
-    assert resolve({**card, "max_tokens": None}).context == 256
+    assert resolve({**card, "max_tokens": None}).context == 254
     own = resolve(card, {"/data/all-MiniLM-L6-v2": {"license": "custom", "dim": 128}})
     assert own.license == "custom" and own.dim == 128 and own.parameters == 22_713_216
     unknown = resolve({"name": "my-model", "dim": 64, "max_tokens": 512, "modalities": ["image", "text"]})

@@ -47,3 +47,26 @@ def test_list_models_shows_hub_id_parameters_dim_window_and_modalities(capsys):
     doubao = next(r for r in rows if r.startswith("doubao-seed-1.6-embedding"))
     assert "128000" in doubao and "2048" in doubao
     assert "UNVERIFIED" in next(r for r in rows if r.startswith("mmemb-r1"))
+
+
+def test_the_listed_context_is_the_window_a_run_reads(capsys, minilm, tmp_path):
+    """`list models`, the run's protocol line and the board's model page print one figure: the card's `max_tokens`.
+    MiniLM loads here; CLIP's and SigLIP's formula (the window less the tokenizer's specials) is checked on tiny
+    random models with the real tokenizers' special tokens (CLIP: BOS and EOS in 77 positions; SigLIP: EOS in 64)."""
+    from tiny_models import build_clip, build_siglip
+
+    from mmbench.leaderboards.modelmeta import resolve
+    from mmbench.models.clip import DualEncoderModel
+
+    specs = {s.name: s for s in model_specs()}
+    assert specs["minilm"].context == minilm.card.max_tokens == 254
+    clip = DualEncoderModel(model_path=str(build_clip(tmp_path / "clip")), device="cpu")
+    assert specs["clip-vit-b-32"].context == clip.card.max_tokens == 75
+    siglip = DualEncoderModel(model_path=str(build_siglip(tmp_path / "siglip", window=64, append_eos=True)), device="cpu")
+    assert specs["siglip-base"].context == siglip.card.max_tokens == 63
+    assert main(["list", "models"]) == 0
+    row = next(r for r in capsys.readouterr().out.splitlines() if r.startswith("minilm "))
+    assert row.split()[2] == "254", row
+    # the board's model page: the run's own window, and the registry's (the same) for a card that states none
+    card = minilm.card.identity()
+    assert resolve(card).context == resolve({**card, "max_tokens": None}).context == 254

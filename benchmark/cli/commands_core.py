@@ -212,7 +212,13 @@ def cmd_list(args: argparse.Namespace) -> int:
 
                 for line in details(m.name):
                     print(f"{'':26s} {line}")
+        print(CONTEXT_NOTE)
     return 0
+
+
+CONTEXT_NOTE = ("context: the tokens of a document's text a run reads (its protocol line's window; MiniLM 254 = 256 "
+                "positions less [CLS] and [SEP]); for template models (Qwen-VL, E5-V, APIs) the model's window, "
+                "less the template and a margin in a run")
 
 
 def format_parameters(n: int | None) -> str:

