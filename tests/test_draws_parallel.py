@@ -213,8 +213,8 @@ def test_a_cached_model_runs_in_the_driver_over_the_draws_in_order(tmp_path, mon
                                       announce=said.append)
     assert [ps.manifest["seed"] for ps in poolsets] == [3, 1] and model.calls
     assert [r.content_hash for r in runs] == [ps.content_hash for ps in poolsets]
-    assert said == [f"building draw {p.seed} of multi_source_reasoning into {draw_folder(spec, 'sample', p)}"
-                    for p in plans]
+    assert said == ["making 2 draws in 2 worker processes (--jobs 2)"] + [
+        f"building draw {p.seed} of multi_source_reasoning into {draw_folder(spec, 'sample', p)}" for p in plans]
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
