@@ -84,20 +84,22 @@ def msr_bm25(tmp_path_factory):
     return root, load_poolset(root / "ps"), load_results(root / "full").per_query.set_index("item_id", drop=False)
 
 
-# Known defect, kept visible: on the MSR 1.5 sample (P@1 0.84) the interval over-covers at --limit 20 (0.986 over
-# 2,000 seeds, 198 of the 200 seeds here; 0.974 at 50, 0.968 at 72): too wide, not too narrow. Strict, so the test
-# fails again once the estimator is mended and the case must come back into the 90-98 % band.
-@pytest.mark.parametrize("limit", [pytest.param(20, marks=pytest.mark.xfail(
-    strict=True, reason="interval over-covers at --limit 20 on MSR 1.5: 0.986 over 2,000 seeds (band 0.90-0.98)")),
-    50, 72])
+@pytest.mark.parametrize("limit", [20, 50, 72])
 def test_limit_scores_are_unbiased_and_their_cis_cover_the_full_score(msr_bm25, limit):
     """200 seeds at each limit on the MSR sample with BM25: the mean of the limit-run estimates is within one
-    standard error of the full score (and within 3 Monte Carlo se of it), and the 95 % CIs cover it in 90-98 %
-    of seeds. (The old cost-first selection gave one answer, above the median of random choices in 14 of 14
-    cases: MSR BM25 at --limit 72 read 0.819 against 0.784.)"""
+    standard error of the full score (and within 3 Monte Carlo se of it), the 95 % CIs cover it in at least 90 %
+    of seeds, and they are not wider than the estimates' own spread calls for: the mean width is within 25 % of
+    the oracle width 2 x 1.96 x (the estimates' standard deviation over the seeds).
+
+    Coverage is not bounded above at one fixed truth: at --limit 20 the estimate takes 9 distinct values (P@1 0.84),
+    so any interval's coverage jumps with the truth (0.986 over 2,000 seeds here, at an oracle-width ratio of 1.07;
+    the exact hypergeometric coverage of this interval for one stratum of 144 items at n = 20 ranges 0.948-0.989
+    over the truths). Width, not coverage, is what says an interval is too wide. (The old cost-first selection gave
+    one answer, above the median of random choices in 14 of 14 cases: MSR BM25 at --limit 72 read 0.819 against
+    0.784.)"""
     _, ps, full = msr_bm25
     truth = float(full["precision_at_1"].mean())
-    values, ses, covered = [], [], 0
+    values, ses, widths, covered = [], [], [], 0
     for seed in range(200):
         items = select_sample(ps.pools, limit, seed)
         record = selection_record(items, ps.pools, limit, seed)
@@ -105,11 +107,14 @@ def test_limit_scores_are_unbiased_and_their_cis_cover_the_full_score(msr_bm25, 
         e = limit_estimates(rows, items, record, ["precision_at_1"])["precision_at_1"]
         values.append(e["value"])
         ses.append(e["se"])
+        widths.append(e["ci_high"] - e["ci_low"])
         covered += e["ci_low"] <= truth <= e["ci_high"]
     values = np.array(values)
     assert abs(values.mean() - truth) <= np.mean(ses)
     assert abs(values.mean() - truth) <= 3 * values.std(ddof=1) / np.sqrt(200)
-    assert 0.90 <= covered / 200 <= 0.98, covered
+    assert covered / 200 >= 0.90, covered
+    oracle = 2 * 1.96 * values.std(ddof=1)
+    assert 0.75 <= np.mean(widths) / oracle <= 1.25, (np.mean(widths), oracle)
 
 
 def test_the_runner_records_the_estimate_and_a_full_size_limit_joins_a_full_run(msr_bm25, capsys):
