@@ -25,6 +25,13 @@ last-token Pooling, Normalize) and `QWEN3_VL_CHAT_TEMPLATE`, the system, user an
 branches of Qwen3-VL's chat template (its tool and assistant branches never run for an embedding input).
 These files are the test's statement of the checkpoint's, not read from it; the wrapper's instruction
 handling, image processor bounds, sentence-transformers' message building and pooling run unchanged.
+
+Video (`video_file`, `FfmpegVideo`): mteb's collators decode a dataset's video column with torchcodec's
+`VideoDecoder` (not installed here) and read three things from it: `metadata.num_frames`,
+`metadata.end_stream_seconds` and `get_frames_at(indices).data` (uint8, frames x channels x height x
+width). `video_file` writes a clip's frames losslessly (FFV1) with the ffmpeg program, and `FfmpegVideo`
+decodes that file back with ffmpeg and answers those three reads; mteb's frame sampling, resizing and
+prompts then run on the decoded frames as they would on torchcodec's.
 """
 from __future__ import annotations
 
@@ -103,13 +110,63 @@ def mteb_encode(wrapper, rows: list[dict[str, Any]], role: str, task: str = "mmb
     from mteb.types import PromptType
     from torch.utils.data import DataLoader
 
-    data = Dataset.from_dict({k: [r[k] for r in rows] for k in rows[0]})
+    if "video" in rows[0]:  # a decoder object per row: a plain list with the dataset's `features`, as mteb reads it
+        data: Any = _Rows(rows)
+        data.features = dict.fromkeys(rows[0])
+    else:
+        data = Dataset.from_dict({k: [r[k] for r in rows] for k in rows[0]})
     loader = DataLoader(data, batch_size=1, collate_fn=lambda batch: {k: [b[k] for b in batch] for k in batch[0]})
     meta = SimpleNamespace(name=task, prompt={"query": instruction} if instruction else None, type="Any2AnyRetrieval")
     kind = PromptType.query if role == "query" else PromptType.document
     out = wrapper.encode(loader, task_metadata=meta, hf_split="test", hf_subset="default", prompt_type=kind,
                          show_progress_bar=False)
     return out.float().numpy() if hasattr(out, "numpy") else out
+
+
+class _Rows(list):
+    features: dict[str, Any]
+
+
+def video_file(frames, path, fps: float = 1.0):
+    """Write PIL `frames` to `path` (Matroska, FFV1, lossless RGB) at `fps` with the ffmpeg program."""
+    import subprocess
+    import tempfile
+    from pathlib import Path
+
+    with tempfile.TemporaryDirectory() as tmp:
+        for i, frame in enumerate(frames):
+            frame.convert("RGB").save(Path(tmp) / f"{i:05d}.png")
+        subprocess.run(["ffmpeg", "-loglevel", "error", "-y", "-framerate", f"{fps:g}", "-i",
+                        str(Path(tmp) / "%05d.png"), "-c:v", "ffv1", "-pix_fmt", "bgr0", str(path)], check=True)
+    return path
+
+
+class FfmpegVideo:
+    """The part of torchcodec's `VideoDecoder` mteb's collators use, decoding a file with the ffmpeg program."""
+
+    def __init__(self, path) -> None:
+        import json
+        import subprocess
+        from types import SimpleNamespace
+
+        import numpy as np
+        import torch
+
+        probe = json.loads(subprocess.run(
+            ["ffprobe", "-v", "error", "-select_streams", "v:0", "-show_entries",
+             "stream=width,height:format=duration", "-of", "json", str(path)],
+            capture_output=True, check=True).stdout)
+        width, height = int(probe["streams"][0]["width"]), int(probe["streams"][0]["height"])
+        raw = subprocess.run(["ffmpeg", "-loglevel", "error", "-i", str(path), "-f", "rawvideo", "-pix_fmt", "rgb24",
+                              "-"], capture_output=True, check=True).stdout
+        frames = np.frombuffer(raw, np.uint8).reshape(-1, height, width, 3)
+        self._frames = torch.from_numpy(frames.copy()).permute(0, 3, 1, 2)
+        self.metadata = SimpleNamespace(num_frames=len(frames), end_stream_seconds=float(probe["format"]["duration"]))
+
+    def get_frames_at(self, indices):
+        from types import SimpleNamespace
+
+        return SimpleNamespace(data=self._frames[list(indices)])
 
 
 VLM2VEC2_BASE = "Qwen/Qwen2-VL-2B-Instruct"

@@ -131,6 +131,19 @@ def test_body_matches_mtebs_seed16_wrapper(tmp_path, monkeypatch):
     assert [p["type"] for p in got_parts] == [p["type"] for p in ref_parts]
     assert got_parts[0]["image_url"]["url"].split(",", 1)[1] == ref_parts[0]["image_url"]["url"].split(",", 1)[1]
     assert got_parts[1] == ref_parts[1]
+    # an image alone, and several images then text (mteb's only multi-image order): the same parts
+    other = media.put_image(random_image(24, 16, 6))
+    b64_other = base64.b64encode(media.path(other.ref).read_bytes()).decode()
+    for images, text, doc in (([b64], None, [img]), ([b64, b64_other], "two", [img, other, Text("two")])):
+        ref.multimodal_embedding(image_base64=images, **({"text_content": text} if text else {}))
+        ref_parts = sent[-1][1]["input"]
+        got_parts = ours.payload(Document("m", doc), "document", media)["input"]
+        assert [p["type"] for p in got_parts] == [p["type"] for p in ref_parts]
+        for mine, theirs in zip(got_parts, ref_parts):
+            if mine["type"] == "image_url":
+                assert mine["image_url"]["url"].split(",", 1)[1] == theirs["image_url"]["url"].split(",", 1)[1]
+            else:
+                assert mine == theirs
 
 
 def test_bad_dimensions_and_tiny_images_fail_clearly(ark, tmp_path, monkeypatch):

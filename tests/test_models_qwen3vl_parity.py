@@ -8,9 +8,19 @@ or the difference is named and tested:
   first;
 - resizing: the authors' script resizes with qwen-vl-utils (PIL bicubic) and tells the processor not
   to, as mmbench does (equal pixel for pixel below); mteb's wrapper lets transformers 5's image
-  processor resize (torchvision), a kernel apart on images off the 32-px grid.
+  processor resize (torchvision), a kernel apart on images off the 32-px grid;
+- video: mteb's collator decodes a video file (tests/mteb_compat.py writes the frames losslessly with
+  ffmpeg and decodes them back) and its run differs from the authors' and mmbench's in three named
+  ways, each reproduced below: the text goes before the video (mteb orders a row's modalities text,
+  image, video), the frames' timestamps assume 24 fps (the sampled frames reach the processor without
+  their rate, so transformers falls back to 24), and the vision start/end markup is doubled
+  (transformers 5.24 wraps each frame in its own start/end inside the template's; transformers 4's
+  Qwen3-VL processor replaced the template's markup whole).
 """
 from __future__ import annotations
+
+import shutil
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -19,11 +29,12 @@ torch = pytest.importorskip("torch")
 pytest.importorskip("mteb")
 pytest.importorskip("sentence_transformers")
 
-from mmbench.data.documents import Document, Text  # noqa: E402
+from mmbench.data.documents import Document, Text, Video  # noqa: E402
 from mmbench.data.media import MediaStore  # noqa: E402
 from mmbench.models.qwen_vl import QwenVLEmbedder  # noqa: E402
 from mmbench.models.qwen_vl_presets import PRESETS  # noqa: E402
-from mteb_compat import mteb_encode, mteb_qwen3, qwen3_st_folder  # noqa: E402
+from mmbench.models.templates import VIDEO_IN_VISION  # noqa: E402
+from mteb_compat import FfmpegVideo, mteb_encode, mteb_qwen3, qwen3_st_folder, video_file  # noqa: E402
 from tiny_models import build_qwen3vl, random_image  # noqa: E402
 
 LONG = " ".join(["the needle is hidden somewhere in a very long haystack of ordinary words"] * 150)
@@ -124,3 +135,32 @@ def test_embed_rl_and_mmemb_r1_run_qwen3s_protocol(setup):
         np.testing.assert_allclose(kin.encode(docs[:1], "query", store), base.encode(docs[:1], "query", store),
                                    atol=1e-6)
         assert "UNVERIFIED" in kin.card.notes and "mteb" in kin.card.notes
+
+
+@pytest.mark.skipif(not shutil.which("ffmpeg") or not shutil.which("ffprobe"), reason="needs the ffmpeg program")
+def test_video_differs_from_mtebs_run_by_three_named_causes_only(setup, ref, tmp_path):
+    path, _, store, _, _ = setup
+    ours = _ours("qwen3-vl-embedding-2b", path)
+    preset = ours.preset
+    # mmbench with mteb's three departures: text before the video, timestamps at 24 fps, the template's markup kept
+    as_mteb = QwenVLEmbedder(replace(preset, template=replace(preset.template, video_placeholder=VIDEO_IN_VISION,
+                                                              single_visual_first=False),
+                                     vision=replace(preset.vision, fps=None)),
+                             model_path=path, context=4096, dtype="float32", device="cpu")
+    for n in (4, 3):  # 448x448 frames: on the 32-px grid, 196 tokens each, within every bound; 3: an odd count
+        frames = [random_image(448, 448, 20 + i) for i in range(n)]
+        clip = Video(tuple(store.put_image(f).ref for f in frames), 1.0, 448, 448)
+        decoded = FfmpegVideo(video_file(frames, tmp_path / f"clip{n}.mkv", fps=1.0))
+        with torch.inference_mode():
+            expect = mteb_encode(ref, [{"video": decoded, "text": "a clip"}], "document")[0]
+        got = ours.encode([Document("v", [Text("a clip"), clip])], "document", store)[0]
+        assert np.abs(got - expect).max() > 1e-3, n  # a protocol difference, not rounding
+        prompt = ours._tok.decode(ours.prepare([Document("v", [Text("a clip"), clip])], "document", store)
+                                  .inputs["input_ids"][0])
+        assert "user\n<0.5 seconds><|vision_start|><|video_pad|>" in prompt and prompt.count("<|vision_start|>") == 2
+        np.testing.assert_allclose(as_mteb.encode([Document("v", [Text("a clip"), replace(clip, fps=24.0)])],
+                                                  "document", store)[0], expect, atol=1e-5, err_msg=str(n))
+    rendered = ref.model[0].preprocess([{"text": "a clip", "video": decoded.get_frames_at(range(3)).data}],
+                                       prompt="Represent the user's input.")
+    text = ref.model[0].tokenizer.decode(rendered["input_ids"][0])
+    assert "user\na clip<|vision_start|><0.0 seconds><|vision_start|><|video_pad|>" in text

@@ -7,8 +7,14 @@ ones mteb gives its VisRAG tasks, passed to mmbench as `query_instruction` / `do
 Per input kind the vectors are equal (1e-5) or the difference is named: an image the processor must
 resize is resized by transformers 5's torchvision image processor in mteb's run and with PIL bicubic by
 mmbench, which is what transformers' PIL image processor does (checked pixel by pixel below).
+Video: mteb's collator decodes a video file (tests/mteb_compat.py writes the frames losslessly with ffmpeg
+and decodes them back) and always samples 8 evenly spaced frames (VLM2Vec's eval config), repeating frames
+in place for a shorter clip; mmbench keeps the pool set's frames. An 8-frame clip gives equal vectors; a
+5-frame clip differs by those repeated frames only.
 """
 from __future__ import annotations
+
+import shutil
 
 import numpy as np
 import pytest
@@ -16,11 +22,11 @@ import pytest
 torch = pytest.importorskip("torch")
 pytest.importorskip("mteb")
 
-from mmbench.data.documents import Document, Text  # noqa: E402
+from mmbench.data.documents import Document, Text, Video  # noqa: E402
 from mmbench.data.media import MediaStore  # noqa: E402
 from mmbench.models.qwen_vl import QwenVLEmbedder  # noqa: E402
 from mmbench.models.qwen_vl_presets import PRESETS  # noqa: E402
-from mteb_compat import mteb_encode, mteb_vlm2vec2  # noqa: E402
+from mteb_compat import FfmpegVideo, mteb_encode, mteb_vlm2vec2, video_file  # noqa: E402
 from tiny_models import build_qwen2vl, random_image  # noqa: E402
 
 TASK = "VisRAGRetChartQA"  # mteb gives it VLM2Vec-V2's document-image instructions
@@ -111,3 +117,25 @@ def test_v1_shares_v2s_prompt_and_differs_in_pixel_bounds_only(setup):
     docs = [Document("i", [refs[0]]), Document("b", [Text("a dog"), refs[1]])]
     np.testing.assert_allclose(v1.encode(docs, "document", store), v2.encode(docs, "document", store), atol=1e-6)
     assert v1.visual_tokens(1400, 1000) > v2.visual_tokens(1400, 1000)  # V1: the processor defaults' 16384 tokens
+
+
+@pytest.mark.skipif(not shutil.which("ffmpeg") or not shutil.which("ffprobe"), reason="needs the ffmpeg program")
+def test_video_equals_mtebs_on_eight_frames_and_a_short_clip_differs_by_mtebs_repeats(setup, both, tmp_path):
+    from mteb.models.modality_collators import frame_indices
+
+    _, store, _, _ = setup
+    ours, ref = both
+    for n in (8, 5):  # 448x448 frames: on the grid, 256 tokens each, within the video bounds
+        frames = [random_image(448, 448, 30 + i) for i in range(n)]
+        refs = tuple(store.put_image(f).ref for f in frames)
+        decoded = FfmpegVideo(video_file(frames, tmp_path / f"clip{n}.mkv", fps=1.0))
+        with torch.inference_mode():
+            expect = mteb_encode(ref, [{"video": decoded, "text": "a clip"}], "document", TASK)[0]
+        got = ours.encode([Document("v", [Text("a clip"), Video(refs, 1.0, 448, 448)])], "document", store)[0]
+        if n == 8:
+            np.testing.assert_allclose(got, expect, atol=1e-5)
+            continue
+        assert np.abs(got - expect).max() > 1e-3  # mteb's 8 frames from 5: (0, 0, 1, 1, 2, 3, 3, 4)
+        picked = tuple(refs[i] for i in frame_indices(n, 8))
+        again = ours.encode([Document("v", [Text("a clip"), Video(picked, 1.0, 448, 448)])], "document", store)[0]
+        np.testing.assert_allclose(again, expect, atol=1e-5)

@@ -73,3 +73,21 @@ def test_list_models_details_prints_the_rows(capsys):
     assert "positions: mmbench 1-D (sequential) | authors 1-D (sequential)" in out
     assert "--protocol mteb: image tokens 4–1280 (factor 28); max length 1800 tokens" in out
     assert out.count("normalisation: mmbench L2") == sum(len(r.presets) for r in REFERENCES.values())
+
+
+def test_every_seed_model_has_every_input_kind_equal_by_a_named_test_or_a_stated_difference():
+    from mmbench.models.protocol_table import INPUT_KINDS, PARITY, parity_markdown
+
+    assert set(PARITY) == set(REFERENCES)
+    root = DOCS.parents[1]
+    for family, cells in PARITY.items():
+        assert set(cells) == set(INPUT_KINDS), family
+        for kind, cell in cells.items():
+            assert cell.test or cell.difference, f"{family} {kind}: neither a test nor a difference"
+            if cell.test:
+                path, name = cell.test.split("::")
+                source = (root / path).read_text(encoding="utf-8")
+                assert re.search(rf"^def {name}\(", source, re.M), f"{family} {kind}: {cell.test} does not exist"
+    text = DOCS.read_text(encoding="utf-8")
+    found = re.search(r"<!-- parity-table:start -->\n(.*)<!-- parity-table:end -->", text, re.S)
+    assert found and found.group(1) == parity_markdown(), "docs/models.md's parity list is stale"

@@ -122,7 +122,9 @@ REFERENCES: dict[str, Reference] = {
         "max length": Claim("8192 tokens", "8192 tokens (sentence-transformers)",
                             "MMLongEmbed uses the 32768-token window (model card: 32K context)"),
         "video": Claim("1 fps, at most 64 frames, a total pixel budget; frames padded to an even count by "
-                       "repeating the last", "1 fps, 4–64 frames, padded to an even count by repeating the last",
+                       "repeating the last", "1 fps, 4–64 frames, padded to an even count by repeating the last; "
+                       "under transformers 5.24 the text before the video, frames stamped at an assumed 24 fps and "
+                       "the vision markup doubled (tests/test_models_qwen3vl_parity.py)",
                        "no total pixel budget (the window bounds it) and no 4-frame minimum; padding counted"),
         "positions": Claim("3-D M-RoPE (the model's own forward)", "3-D M-RoPE"),
         "pooling": POOL, "normalisation": L2,
@@ -268,3 +270,123 @@ def details(name: str) -> list[str]:
                                                           mmbench_column(with_protocol(PRESETS[name], name_)).items()
                                                           if v != mmbench_column(PRESETS[name])[a]))
     return lines
+
+
+# Vector parity per input kind: each seed model's adapter against an independent implementation on tiny random
+# weights (or, for the API model, the request body). "equal" names the test that checks it (1e-5); otherwise the
+# cell states the difference and its cause. tests/test_protocol_table.py checks every family has every kind and
+# that each named test exists.
+INPUT_KINDS = ("text query", "image", "image with text", "interleaved", "video frames", "long document")
+GME_T = "tests/test_models_gme_parity.py::"
+Q3_T = "tests/test_models_qwen3vl_parity.py::"
+V2V_T = "tests/test_models_vlm2vec_parity.py::"
+QVL_T = "tests/test_models_qwen_vl_parity.py::"
+E5V_T = "tests/test_models_e5v.py::"
+SEED_T = "tests/test_api_doubao.py::"
+
+
+@dataclass(frozen=True)
+class Parity:
+    """One input kind of one seed model: `test` when the vectors are equal, else `difference` (with its cause)."""
+
+    test: str = ""
+    difference: str = ""
+
+
+PARITY: dict[str, dict[str, Parity]] = {
+    "gme": {
+        "text query": Parity(GME_T + "test_default_gives_the_recipes_vectors_on_text_and_image_documents"),
+        "image": Parity(GME_T + "test_default_gives_the_recipes_vectors_on_text_and_image_documents"),
+        "image with text": Parity(GME_T + "test_default_gives_the_recipes_vectors_on_text_and_image_documents"),
+        "interleaved": Parity(GME_T + "test_interleaved_documents_give_the_recipes_vectors"),
+        "video frames": Parity(GME_T + "test_video_gives_the_recipes_vectors"),
+        "long document": Parity(GME_T + "test_mteb_protocol_gives_mtebs_vectors",
+                                "default protocol: read whole, where the authors and mteb cut at 1800 tokens "
+                                "(--protocol mteb: equal)"),
+    },
+    "qwen3-vl-embedding": {
+        "text query": Parity(Q3_T + "test_qwen3_vl_embedding_equals_mtebs_wrapper_on_every_input_kind"),
+        "image": Parity(Q3_T + "test_qwen3_vl_embedding_equals_mtebs_wrapper_on_every_input_kind"),
+        "image with text": Parity(Q3_T + "test_qwen3_vl_embedding_equals_mtebs_wrapper_on_every_input_kind",
+                                  "mteb puts a text column ahead of the image first (its dataset's column order); "
+                                  "visuals first: equal"),
+        "interleaved": Parity(Q3_T + "test_qwen3_vl_embedding_equals_mtebs_wrapper_on_every_input_kind",
+                              "several images then text: equal; images amid text stay in reading order in mmbench, "
+                              "where the authors put every visual first (no reference form)"),
+        "video frames": Parity(Q3_T + "test_video_differs_from_mtebs_run_by_three_named_causes_only",
+                               "mteb's run puts the text before the video, stamps frames at an assumed 24 fps (the "
+                               "sampled frames reach the processor without their rate) and doubles the vision "
+                               "markup (transformers 5.24); with those three, equal"),
+        "long document": Parity(Q3_T + "test_qwen3_vl_embedding_equals_mtebs_wrapper_on_every_input_kind",
+                                "equal below 8192 tokens; above, the authors and mteb cut at 8192, mmbench reads "
+                                "the 32768-token window"),
+    },
+    "vlm2vec": {
+        "text query": Parity(V2V_T + "test_vlm2vec_v2_equals_mtebs_wrapper_on_every_input_kind"),
+        "image": Parity(V2V_T + "test_vlm2vec_v2_equals_mtebs_wrapper_on_every_input_kind"),
+        "image with text": Parity(V2V_T + "test_vlm2vec_v2_equals_mtebs_wrapper_on_every_input_kind"),
+        "interleaved": Parity("", "no reference form: VLM2Vec's prompt takes one image; mmbench places several "
+                                  "after the instruction in reading order"),
+        "video frames": Parity(V2V_T + "test_video_equals_mtebs_on_eight_frames_and_a_short_clip_differs_by_"
+                                       "mtebs_repeats",
+                               "8 frames: equal; mteb samples 8 frames (repeating a shorter clip's in place), "
+                               "mmbench keeps the pool set's frames"),
+        "long document": Parity("", "not compared by vector: neither mteb nor the authors' inference code states a "
+                                    "cut, and mmbench reads the 32768-token window (the same prompt as a text)"),
+    },
+    "ops-mm": {kind: Parity(QVL_T + "test_ops_mm_equals_mtebs_wrapper_on_every_input_kind") for kind in
+               ("text query", "image", "image with text", "video frames", "long document")} | {
+        "interleaved": Parity(QVL_T + "test_ops_mm_equals_mtebs_wrapper_on_every_input_kind",
+                              "several images then text: equal; images amid text stay in reading order in "
+                              "mmbench, where mteb puts every image first (no reference form)"),
+    },
+    "rzen-embed": {
+        "text query": Parity(QVL_T + "test_rzen_equals_mtebs_wrapper_and_its_positions_are_the_authors"),
+        "image": Parity(QVL_T + "test_rzen_equals_mtebs_wrapper_and_its_positions_are_the_authors"),
+        "image with text": Parity(QVL_T + "test_rzen_equals_mtebs_wrapper_and_its_positions_are_the_authors"),
+        "interleaved": Parity("", "not compared by vector: the authors' code and mteb's wrapper take one image and "
+                                  "one text; mmbench keeps several in reading order"),
+        "video frames": Parity("", "not compared by vector: mteb samples 8 frames as images at 160–180 tokens; "
+                                   "mmbench gives the pool set's frames the same way (its own frame count)"),
+        "long document": Parity(QVL_T + "test_rzen_equals_mtebs_wrapper_and_its_positions_are_the_authors",
+                                "equal below 2000 tokens; above, the authors and mteb cut at 2000, mmbench reads "
+                                "the 32768-token window"),
+    },
+    "e5-v": {
+        "text query": Parity(E5V_T + "test_vectors_equal_mtebs_for_text_and_images"),
+        "image": Parity(E5V_T + "test_vectors_equal_mtebs_for_text_and_images"),
+        "image with text": Parity("", "mteb's wrapper gives text with an image a composed-retrieval prompt "
+                                      "('Modify this image with ...'); mmbench its own summary prompt for documents"),
+        "interleaved": Parity("", "no reference form: E5-V publishes prompts for a text or an image only"),
+        "video frames": Parity("", "no reference form: neither the authors nor mteb take video; mmbench gives "
+                                   "frames as images"),
+        "long document": Parity("", "not compared by vector: mteb sets no cut, mmbench middle-cuts at the 8192-token "
+                                    "Llama-3 window"),
+    },
+    "doubao-seed-1.6": {
+        "text query": Parity(SEED_T + "test_body_matches_mtebs_seed16_wrapper"),
+        "image": Parity(SEED_T + "test_body_matches_mtebs_seed16_wrapper"),
+        "image with text": Parity(SEED_T + "test_body_matches_mtebs_seed16_wrapper"),
+        "interleaved": Parity(SEED_T + "test_body_matches_mtebs_seed16_wrapper",
+                              "several images then text: the same request body; images amid text are sent in "
+                              "reading order, which mteb's wrapper cannot send"),
+        "video frames": Parity("", "mteb's wrapper sends no video; mmbench sends the pool set's frames as image "
+                                   "parts"),
+        "long document": Parity("", "mteb keeps the head 32000 tiktoken tokens; mmbench middle-cuts at the 128K "
+                                    "window"),
+    },
+}
+
+
+def parity_markdown() -> str:
+    """The per-input-kind parity list of docs/models.md."""
+    out: list[str] = []
+    for family, cells in PARITY.items():
+        out.append(f"- **{', '.join(REFERENCES[family].presets)}**")
+        for kind in INPUT_KINDS:
+            cell = cells[kind]
+            name = f"`{cell.test.split('::')[-1]}`" if cell.test else ""
+            verdict = f"equal ({name})" if not cell.difference else \
+                f"differs: {cell.difference}" + (f" ({name})" if name else "")
+            out.append(f"  - {kind}: {verdict}")
+    return "\n".join(out) + "\n"
