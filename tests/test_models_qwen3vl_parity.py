@@ -164,3 +164,52 @@ def test_video_differs_from_mtebs_run_by_three_named_causes_only(setup, ref, tmp
                                        prompt="Represent the user's input.")
     text = ref.model[0].tokenizer.decode(rendered["input_ids"][0])
     assert "user\na clip<|vision_start|><0.0 seconds><|vision_start|><|video_pad|>" in text
+
+
+@pytest.mark.skipif(not shutil.which("ffmpeg") or not shutil.which("ffprobe"), reason="needs the ffmpeg program")
+def test_mteb_protocol_gives_mtebs_vectors(setup, ref, tmp_path):
+    path, _, store, pil, refs = setup
+    mteb = QwenVLEmbedder(PRESETS["qwen3-vl-embedding-2b"], model_path=path, context=16384, dtype="float32",
+                          device="cpu", protocol="mteb")
+    q = mteb.preset.template.query_instruction
+    frames = [random_image(448, 448, 40 + i) for i in range(3)]
+    clip = Video(tuple(store.put_image(f).ref for f in frames), 1.0, 448, 448)
+    decoded = FfmpegVideo(video_file(frames, tmp_path / "clip.mkv", fps=1.0))
+    rows = {"text": {"text": "the dog sleeps"}, "image": {"image": pil[0]}, "resized": {"image": pil[2]},
+            "shrunk": {"image": pil[3]}, "image+text": {"image": pil[1], "text": "a dog"},
+            "text+image": {"text": "a dog", "image": pil[1]}, "video": {"video": decoded, "text": "a clip"}}
+    docs = {"text": [Text("the dog sleeps")], "image": [refs[0]], "resized": [refs[2]], "shrunk": [refs[3]],
+            "image+text": [refs[1], Text("a dog")], "text+image": [Text("a dog"), refs[1]],
+            "video": [Text("a clip"), clip]}
+    with torch.inference_mode():
+        expect = {kind: mteb_encode(ref, [row], "document")[0] for kind, row in rows.items()}
+        expect["query"] = mteb_encode(ref, [{"text": "a cat sits on the mat"}], "query", instruction=q)[0]
+    got = {kind: mteb.encode([Document(kind, segments)], "document", store)[0] for kind, segments in docs.items()}
+    got["query"] = mteb.encode([Document("q", [Text("a cat sits on the mat")])], "query", store)[0]
+    for kind, vec in expect.items():  # resized images too: the processor resizes, as in mteb's run
+        np.testing.assert_allclose(got[kind], vec, atol=1e-5, err_msg=kind)
+    # the default gives the authors' form: visuals first, the timestamps at the clip's own rate
+    default = _ours("qwen3-vl-embedding-2b", path)
+    for kind in ("text+image", "video"):
+        assert _cos(default.encode([Document(kind, docs[kind])], "document", store)[0], expect[kind]) < 0.9999, kind
+    # mteb's 8192-token cut, at the right (the default reads the window)
+    long = Document("long", [Text(" ".join([LONG] * 5))])
+    info = mteb.prepare([long], "document", store).info[0]
+    assert info["tokens"] == 8192 and "prompt_cut" in info["adapted"]
+    assert _ours("qwen3-vl-embedding-2b", path).preset.max_length is None
+
+
+def test_protocols_have_their_own_ids_and_are_never_joined(setup):
+    from mmbench.results.protocol import join_problems, protocol_id, protocol_record
+
+    path = setup[0]
+    sel = {"limit": None, "n_items": 10, "n_items_total": 10, "items_hash": "x"}
+    cards = {name: QwenVLEmbedder(PRESETS["qwen3-vl-embedding-2b"], model_path=path, context=4096, dtype="float32",
+                                  device="cpu", protocol=name).card for name in ("mmlongembed", "mteb")}
+    records = {name: protocol_record(card.identity(), sel) for name, card in cards.items()}
+    assert protocol_id(records["mmlongembed"]) != protocol_id(records["mteb"])
+    assert records["mteb"]["setup"]["protocol"] == "mteb"
+    problems = join_problems([("a", "q3", "vg", records["mmlongembed"]), ("b", "q3", "vg", records["mteb"])])
+    assert problems and "setup of q3 differs" in problems[0]
+    assert cards["mteb"].settings["max_length"] == 8192 and cards["mteb"].settings["frame_stamp_fps"] == 24.0
+    assert "image_resize" not in cards["mmlongembed"].settings

@@ -139,3 +139,45 @@ def test_video_equals_mtebs_on_eight_frames_and_a_short_clip_differs_by_mtebs_re
         picked = tuple(refs[i] for i in frame_indices(n, 8))
         again = ours.encode([Document("v", [Text("a clip"), Video(picked, 1.0, 448, 448)])], "document", store)[0]
         np.testing.assert_allclose(again, expect, atol=1e-5)
+
+
+@pytest.mark.skipif(not shutil.which("ffmpeg") or not shutil.which("ffprobe"), reason="needs the ffmpeg program")
+def test_mteb_protocol_gives_mtebs_vectors(setup, both, tmp_path):
+    from mmbench.models.qwen_vl import with_protocol
+    from mmbench.results.protocol import join_problems, protocol_id, protocol_record
+
+    path, store, pil, refs = setup
+    default, ref = both
+    mteb = QwenVLEmbedder(PRESETS["vlm2vec-v2"], model_path=path, context=4096, dtype="float32", device="cpu",
+                          protocol="mteb")
+    assert with_protocol(PRESETS["vlm2vec-v2"], "mteb").dtype == "bfloat16"  # mteb's; the test asks float32
+    frames = [random_image(448, 448, 50 + i) for i in range(8)]
+    clip = Video(tuple(store.put_image(f).ref for f in frames), 1.0, 448, 448)
+    rows = {"text": {"text": "the dog sleeps"}, "image": {"image": pil[0]}, "resized": {"image": pil[2]},
+            "shrunk": {"image": pil[3]}, "image+text": {"image": pil[1], "text": "a dog"}}
+    docs = {"text": [Text("the dog sleeps")], "image": [refs[0]], "resized": [refs[2]], "shrunk": [refs[3]],
+            "image+text": [refs[1], Text("a dog")]}
+    for n in (8, 5):  # 5: mteb repeats frames in place to make 8
+        rows[f"video{n}"] = {"video": FfmpegVideo(video_file(frames[:n], tmp_path / f"c{n}.mkv")), "text": "a clip"}
+        docs[f"video{n}"] = [Text("a clip"), Video(clip.frames[:n], 1.0, 448, 448)]
+    with torch.inference_mode():
+        # a video document gets the document instruction mteb gives its video-retrieval tasks (MSR-VTT's)
+        expect = {kind: mteb_encode(ref, [row], "document", "MSRVTTT2V" if "video" in row else TASK)[0]
+                  for kind, row in rows.items()}
+        expect["query"] = mteb_encode(ref, [{"text": "a cat sits on the mat"}], "query", TASK)[0]
+    got = {kind: mteb.encode([Document(kind, segments)], "document", store)[0] for kind, segments in docs.items()}
+    assert mteb.last_encode_info[0]["adapted"] == ["visual_moved_first", "frames_repeated"]
+    got["query"] = mteb.encode([Document("q", [Text("a cat sits on the mat")])], "query", store)[0]
+    for kind, vec in expect.items():  # resized images too: the processor resizes, as in mteb's run
+        np.testing.assert_allclose(got[kind], vec, atol=1e-5, err_msg=kind)
+    assert mteb.video_tokens(30, 448, 448) == mteb.video_tokens(8, 448, 448)  # budgeted at the 8 frames it runs
+    # the default (its own instructions, the clip's frames) gives other vectors; the two never join
+    plain = QwenVLEmbedder(PRESETS["vlm2vec-v2"], model_path=path, context=4096, dtype="float32", device="cpu")
+    assert _cos(plain.encode([Document("q", [Text("a cat sits on the mat")])], "query", store)[0],
+                expect["query"]) < 0.9999
+    assert _cos(default.encode([Document("v", docs["video5"])], "document", store)[0], expect["video5"]) < 0.9999
+    sel = {"limit": None, "n_items": 10, "n_items_total": 10, "items_hash": "x"}
+    records = [protocol_record(m.card.identity(), sel) for m in (plain, mteb)]
+    assert protocol_id(records[0]) != protocol_id(records[1])
+    assert join_problems([("a", "v2", "vg", records[0]), ("b", "v2", "vg", records[1])])
+    assert mteb.card.settings["num_frames"] == 8 and "num_frames" not in plain.card.settings

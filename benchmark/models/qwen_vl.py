@@ -75,6 +75,11 @@ class QwenVLPreset:
     positions: str = "mrope"               # rotary positions of the language model's tokens: see POSITIONS
     max_length: int | None = None          # a cut of the rendered prompt's tokens at the right (mteb-style); None: none
     dtype: str | None = None               # the protocol's weight dtype when the user gives none
+    # "mmbench": images resized here (smart_resize, PIL bicubic); "processor": given whole to the processor's image
+    # processor, which resizes them to the same grid (torchvision under transformers 5), as mteb's wrappers do
+    image_resize: str = "mmbench"
+    num_frames: int | None = None          # every video sampled to this many evenly spaced frames (see even_frames)
+    frame_stamp_fps: float | None = None   # Qwen3-VL: the frame rate its timestamps are computed at; None: the video's
     # Named alternative protocols: preset fields to replace ("vision" and "template": a dict of their fields).
     protocols: dict[str, dict[str, Any]] = field(default_factory=dict)
 
@@ -113,6 +118,11 @@ def with_protocol(preset: QwenVLPreset, protocol: str | None) -> QwenVLPreset:
     return replace(preset, **changes, protocols={})
 
 
+FRAME_SAMPLING = ("num_frames evenly spaced, first and last included; a shorter clip's frames each repeated in place "
+                  "(counted as frames_repeated)")
+IMAGE_RESIZE_WORDS = "by the processor's image processor (torchvision under transformers 5), not here"
+
+
 def _attn(requested: str | None, device: str) -> str:
     """flash-attention 2 when installed on CUDA, SDPA otherwise (or what the user asked for)."""
     if requested:
@@ -120,6 +130,20 @@ def _attn(requested: str | None, device: str) -> str:
     import importlib.util
 
     return "flash_attention_2" if device.startswith("cuda") and importlib.util.find_spec("flash_attn") else "sdpa"
+
+
+IMAGE_RESIZE = ("mmbench", "processor")
+
+
+def even_frames(frames: Sequence[str], target: int) -> list[str]:
+    """`target` frames evenly spaced over the clip, first and last included (indices rounded half to even); a clip
+    shorter than `target` has each of its frames repeated in place (0, 0, 1, 1, 2, ...) to reach it."""
+    n = len(frames)
+    if n < target:
+        picked = [i * n // target for i in range(target)]
+    else:
+        picked = [int(i) for i in np.rint(np.linspace(0, n - 1, target))]
+    return [frames[i] for i in picked]
 
 
 def resample_frames(frames: Sequence[str], fps: float, target: float | None) -> tuple[list[str], float]:
@@ -203,6 +227,9 @@ class QwenVLEmbedder(EmbeddingModel):
             "visual_handling": VISUAL_HANDLING,
             **({"max_length": preset.max_length, "truncation_side": "right (the prompt's tokens, its end included)"}
                if preset.max_length else {}),
+            **({"image_resize": IMAGE_RESIZE_WORDS} if preset.image_resize == "processor" else {}),
+            **({"num_frames": preset.num_frames, "frame_sampling": FRAME_SAMPLING} if preset.num_frames else {}),
+            **({"frame_stamp_fps": preset.frame_stamp_fps} if preset.frame_stamp_fps else {}),
             **({"protocol": protocol_name} if preset.protocols or protocol_name != DEFAULT_PROTOCOL else {}),
             **preset.settings,
         }
@@ -240,6 +267,7 @@ class QwenVLEmbedder(EmbeddingModel):
         repeats the last frame of an odd count), each with its markup and a timestamp allowance."""
         if not self.preset.video or n_frames <= 0:
             return 0
+        n_frames = self.preset.num_frames or n_frames
         vb = self.preset.vision
         fh, fw = self.frame_size(width, height)
         if self.preset.video_frames_as_images:
@@ -295,7 +323,8 @@ class QwenVLEmbedder(EmbeddingModel):
                     raise EncodeError(f"document {doc.id!r} has images or videos but no media store was given")
                 if isinstance(seg, Image):
                     upscaled += below_minimum(seg.width, seg.height, vb.factor, vb.min_pixels)
-                    images.append(self._load(media, seg.ref, doc.id, self.image_size(seg.width, seg.height)))
+                    size = None if self.preset.image_resize == "processor" else self.image_size(seg.width, seg.height)
+                    images.append(self._load(media, seg.ref, doc.id, size))
                     continue
                 size = self.frame_size(seg.width, seg.height)
                 frames = [self._load(media, r, doc.id, size) for r in seg.frames]
@@ -308,7 +337,7 @@ class QwenVLEmbedder(EmbeddingModel):
                     adapted.append(("odd_frames_padded", f"{len(frames)} frames: the processor repeats the last "
                                     f"frame to fill a group of {vb.temporal_patch} (Qwen-VL's rule)"))
                 videos.append(np.stack([np.asarray(f) for f in frames]))
-                metas.append({"fps": seg.fps, "frames_indices": list(range(len(frames))),
+                metas.append({"fps": self.preset.frame_stamp_fps or seg.fps, "frames_indices": list(range(len(frames))),
                               "total_num_frames": len(frames)})
             if as_images and n_frames:
                 adapted.append(("frames_as_images", f"video frames given as {n_frames} images (the official input form)"))
@@ -318,7 +347,11 @@ class QwenVLEmbedder(EmbeddingModel):
             prompts.append(rendered.text)
             info.append({"id": doc.id, "frames": n_frames, "adaptations": [text for _, text in adapted],
                          "adapted": [kind for kind, _ in adapted]})
-        kwargs: dict[str, Any] = {}
+        vb_size = {"shortest_edge": vb.min_pixels, "longest_edge": vb.max_pixels}
+        by_processor = self.preset.image_resize == "processor"
+        kwargs: dict[str, Any] = {"images_kwargs": {"do_resize": by_processor, **({"size": vb_size} if by_processor
+                                                                                 else {})},
+                                  "videos_kwargs": {"do_resize": False}}
         if videos:
             kwargs["do_sample_frames"] = False
             kwargs["cap_pixels_per_frame"] = False  # frames are already resized here with the model's bounds
@@ -328,7 +361,7 @@ class QwenVLEmbedder(EmbeddingModel):
                 kwargs["video_metadata"] = [VideoMetadata(**m) for m in metas]
         if self.preset.max_length:
             kwargs.update(truncation=True, max_length=self.preset.max_length)
-        inputs = self.processor(text=prompts, images=images or None, videos=videos or None, do_resize=False,
+        inputs = self.processor(text=prompts, images=images or None, videos=videos or None,
                                 padding=True, return_tensors="pt", **kwargs)
         mask = inputs["attention_mask"]
         lengths = mask.sum(dim=1).tolist()
@@ -366,6 +399,16 @@ class QwenVLEmbedder(EmbeddingModel):
         """The video at the model's frame rate (fewer frames, never invented ones); noted in `adapted`."""
         if not self.preset.video:
             raise EncodeError(f"document {item!r}: model {self.card.name} does not accept video")
+        if self.preset.num_frames:
+            target = self.preset.num_frames
+            frames = even_frames(seg.frames, target)
+            if len(seg.frames) < target:
+                adapted.append(("frames_repeated", f"{len(seg.frames)} frames: each repeated in place to reach the "
+                                f"protocol's {target} evenly spaced frames"))
+            elif len(seg.frames) > target:
+                adapted.append(("video_resampled", f"video sampled to {target} evenly spaced frames of "
+                                f"{len(seg.frames)}"))
+            return replace(seg, frames=tuple(frames), fps=seg.fps * target / len(seg.frames))
         frames, fps = resample_frames(seg.frames, seg.fps, self.preset.vision.fps)
         if len(frames) < len(seg.frames):
             adapted.append(("video_resampled",
@@ -381,9 +424,11 @@ class QwenVLEmbedder(EmbeddingModel):
         return hidden[torch.arange(hidden.shape[0], device=hidden.device), last]
 
     @staticmethod
-    def _load(media: MediaStore, ref: str, item: str, size: tuple[int, int]):
+    def _load(media: MediaStore, ref: str, item: str, size: tuple[int, int] | None):
         from PIL import Image as PILImage
 
         img = media.load_image(ref, item=item)
+        if size is None:
+            return img
         h, w = size
         return img if img.size == (w, h) else img.resize((w, h), PILImage.Resampling.BICUBIC)

@@ -10,7 +10,7 @@ from dataclasses import replace
 from typing import Any
 
 from mmbench.models.qwen_vl import QwenVLEmbedder, QwenVLPreset, VisionBounds
-from mmbench.models.templates import GME, QWEN3_VL_EMBEDDING, RZEN, VLM2VEC
+from mmbench.models.templates import GME, QWEN3_VL_EMBEDDING, RZEN, VIDEO_IN_VISION, VLM2VEC
 
 # Qwen2-VL backbone: 14-px patches merged 2x2 -> factor 28; qwen-vl-utils video bounds 128..768 tokens/frame.
 QWEN2_VL_VIDEO = dict(video_min_pixels=128 * 28 * 28, video_max_pixels=768 * 28 * 28)
@@ -35,6 +35,14 @@ GME_NOTES = ("GME official code: system prompt = task instruction for queries an
 GME_MTEB = {"vision": {"min_pixels": 4 * 28 * 28}, "max_length": 1800, "dtype": "float16", "video": False,
             "template": {"instruction_period": True}}
 
+# mteb 2.26's Qwen3VLEmbeddingWrapper (qwen3_vl_embedding_models.py, through sentence-transformers): the user turn
+# in the row's order (a text column ahead of the image puts the text first: here, the document's reading order),
+# the processor resizes images (torchvision under transformers 5), prompts cut at 8192 tokens at the right, video
+# frames' timestamps at transformers' assumed 24 fps (the sampled frames reach the processor without their rate)
+# and the template's vision markup kept around transformers 5's per-frame markup
+# (tests/test_models_qwen3vl_parity.py shows each).
+QWEN3_MTEB = {"max_length": 8192, "image_resize": "processor", "frame_stamp_fps": 24.0,
+              "template": {"single_visual_first": False, "video_placeholder": VIDEO_IN_VISION}}
 QWEN3_VISION = VisionBounds(factor=32, min_pixels=4 * 32 * 32, max_pixels=1800 * 32 * 32, fps=1.0,
                             **QWEN3_VL_VIDEO)
 QWEN3_NOTES = ("Qwen3-VL-Embedding official script: system turn = instruction (a '.' appended when it does not end "
@@ -46,11 +54,24 @@ QWEN3_NOTES = ("Qwen3-VL-Embedding official script: system turn = instruction (a
                "bicubic rather than torchvision. Query instruction from the README example. Images are resized as the "
                "official script does (qwen-vl-utils, PIL bicubic), pixel for pixel; mteb 2.26's wrapper lets the "
                "processor resize (torchvision under transformers 5) and builds the user turn in its dataset's column "
-               "order (tests/test_models_qwen3vl_parity.py).")
+               "order (tests/test_models_qwen3vl_parity.py). protocol='mteb' runs it as mteb 2.26's wrapper does: "
+               "the document's reading order (mteb: its dataset's column order), the processor resizes images, "
+               "prompts cut at 8192 tokens at the right, video timestamps at an assumed 24 fps, the template's "
+               "vision markup kept around each frame's.")
 
 VLM2VEC_VISION = VisionBounds(factor=28, min_pixels=56 * 56, max_pixels=12845056, **QWEN2_VL_VIDEO)
 # V2.0 checkpoint: its processor config caps images at 1003520 px = 1280 tokens (kept by mteb's wrapper too).
 VLM2VEC_V2_VISION = replace(VLM2VEC_VISION, max_pixels=1280 * 28 * 28)
+# mteb 2.26's VLM2VEC2Wrapper (vlm2vec_models.py): per-task instructions (its VisRAG/ViDoRe document-image ones
+# here; 'Understand the content of the provided video.' its video-retrieval tasks give a video), the processor
+# resizes images (torchvision under transformers 5), 8 evenly spaced frames per video (a shorter clip's repeated in
+# place: mteb.models.modality_collators.frame_indices), bfloat16.
+VLM2VEC_MTEB_QUERY = "Find a document image that matches the given query:"
+VLM2VEC_MTEB_DOC = "Understand the content of the provided document image."
+VLM2VEC_MTEB = {"image_resize": "processor", "num_frames": 8, "dtype": "bfloat16",
+                "template": {"query_instruction": VLM2VEC_MTEB_QUERY,
+                             "document_instruction": {"text": VLM2VEC_MTEB_DOC, "image": VLM2VEC_MTEB_DOC,
+                                                      "video": "Understand the content of the provided video."}}}
 VLM2VEC_NOTES = ("VLM2Vec (Qwen2-VL backbone) official format: '<|image_pad|> ' + instruction + ' ' + text with no "
                  "chat markup, last-token pooling of the final hidden state, L2-normalised; the placeholders are the "
                  "bare '<|image_pad|>' / '<|video_pad|>' without vision start/end (VLM2Vec's processor.py, "
@@ -94,15 +115,18 @@ PRESETS: dict[str, QwenVLPreset] = {p.name: p for p in (
     QwenVLPreset("gme-7b", "Alibaba-NLP/gme-Qwen2-VL-7B-Instruct", GME, 32768, GME_VISION, video=False,
                  notes=GME_NOTES, positions="sequential", protocols={"mteb": GME_MTEB}),
     QwenVLPreset("qwen3-vl-embedding-2b", "Qwen/Qwen3-VL-Embedding-2B", QWEN3_VL_EMBEDDING, 32768, QWEN3_VISION,
-                 notes=QWEN3_NOTES),
+                 notes=QWEN3_NOTES, protocols={"mteb": QWEN3_MTEB}),
     QwenVLPreset("qwen3-vl-embedding-8b", "Qwen/Qwen3-VL-Embedding-8B", QWEN3_VL_EMBEDDING, 32768, QWEN3_VISION,
-                 notes=QWEN3_NOTES),
+                 notes=QWEN3_NOTES, protocols={"mteb": QWEN3_MTEB}),
     QwenVLPreset("vlm2vec-2b", "TIGER-Lab/VLM2Vec-Qwen2VL-2B", VLM2VEC, 32768, VLM2VEC_VISION, video=False,
                  notes=VLM2VEC_NOTES + " V1 was trained on images only: video is off."),
     QwenVLPreset("vlm2vec-v2", "VLM2Vec/VLM2Vec-V2.0", replace(VLM2VEC, version="2"), 32768, VLM2VEC_V2_VISION,
                  notes=VLM2VEC_NOTES.replace("we use the Qwen2-VL processor defaults 3136..12845056",
                                              "V2: 3136..1003520, the checkpoint's processor config")
-                 + " V2 accepts video ('<|video_pad|> ' prefix); frames kept as sampled."),
+                 + " V2 accepts video ('<|video_pad|> ' prefix); frames kept as sampled. protocol='mteb' runs it as "
+                   "mteb 2.26's wrapper does: its document-image retrieval instructions, the processor resizes "
+                   "images, 8 evenly spaced frames per video (a shorter clip's repeated in place), bfloat16.",
+                 protocols={"mteb": VLM2VEC_MTEB}),
     QwenVLPreset("ops-mm-embedding-2b", "OpenSearch-AI/Ops-MM-embedding-v1-2B", replace(GME, name="ops-mm"),
                  32768, OPS_MM_VISION, video_frames_as_images=True, notes=OPS_MM_NOTES),
     QwenVLPreset("ops-mm-embedding-7b", "OpenSearch-AI/Ops-MM-embedding-v1-7B", replace(GME, name="ops-mm"),
