@@ -43,7 +43,8 @@ class Reference:
 def image_tokens(preset: QwenVLPreset) -> str:
     vb = preset.vision
     f2 = vb.factor * vb.factor
-    return f"{vb.min_pixels // f2}–{vb.max_pixels // f2} (factor {vb.factor})"
+    by = "; the processor resizes" if preset.image_resize == "processor" else ""
+    return f"{vb.min_pixels // f2}–{vb.max_pixels // f2} (factor {vb.factor}){by}"
 
 
 def max_length(preset: QwenVLPreset) -> str:
@@ -57,6 +58,10 @@ def video(preset: QwenVLPreset) -> str:
         return "off"
     vb = preset.vision
     rate = f"{vb.fps:g} fps (every k-th frame)" if vb.fps else "the pool set's frames"
+    if preset.num_frames:
+        rate = f"{preset.num_frames} frames evenly spaced (a shorter clip's repeated in place, counted)"
+    if preset.frame_stamp_fps:
+        rate += f"; timestamps at {preset.frame_stamp_fps:g} fps"
     if preset.video_frames_as_images:
         f2 = vb.factor * vb.factor
         return f"frames as images, {vb.video_min_pixels // f2}–{vb.video_max_pixels // f2} tokens each; {rate}"
@@ -69,6 +74,8 @@ def mmbench_column(preset: QwenVLPreset) -> dict[str, str]:
     doc = tpl.document_instruction if isinstance(tpl.document_instruction, str) else dict(tpl.document_instruction)
     where = ("plain text, no chat markup" if tpl.style == "plain" else
              "user turn, after leading visuals; fixed system prompt" if tpl.instruction_in_user else "system turn")
+    if tpl.style == "chat" and not tpl.single_visual_first:
+        where += "; the user turn in reading order (a text ahead of its one visual stays first)"
     return {
         "instruction": f"{where}; query {tpl.query_instruction!r}; document {doc!r}",
         "image tokens": image_tokens(preset),
@@ -115,24 +122,35 @@ REFERENCES: dict[str, Reference] = {
                              "as the authors (the task's instruction or the default); the user turn in the dataset's "
                              "column order (sentence-transformers), so a text column ahead of the image puts the "
                              "text first",
-                             "several visuals amid text stay in reading order (the authors put every visual first)"),
+                             "several visuals amid text stay in reading order (the authors put every visual first); "
+                             "--protocol mteb keeps a text ahead of its one visual first, as mteb's column order does"),
         "image tokens": Claim("4–1800 (factor 32); qwen-vl-utils resizes (PIL bicubic), the processor does not",
                               "4–1800 (factor 32); the processor resizes (torchvision under transformers 5: a "
-                              "resized image's vector moves by under 1e-5 in cosine on tiny weights)"),
-        "max length": Claim("8192 tokens", "8192 tokens (sentence-transformers)",
-                            "MMLongEmbed uses the 32768-token window (model card: 32K context)"),
+                              "resized image's vector moves by under 1e-5 in cosine on tiny weights); --protocol "
+                              "mteb lets the processor resize, as mteb does"),
+        "max length": Claim("8192 tokens", "8192 tokens, cut at the right by the tokenizer (closing tokens included; "
+                            "sentence-transformers)",
+                            "MMLongEmbed uses the 32768-token window (model card: 32K context); --protocol mteb cuts "
+                            "at 8192"),
         "video": Claim("1 fps, at most 64 frames, a total pixel budget; frames padded to an even count by "
                        "repeating the last", "1 fps, 4–64 frames, padded to an even count by repeating the last; "
                        "under transformers 5.24 the text before the video, frames stamped at an assumed 24 fps and "
                        "the vision markup doubled (tests/test_models_qwen3vl_parity.py)",
-                       "no total pixel budget (the window bounds it) and no 4-frame minimum; padding counted"),
+                       "no total pixel budget (the window bounds it) and no 4-frame minimum; padding counted. "
+                       "--protocol mteb: text before the video in reading order, timestamps at 24 fps, the markup "
+                       "doubled (equal for 1-fps clips up to 64 frames on the grid); mteb's 64-frame cap, its "
+                       "evenly spaced sampling of faster clips (at least 4 frames), its total pixel budget (frames of "
+                       "clips over 20 frames shrink) and its torchvision frame resizing are not applied"),
         "positions": Claim("3-D M-RoPE (the model's own forward)", "3-D M-RoPE"),
         "pooling": POOL, "normalisation": L2,
     }),
     "vlm2vec": Reference(("vlm2vec-2b", "vlm2vec-v2"), "github.com/TIGER-AI-Lab/VLM2Vec: src/model/processor.py, "
                          "experiments/public/eval", MTEB + "vlm2vec_models.py (V2.0 only; V1 there is Phi-3.5-V)", {
         "instruction": Claim("'<|image_pad|> ' + instruction + ' ' + text, no chat markup",
-                             "V2: the same, with per-task instructions"),
+                             "V2: the same, with per-task instructions",
+                             "mmbench's default instructions are MMEB's text-to-image ones; --protocol mteb takes "
+                             "mteb's document-image retrieval ones (VisRAG, ViDoRe) and its video-retrieval document "
+                             "one for a video"),
         "image tokens": Claim("V1: UNVERIFIED (Qwen2-VL processor defaults assumed); V2: 4–1280 (checkpoint's "
                               "processor config); the processor resizes",
                               "V2: the checkpoint's processor (max 1003520 px = 1280 tokens), which resizes "
@@ -141,11 +159,12 @@ REFERENCES: dict[str, Reference] = {
                               "training bounds were not found in its published code); V2 takes its checkpoint's. "
                               "mmbench resizes with PIL bicubic, as transformers' PIL image processor does (pixel for "
                               "pixel); the torchvision one moves a resized image's vector by under 1e-5 in cosine on "
-                              "tiny weights"),
+                              "tiny weights; --protocol mteb lets the processor resize, as mteb does"),
         "max length": Claim("UNVERIFIED (not found in the inference code)", "none",
                             "MMLongEmbed uses the 32768-token window"),
-        "video": Claim("V2: 8 frames evenly spaced (eval config)", "V2: 8 frames evenly spaced",
-                       "mmbench keeps the pool set's 1-fps frames"),
+        "video": Claim("V2: 8 frames evenly spaced (eval config)", "V2: 8 frames evenly spaced, a shorter clip's "
+                       "repeated in place", "mmbench keeps the pool set's 1-fps frames; --protocol mteb samples 8 as "
+                       "mteb does"),
         "positions": Claim("3-D M-RoPE (the generation model's forward)", "V2: 3-D M-RoPE"),
         "pooling": Claim("last token, final hidden state", "V2: last token (left padding)"),
         "normalisation": L2,
@@ -309,17 +328,20 @@ PARITY: dict[str, dict[str, Parity]] = {
         "image": Parity(Q3_T + "test_qwen3_vl_embedding_equals_mtebs_wrapper_on_every_input_kind"),
         "image with text": Parity(Q3_T + "test_qwen3_vl_embedding_equals_mtebs_wrapper_on_every_input_kind",
                                   "mteb puts a text column ahead of the image first (its dataset's column order); "
-                                  "visuals first: equal"),
+                                  "visuals first: equal; --protocol mteb keeps a text ahead of the image first: "
+                                  "equal (test_mteb_protocol_gives_mtebs_vectors)"),
         "interleaved": Parity(Q3_T + "test_qwen3_vl_embedding_equals_mtebs_wrapper_on_every_input_kind",
                               "several images then text: equal; images amid text stay in reading order in mmbench, "
                               "where the authors put every visual first (no reference form)"),
         "video frames": Parity(Q3_T + "test_video_differs_from_mtebs_run_by_three_named_causes_only",
                                "mteb's run puts the text before the video, stamps frames at an assumed 24 fps (the "
                                "sampled frames reach the processor without their rate) and doubles the vision "
-                               "markup (transformers 5.24); with those three, equal"),
+                               "markup (transformers 5.24); with those three, equal; --protocol mteb applies them: "
+                               "equal for a 1-fps clip (test_mteb_protocol_gives_mtebs_vectors)"),
         "long document": Parity(Q3_T + "test_qwen3_vl_embedding_equals_mtebs_wrapper_on_every_input_kind",
                                 "equal below 8192 tokens; above, the authors and mteb cut at 8192, mmbench reads "
-                                "the 32768-token window"),
+                                "the 32768-token window (--protocol mteb cuts at 8192 at the right; the cut is "
+                                "checked by token count, not by vector)"),
     },
     "vlm2vec": {
         "text query": Parity(V2V_T + "test_vlm2vec_v2_equals_mtebs_wrapper_on_every_input_kind"),
@@ -330,7 +352,8 @@ PARITY: dict[str, dict[str, Parity]] = {
         "video frames": Parity(V2V_T + "test_video_equals_mtebs_on_eight_frames_and_a_short_clip_differs_by_"
                                        "mtebs_repeats",
                                "8 frames: equal; mteb samples 8 frames (repeating a shorter clip's in place), "
-                               "mmbench keeps the pool set's frames"),
+                               "mmbench keeps the pool set's frames; --protocol mteb samples as mteb does: equal "
+                               "(test_mteb_protocol_gives_mtebs_vectors)"),
         "long document": Parity("", "not compared by vector: neither mteb nor the authors' inference code states a "
                                     "cut, and mmbench reads the 32768-token window (the same prompt as a text)"),
     },
