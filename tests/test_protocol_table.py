@@ -57,12 +57,26 @@ def test_gme_follows_its_authors_and_protocol_mteb_follows_mtebs_column():
     assert ref["max length"].mteb == mteb["max length"]
 
 
+def test_qwen3_and_vlm2vec_protocol_mteb_follow_mtebs_column():
+    q3 = REFERENCES["qwen3-vl-embedding"].claims
+    default, mteb = (mmbench_column(with_protocol(PRESETS["qwen3-vl-embedding-2b"], p)) for p in (None, "mteb"))
+    for aspect in COMPARABLE:
+        assert q3[aspect].mteb.startswith(mteb[aspect]), aspect
+    assert not q3["max length"].mteb.startswith(default["max length"])  # the default reads the window
+    assert "reading order" in mteb["instruction"] and "24 fps" in mteb["video"]
+    v2 = REFERENCES["vlm2vec"].claims
+    mteb = mmbench_column(with_protocol(PRESETS["vlm2vec-v2"], "mteb"))
+    assert v2["video"].mteb.startswith("V2: " + mteb["video"].split(", ")[1].split(" (")[0])  # 8 frames evenly spaced
+    assert "the processor resizes" in mteb["image tokens"] and "processor" in v2["image tokens"].mteb
+    assert "Find a document image" in mteb["instruction"]
+
+
 def test_a_changed_preset_shows_in_the_table():
     broken = replace(PRESETS["gme-2b"], positions="mrope", vision=replace(PRESETS["gme-2b"].vision, min_pixels=784))
     col = mmbench_column(broken)
     assert col["positions"] == "3-D M-RoPE" and col["image tokens"].startswith("1–1280")
     with pytest.raises(ValueError, match="no protocol 'mteb'"):
-        with_protocol(PRESETS["qwen3-vl-embedding-2b"], "mteb")
+        with_protocol(PRESETS["ops-mm-embedding-2b"], "mteb")
 
 
 def test_list_models_details_prints_the_rows(capsys):
@@ -72,6 +86,9 @@ def test_list_models_details_prints_the_rows(capsys):
     out = capsys.readouterr().out
     assert "positions: mmbench 1-D (sequential) | authors 1-D (sequential)" in out
     assert "--protocol mteb: image tokens 4–1280 (factor 28); max length 1800 tokens" in out
+    assert "--protocol mteb: instruction system turn; the user turn in reading order" in out
+    protocol_lines = [line for line in out.splitlines() if line.strip().startswith("--protocol mteb:")]
+    assert len(protocol_lines) == 5  # gme-2b, gme-7b, both Qwen3-VL-Embedding sizes, vlm2vec-v2
     assert out.count("normalisation: mmbench L2") == sum(len(r.presets) for r in REFERENCES.values())
 
 

@@ -128,8 +128,8 @@ REFERENCES: dict[str, Reference] = {
                               "4–1800 (factor 32); the processor resizes (torchvision under transformers 5: a "
                               "resized image's vector moves by under 1e-5 in cosine on tiny weights); --protocol "
                               "mteb lets the processor resize, as mteb does"),
-        "max length": Claim("8192 tokens", "8192 tokens, cut at the right by the tokenizer (closing tokens included; "
-                            "sentence-transformers)",
+        "max length": Claim("8192 tokens", "8192 tokens, cut at the right by the tokenizer (closing tokens included); "
+                            "sentence-transformers",
                             "MMLongEmbed uses the 32768-token window (model card: 32K context); --protocol mteb cuts "
                             "at 8192"),
         "video": Claim("1 fps, at most 64 frames, a total pixel budget; frames padded to an even count by "
