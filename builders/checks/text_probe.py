@@ -30,6 +30,7 @@ import string
 
 import numpy as np
 
+from mmbench.builders.checks.text_pieces import char_seams, hashed_union, no_seams, word_seams
 from mmbench.data.documents import Document, Image, Text, Video
 
 EDGE = 64
@@ -42,7 +43,8 @@ MODEL = ("logistic regression over the 256 chi-square-screened hashed word 1-2-g
          "1-3-grams and their shape 2-4-grams, folds by source record")
 
 
-def _words(doc: Document) -> str:
+def _word_parts(doc: Document) -> list[str]:
+    """The pieces `_words` joins: each text segment, ``<img>`` per image, one ``<img>`` per frame of a video."""
     parts = []
     for s in doc.segments:
         if isinstance(s, Text):
@@ -51,11 +53,20 @@ def _words(doc: Document) -> str:
             parts.append("<img>")
         elif isinstance(s, Video):
             parts.append(" ".join("<img>" for _ in s.frames))
-    return "\n".join(parts)
+    return parts
+
+
+def _words(doc: Document) -> str:
+    return "\n".join(_word_parts(doc))
+
+
+def _edge_blocks(doc: Document) -> list[str]:
+    """The pieces `_edges` joins: per text segment its first and last EDGE characters between markers."""
+    return [f"\x02{s.text[:EDGE]}\x03{s.text[-EDGE:]}\x04" for s in doc.segments if isinstance(s, Text)]
 
 
 def _edges(doc: Document) -> str:
-    return "".join(f"\x02{s.text[:EDGE]}\x03{s.text[-EDGE:]}\x04" for s in doc.segments if isinstance(s, Text))
+    return "".join(_edge_blocks(doc))
 
 
 # Each ASCII capital -> X, small letter -> x, digit -> d; everything else kept (issue 43: casing).
@@ -76,7 +87,7 @@ def _shapes(doc: Document) -> str:
 
 
 class _Vectoriser:
-    """Candidate id -> its hashed feature row (each candidate is read once)."""
+    """Candidates -> their hashed feature rows, each distinct piece of text hashed once (`hashed_union`)."""
 
     def __init__(self) -> None:
         from sklearn.feature_extraction.text import HashingVectorizer
@@ -96,7 +107,10 @@ class _Vectoriser:
     def __call__(self, docs: list[Document]):
         from scipy import sparse
 
-        return sparse.hstack([vec.transform([text(d) for d in docs]) for _, _, vec, text in self.views()]).tocsr()
+        # the shape text is one piece per document (no seams): each distinct one is hashed once
+        return sparse.hstack([hashed_union(self.words, [_word_parts(d) for d in docs], word_seams),
+                              hashed_union(self.chars, [_edge_blocks(d) for d in docs], char_seams),
+                              hashed_union(self.shapes, [[_shapes(d)] for d in docs], no_seams)]).tocsr()
 
 
 def _kind(item) -> str:
