@@ -26,10 +26,13 @@ so nothing depends on Python's string hash.
 """
 from __future__ import annotations
 
+import functools
 import string
+from typing import Callable
 
 import numpy as np
 
+from mmbench.builders.checks.fits import HeldOut, group_folds, run
 from mmbench.builders.checks.text_pieces import char_seams, hashed_union, no_seams, word_seams
 from mmbench.data.documents import Document, Image, Text, Video
 
@@ -176,16 +179,19 @@ def _model(seed: int, width: int):
                          LogisticRegression(C=C_REG, solver="liblinear", class_weight="balanced", random_state=seed))
 
 
+def fit_predict(X, y: np.ndarray, train: np.ndarray, test: np.ndarray, seed: int) -> np.ndarray:
+    """The probability of relevance of the `test` rows from a model fitted on the `train` rows."""
+    return _model(seed, X.shape[1]).fit(X[train], y[train]).predict_proba(X[test])[:, 1]
+
+
+def held_out_jobs(X, y: np.ndarray, plan: HeldOut, seed: int) -> list[Callable[[], np.ndarray]]:
+    return [functools.partial(fit_predict, X, y, train, test, seed) for train, test in plan.folds]
+
+
 def held_out(X, y: np.ndarray, groups: np.ndarray, seed: int, folds: int) -> np.ndarray:
     """Each row's predicted probability from a model trained on the other groups' pools only."""
-    from sklearn.model_selection import GroupKFold
-
-    out = np.zeros(len(y))
-    for train, test in GroupKFold(n_splits=min(folds, len(np.unique(groups)))).split(np.zeros(len(y)), y, groups):
-        if len(np.unique(y[train])) < 2:
-            continue
-        out[test] = _model(seed, X.shape[1]).fit(X[train], y[train]).predict_proba(X[test])[:, 1]
-    return np.round(out, 9)
+    plan = group_folds(y, groups, folds)
+    return plan.scores(run(held_out_jobs(X, y, plan, seed)))
 
 
 def top_terms(X, y: np.ndarray, seed: int, k: int) -> tuple[tuple[str, float], ...]:
