@@ -23,6 +23,7 @@ from typing import Any, Iterable, Iterator
 
 from mmbench.builders.checks import fits, leaks, lexical, pool_aware, probe
 from mmbench.builders.parts.blinding import blind
+from mmbench.data import work_cache
 from mmbench.data.drops import DropLog
 from mmbench.data.selection import design_groups
 from mmbench.evaluators.stats.floors import DEFAULT_ALPHA, DEFAULT_POWER, design_floor
@@ -212,7 +213,9 @@ def write_valid_poolset(ps: PoolSet, out: Path, checks: ModuleType | None, media
         raise PoolSetError(f"refusing to write an invalid {ps.task} pool set: {report.summary_line()}{also}")
     extra = {"validity": report.to_dict(), "dropped": {k: v.to_dict() for k, v in (drops or {}).items()},
              "resolution_floors": design_floors(ps), "check_costs": report.costs.to_dict()}
-    return write_poolset(ps, out, media_from=media_from, extra_manifest=extra)
+    written = write_poolset(ps, out, media_from=media_from, extra_manifest=extra)
+    work_cache.flush()     # what this build counted, for the next build of the same sources
+    return written
 
 
 def provenance_columns(checks: ModuleType | None) -> tuple[str, ...]:
