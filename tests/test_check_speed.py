@@ -1,0 +1,152 @@
+"""The validity checks' faster paths give the previous paths' numbers bit for bit (issue 49): each is compared with a
+copy of the code it replaced, on random inputs that reach its corner cases, and the probe gives the same figures
+with its fits one after another and side by side. The five default samples' reports are compared whole by
+tests/test_leaderboard_boards.py (official hashes) and by the manifests' probe figures against `validate`."""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from scipy import sparse
+
+from mmbench.builders.checks import fits, lexical, probe, query_structure, shingles
+from mmbench.builders.checks.probe_features import pool_relative, pool_relative_blocks
+from mmbench.data.documents import Document, Image, Text, Video
+from mmbench.data.lexical import tokenize
+
+
+# ---- copies of the code before issue 49 (the reference) ---------------------------------------------------------
+
+def old_structural_rows(query, cands):
+    stated = sorted(set(query_structure.numbers(query.text)))
+    rows = []
+    for c in cands:
+        got = query_structure.counts(c)
+        row = []
+        for u in query_structure.UNITS:
+            v = got[u]
+            row.append(float(v in stated))
+            row.append(min((min(query_structure.FAR, abs(v - n) / max(1, n)) for n in stated),
+                           default=query_structure.FAR))
+        row.append(math.log((got["tokens"] + 1) / (int(query.tokens) + 1)))
+        rows.append(row)
+    return np.asarray(rows, dtype=np.float64)
+
+
+def old_ngram_scores(query, docs, vocabulary):
+    wanted = {" ".join(w[i:i + 4]) for w in [tokenize(query)] for i in range(len(w) - 3)}
+    out = []
+    for d in docs:
+        words = tokenize(d.text)
+        keep = [w in vocabulary for w in words]
+        found = {" ".join(words[i:i + 4]) for i in range(len(words) - 3) if all(keep[i:i + 4])}
+        out.append(float(len(wanted & found)))
+    return out
+
+
+def old_intersections(sets):
+    codes, column = np.unique(np.concatenate(list(sets)), return_inverse=True)
+    rows = np.repeat(np.arange(len(sets)), [len(a) for a in sets])
+    incidence = sparse.csr_matrix((np.ones(len(column)), (rows, column.ravel())), shape=(len(sets), len(codes)))
+    return (incidence @ incidence.T).toarray()
+
+
+# ---- the comparisons -------------------------------------------------------------------------------------------
+
+def _texts(rng, n):
+    words = ["one", "two", "3", "12", "1,234", "twenty", "Σ", "ΑΣ", "end.", "Why?", "word", "x"]
+    seps = [" ", "\n", "\n\n", "\n \n", ". ", "  "]
+    return ["".join(str(rng.choice(words)) + str(rng.choice(seps)) for _ in range(int(rng.integers(0, 30))))
+            for _ in range(n)]
+
+
+def _docs(rng, n, texts, prefix: str = "d"):
+    """Candidates with ids unique under `prefix` (the checks remember a candidate's counts by its id)."""
+    out = []
+    for k in range(n):
+        segs = [Text(str(rng.choice(texts))) for _ in range(int(rng.integers(0, 4)))]
+        if rng.random() < 0.3:
+            segs.insert(int(rng.integers(0, len(segs) + 1)), Image(ref=f"{k:064x}.png", width=8, height=8))
+        if rng.random() < 0.2:
+            segs.append(Video(frames=("a", "b"), fps=1.0, width=8, height=8))
+        out.append(Document(id=f"{prefix}{k}", segments=segs, tokens=int(rng.integers(0, 5000))))
+    return out
+
+
+def test_structural_rows_equal_the_per_candidate_loop():
+    rng = np.random.default_rng(1)
+    texts = _texts(rng, 30)
+    table = query_structure.CountTable()
+    for k in range(200):
+        cands = _docs(rng, int(rng.integers(1, 9)), texts, f"p{k}-")
+        stated = rng.choice(["", "over 3 paragraphs", "twenty-one and 12 words", "1,234 of 7", "0 images",
+                             "12345678901234567890123 tokens"])
+        q = Document(id=f"q{k}", segments=[Text(str(stated))], tokens=int(rng.integers(0, 50)))
+        got = query_structure.structural_rows(q, cands, table)
+        assert got.tobytes() == old_structural_rows(q, cands).tobytes(), stated
+
+
+def test_lexical_codes_count_what_the_string_sets_count():
+    rng = np.random.default_rng(2)
+    texts = _texts(rng, 40)
+    for big in (False, True):
+        vocabulary = {w for t in texts[:10] for w in tokenize(t)}
+        if big:   # past 2^16 numbered words: the codes are the numbers' raw bytes
+            vocabulary |= {f"w{k}" for k in range(1 << 16)}
+        found = lexical._QueryGrams(vocabulary)
+        for k in range(40):
+            docs = _docs(rng, 6, texts, f"p{k}-")
+            query = str(rng.choice(texts[:10]))
+            assert lexical.ngram_scores(query, docs, found) == old_ngram_scores(query, docs, vocabulary)
+
+
+def test_pool_relative_blocks_equal_one_pool_at_a_time():
+    rng = np.random.default_rng(3)
+    for f in (1, 2, 9, 22, 31):          # one width per probe matrix; pools of many sizes
+        blocks = []
+        for _ in range(150):
+            raw = rng.normal(size=(int(rng.integers(2, 40)), f)) * 10.0 ** int(rng.integers(-3, 6))
+            if rng.random() < 0.5:
+                raw = np.round(raw)          # ties and constant columns
+            blocks.append(raw)
+        blocks += [blocks[0].copy() for _ in range(3)]
+        assert pool_relative_blocks(blocks).tobytes() == np.vstack([pool_relative(b) for b in blocks]).tobytes()
+
+
+@pytest.mark.parametrize("dense", [True, False])
+def test_intersections_equal_the_sparse_product(monkeypatch, dense):
+    monkeypatch.setattr(shingles, "DENSE_CELLS", 1 << 24 if dense else 0)
+    rng = np.random.default_rng(4)
+    for _ in range(100):
+        base = rng.integers(0, 2 ** 63, size=int(rng.integers(0, 500)), dtype=np.uint64)
+        sets = [np.unique(np.concatenate([rng.choice(base, size=int(rng.integers(0, len(base) + 1)))
+                                          if len(base) else base,
+                                          rng.integers(0, 2 ** 63, size=int(rng.integers(0, 9)), dtype=np.uint64)]))
+                for _ in range(int(rng.integers(1, 25)))]
+        assert shingles.intersections(sets).tobytes() == old_intersections(sets).tobytes()
+
+
+def test_item_rows_are_the_masks_of_each_item():
+    rng = np.random.default_rng(5)
+    for _ in range(100):
+        items = rng.integers(0, 12, size=int(rng.integers(0, 80)))
+        got = probe.item_rows(items)
+        want = [(i, np.flatnonzero(items == i)) for i in dict.fromkeys(items.tolist())]
+        assert [i for i, _ in got] == [i for i, _ in want]
+        assert all(np.array_equal(a, b) for (_, a), (_, b) in zip(got, want))
+
+
+def test_the_probe_gives_the_same_figures_with_its_fits_side_by_side(tmp_path, monkeypatch):
+    from test_shortcut_probe import _planted
+
+    ps, media = _planted(tmp_path, "longer", n_items=40)
+    runs = []
+    for threads in ("1", "3"):
+        monkeypatch.setenv("MMBENCH_CHECK_THREADS", threads)
+        assert fits.threads() == int(threads)
+        runs.append(probe.summary(probe.probe(ps, (), media)))
+    assert runs[0] == runs[1]
+    monkeypatch.setenv("MMBENCH_CHECK_THREADS", "many")
+    with pytest.raises(ValueError, match="MMBENCH_CHECK_THREADS"):
+        fits.threads()
