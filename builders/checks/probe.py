@@ -228,7 +228,7 @@ def probe(ps: PoolSet, kept_apart: Iterable[str] = (), media_root: Path | None =
         scores = plan.scores([next(done) for _ in plan.folds])
         out.extend(_tally(ps, features, scores, y, items, next(done)))
     scores = tplan.scores([next(done) for _ in tplan.folds])
-    out.extend(_tally(ps, "text", scores, yt, owner, text_probe.name_terms(ps, some, next(done))))
+    out.extend(_tally(ps, "text", scores, yt, owner, text_probe.name_terms(ps, some, next(done), Xt)))
     return out
 
 
