@@ -150,3 +150,28 @@ def test_the_probe_gives_the_same_figures_with_its_fits_side_by_side(tmp_path, m
     monkeypatch.setenv("MMBENCH_CHECK_THREADS", "many")
     with pytest.raises(ValueError, match="MMBENCH_CHECK_THREADS"):
         fits.threads()
+
+
+@pytest.mark.parametrize("columns, density", [(40, 0.05), (600, 0.003), (3000, 0.05)])
+def test_text_fits_on_distinct_rows_equal_the_pipeline_on_every_row(columns, density):
+    """Rows repeated as a candidate is in many pools; fewer columns than K_BEST, fewer than K_BEST holding anything
+    (the screen keeps columns whose statistic is NaN) and many (ties at the K_BEST-th statistic)."""
+    from mmbench.builders.checks import text_fits
+
+    rng = np.random.default_rng(6)
+    distinct = sparse.random(60, columns, density=density, random_state=7, format="csr")
+    distinct.data[:] = 1.0
+    rows = text_fits.TextRows(distinct, rng.integers(0, 60, size=400))
+    y = (rng.random(400) < 0.2).astype(float)
+    groups = rng.integers(0, 30, size=400)
+    full = rows.matrix()
+    plan = fits.group_folds(y, groups, probe.FOLDS)
+    for train, test in plan.folds:
+        want = text_fits.pipeline(3, columns).fit(full[train], y[train]).predict_proba(full[test])[:, 1]
+        assert text_fits.fit_predict(rows, y, train, test, 3).tobytes() == want.tobytes()
+    assert text_fits.top_terms(rows, y, 3, 5) == text_fits.top_terms(full, y, 3, 5)
+    model = text_fits.pipeline(3, columns).fit(full, y)
+    coef, kept = model[-1].coef_[0], model[0].get_support(indices=True)
+    best = [int(j) for j in np.argsort(-coef, kind="stable")[:5] if coef[j] > 0]
+    assert text_fits.top_terms(rows, y, 3, 5) == tuple((f"text:{int(kept[j])}", round(float(coef[j]), 3))
+                                                       for j in best)
