@@ -8,12 +8,16 @@ other, with the same numbers (each fit is the same computation on the same rows)
 
 A `HeldOut` plan fixes everything random before any fit runs (the folds, and the seeded sample of a fold's groups
 past `probe.MAX_TRAIN_ROWS`, drawn fold after fold from one generator as before), so the jobs are plain functions of
-their rows. `run` runs a list of jobs and returns their results in order. The threads are `MMBENCH_CHECK_THREADS`
-(1: one fit after another), else the usable cores, at most four.
+their rows. `run` runs a list of jobs and returns their results in order; a `Pool` takes jobs as their inputs are
+ready and runs them while its caller does other work (`validate` computes the label-blind, pool-aware and lexical
+checks, which hold Python's lock, while the probe's fits run beside them). The threads are
+`MMBENCH_CHECK_THREADS` (1: one fit after another, when submitted), else the usable cores, at most four.
 """
 from __future__ import annotations
 
 import os
+import threading
+import time
 from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
@@ -34,16 +38,51 @@ def threads() -> int:
     return max(1, min(MAX_THREADS, usable))
 
 
+class Pool:
+    """Threads that run fits while the caller goes on (`validate` computes the other checks meanwhile); with one
+    thread, each job runs when it is submitted. `cpu` adds up the CPU seconds the jobs took, thread by thread."""
+
+    def __init__(self, workers: int | None = None) -> None:
+        self.workers = threads() if workers is None else workers
+        self.cpu = 0.0
+        self._lock = threading.Lock()
+        self._executor: Any = None
+        if self.workers > 1:
+            from concurrent.futures import ThreadPoolExecutor
+
+            self._executor = ThreadPoolExecutor(max_workers=self.workers, thread_name_prefix="mmbench-fit")
+
+    def _timed(self, job: Callable[[], Any]) -> Any:
+        start = time.thread_time()
+        try:
+            return job()
+        finally:
+            with self._lock:
+                self.cpu += time.thread_time() - start
+
+    def submit(self, jobs: Sequence[Callable[[], Any]]) -> Callable[[], list[Any]]:
+        """Start the jobs; the returned function waits for them and gives their results in the jobs' order."""
+        if self._executor is None:
+            done = [self._timed(job) for job in jobs]
+            return lambda: done
+        futures = [self._executor.submit(self._timed, job) for job in jobs]
+        return lambda: [f.result() for f in futures]
+
+    def close(self) -> None:
+        if self._executor is not None:
+            self._executor.shutdown(wait=True, cancel_futures=True)
+
+    def __enter__(self) -> "Pool":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
 def run(jobs: Sequence[Callable[[], Any]]) -> list[Any]:
     """Every job's result, in the jobs' order (the first exception is raised once all have ended)."""
-    n = min(threads(), len(jobs))
-    if n <= 1:
-        return [job() for job in jobs]
-    from concurrent.futures import ThreadPoolExecutor
-
-    with ThreadPoolExecutor(max_workers=n, thread_name_prefix="mmbench-fit") as pool:
-        futures = [pool.submit(job) for job in jobs]
-        return [f.result() for f in futures]
+    with Pool(min(threads(), len(jobs))) as pool:
+        return pool.submit(jobs)()
 
 
 @dataclass

@@ -200,12 +200,20 @@ def probe(ps: PoolSet, kept_apart: Iterable[str] = (), media_root: Path | None =
     """The probe's held-out P@1 per subset and over all items ('all') for each of FEATURE_SETS: the candidate-alone
     features, with the pool overlap added, the query-aware structural features, and the candidate's own text;
     [] for a pool set too small to fold."""
+    with fits.Pool() as pool:
+        return start(ps, kept_apart, media_root, pool)()
+
+
+def start(ps: PoolSet, kept_apart: Iterable[str], media_root: Path | None,
+          pool: fits.Pool) -> Callable[[], list[ProbeScore]]:
+    """`probe`'s features, with its fits handed to `pool` as soon as their rows are ready (the gradient boosting
+    ones before the text rows are built); the returned function waits for the fits and tallies them."""
     X, y, items, names = pool_rows(ps, kept_apart, media_root)
     order = list(dict.fromkeys(items.tolist()))
     groups_of_item = dict(zip(order, query_groups(ps, order)))
     groups = np.asarray([groups_of_item[i] for i in items], dtype=np.int64)
     if len(np.unique(groups)) < 2:
-        return []
+        return lambda: []
     sets = []
     for features in ("candidate", "pool"):
         keep = [j for j, n in enumerate(names) if features == "pool" or not n.startswith(POOL_FEATURE)]
@@ -213,23 +221,25 @@ def probe(ps: PoolSet, kept_apart: Iterable[str] = (), media_root: Path | None =
     sets.append(("query", query_rows(ps, order),
                  [f"{n}:{k}" for k in ("rank", "z") for n in query_structure.feature_names()]))
     plan = held_out_plan(y, groups, ps.seed)     # one plan: the same folds for every feature set
+    boosted = pool.submit([job for _, M, nm in sets for job in
+                           (*held_out_jobs(M, y, plan, ps.seed), functools.partial(importances, M, y, nm, ps.seed))])
     some = _sample_items(order, groups_of_item, [len(ps.pools[i].candidate_ids) for i in order], ps.seed)
     Xt, yt, owner = text_probe.text_matrix(ps, some)
     tgroups = np.asarray([groups_of_item[i] for i in owner], dtype=np.int64)
     tplan = fits.group_folds(yt, tgroups, FOLDS)
-    jobs: list[Callable[[], Any]] = []
-    for _, M, nm in sets:
-        jobs += [*held_out_jobs(M, y, plan, ps.seed), functools.partial(importances, M, y, nm, ps.seed)]
-    jobs += [*text_probe.held_out_jobs(Xt, yt, tplan, ps.seed),
-             functools.partial(text_probe.top_terms, Xt, yt, ps.seed, TOP_FEATURES)]
-    done = iter(fits.run(jobs))         # every fit of the probe, side by side; results in the jobs' order
-    out = []
-    for features, _, _ in sets:
-        scores = plan.scores([next(done) for _ in plan.folds])
-        out.extend(_tally(ps, features, scores, y, items, next(done)))
-    scores = tplan.scores([next(done) for _ in tplan.folds])
-    out.extend(_tally(ps, "text", scores, yt, owner, text_probe.name_terms(ps, some, next(done), Xt)))
-    return out
+    text = pool.submit([*text_probe.held_out_jobs(Xt, yt, tplan, ps.seed),
+                        functools.partial(text_probe.top_terms, Xt, yt, ps.seed, TOP_FEATURES)])
+
+    def finish() -> list[ProbeScore]:
+        done = iter(boosted())
+        out = []
+        for features, _, _ in sets:
+            scores = plan.scores([next(done) for _ in plan.folds])
+            out.extend(_tally(ps, features, scores, y, items, next(done)))
+        *predicted, top = text()
+        out.extend(_tally(ps, "text", tplan.scores(predicted), yt, owner, text_probe.name_terms(ps, some, top, Xt)))
+        return out
+    return finish
 
 
 def _sample_items(order: list[int], group_of: dict[int, int], sizes: list[int], seed: int) -> list[int]:

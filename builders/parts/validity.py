@@ -55,26 +55,32 @@ COMMON_INVARIANTS = {
 
 
 class CheckCosts:
-    """Wall and CPU seconds of each check of one `validate` (CPU: every thread of the process, so the probe's
-    fits run side by side count in full). Machine-dependent: printed by `mmbench build` and kept in the manifest's
-    `check_costs`, never in the validity report (whose figures `mmbench validate` reproduces exactly)."""
+    """Wall and CPU seconds of each check of one `validate`. The probe's model fits run on threads beside the other
+    checks (`fits.Pool`), so a check's CPU is its own thread's, with the fits' CPU added to the probe's, and the
+    checks' walls overlap: `total` is the wall of the whole. Machine-dependent: printed by `mmbench build` and kept in
+    the manifest's `check_costs`, never in the validity report (whose figures `mmbench validate` reproduces)."""
 
     def __init__(self) -> None:
         self.wall: dict[str, float] = {}
         self.cpu: dict[str, float] = {}
+        self.elapsed = 0.0
+        self.threads = 1
 
     @contextmanager
     def timed(self, name: str) -> Iterator[None]:
-        wall, cpu = time.perf_counter(), time.process_time()
+        wall, cpu = time.perf_counter(), time.thread_time()
         try:
             yield
         finally:
             self.wall[name] = self.wall.get(name, 0.0) + time.perf_counter() - wall
-            self.cpu[name] = self.cpu.get(name, 0.0) + time.process_time() - cpu
+            self.add_cpu(name, time.thread_time() - cpu)
+
+    def add_cpu(self, name: str, seconds: float) -> None:
+        self.cpu[name] = self.cpu.get(name, 0.0) + seconds
 
     def to_dict(self) -> dict[str, Any]:
-        return {"unit": "seconds", "threads": fits.threads(),
-                "total": {"wall": round(sum(self.wall.values()), 3), "cpu": round(sum(self.cpu.values()), 3)},
+        return {"unit": "seconds", "threads": self.threads,
+                "total": {"wall": round(self.elapsed, 3), "cpu": round(sum(self.cpu.values()), 3)},
                 "checks": {k: {"wall": round(self.wall[k], 3), "cpu": round(self.cpu[k], 3)} for k in self.wall}}
 
 
@@ -152,48 +158,65 @@ def validate(ps: PoolSet, module: ModuleType | None, media_root: Path | None = N
     """
     invariants = {**COMMON_INVARIANTS, **(getattr(module, "INVARIANTS", {}) if module else {})}
     report = ValidityReport(task=ps.task, invariants=invariants)
-    timed = report.costs.timed
-    with timed("distinct_questions"):
-        report.violations.extend(check_distinct_questions(ps))
+    if media_root is None and ps.root is not None:
+        media_root = Path(ps.root) / "media"
+    started, timed = time.perf_counter(), report.costs.timed
+    with fits.Pool() as pool:     # the probe's fits run on its threads while the other checks are computed
+        report.costs.threads = pool.workers
+        with timed("shortcut_probe"):
+            finish_probe = probe.start(ps, ps.provenance_columns, media_root, pool)
+        with timed("distinct_questions"):
+            repeated = list(check_distinct_questions(ps))
+        with timed("label_blind"):
+            scores = leaks.audit(ps, ps.provenance_columns)   # what the document tables hold, as an evaluator reads
+        with timed("pool_aware"):     # both pool-aware rules: the order baselines and the centre (medoid once)
+            medoid = {pool_aware.CENTRE: pool_aware.medoid_scores(ps)}
+            pooled = pool_aware.audit(ps, computed=medoid)   # rankers that read the whole pool, never the query
+            centred = pool_aware.centre(ps, medoid[pool_aware.CENTRE])
+        with timed("lexical_ceiling"):     # the lexical baseline: its figures (its refusals are read from them)
+            words = lexical.ceiling(ps)
+        own = _task_checks(ps, module, report)
+        with timed("shortcut_probe"):
+            found = finish_probe()
+        report.costs.add_cpu("shortcut_probe", pool.cpu)
+    report.costs.elapsed = time.perf_counter() - started
+    # the report is filled in the order the checks ran in one after another (violations, leak audit keys)
+    report.violations.extend(repeated)
     report.checked["distinct_questions"] = len(ps.pools)
-    with timed("label_blind"):
-        scores = leaks.audit(ps, ps.provenance_columns)   # what the document tables hold, as an evaluator reads them
     report.leak_audit = leaks.summary(scores, ps.provenance_columns)
     report.violations.extend(Violation("label_blind", s.subset, s.line()) for s in scores if s.leaks)
     report.checked["label_blind"] = len(scores)
-    with timed("pool_aware"):     # both pool-aware rules: the order baselines and the centre (medoid once)
-        medoid = {pool_aware.CENTRE: pool_aware.medoid_scores(ps)}     # computed once for both rules
-        pooled = pool_aware.audit(ps, computed=medoid)   # rankers that read the whole pool or pool set, never the query
-        centred = pool_aware.centre(ps, medoid[pool_aware.CENTRE])
     report.leak_audit["pool_aware"] = pool_aware.summary(pooled, centred)
     enforced = [s for s in pooled if s.baseline in pool_aware.ENFORCED]
     report.violations.extend(Violation("pool_order_blind", s.subset, s.line()) for s in enforced if s.leaks)
     report.checked["pool_order_blind"] = len(enforced)
     report.violations.extend(Violation("pool_centre_free", c.group, c.line()) for c in centred if c.refuses)
     report.checked["pool_centre_free"] = len(centred)
-    check_shortcut_probe(ps, report, media_root)
-    if module is not None:
-        with timed(f"{ps.task} invariants"):
-            report.violations.extend(module.check(ps, report.checked))
-            if hasattr(module, "breakdown"):
-                report.breakdown = module.breakdown(ps)
+    add_shortcut_probe(report, found, words)
+    report.violations.extend(own)
     unknown = {v.invariant for v in report.violations} - set(invariants)
     if unknown:
         raise RuntimeError(f"{ps.task} validator reports undeclared invariants {sorted(unknown)}")
     return report
 
 
-def check_shortcut_probe(ps: PoolSet, report: ValidityReport, media_root: Path | None) -> None:
+def _task_checks(ps: PoolSet, module: ModuleType | None, report: ValidityReport) -> list[Violation]:
+    """The task's own invariants (counted into `report.checked`) and its breakdown."""
+    if module is None:
+        return []
+    with report.costs.timed(f"{ps.task} invariants"):
+        found = list(module.check(ps, report.checked))
+        if hasattr(module, "breakdown"):
+            report.breakdown = module.breakdown(ps)
+    return found
+
+
+def add_shortcut_probe(report: ValidityReport, found: list, words: dict[str, Any]) -> None:
     """The learned shortcut probe and the lexical baseline (each a refusal), into the report's leak audit."""
-    if media_root is None and ps.root is not None:
-        media_root = Path(ps.root) / "media"
-    with report.costs.timed("shortcut_probe"):
-        found = probe.probe(ps, ps.provenance_columns, media_root)
     report.leak_audit["shortcut_probe"] = probe.summary(found)
     report.violations.extend(Violation("shortcut_probe", s.subset, s.line()) for s in found if s.refuses)
     report.checked["shortcut_probe"] = sum(s.features in probe.ENFORCED_SETS for s in found)
-    with report.costs.timed("lexical_ceiling"):     # the lexical baseline: its figures and its refusals
-        words = report.leak_audit["lexical_ceiling"] = lexical.ceiling(ps)
+    report.leak_audit["lexical_ceiling"] = words
     report.violations.extend(Violation("lexical_baseline", group, why)
                              for group, why in lexical.refusals(words["per_subset"]))
     report.checked["lexical_baseline"] = len(words["per_subset"])
