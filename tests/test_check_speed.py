@@ -175,3 +175,18 @@ def test_text_fits_on_distinct_rows_equal_the_pipeline_on_every_row(columns, den
     best = [int(j) for j in np.argsort(-coef, kind="stable")[:5] if coef[j] > 0]
     assert text_fits.top_terms(rows, y, 3, 5) == tuple((f"text:{int(kept[j])}", round(float(coef[j]), 3))
                                                        for j in best)
+
+
+def test_sequence_ratios_are_difflibs():
+    import difflib
+
+    from mmbench.builders.checks.sequence_ratio import ratios
+
+    rng = np.random.default_rng(8)
+    pairs = []
+    for _ in range(4000):   # small alphabets: many equal-length blocks, ties between them, repeats
+        letters = list("abcab-")[:int(rng.integers(1, 7))]
+        pairs.append(("".join(rng.choice(letters, int(rng.integers(1, 20)))),
+                      "".join(rng.choice(letters, int(rng.integers(1, 20))))))
+    pairs += [("", "x"), ("x", ""), ("", ""), ("a" * 5, "a" * 300), ("é€𝄞ab", "ab𝄞é"), ("q-0a1b2c3d4e5f", "c-0a1b2c3d4e5f")]
+    assert ratios(pairs) == [difflib.SequenceMatcher(None, a, b).ratio() for a, b in pairs]
