@@ -36,7 +36,7 @@ class Counting:
 def test_counts_are_remembered_and_a_changed_text_is_counted_afresh(fresh, monkeypatch):
     first = Counting()
     counter = tokens.UnifiedTokenCounter(first.inner)
-    texts = ["The haystack sentence.", "Another one, with 12 words or so in it."]
+    texts = ["The haystack sentence. " * 60, "Another one, with 12 words or so in it. " * 40]
     want = [len(first.inner._encode(t)) for t in texts]
     first.seen.clear()
     assert [counter.text(t) for t in texts] == want and first.seen == texts
@@ -54,13 +54,13 @@ def test_counts_are_remembered_and_a_changed_text_is_counted_afresh(fresh, monke
 
 def test_another_tokenizer_or_changed_code_reads_none_of_the_entries(fresh, monkeypatch):
     counter = tokens.UnifiedTokenCounter(tokens.Qwen3Tokenizer())
-    counter.text("a sentence to count")
+    counter.text("a sentence to count " * 80)
     work_cache.flush()
     monkeypatch.setattr(work_cache, "code_digest", lambda *files: "edited code")
     other = tokens.Qwen3Tokenizer()
     assert other.identity != counter.tokenizer.identity
     assert work_cache.table("token-counts", other.identity).get(
-        work_cache.text_key(other.identity, "a sentence to count")) is None
+        work_cache.text_key(other.identity, "a sentence to count " * 80)) is None
 
 
 def test_a_damaged_pack_is_ignored_and_many_packs_are_merged(fresh, monkeypatch):
@@ -96,7 +96,7 @@ def test_long_texts_ids_come_back_whole_and_damage_is_a_miss(fresh):
 
 def test_off_reads_and_writes_nothing(fresh, monkeypatch):
     monkeypatch.setenv(work_cache.ENV, "off")
-    tokens.UnifiedTokenCounter(tokens.Qwen3Tokenizer()).text("nothing kept")
+    tokens.UnifiedTokenCounter(tokens.Qwen3Tokenizer()).text("nothing kept " * 100)
     work_cache.flush()
     assert not fresh.exists()
 

@@ -34,6 +34,7 @@ QWEN3_SPECIAL_TOKENS = (
 QWEN3_FIRST_SPECIAL_ID = 151643
 PIXELS_PER_VISUAL_TOKEN_SIDE = 32
 LONG_TEXT = 1 << 16   # characters from which a text's ids are kept in the work cache (a whole corpus, not a unit)
+COUNT_MEMO_CHARS = 1024   # characters from which a text's count is kept in the work cache
 
 
 class TextTokenizer(Protocol):
@@ -117,7 +118,10 @@ class Qwen3Tokenizer:
         return list(ids)
 
     def count(self, text: str) -> int:
-        """len(encode(text)), remembered by content in the work cache's token counts."""
+        """len(encode(text)), remembered by content in the work cache's token counts (from COUNT_MEMO_CHARS
+        characters: a shorter text is tokenised faster than it is looked up)."""
+        if len(text) < COUNT_MEMO_CHARS:
+            return len(self.encode(text))
         counts = work_cache.table("token-counts", self.identity)
         key = work_cache.text_key(self.identity, text)
         n = counts.get(key)

@@ -43,7 +43,7 @@ FORMAT = "mmbench-work-cache/1"
 ENV = "MMBENCH_WORK_CACHE"
 KEY_BYTES = 16
 MAX_PACKS = 16
-_tables: dict[tuple[str, Path | None], "CountTable"] = {}
+_tables: dict[tuple[str | None, ...], "CountTable"] = {}
 
 
 def enabled() -> bool:
@@ -78,11 +78,10 @@ def text_key(version: str, text: str) -> bytes:
 def table(namespace: str, version: str) -> "CountTable":
     """The process's table of a namespace's counts of one version, under the current MMBENCH_HOME (in memory only
     when the cache is off)."""
-    root = folder(namespace, version)
-    key = (version, root)
+    key = (namespace, version, os.environ.get("MMBENCH_HOME"), os.environ.get(ENV))   # what `folder` reads
     found = _tables.get(key)
     if found is None:
-        found = _tables[key] = CountTable(root)
+        found = _tables[key] = CountTable(folder(namespace, version))
     return found
 
 
