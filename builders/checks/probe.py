@@ -221,8 +221,10 @@ def start(ps: PoolSet, kept_apart: Iterable[str], media_root: Path | None,
     sets.append(("query", query_rows(ps, order),
                  [f"{n}:{k}" for k in ("rank", "z") for n in query_structure.feature_names()]))
     plan = held_out_plan(y, groups, ps.seed)     # one plan: the same folds for every feature set
-    boosted = pool.submit([job for _, M, nm in sets for job in
-                           (*held_out_jobs(M, y, plan, ps.seed), functools.partial(importances, M, y, nm, ps.seed))])
+    jobs: list[Callable[[], Any]] = []
+    for _, M, nm in sets:
+        jobs += [*held_out_jobs(M, y, plan, ps.seed), functools.partial(importances, M, y, nm, ps.seed)]
+    boosted = pool.submit(jobs)
     some = _sample_items(order, groups_of_item, [len(ps.pools[i].candidate_ids) for i in order], ps.seed)
     Xt, yt, owner = text_probe.text_matrix(ps, some)
     tgroups = np.asarray([groups_of_item[i] for i in owner], dtype=np.int64)

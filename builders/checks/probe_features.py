@@ -128,7 +128,7 @@ def pool_relative_blocks(blocks: list[np.ndarray]) -> np.ndarray:
 
     if not blocks:
         return np.zeros((0, 0))
-    out: list[np.ndarray | None] = [None] * len(blocks)
+    out: list[np.ndarray] = [np.zeros(0)] * len(blocks)
     by_shape: dict[tuple[int, ...], list[int]] = {}
     for k, b in enumerate(blocks):
         by_shape.setdefault(b.shape, []).append(k)
