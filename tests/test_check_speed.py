@@ -190,3 +190,18 @@ def test_sequence_ratios_are_difflibs():
                       "".join(rng.choice(letters, int(rng.integers(1, 20))))))
     pairs += [("", "x"), ("x", ""), ("", ""), ("a" * 5, "a" * 300), ("é€𝄞ab", "ab𝄞é"), ("q-0a1b2c3d4e5f", "c-0a1b2c3d4e5f")]
     assert ratios(pairs) == [difflib.SequenceMatcher(None, a, b).ratio() for a, b in pairs]
+
+
+def test_a_build_records_and_prints_what_each_check_cost(vg_tiny, capsys):
+    import json
+
+    from mmbench.cli.commands_core import check_cost_line
+
+    costs = json.loads((vg_tiny / "manifest.json").read_text())["check_costs"]
+    assert {"distinct_questions", "label_blind", "pool_aware", "shortcut_probe", "lexical_ceiling",
+            "visual_grounding invariants"} == set(costs["checks"])
+    assert costs["threads"] == fits.threads() and costs["total"]["wall"] > 0
+    assert all(c["wall"] >= 0 and c["cpu"] >= 0 for c in costs["checks"].values())
+    line = check_cost_line(costs)
+    assert line.startswith(f"checks: {costs['total']['wall']:.1f} s (") and "shortcut_probe" in line
+    assert "check_costs" not in json.dumps(json.loads((vg_tiny / "manifest.json").read_text())["validity"])

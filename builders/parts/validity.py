@@ -178,7 +178,8 @@ def validate(ps: PoolSet, module: ModuleType | None, media_root: Path | None = N
         own = _task_checks(ps, module, report)
         with timed("shortcut_probe"):
             found = finish_probe()
-        report.costs.add_cpu("shortcut_probe", pool.cpu)
+        if pool.workers > 1:     # one worker runs each fit on this thread, inside the probe's own timing
+            report.costs.add_cpu("shortcut_probe", pool.cpu)
     report.costs.elapsed = time.perf_counter() - started
     # the report is filled in the order the checks ran in one after another (violations, leak audit keys)
     report.violations.extend(repeated)
