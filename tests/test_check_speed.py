@@ -1,5 +1,5 @@
 """The validity checks' faster paths give the previous paths' numbers bit for bit (issue 49): each is compared with a
-copy of the code it replaced, on random inputs that reach its corner cases, and the probe gives the same figures
+copy of the code it replaced (for the checks issue 43 added or changed, a copy of issue 43's code), on random inputs that reach its corner cases, and the probe gives the same figures
 with its fits one after another and side by side. The five default samples' reports are compared whole by
 tests/test_leaderboard_boards.py (official hashes) and by the manifests' probe figures against `validate`."""
 from __future__ import annotations
@@ -43,6 +43,14 @@ def old_ngram_scores(query, docs, vocabulary):
         found = {" ".join(words[i:i + 4]) for i in range(len(words) - 3) if all(keep[i:i + 4])}
         out.append(float(len(wanted & found)))
     return out
+
+
+def old_lexical_row(found, doc):
+    """The lexical baseline's `_Row` of a candidate as issue 43 read it: its whole text tokenised at once."""
+    words = tokenize(doc.text)
+    ids = found.ids(words)
+    return lexical._Row(len(words), np.bincount(ids[ids >= 0], minlength=len(found.number)), found.codes(ids),
+                        " " + " ".join(words) + " ")
 
 
 def old_intersections(sets):
@@ -99,6 +107,32 @@ def test_lexical_codes_count_what_the_string_sets_count():
             docs = _docs(rng, 6, texts, f"p{k}-")
             query = str(rng.choice(texts[:10]))
             assert lexical.ngram_scores(query, docs, found) == old_ngram_scores(query, docs, vocabulary)
+
+
+def test_lexical_rows_from_segments_equal_the_whole_text_rows(monkeypatch):
+    """Issue 43's lexical baseline tokenised each candidate's whole text; it now tokenises each distinct text segment
+    once. Segments that end or start on a capital sigma (lower-cased by its context), on case-ignorable marks, on
+    blanks, and empty ones; both ways of numbering words (word by word and the pandas lookup past LONG_TEXT)."""
+    rng = np.random.default_rng(9)
+    edges = ["ΑΣ", "ΑΣ'", "'Β", "Σ", "ΑΣ\u0301", "\u0301Β", "", " ", "\n", "x.", "ΑΣΑ"]
+    texts = _texts(rng, 40) + [str(a) + str(t) + str(b) for t in _texts(rng, 20)
+                                for a, b in [rng.choice(edges, 2)]] + edges
+    for long_text in (lexical.LONG_TEXT, 3):
+        monkeypatch.setattr(lexical, "LONG_TEXT", long_text)
+        vocabulary = {w for t in texts[:25] for w in tokenize(t)} | {"σ", "ς", "ας", "β", "ασ", "ασα"}
+        found = lexical._QueryGrams(vocabulary)
+        for k in range(60):
+            docs = _docs(rng, 6, texts, f"p{k}-{long_text}-")
+            for d in docs:
+                got, want = found.row(d), old_lexical_row(found, d)
+                assert (got.length, got.joined) == (want.length, want.joined), d.text
+                assert got.counts.tobytes() == want.counts.tobytes() and got.grams.tobytes() == want.grams.tobytes()
+            query = " ".join(str(rng.choice(texts[:25])) for _ in range(2))
+            rows, old = [found.row(d) for d in docs], [old_lexical_row(found, d) for d in docs]
+            assert lexical.bm25_whole(query, rows, found) == lexical.bm25_whole(query, old, found)
+            rel = [bool(r) for r in rng.random(len(docs)) < 0.3]
+            words = found.query(query)[0]
+            assert lexical.verbatim(words, rows, rel) == lexical.verbatim(words, old, rel)
 
 
 def test_pool_relative_blocks_equal_one_pool_at_a_time():

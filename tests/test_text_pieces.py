@@ -1,6 +1,7 @@
 """The text probe's rows built from distinct pieces are the rows scikit-learn gives the whole joined texts, bit for
 bit: on adversarial texts (whitespace of every kind at the seams, empty and blank segments, the edge markers inside
-the text, images and videos between texts) and on a built pool set."""
+the text, images and videos between texts, capitals and digits for the word-shape block) and on a built pool
+set."""
 from __future__ import annotations
 
 import numpy as np
@@ -11,7 +12,8 @@ from mmbench.builders.checks.text_pieces import char_seams, word_seams
 from mmbench.data.documents import Document, Image, Text, Video
 
 SPACES = [" ", "  ", "\n", "\n\n", "\t", "\u2003", "\x1c", "\x85", "\u3000 ", "\r\n", ""]
-WORDS = ["alpha", "beta", "x", "\x02", "\x04", "é", "\u0301", "a\x03b", "<img>", "Σ", "ς", "1,234", "."]
+WORDS = ["alpha", "beta", "x", "\x02", "\x04", "é", "\u0301", "a\x03b", "<img>", "Σ", "ς", "1,234", ".", "ALPHA", "Beta",
+         "\x01", "\x05", "X9x"]
 
 
 def _text(rng: np.random.Generator) -> str:
@@ -46,10 +48,12 @@ def _same(a, b) -> None:
 
 
 def _whole(docs: list[Document]):
-    """What the text probe hashed before it hashed pieces: each document's joined texts, whole."""
+    """What the text probe hashed before it hashed pieces: each document's joined texts, whole, and its shape text
+    (issue 43's third block), one document at a time."""
     v = text_probe._Vectoriser()
     return sparse.hstack([v.words.transform([text_probe._words(d) for d in docs]),
-                          v.chars.transform([text_probe._edges(d) for d in docs])]).tocsr()
+                          v.chars.transform([text_probe._edges(d) for d in docs]),
+                          v.shapes.transform([text_probe._shapes(d) for d in docs])]).tocsr()
 
 
 def test_rows_from_pieces_equal_rows_of_the_joined_texts_on_adversarial_texts():
