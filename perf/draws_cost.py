@@ -1,21 +1,24 @@
 """Draws at the cost of one (issue 49): five draws of a task against one build and run, and the Visual Grounding
 sample build with its checks' share.
 
-Usage: python perf/draws_cost.py [--models bm25,minilm] [--seeds 0..4] [--task multi_source_reasoning] [--no-vg]
-                                 [--keep DIR]
+Usage: python perf/draws_cost.py [--models bm25,minilm] [--seeds 0..4] [--jobs 1,2] [--task multi_source_reasoning]
+                                 [--no-vg] [--keep DIR]
+
+Smallest run (a smoke test, not figures): python perf/draws_cost.py --models bm25 --seeds 0..1 --jobs 1 --no-vg
 
 Each measurement is one `mmbench` process (or two) run cold in a fresh MMBENCH_HOME (no pool sets, no embedding
 cache, no work cache), timed whole: wall seconds and the children's user + system CPU seconds.
 
 * one draw: `mmbench run --task TASK --model M` with no --data, which builds the task's sample (seed 0) and runs
   the model over it (what a user types first);
-* the draws: `mmbench draws --task TASK --seeds 0..4 --model M`, which builds and runs every draw (the same
+* the draws: `mmbench draws --task TASK --seeds 0..4 --model M --jobs J` for each J of --jobs (default 1 and 2:
+  one draw after another in one process, and two worker processes at once), which builds and runs every draw (the
   command gains from whatever `draws` shares or runs side by side: the script only calls the CLI);
 * the Visual Grounding sample build: `mmbench build --task visual_grounding`, and its checks' seconds from the
   manifest's `check_costs` (each check's wall and CPU seconds, as `mmbench build` prints them).
 
 Prints the machine (CPU model, usable cores, load before and after), each figure, draws / one draw for each model
-(issue 49 asks for at most 2.5x with BM25 on Multi-Source Reasoning on a 2-core machine) and the checks' share of the
+and each --jobs (issue 49 asks for at most 2.5x with BM25 on Multi-Source Reasoning on a 2-core machine) and the checks' share of the
 Visual Grounding build. The figures move with the machine's load: compare ratios measured in one run.
 """
 from __future__ import annotations
@@ -72,11 +75,22 @@ def one_draw(task: str, model: str, work: Path) -> tuple[float, float]:
     return wall, cpu
 
 
-def draws(task: str, model: str, seeds: str, work: Path) -> tuple[float, float]:
-    home = Path(tempfile.mkdtemp(prefix="draws-", dir=work))
-    wall, cpu, _ = timed(["draws", "--task", task, "--seeds", seeds, "--model", model, "--out", str(home / "draws")],
-                         home)
+def draws(task: str, model: str, seeds: str, jobs: str, work: Path) -> tuple[float, float]:
+    home = Path(tempfile.mkdtemp(prefix=f"draws-j{jobs}-", dir=work))
+    wall, cpu, _ = timed(["draws", "--task", task, "--seeds", seeds, "--model", model, "--jobs", jobs,
+                          "--out", str(home / "draws")], home)
     return wall, cpu
+
+
+def job_counts(text: str) -> list[str]:
+    """--jobs: a comma-separated list of `mmbench draws --jobs` values (N or auto)."""
+    out = [j.strip() for j in text.split(",") if j.strip()]
+    for j in out:
+        if j != "auto" and not (j.isdigit() and int(j) >= 1):
+            raise argparse.ArgumentTypeError(f"--jobs takes positive counts or auto, got {j!r}")
+    if not out:
+        raise argparse.ArgumentTypeError("--jobs needs at least one value")
+    return out
 
 
 def vg_build(work: Path) -> dict:
@@ -92,6 +106,8 @@ def main() -> None:
     ap.add_argument("--task", default="multi_source_reasoning")
     ap.add_argument("--models", default="bm25,minilm", help="comma-separated (default: %(default)s)")
     ap.add_argument("--seeds", default="0..4", help="the draws' seeds (default: %(default)s)")
+    ap.add_argument("--jobs", type=job_counts, default=["1", "2"],
+                    help="comma-separated `mmbench draws --jobs` values, each timed (default: 1,2)")
     ap.add_argument("--no-vg", action="store_true", help="leave out the Visual Grounding sample build")
     ap.add_argument("--keep", type=Path, help="keep the homes under this folder (default: a temporary folder)")
     args = ap.parse_args()
@@ -101,21 +117,22 @@ def main() -> None:
     for model in [m for m in args.models.split(",") if m]:
         w1, c1 = one_draw(args.task, model, work)
         print(f"{args.task} {model}: one build + run {w1:.1f} s wall ({c1:.1f} s CPU)", flush=True)
-        wd, cd = draws(args.task, model, args.seeds, work)
-        verdict = "" if model != "bm25" else f" (goal <= {GOAL}x: {'met' if wd / w1 <= GOAL else 'not met'})"
-        print(f"{args.task} {model}: draws --seeds {args.seeds} {wd:.1f} s wall ({cd:.1f} s CPU) = {wd / w1:.2f}x "
-              f"one draw's wall, {cd / c1:.2f}x its CPU{verdict}; {load()}", flush=True)
+        for jobs in args.jobs:
+            wd, cd = draws(args.task, model, args.seeds, jobs, work)
+            verdict = "" if model != "bm25" else f" (goal <= {GOAL}x: {'met' if wd / w1 <= GOAL else 'not met'})"
+            print(f"{args.task} {model}: draws --seeds {args.seeds} --jobs {jobs} {wd:.1f} s wall ({cd:.1f} s CPU) = "
+                  f"{wd / w1:.2f}x one draw's wall, {cd / c1:.2f}x its CPU{verdict}; {load()}", flush=True)
     if not args.no_vg:
         vg = vg_build(work)
         if vg["checks"] is None:
             print(f"visual_grounding sample build: {vg['wall']:.1f} s wall ({vg['cpu']:.1f} s CPU); {load()}")
-            return
-        total = vg["checks"]["total"]
-        each = ", ".join(f"{k} {v['wall']:.1f} s" for k, v in sorted(vg["checks"]["checks"].items(),
-                                                                      key=lambda kv: -kv[1]["wall"]))
-        print(f"visual_grounding sample build: {vg['wall']:.1f} s wall ({vg['cpu']:.1f} s CPU); checks "
-              f"{total['wall']:.1f} s wall = {total['wall'] / vg['wall']:.0%} of the build ({total['cpu']:.1f} s CPU, "
-              f"fits on {vg['checks']['threads']} threads): {each}; {load()}")
+        else:
+            total = vg["checks"]["total"]
+            each = ", ".join(f"{k} {v['wall']:.1f} s" for k, v in sorted(vg["checks"]["checks"].items(),
+                                                                          key=lambda kv: -kv[1]["wall"]))
+            print(f"visual_grounding sample build: {vg['wall']:.1f} s wall ({vg['cpu']:.1f} s CPU); checks "
+                  f"{total['wall']:.1f} s wall = {total['wall'] / vg['wall']:.0%} of the build ({total['cpu']:.1f} s "
+                  f"CPU, fits on {vg['checks']['threads']} threads): {each}; {load()}")
     if args.keep is None:
         import shutil
 
