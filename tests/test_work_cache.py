@@ -13,10 +13,12 @@ from mmbench.data import tokens, work_cache
 
 @pytest.fixture
 def fresh(monkeypatch, tmp_path):
-    """An empty MMBENCH_HOME and no table of this process remembered from an earlier test."""
+    """An empty MMBENCH_HOME and no table of this process remembered from an earlier test (nor a shared tokenizer
+    whose long texts' ids an earlier build left in its memo, which would spare this home its token-ids files)."""
     monkeypatch.setenv("MMBENCH_HOME", str(tmp_path / "home"))
     monkeypatch.delenv(work_cache.ENV, raising=False)
     monkeypatch.setattr(work_cache, "_tables", {})
+    tokens._shared_qwen3.cache_clear()
     return tmp_path / "home" / "work-cache"
 
 
