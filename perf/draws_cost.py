@@ -119,7 +119,8 @@ def main() -> None:
         print(f"{args.task} {model}: one build + run {w1:.1f} s wall ({c1:.1f} s CPU)", flush=True)
         for jobs in args.jobs:
             wd, cd = draws(args.task, model, args.seeds, jobs, work)
-            verdict = "" if model != "bm25" else f" (goal <= {GOAL}x: {'met' if wd / w1 <= GOAL else 'not met'})"
+            goal = model == "bm25" and args.task == "multi_source_reasoning" and args.seeds == "0..4"   # issue 49's
+            verdict = f" (goal <= {GOAL}x: {'met' if wd / w1 <= GOAL else 'not met'})" if goal else ""
             print(f"{args.task} {model}: draws --seeds {args.seeds} --jobs {jobs} {wd:.1f} s wall ({cd:.1f} s CPU) = "
                   f"{wd / w1:.2f}x one draw's wall, {cd / c1:.2f}x its CPU{verdict}; {load()}", flush=True)
     if not args.no_vg:
