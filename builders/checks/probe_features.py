@@ -62,15 +62,28 @@ def _id_value(doc_id: str) -> float:
 
 
 class _Shingles:
-    """Sorted distinct stable codes (`shingles.ShingleCoder`) of each document's word 5-grams, over its whole text."""
+    """Sorted distinct stable codes (`shingles.ShingleCoder`) of each document's word 5-grams, over its whole text.
+
+    The words of a text segment are numbered once for every document that holds it: `tokenize` finds no word
+    across the newline that joins a document's segments in `Document.text`, so the document's words are its text
+    segments' words end to end (and its shingles cross segments as before)."""
 
     def __init__(self) -> None:
         self.coder = ShingleCoder(SHINGLE)
+        self.segments: dict[str, np.ndarray] = {}
         self.memo: dict[str, np.ndarray] = {}
+
+    def _ids(self, text: str) -> np.ndarray:
+        got = self.segments.get(text)
+        if got is None:
+            got = self.segments[text] = self.coder.word_ids(tokenize(text))
+        return got
 
     def __call__(self, doc: Document) -> np.ndarray:
         if doc.id not in self.memo:
-            self.memo[doc.id] = distinct(self.coder.codes(tokenize(doc.text)))
+            ids = [self._ids(s.text) for s in doc.segments if isinstance(s, Text)]
+            words = np.concatenate(ids) if ids else np.zeros(0, dtype=np.uint64)
+            self.memo[doc.id] = distinct(self.coder.codes_of_ids(words))
         return self.memo[doc.id]
 
 
@@ -105,6 +118,29 @@ def pool_relative(raw: np.ndarray) -> np.ndarray:
     sd = raw.std(axis=0)
     z = np.where(sd > 0, (raw - raw.mean(axis=0)) / np.where(sd > 0, sd, 1.0), 0.0)
     return np.column_stack([ranks, z])
+
+
+def pool_relative_blocks(blocks: list[np.ndarray]) -> np.ndarray:
+    """`pool_relative` of each block (one pool's raw rows), stacked in order: the blocks of one shape are turned
+    together, a rank and a mean and spread along the candidate axis of one 3-D array. numpy reduces that axis in
+    the order it reduces a single block's first axis, so every row is the same bits (tests/test_check_speed.py)."""
+    from scipy.stats import rankdata
+
+    if not blocks:
+        return np.zeros((0, 0))
+    out: list[np.ndarray] = [np.zeros(0)] * len(blocks)
+    by_shape: dict[tuple[int, ...], list[int]] = {}
+    for k, b in enumerate(blocks):
+        by_shape.setdefault(b.shape, []).append(k)
+    for (n, _), where in by_shape.items():
+        raw = np.stack([blocks[k] for k in where])
+        ranks = (rankdata(raw, axis=1) - 1) / max(1, n - 1)
+        sd = raw.std(axis=1, keepdims=True)
+        z = np.where(sd > 0, (raw - raw.mean(axis=1, keepdims=True)) / np.where(sd > 0, sd, 1.0), 0.0)
+        both = np.concatenate([ranks, z], axis=2)
+        for j, k in enumerate(where):
+            out[k] = both[j]
+    return np.vstack(out)
 
 
 def feature_names(columns: Sequence[str]) -> list[str]:
@@ -159,9 +195,9 @@ def pool_rows(ps: PoolSet, kept_apart: Iterable[str] = (), media_root: Path | No
                 alone[c] = raw_features(d, 0, n, media)[:-1] + [float(d.meta.get(m, 0.0)) for m in columns]
             base = alone[c]
             rows.append(base[:-len(columns) or None] + [k / max(1, n - 1), overlap[k]] + base[len(base) - len(columns):])
-        blocks.append(pool_relative(np.asarray(rows, dtype=np.float64)))
+        blocks.append(np.asarray(rows, dtype=np.float64))
         labels.extend(float(c in rel) for c in item.candidate_ids)
         items.extend([i] * n)
     width = 2 * (len(BASE_FEATURES) + len(columns))
-    X = np.vstack(blocks) if blocks else np.zeros((0, width))
+    X = pool_relative_blocks(blocks) if blocks else np.zeros((0, width))
     return X, np.asarray(labels), np.asarray(items, dtype=np.int64), feature_names(columns)

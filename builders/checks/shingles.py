@@ -25,6 +25,7 @@ from typing import Sequence
 import numpy as np
 
 MIX = np.uint64(0x9E3779B97F4A7C15)   # odd multiplier of the polynomial shingle code (wraps modulo 2^64)
+DENSE_CELLS = 1 << 24    # incidence matrices up to this many cells (64 MiB of float32) are multiplied dense
 
 
 def stable_id(token: str) -> int:
@@ -49,7 +50,10 @@ class ShingleCoder:
     def codes(self, words: Sequence[str]) -> np.ndarray:
         """The code of every window of `self.words` consecutive words (one code of all words when there are
         fewer; none for no words), in text order, duplicates kept."""
-        ids = self.word_ids(words)
+        return self.codes_of_ids(self.word_ids(words))
+
+    def codes_of_ids(self, ids: np.ndarray) -> np.ndarray:
+        """`codes` of the words whose numbers (`word_ids`) are `ids`."""
         k = min(self.words, len(ids))
         codes = np.zeros(len(ids) - k + 1 if k else 0, dtype=np.uint64)
         with np.errstate(over="ignore"):
@@ -69,10 +73,23 @@ def distinct(codes: np.ndarray) -> np.ndarray:
 
 
 def intersections(sets: Sequence[np.ndarray]) -> np.ndarray:
-    """(n x n) float64 counts |A_i & A_j| of n sets of distinct codes (exact: counts are far below 2^53)."""
+    """(n x n) float64 counts |A_i & A_j| of n sets of distinct codes (exact: counts are far below 2^53).
+
+    Each code is numbered by its place among the distinct codes of all the sets (one stable sort, which merges
+    the sets' sorted runs), and the 0/1 incidence matrix (sets x codes) is multiplied by its transpose: dense while
+    it is small (float32 sums of 0/1 are exact below 2^24, and a count is at most one set's size), else sparse."""
     from scipy import sparse  # only when an audit runs (the task registry imports the checks)
 
-    codes, column = np.unique(np.concatenate(list(sets)), return_inverse=True)
-    rows = np.repeat(np.arange(len(sets)), [len(a) for a in sets])
-    incidence = sparse.csr_matrix((np.ones(len(column)), (rows, column.ravel())), shape=(len(sets), len(codes)))
-    return (incidence @ incidence.T).toarray()
+    sizes = np.array([len(a) for a in sets], dtype=np.int64)
+    everything = np.concatenate(list(sets)) if len(sets) else np.zeros(0, dtype=np.uint64)
+    order = np.argsort(everything, kind="stable")
+    ranked = everything[order]
+    column = np.concatenate(([0], np.cumsum(ranked[1:] != ranked[:-1]))) if len(ranked) else order
+    rows = np.repeat(np.arange(len(sets)), sizes)[order]
+    width = int(column[-1]) + 1 if len(column) else 0
+    if len(sets) * width <= DENSE_CELLS and sizes.max(initial=0) < 1 << 24:
+        incidence = np.zeros((len(sets), width), dtype=np.float32)
+        incidence[rows, column] = 1.0
+        return (incidence @ incidence.T).astype(np.float64)
+    matrix = sparse.csr_matrix((np.ones(len(column)), (rows, column)), shape=(len(sets), width))
+    return (matrix @ matrix.T).toarray()

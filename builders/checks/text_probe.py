@@ -30,19 +30,23 @@ import string
 
 import numpy as np
 
+from mmbench.builders.checks.text_fits import C_REG, K_BEST, TextRows, held_out, held_out_jobs, top_terms
+from mmbench.builders.checks.text_pieces import char_seams, hashed_union, no_seams, word_seams
 from mmbench.data.documents import Document, Image, Text, Video
+
+__all__ = ["BLOCKS", "C_REG", "EDGE", "HASH_FEATURES", "K_BEST", "MIN_RECORDS", "MODEL", "TextRows", "held_out",
+           "held_out_jobs", "name_terms", "shared_columns", "text_matrix", "top_terms"]
 
 EDGE = 64
 HASH_FEATURES = 2 ** 17
 BLOCKS = 3                       # word, char and shape features, HASH_FEATURES columns each
 MIN_RECORDS = 3
-C_REG = 0.1
-K_BEST = 256
 MODEL = ("logistic regression over the 256 chi-square-screened hashed word 1-2-grams, segment-edge character "
          "1-3-grams and their shape 2-4-grams, folds by source record")
 
 
-def _words(doc: Document) -> str:
+def _word_parts(doc: Document) -> list[str]:
+    """The pieces `_words` joins: each text segment, ``<img>`` per image, one ``<img>`` per frame of a video."""
     parts = []
     for s in doc.segments:
         if isinstance(s, Text):
@@ -51,11 +55,20 @@ def _words(doc: Document) -> str:
             parts.append("<img>")
         elif isinstance(s, Video):
             parts.append(" ".join("<img>" for _ in s.frames))
-    return "\n".join(parts)
+    return parts
+
+
+def _words(doc: Document) -> str:
+    return "\n".join(_word_parts(doc))
+
+
+def _edge_blocks(doc: Document) -> list[str]:
+    """The pieces `_edges` joins: per text segment its first and last EDGE characters between markers."""
+    return [f"\x02{s.text[:EDGE]}\x03{s.text[-EDGE:]}\x04" for s in doc.segments if isinstance(s, Text)]
 
 
 def _edges(doc: Document) -> str:
-    return "".join(f"\x02{s.text[:EDGE]}\x03{s.text[-EDGE:]}\x04" for s in doc.segments if isinstance(s, Text))
+    return "".join(_edge_blocks(doc))
 
 
 # Each ASCII capital -> X, small letter -> x, digit -> d; everything else kept (issue 43: casing).
@@ -76,7 +89,7 @@ def _shapes(doc: Document) -> str:
 
 
 class _Vectoriser:
-    """Candidate id -> its hashed feature row (each candidate is read once)."""
+    """Candidates -> their hashed feature rows, each distinct piece of text hashed once (`hashed_union`)."""
 
     def __init__(self) -> None:
         from sklearn.feature_extraction.text import HashingVectorizer
@@ -96,7 +109,10 @@ class _Vectoriser:
     def __call__(self, docs: list[Document]):
         from scipy import sparse
 
-        return sparse.hstack([vec.transform([text(d) for d in docs]) for _, _, vec, text in self.views()]).tocsr()
+        # the shape text is one piece per document (no seams): each distinct one is hashed once
+        return sparse.hstack([hashed_union(self.words, [_word_parts(d) for d in docs], word_seams),
+                              hashed_union(self.chars, [_edge_blocks(d) for d in docs], char_seams),
+                              hashed_union(self.shapes, [[_shapes(d)] for d in docs], no_seams)]).tocsr()
 
 
 def _kind(item) -> str:
@@ -105,7 +121,8 @@ def _kind(item) -> str:
 
 def text_matrix(ps, items: list[int]):
     """(rows, labels, item per row): one hashed row per candidate of each listed pool, in stored order: the
-    candidate's features, then the same features in its pool kind's block (see the module text)."""
+    candidate's features, then the same features in its pool kind's block (see the module text). The rows are
+    `TextRows`: a candidate in many pools of one kind is stored once (`rows.matrix()` gives every row)."""
     from scipy import sparse
 
     cands = ps.candidate_by_id()
@@ -113,21 +130,25 @@ def text_matrix(ps, items: list[int]):
     where = {c: k for k, c in enumerate(ids)}
     unique = shared_columns(_Vectoriser()([cands[c] for c in ids]), [_record(cands[c]) for c in ids])
     kinds = sorted({_kind(ps.pools[i]) for i in items})
-    order, labels, owner, kind = [], [], [], []
+    pairs: dict[tuple[int, int], int] = {}     # (candidate, pool kind) -> its distinct row
+    row_of, labels, owner = [], [], []
     for i in items:
         item = ps.pools[i]
         rel = set(item.relevant_ids)
+        kind = kinds.index(_kind(item))
         for c in item.candidate_ids:
-            order.append(where[c])
+            row_of.append(pairs.setdefault((where[c], kind), len(pairs)))
             labels.append(float(c in rel))
             owner.append(i)
-            kind.append(kinds.index(_kind(item)))
-    alone = unique[np.asarray(order, dtype=np.int64)]
+    distinct = np.asarray(list(pairs), dtype=np.int64).reshape(-1, 2)
+    alone = unique[distinct[:, 0]]
     width = alone.shape[1]
     crossed = alone.tocoo()
-    crossed = sparse.csr_matrix((crossed.data, (crossed.row, crossed.col + width * np.asarray(kind)[crossed.row])),
+    crossed = sparse.csr_matrix((crossed.data, (crossed.row, crossed.col + width * distinct[crossed.row, 1])),
                                 shape=(alone.shape[0], width * len(kinds)))
-    return sparse.hstack([alone, crossed]).tocsr(), np.asarray(labels), np.asarray(owner, dtype=np.int64)
+    rows = TextRows(sparse.hstack([alone, crossed]).tocsr(), np.asarray(row_of, dtype=np.int64))
+    rows.candidates = [ids[k] for k in distinct[:, 0]]
+    return rows, np.asarray(labels), np.asarray(owner, dtype=np.int64)
 
 
 def _record(doc: Document) -> str:
@@ -149,53 +170,22 @@ def shared_columns(X, records: list[str]):
     return (X @ sparse.diags((held >= MIN_RECORDS).astype(np.float64))).tocsr()
 
 
-def _model(seed: int, width: int):
-    """chi-square screening of the n-grams to the K_BEST most class-dependent (fitted on the training pools only,
-    like the regression), then the logistic regression on those: a regression over every hashed n-gram of 32K-token
-    reports took minutes to converge (liblinear on ~10^4 non-zeros a row), the screened one well under a second, and a
-    marker that separates relevant from distractor candidates is the most class-dependent n-gram there is."""
-    from sklearn.feature_selection import SelectKBest, chi2
-    from sklearn.linear_model import LogisticRegression
-    from sklearn.pipeline import make_pipeline
-
-    return make_pipeline(SelectKBest(chi2, k=min(K_BEST, width)),
-                         LogisticRegression(C=C_REG, solver="liblinear", class_weight="balanced", random_state=seed))
-
-
-def held_out(X, y: np.ndarray, groups: np.ndarray, seed: int, folds: int) -> np.ndarray:
-    """Each row's predicted probability from a model trained on the other groups' pools only."""
-    from sklearn.model_selection import GroupKFold
-
-    out = np.zeros(len(y))
-    for train, test in GroupKFold(n_splits=min(folds, len(np.unique(groups)))).split(np.zeros(len(y)), y, groups):
-        if len(np.unique(y[train])) < 2:
-            continue
-        out[test] = _model(seed, X.shape[1]).fit(X[train], y[train]).predict_proba(X[test])[:, 1]
-    return np.round(out, 9)
-
-
-def top_terms(X, y: np.ndarray, seed: int, k: int) -> tuple[tuple[str, float], ...]:
-    """The k hashed features with the largest positive weight in one model fitted on every pool, named by the
-    n-gram of the pool set that hashes there (first found)."""
-    if len(np.unique(y)) < 2:
-        return ()
-    model = _model(seed, X.shape[1]).fit(X, y)
-    coef, kept = model[-1].coef_[0], model[0].get_support(indices=True)
-    best = [int(j) for j in np.argsort(-coef, kind="stable")[:k] if coef[j] > 0]
-    return tuple((f"text:{int(kept[j])}", round(float(coef[j]), 3)) for j in best)
-
-
-def name_terms(ps, items: list[int], terms: tuple[tuple[str, float], ...]) -> tuple[tuple[str, float], ...]:
+def name_terms(ps, items: list[int], terms: tuple[tuple[str, float], ...],
+               rows: TextRows | None = None) -> tuple[tuple[str, float], ...]:
     """`top_terms` with each hashed column named by an n-gram of the relevant candidates that hashes to it (the
-    first found; a column no relevant n-gram reaches keeps its number)."""
+    first found; a column no relevant n-gram reaches keeps its number). With the probe's `rows`, a candidate whose
+    row holds none of the columns is not read (no n-gram of it hashes there)."""
     from sklearn.utils import murmurhash3_32
 
     width = BLOCKS * HASH_FEATURES
     wanted = {int(t.split(":")[1]) % width for t, _ in terms}
     vec, cands = _Vectoriser(), ps.candidate_by_id()
+    holds = _holding(rows, wanted)
     found: dict[int, str] = {}
     for i in items:
         for c in ps.pools[i].relevant_ids:
+            if holds is not None and c not in holds:
+                continue
             for offset, kind, analyzer, text in vec.views():
                 for gram in dict.fromkeys(analyzer.build_analyzer()(text(cands[c]))):
                     col = offset + abs(int(murmurhash3_32(gram, seed=0))) % HASH_FEATURES
@@ -204,3 +194,14 @@ def name_terms(ps, items: list[int], terms: tuple[tuple[str, float], ...]) -> tu
         if len(found) == len(wanted):
             break
     return tuple((found.get(int(t.split(":")[1]) % width, t), v) for t, v in terms)
+
+
+def _holding(rows: TextRows | None, wanted: set[int]) -> set[str] | None:
+    """The candidates whose own features (the first BLOCKS * HASH_FEATURES columns of their rows: word, char and
+    shape blocks) hold a wanted column."""
+    if rows is None or rows.candidates is None:
+        return None
+    m, cols = rows.distinct, np.fromiter(wanted, dtype=np.int64, count=len(wanted))
+    hits = np.concatenate(([0], np.cumsum(np.isin(m.indices, cols))))
+    per_row = hits[m.indptr[1:]] - hits[m.indptr[:-1]]
+    return {c for c, n in zip(rows.candidates, per_row) if n}

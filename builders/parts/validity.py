@@ -13,14 +13,17 @@ A task names its checks in `TaskSpec.validator` and its builder passes the same 
 from __future__ import annotations
 
 import re
+import time
 from collections import Counter, defaultdict
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
-from typing import Any, Iterable
+from typing import Any, Iterable, Iterator
 
-from mmbench.builders.checks import leaks, lexical, pool_aware, probe
+from mmbench.builders.checks import fits, leaks, lexical, pool_aware, probe
 from mmbench.builders.parts.blinding import blind
+from mmbench.data import work_cache
 from mmbench.data.drops import DropLog
 from mmbench.data.selection import design_groups
 from mmbench.evaluators.stats.floors import DEFAULT_ALPHA, DEFAULT_POWER, design_floor
@@ -51,6 +54,36 @@ COMMON_INVARIANTS = {
 }
 
 
+class CheckCosts:
+    """Wall and CPU seconds of each check of one `validate`. The probe's model fits run on threads beside the other
+    checks (`fits.Pool`), so a check's CPU is its own thread's, with the fits' CPU added to the probe's, and the
+    checks' walls overlap: `total` is the wall of the whole. Machine-dependent: printed by `mmbench build` and kept in
+    the manifest's `check_costs`, never in the validity report (whose figures `mmbench validate` reproduces)."""
+
+    def __init__(self) -> None:
+        self.wall: dict[str, float] = {}
+        self.cpu: dict[str, float] = {}
+        self.elapsed = 0.0
+        self.threads = 1
+
+    @contextmanager
+    def timed(self, name: str) -> Iterator[None]:
+        wall, cpu = time.perf_counter(), time.thread_time()
+        try:
+            yield
+        finally:
+            self.wall[name] = self.wall.get(name, 0.0) + time.perf_counter() - wall
+            self.add_cpu(name, time.thread_time() - cpu)
+
+    def add_cpu(self, name: str, seconds: float) -> None:
+        self.cpu[name] = self.cpu.get(name, 0.0) + seconds
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"unit": "seconds", "threads": self.threads,
+                "total": {"wall": round(self.elapsed, 3), "cpu": round(sum(self.cpu.values()), 3)},
+                "checks": {k: {"wall": round(self.wall[k], 3), "cpu": round(self.cpu[k], 3)} for k in self.wall}}
+
+
 @dataclass(frozen=True)
 class Violation:
     invariant: str
@@ -69,6 +102,7 @@ class ValidityReport:
     checked: dict[str, int] = field(default_factory=dict)  # invariant -> how many things were checked
     leak_audit: dict[str, Any] = field(default_factory=dict)  # leaks.summary, with pool_aware.summary under "pool_aware"
     breakdown: dict[str, Any] = field(default_factory=dict)   # a task's counts of what it checked (checks.breakdown)
+    costs: CheckCosts = field(default_factory=lambda: CheckCosts())  # seconds per check; not in `to_dict`
 
     @property
     def ok(self) -> bool:
@@ -124,41 +158,66 @@ def validate(ps: PoolSet, module: ModuleType | None, media_root: Path | None = N
     """
     invariants = {**COMMON_INVARIANTS, **(getattr(module, "INVARIANTS", {}) if module else {})}
     report = ValidityReport(task=ps.task, invariants=invariants)
-    report.violations.extend(check_distinct_questions(ps))
+    if media_root is None and ps.root is not None:
+        media_root = Path(ps.root) / "media"
+    started, timed = time.perf_counter(), report.costs.timed
+    with fits.Pool() as pool:     # the probe's fits run on its threads while the other checks are computed
+        report.costs.threads = pool.workers
+        with timed("shortcut_probe"):
+            finish_probe = probe.start(ps, ps.provenance_columns, media_root, pool)
+        with timed("distinct_questions"):
+            repeated = list(check_distinct_questions(ps))
+        with timed("label_blind"):
+            scores = leaks.audit(ps, ps.provenance_columns)   # what the document tables hold, as an evaluator reads
+        with timed("pool_aware"):     # both pool-aware rules: the order baselines and the centre (medoid once)
+            medoid = {pool_aware.CENTRE: pool_aware.medoid_scores(ps)}
+            pooled = pool_aware.audit(ps, computed=medoid)   # rankers that read the whole pool, never the query
+            centred = pool_aware.centre(ps, medoid[pool_aware.CENTRE])
+        with timed("lexical_ceiling"):     # the lexical baseline: its figures (its refusals are read from them)
+            words = lexical.ceiling(ps)
+        own = _task_checks(ps, module, report)
+        with timed("shortcut_probe"):
+            found = finish_probe()
+        if pool.workers > 1:     # one worker runs each fit on this thread, inside the probe's own timing
+            report.costs.add_cpu("shortcut_probe", pool.cpu)
+    report.costs.elapsed = time.perf_counter() - started
+    # the report is filled in the order the checks ran in one after another (violations, leak audit keys)
+    report.violations.extend(repeated)
     report.checked["distinct_questions"] = len(ps.pools)
-    scores = leaks.audit(ps, ps.provenance_columns)   # what the document tables hold, as an evaluator reads them
     report.leak_audit = leaks.summary(scores, ps.provenance_columns)
     report.violations.extend(Violation("label_blind", s.subset, s.line()) for s in scores if s.leaks)
     report.checked["label_blind"] = len(scores)
-    medoid = {pool_aware.CENTRE: pool_aware.medoid_scores(ps)}     # computed once for both rules
-    pooled = pool_aware.audit(ps, computed=medoid)   # rankers that read the whole pool or pool set, never the query
-    centred = pool_aware.centre(ps, medoid[pool_aware.CENTRE])
     report.leak_audit["pool_aware"] = pool_aware.summary(pooled, centred)
     enforced = [s for s in pooled if s.baseline in pool_aware.ENFORCED]
     report.violations.extend(Violation("pool_order_blind", s.subset, s.line()) for s in enforced if s.leaks)
     report.checked["pool_order_blind"] = len(enforced)
     report.violations.extend(Violation("pool_centre_free", c.group, c.line()) for c in centred if c.refuses)
     report.checked["pool_centre_free"] = len(centred)
-    check_shortcut_probe(ps, report, media_root)
-    if module is not None:
-        report.violations.extend(module.check(ps, report.checked))
-        if hasattr(module, "breakdown"):
-            report.breakdown = module.breakdown(ps)
+    add_shortcut_probe(report, found, words)
+    report.violations.extend(own)
     unknown = {v.invariant for v in report.violations} - set(invariants)
     if unknown:
         raise RuntimeError(f"{ps.task} validator reports undeclared invariants {sorted(unknown)}")
     return report
 
 
-def check_shortcut_probe(ps: PoolSet, report: ValidityReport, media_root: Path | None) -> None:
+def _task_checks(ps: PoolSet, module: ModuleType | None, report: ValidityReport) -> list[Violation]:
+    """The task's own invariants (counted into `report.checked`) and its breakdown."""
+    if module is None:
+        return []
+    with report.costs.timed(f"{ps.task} invariants"):
+        found = list(module.check(ps, report.checked))
+        if hasattr(module, "breakdown"):
+            report.breakdown = module.breakdown(ps)
+    return found
+
+
+def add_shortcut_probe(report: ValidityReport, found: list, words: dict[str, Any]) -> None:
     """The learned shortcut probe and the lexical baseline (each a refusal), into the report's leak audit."""
-    if media_root is None and ps.root is not None:
-        media_root = Path(ps.root) / "media"
-    found = probe.probe(ps, ps.provenance_columns, media_root)
     report.leak_audit["shortcut_probe"] = probe.summary(found)
     report.violations.extend(Violation("shortcut_probe", s.subset, s.line()) for s in found if s.refuses)
     report.checked["shortcut_probe"] = sum(s.features in probe.ENFORCED_SETS for s in found)
-    words = report.leak_audit["lexical_ceiling"] = lexical.ceiling(ps)
+    report.leak_audit["lexical_ceiling"] = words
     report.violations.extend(Violation("lexical_baseline", group, why)
                              for group, why in lexical.refusals(words["per_subset"]))
     report.checked["lexical_baseline"] = len(words["per_subset"])
@@ -177,8 +236,10 @@ def write_valid_poolset(ps: PoolSet, out: Path, checks: ModuleType | None, media
         also = f"; {learned.line()}" if learned is not None and learned is not report.violations[0] else ""
         raise PoolSetError(f"refusing to write an invalid {ps.task} pool set: {report.summary_line()}{also}")
     extra = {"validity": report.to_dict(), "dropped": {k: v.to_dict() for k, v in (drops or {}).items()},
-             "resolution_floors": design_floors(ps)}
-    return write_poolset(ps, out, media_from=media_from, extra_manifest=extra)
+             "resolution_floors": design_floors(ps), "check_costs": report.costs.to_dict()}
+    written = write_poolset(ps, out, media_from=media_from, extra_manifest=extra)
+    work_cache.flush()     # what this build counted, for the next build of the same sources
+    return written
 
 
 def provenance_columns(checks: ModuleType | None) -> tuple[str, ...]:
