@@ -190,3 +190,16 @@ def test_the_tiny_models_build_the_same_weights_from_the_same_seed(builder, tmp_
     one, two = BUILDERS[builder](tmp_path / "a", 0), BUILDERS[builder](tmp_path / "b", 0)
     assert digests(one) == digests(two) and len(digests(one)) == 2
     assert digests(BUILDERS[builder](tmp_path / "c", 1)) != digests(one)
+
+
+def test_list_tasks_says_what_a_text_model_sees_from_the_matrix_rows():
+    """`mmbench list tasks` prints, beside each runtime, what the matrix's run of that model saw of the sample."""
+    matrix = rp.load_matrix()
+    flickr, vg, msr = (matrix[f"{t}/minilm/all"] for t in ("flickr_hard_negatives", "visual_grounding",
+                                                           "multi_source_reasoning"))
+    assert rp.seen_note(flickr, 100) == "text only: sees none of the 100 candidates, its ranking is chance"
+    assert rp.seen_note(vg, 7200) == "text only: 6,000 of 7,250 documents hold content it cannot see"
+    assert rp.seen_note(matrix["visual_grounding/tiny-clip/all"], 7200) == ""   # it sees the images
+    limited = rp.Row(**{**vg.__dict__, "limit": 300})
+    assert rp.seen_note(limited) == "text only: 83 % of documents hold content it cannot see"
+    assert rp.seen_note(None) == "" and msr.seen["modalities"] == ["text"]
