@@ -5,8 +5,8 @@ The head keeps units from the start up to half the budget, the tail keeps units 
 end with what is left; an image or frame that does not fit is dropped whole, and nothing
 after it on that side is kept. A model whose input puts tokens between two consecutive texts (a template's
 joiner) gives their count as `join_tokens`: every join the kept view will have is paid from the budget, so a view
-of many short texts fits as well as one of a single text. The report says exactly what was cut. Head truncation (`truncate(...,
-"head")`, `mmbench run --truncation head`) gives the whole budget to the head and keeps no tail.
+of many short texts fits as well as one of a single text. The report says exactly what was cut. Head truncation
+(`truncate(..., "head")`, `mmbench run --truncation head`) gives the whole budget to the head and keeps no tail.
 """
 from __future__ import annotations
 

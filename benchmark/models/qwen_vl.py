@@ -216,8 +216,9 @@ class QwenVLEmbedder(EmbeddingModel):
             revision=revision or folder_revision(source), dim=int(text_cfg.hidden_size), settings=settings,
             notes=(preset.notes + f" Window {window} tokens minus template overhead {overhead} and a safety margin "
                    f"of {margin}; the joins between texts are paid from it, and a view whose rendered prompt still "
-                   "exceeds the window is truncated further by the excess; videos are budgeted per group of temporal_patch frames, with a "
-                   "timestamp allowance (an upper bound). Attention: " + self._attn + ".").strip(),
+                   "exceeds the window is truncated further by the excess; videos are budgeted per group of "
+                   "temporal_patch frames, with a timestamp allowance (an upper bound). Attention: " + self._attn
+                   + ".").strip(),
         )
 
     # --- budgets -------------------------------------------------------------------------
