@@ -1,9 +1,9 @@
 """`mmbench reproduce`: the reproduction matrix run as a regression on the five official pool sets.
 
 The fast part (every task's official sample with BM25 and MiniLM, all but Visual Grounding with two tiny random
-image models, Flickr with the reference LLM ranker; Visual Grounding's MiniLM on a seeded `--limit` selection) runs
-here, on samples built once per session and shared with the official-hash check (tests/official_samples.py). The
-slow part (MiniLM on all of Visual Grounding) runs with MMBENCH_REPRODUCE_SLOW=1. A flipped scoring detail (the tie-break seed) or another
+image models, Flickr with the reference LLM ranker, and BM25 on a seeded `--limit` selection of Visual Grounding)
+runs here, on samples built once per session and shared with the official-hash check (tests/official_samples.py).
+The slow part (tiny-clip on all of Visual Grounding) runs with MMBENCH_REPRODUCE_SLOW=1. A flipped scoring detail (the tie-break seed) or another
 request from the ranker must make it fail, naming task, model, expected and got."""
 from __future__ import annotations
 
@@ -32,9 +32,9 @@ def home(official_home):
 
 
 def test_the_matrix_covers_every_official_pool_set_with_every_model_in_its_fast_part():
-    """BM25 and MiniLM on every task's official pool set, the two tiny image models on all but Visual Grounding (a
-    selection there still encodes all 7,250 documents), the reference ranker on the task of single-image candidates;
-    the slow row (MiniLM on all of Visual Grounding, whose fast part is a selection) is there too."""
+    """BM25 and MiniLM on the whole of every task's official pool set, the two tiny image models on all but Visual
+    Grounding, the reference ranker on the task of single-image candidates; BM25 on a seeded selection of Visual
+    Grounding; the slow row (tiny-clip on all of Visual Grounding) is there too."""
     matrix = rp.load_matrix()
     registry = OfficialRegistry.load()
     from mmbench.tasks import get_task
@@ -44,13 +44,15 @@ def test_the_matrix_covers_every_official_pool_set_with_every_model_in_its_fast_
         fast = [r for r in matrix.values() if r.task == task and r.fast]
         want = {"bm25", "minilm"} | (set() if task == "visual_grounding" else {"tiny-clip", "tiny-gme"}) \
             | ({"llm-ranker"} if task == "flickr_hard_negatives" else set())
+        assert {r.limit for r in fast if r.model == "minilm"} == {None}, f"{task}: MiniLM runs the whole sample"
         assert {r.model for r in fast} == want, f"{task}: fast rows {[r.key for r in fast]}"
         assert all(r.content_hash == official.content_hash for r in matrix.values() if r.task == task), \
             f"{task}: the matrix is not keyed by the official pool set {official.content_hash[:12]}"
     conds = rp.conditions(registry.tasks())
     assert {c.key for c in conds} == set(matrix), "every condition has a row, and no row is for a condition " \
                                                   "reproduce does not run"
-    assert "visual_grounding/minilm/all" in {c.key for c in conds if not c.fast}
+    assert {c.key for c in conds if not c.fast} == {"visual_grounding/tiny-clip/all"}
+    assert "visual_grounding/bm25/300" in matrix   # a seeded selection on an official pool set pins --limit's sampling
     for row in matrix.values():
         assert row.fast == next(c.fast for c in conds if c.key == row.key), row.key
         assert row.n_items == (row.limit or row.n_items) and row.main_metric in row.figures
@@ -66,14 +68,14 @@ def test_reproduce_fast_passes_on_the_official_pool_sets(home, monkeypatch, caps
     assert "MISS" not in out and "within tolerance" in out
 
 
-@pytest.mark.skipif(not SLOW, reason="the slow row: MiniLM on all 7,200 Visual Grounding items (4.5 to 8.1 min on 2 "
-                                      "shared cores; CONTRIBUTING, before a release); MMBENCH_REPRODUCE_SLOW=1 runs it")
+@pytest.mark.skipif(not SLOW, reason="the slow row: tiny-clip on all 7,250 Visual Grounding documents (6.3 min on 2 "
+                                      "cores; CONTRIBUTING, before a release); MMBENCH_REPRODUCE_SLOW=1 runs it")
 def test_reproduce_slow_rows_pass_on_the_official_pool_sets(home, monkeypatch, capsys):
     monkeypatch.setenv("MMBENCH_HOME", str(home))
     code = main(["reproduce", "--slow"])
     out = capsys.readouterr().out
     assert code == 0 and "MISS" not in out, out
-    assert "visual_grounding  minilm" in out
+    assert "visual_grounding  tiny-clip" in out
 
 
 def test_a_flipped_tie_break_seed_is_a_miss_naming_task_model_expected_and_got(home, monkeypatch, capsys):
@@ -188,3 +190,16 @@ def test_the_tiny_models_build_the_same_weights_from_the_same_seed(builder, tmp_
     one, two = BUILDERS[builder](tmp_path / "a", 0), BUILDERS[builder](tmp_path / "b", 0)
     assert digests(one) == digests(two) and len(digests(one)) == 2
     assert digests(BUILDERS[builder](tmp_path / "c", 1)) != digests(one)
+
+
+def test_list_tasks_says_what_a_text_model_sees_from_the_matrix_rows():
+    """`mmbench list tasks` prints, beside each runtime, what the matrix's run of that model saw of the sample."""
+    matrix = rp.load_matrix()
+    flickr, vg, msr = (matrix[f"{t}/minilm/all"] for t in ("flickr_hard_negatives", "visual_grounding",
+                                                           "multi_source_reasoning"))
+    assert rp.seen_note(flickr, 100) == "text only: sees none of the 100 candidates, its ranking is chance"
+    assert rp.seen_note(vg, 7200) == "text only: 6,000 of 7,250 documents hold content it cannot see"
+    assert rp.seen_note(matrix["visual_grounding/tiny-clip/all"], 7200) == ""   # it sees the images
+    limited = rp.Row(**{**vg.__dict__, "limit": 300})
+    assert rp.seen_note(limited) == "text only: 83 % of documents hold content it cannot see"
+    assert rp.seen_note(None) == "" and msr.seen["modalities"] == ["text"]

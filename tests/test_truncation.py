@@ -195,3 +195,38 @@ def test_head_truncation_keeps_the_start_only(tok):
     assert truncate(segs, 100, tok, image_tokens, strategy="head")[0] == segs  # fits: untouched
     with pytest.raises(ValueError, match="one of middle, head"):
         truncate(segs, 14, tok, image_tokens, strategy="tail")
+
+
+def _joins(segments, join_tokens):
+    return join_tokens * sum(isinstance(a, Text) and isinstance(b, Text) for a, b in zip(segments, segments[1:]))
+
+
+@pytest.mark.parametrize("strategy", ["middle", "head"])
+def test_joins_between_texts_are_paid_from_the_budget_for_any_number_of_segments(tok, strategy):
+    """A template that puts `join_tokens` between two texts (GME's "\\n"): the kept view's tokens plus its joins stay
+    within the budget whatever the number of segments (before, 400 short texts overran it by a join each), the
+    report counts the joins, the budget is used up to the joins' granularity, and join_tokens=0 changes nothing."""
+    from mmbench.data.truncation import truncate
+
+    rng = random.Random(11)
+    for trial in range(60):
+        join = rng.randint(1, 3)
+        segs = []
+        for k in range(rng.choice([1, 2, 5, 40, 150, 400])):
+            if rng.random() < 0.85:
+                segs.append(Text(" ".join(f"t{trial}x{k}y{j}" for j in range(rng.randint(0, 12)))))
+            else:
+                segs.append(Image(f"img{k}", rng.choice([32, 64]), 64))
+        budget = rng.randint(0, 600)
+        kept, rep = truncate(segs, budget, tok, image_tokens, strategy=strategy, join_tokens=join)
+        assert rep.tokens_before == _count(segs, tok) + _joins(segs, join)
+        if not rep.truncated:
+            assert kept == segs and rep.tokens_before <= budget
+            continue
+        assert rep.tokens_after <= budget
+        # re-tokenising a text cut in two may merge at most a token at each cut
+        assert rep.tokens_after - 2 <= _count(kept, tok) + _joins(kept, join) <= rep.tokens_after
+        if strategy == "middle" and all(isinstance(s, Text) for s in segs):
+            assert rep.tokens_after >= budget - 2 * join   # the join where head and tail meet is reserved
+        plain = truncate(segs, budget, tok, image_tokens, strategy=strategy)
+        assert plain == truncate(segs, budget, tok, image_tokens, strategy=strategy, join_tokens=0)

@@ -3,8 +3,10 @@
 A document is a run of units: text tokens (cost 1 each), whole images, and video frames.
 The head keeps units from the start up to half the budget, the tail keeps units from the
 end with what is left; an image or frame that does not fit is dropped whole, and nothing
-after it on that side is kept. The report says exactly what was cut. Head truncation (`truncate(...,
-"head")`, `mmbench run --truncation head`) gives the whole budget to the head and keeps no tail.
+after it on that side is kept. A model whose input puts tokens between two consecutive texts (a template's
+joiner) gives their count as `join_tokens`: every join the kept view will have is paid from the budget, so a view
+of many short texts fits as well as one of a single text. The report says exactly what was cut. Head truncation
+(`truncate(..., "head")`, `mmbench run --truncation head`) gives the whole budget to the head and keeps no tail.
 """
 from __future__ import annotations
 
@@ -64,13 +66,17 @@ def truncate(
     visual_tokens: Callable[[int, int], int],
     video_tokens: Callable[[int, int, int], int] | None = None,
     strategy: str = "middle",
+    join_tokens: int = 0,
 ) -> tuple[list[Segment], TruncationReport]:
     """Fit `segments` into `budget` tokens by `strategy`: "middle" (`middle_truncate`), or "head": units from the
-    start while they fit, nothing from the end (what sentence-transformers and most tools do to a long text)."""
+    start while they fit, nothing from the end (what sentence-transformers and most tools do to a long text).
+
+    `join_tokens` is what the model's input puts between two consecutive text pieces; the budget pays for every
+    such join of the kept view (the head and the tail of a cut text are two pieces, so one join between them)."""
     if strategy not in STRATEGIES:
         raise ValueError(f"truncation strategy {strategy!r}: one of {', '.join(STRATEGIES)}")
-    if budget < 0:
-        raise ValueError("budget must be non-negative")
+    if budget < 0 or join_tokens < 0:
+        raise ValueError("budget and join_tokens must be non-negative")
     if video_tokens is None:
         def video_tokens(n: int, w: int, h: int) -> int:
             return n * visual_tokens(w, h)
@@ -83,8 +89,9 @@ def truncate(
                 raise ValueError("text segments need a tokenizer to be truncated")
             toks = _tokens(seg.text, budget, tokenizer)
             ids.append(toks)
-            units.append(toks.count)
-            costs.append(lambda k: k)
+            # an empty text is one unit of no tokens: kept or dropped whole, so that its join is paid when kept
+            units.append(toks.count or 1)
+            costs.append((lambda k: k) if toks.count else (lambda k: 0))
         elif isinstance(seg, Image):
             ids.append(None)
             units.append(1)
@@ -95,32 +102,39 @@ def truncate(
             costs.append(_frames_cost(video_tokens, seg.width, seg.height))
         else:
             raise TypeError(f"not a segment: {seg!r}")
-    total = sum(cost(u) for cost, u in zip(costs, units))
+    n = len(segments)
+    # joins[k]: the tokens between segment k-1 and segment k when both are kept (two texts in a row)
+    joins = [join_tokens if k and isinstance(segments[k], Text) and isinstance(segments[k - 1], Text) else 0
+             for k in range(n)]
+    total = sum(cost(u) for cost, u in zip(costs, units)) + sum(joins)
     exact = all(t is None or t.exact for t in ids)
     if total <= budget:
         return list(segments), TruncationReport(total, total)
 
-    n = len(segments)
     head = [0] * n
     head_budget = budget if strategy == "head" else (budget + 1) // 2
     left = head_budget
     stop = n
-    for k in range(n):
-        take = _most_that_fit(units[k], costs[k], left)
+    for k in range(n):   # a head piece pays for its join to the (whole) segment before it
+        cost = _with_join(costs[k], joins[k])
+        take = _most_that_fit(units[k], cost, left)
         head[k] = take
-        left -= costs[k](take)
+        left -= cost(take)
         if take < units[k]:
             stop = k
             break
     used_head = head_budget - left
 
     tail = [0] * n
-    left = budget - used_head if strategy == "middle" else 0
-    for k in range(n - 1, stop - 1, -1):
+    # the tail pays for the join where it meets the head (reserved: which pieces meet is known only at the end)
+    left = max(0, budget - used_head - join_tokens)
+    for k in range(n - 1, stop - 1 if strategy == "middle" else n - 1, -1):   # "head": no tail at all
+        # a tail piece pays for its join to the (whole) segment after it
         avail = units[k] - head[k]
-        take = _most_that_fit(avail, costs[k], left)
+        cost = _with_join(costs[k], joins[k + 1] if k + 1 < n else 0)
+        take = _most_that_fit(avail, cost, left)
         tail[k] = take
-        left -= costs[k](take)
+        left -= cost(take)
         if take < avail:
             break
 
@@ -138,12 +152,20 @@ def truncate(
         report.tokens_after += costs[k](head[k]) + costs[k](tail[k])
         cut = units[k] - head[k] - tail[k]
         if isinstance(seg, Text):
-            report.cut_text_tokens += cut
+            text_ids = ids[k]
+            report.cut_text_tokens += cut if text_ids is not None and text_ids.count else 0   # an empty text: none
         elif isinstance(seg, Image):
             report.dropped_images += cut
         else:
             report.dropped_frames += cut
+    report.tokens_after += join_tokens * sum(isinstance(a, Text) and isinstance(b, Text)
+                                             for a, b in zip(kept, kept[1:]))
     return kept, report
+
+
+def _with_join(cost: Callable[[int], int], join: int) -> Callable[[int], int]:
+    """The cost of the first (or last) k units of a segment plus its join, paid once any unit is kept."""
+    return lambda k: cost(k) + join if k else 0
 
 
 def _most_that_fit(avail: int, cost: Callable[[int], int], left: int) -> int:

@@ -17,7 +17,7 @@ from typing import Any, Literal, Sequence
 
 import numpy as np
 
-from mmbench.data.documents import Document
+from mmbench.data.documents import Document, Segment
 from mmbench.data.media import MediaStore
 from mmbench.data.tokens import TextTokenizer, image_tokens
 
@@ -78,6 +78,17 @@ class EmbeddingModel(ABC):
     def video_tokens(self, n_frames: int, width: int, height: int) -> int:
         """Tokens `n_frames` frames of a video cost (models that merge frames in time override it)."""
         return n_frames * self.visual_tokens(width, height)
+
+    def text_join_tokens(self) -> int:
+        """Tokens the model's input puts between two consecutive text segments (its template's joiner); truncation
+        pays for each join of a view from the window. 0: texts are passed as they are."""
+        return 0
+
+    def rendered_excess(self, segments: Sequence[Segment]) -> int:
+        """Tokens by which a view of these segments, as the model really renders it, exceeds its window (0 where it
+        fits, or where the adapter does not measure it). `model_view` truncates again by the excess, so
+        what the model is given always fits, whatever the truncation's per-segment counts missed."""
+        return 0
 
     def fit(self, documents: Sequence[Document], media: MediaStore | None) -> None:
         """Corpus-dependent models (BM25) see the candidate corpus first; embedders ignore it."""

@@ -14,7 +14,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from mmbench.data.documents import Document, Image, Video
+from mmbench.data.documents import Document, Image, Segment, Video
 from mmbench.data.media import MediaStore
 from mmbench.models.base import EmbeddingModel, EncodeError, ModelCard, Role
 from mmbench.models.hf_common import folder_revision, HFTextTokenizer, resolve_device, resolve_dtype
@@ -214,6 +214,9 @@ class QwenVLEmbedder(EmbeddingModel):
         self.last_encode_info: list[dict[str, Any]] = []
         self._markup = self._placeholder_markup()
         overhead = self._overhead()
+        placeholder_ids = (self._tok.encode(ph, add_special_tokens=False) for ph in (tpl.image_placeholder,
+                                                                                        tpl.video_placeholder))
+        self._placeholder_tokens = tuple(len(ids) for ids in placeholder_ids)   # (image, video), as written
         window = self.preset.context
         margin = safety_margin if safety_margin is not None else 16 + window // 100
         vb = self.preset.vision
@@ -239,8 +242,10 @@ class QwenVLEmbedder(EmbeddingModel):
             max_tokens=window - overhead - margin, similarity="cosine",
             revision=revision or folder_revision(source), dim=int(text_cfg.hidden_size), settings=settings,
             notes=(preset.notes + f" Window {window} tokens minus template overhead {overhead} and a safety margin "
-                   f"of {margin} for separators; videos are budgeted per group of temporal_patch frames, with a "
-                   "timestamp allowance (an upper bound). Attention: " + self._attn + ".").strip(),
+                   f"of {margin}; the joins between texts are paid from it, and a view whose rendered prompt still "
+                   "exceeds the window is truncated further by the excess; videos are budgeted per group of "
+                   "temporal_patch frames, with a timestamp allowance (an upper bound). Attention: " + self._attn
+                   + ".").strip(),
         )
 
     # --- budgets -------------------------------------------------------------------------
@@ -274,6 +279,31 @@ class QwenVLEmbedder(EmbeddingModel):
             return n_frames * ((fh // vb.factor) * (fw // vb.factor) + self._markup)
         groups = -(-n_frames // vb.temporal_patch)
         return groups * ((fh // vb.factor) * (fw // vb.factor) + self._markup + 8)
+
+    def text_join_tokens(self) -> int:
+        """The template's joiner between two texts ("\n" for GME): one token per join of a view of many texts."""
+        joiner = self.preset.template.text_joiner
+        return len(self._tok.encode(joiner, add_special_tokens=False)) if joiner else 0
+
+    def rendered_tokens(self, segments: Sequence[Segment]) -> int:
+        """What these segments cost the model once rendered, in the costlier role: the prompt's tokens as the
+        processor reads them, each placeholder replaced by what it expands to (`visual_tokens`, `video_tokens`: exact
+        for images, an upper bound for videos)."""
+        as_images = self.preset.video_frames_as_images
+        image_ph, video_ph = self._placeholder_tokens
+        visual = 0
+        for seg in segments:
+            if isinstance(seg, Image):
+                visual += self.visual_tokens(seg.width, seg.height) - image_ph
+            elif isinstance(seg, Video):
+                written = image_ph * len(seg.frames) if as_images else video_ph
+                visual += self.video_tokens(len(seg.frames), seg.width, seg.height) - written
+        prompts = [render(segments, role, self.preset.template, video_as_images=as_images).text
+                   for role in ("query", "document")]
+        return max(len(ids) for ids in self._tok(prompts)["input_ids"]) + visual
+
+    def rendered_excess(self, segments: Sequence[Segment]) -> int:
+        return max(0, self.rendered_tokens(segments) - self.preset.context)
 
     def _overhead(self) -> int:
         """Template tokens around an empty document (instruction, chat markup, pooled token), worst case."""

@@ -10,7 +10,7 @@ from typing import Any
 
 from mmbench.data.documents import Document, Image, Text, Video
 from mmbench.models.base import EmbeddingModel
-from mmbench.data.truncation import strategy_of, truncate
+from mmbench.data.truncation import TruncationReport, strategy_of, truncate
 
 
 @dataclass
@@ -39,8 +39,7 @@ def model_view(doc: Document, model: EmbeddingModel) -> tuple[Document, SeenReco
     if budget is None:
         kept, report = visible, None
     else:
-        kept, report = truncate(visible, budget, model.budget_tokenizer(), model.visual_tokens, model.video_tokens,
-                                strategy_of(card.settings))
+        kept, report = _fitted(visible, budget, model, strategy_of(card.settings))
     if report is None:
         seen_tokens = _approx_tokens(kept, model)
     else:
@@ -58,6 +57,23 @@ def model_view(doc: Document, model: EmbeddingModel) -> tuple[Document, SeenReco
     )
     # no metadata: a model reads the content, never how a document was built (its record, its image id ...)
     return Document(id=doc.id, segments=kept, tokens=doc.tokens, meta={}), record
+
+
+def _fitted(visible: list, budget: int, model: EmbeddingModel, strategy: str) -> tuple[list, TruncationReport]:
+    """`visible` truncated to `budget`, the joins between texts paid for; then, while the view the model really
+    renders exceeds its window (`rendered_excess`: tokenisation across a cut or a join that the per-segment counts
+    do not see), truncated again to a budget smaller by the excess."""
+    def cut(to: int) -> tuple[list, TruncationReport]:
+        return truncate(visible, to, model.budget_tokenizer(), model.visual_tokens, model.video_tokens, strategy,
+                        model.text_join_tokens())
+
+    kept, report = cut(budget)
+    excess = model.rendered_excess(kept)
+    while excess > 0 and budget > 0:
+        budget = max(0, budget - excess)
+        kept, report = cut(budget)
+        excess = model.rendered_excess(kept)
+    return kept, report
 
 
 def _approx_tokens(segments: list, model: EmbeddingModel) -> int:
