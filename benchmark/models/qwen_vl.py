@@ -95,6 +95,10 @@ VISUAL_HANDLING = {
     "frame_rate": "a video above the model's fps keeps every k-th frame, never invents frames; counted as "
                   "video_resampled",
 }
+# How a view is made to fit the window (issue 47): the template's joins between texts are paid from the budget
+# and the rendered prompt is measured and cut again by any excess. Views made before this differ on multi-text
+# documents near the window, so the setting is part of the protocol's setup (another id than older runs).
+WINDOW_FIT = "the rendered prompt, joins between texts included, within the window"
 POSITIONS = {
     "mrope": "3-D multimodal rotary positions (Qwen-VL's get_rope_index: visual tokens by time, row and column)",
     "sequential": "1-D positions 0..n-1 for every token, visual ones included (the language model called with "
@@ -227,7 +231,7 @@ class QwenVLEmbedder(EmbeddingModel):
             "vision": asdict(vb), "video": self.preset.video, "padding_side": "right",
             "video_input": "frames as images" if preset.video_frames_as_images else "native video",
             "model_id": Path(source).name if local else source, "positions": self.preset.positions,
-            "visual_handling": VISUAL_HANDLING,
+            "visual_handling": VISUAL_HANDLING, "window_fit": WINDOW_FIT,
             **({"max_length": preset.max_length, "truncation_side": "right (the prompt's tokens, its end included)"}
                if preset.max_length else {}),
             **({"image_resize": IMAGE_RESIZE_WORDS} if preset.image_resize == "processor" else {}),

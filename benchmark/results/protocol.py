@@ -30,7 +30,7 @@ TRUNCATION_RULES = {"middle": TRUNCATION_RULE,
 INSTRUCTION_KEYS = ("template", "query_instruction", "document_instruction", "system_fallback", "prompts")
 VISUAL_KEYS = ("vision", "video", "video_input", "max_pixels", "min_pixels", "fps", "max_frames", "image_size",
                "positions", "visual_handling")
-WINDOW_KEYS = ("context", "max_seq_length", "max_length", "truncation_side")
+WINDOW_KEYS = ("context", "max_seq_length", "max_length", "truncation_side", "window_fit")
 POOLING_KEYS = ("pooling", "normalize", "fusion", "dimensions")
 
 
