@@ -26,6 +26,7 @@ so nothing depends on Python's string hash.
 """
 from __future__ import annotations
 
+import re
 import string
 
 import numpy as np
@@ -35,11 +36,17 @@ from mmbench.data.documents import Document, Image, Text, Video
 EDGE = 64
 HASH_FEATURES = 2 ** 17
 BLOCKS = 3                       # word, char and shape features, HASH_FEATURES columns each
+SHAPES = ("X", "Xx", "x", "m")    # a word's letters: all capitals, capitalised, all small, mixed
+# the casing block (`casing_rows`): a word whose casing departs from the pool's majority for the same word in the
+# same context, by (the majority's shape, its own)
+CASING = tuple(f"casing {a}>{b}" for a in SHAPES for b in SHAPES if a != b)
+CASING_VALUE = 1.0
+WIDTH = BLOCKS * HASH_FEATURES + len(CASING)     # one candidate's columns before the crossing with its pool kind
 MIN_RECORDS = 3
 C_REG = 0.1
-K_BEST = 256
-MODEL = ("logistic regression over the 256 chi-square-screened hashed word 1-2-grams, segment-edge character "
-         "1-3-grams and their shape 2-4-grams, folds by source record")
+K_BEST = 64
+MODEL = (f"logistic regression over the {K_BEST} chi-square-screened hashed word 1-2-grams, segment-edge character "
+         "1-3-grams and their shape 2-4-grams, and casing against the pool's majority, folds by source record")
 
 
 def _words(doc: Document) -> str:
@@ -99,6 +106,75 @@ class _Vectoriser:
         return sparse.hstack([vec.transform([text(d) for d in docs]) for _, _, vec, text in self.views()]).tocsr()
 
 
+def _shape(word: str) -> str | None:
+    letters = "".join(ch for ch in word if ch.isalpha())
+    if len(letters) < 2:
+        return None
+    if letters.isupper():
+        return "X"
+    if letters.islower():
+        return "x"
+    return "Xx" if letters[0].isupper() and letters[1:].islower() else "m"
+
+
+_LETTERS = re.compile(r"[^\W\d_]+")
+
+
+def _runs(doc: Document) -> tuple[list[str], list[tuple[str, ...]]]:
+    """The document's runs of letters (``round(Decimal`` holds ``round`` and ``Decimal``) as written, and each
+    one's context: the run before and after in small letters, with what separates them (white space as one space),
+    so ``attribute. The left`` and ``attribute the left`` are two contexts."""
+    text = _words(doc)
+    found = list(_LETTERS.finditer(text))
+    words = [m.group() for m in found]
+    low = [w.lower() for w in words]
+    seps = [" ".join(text[a.end():b.start()].split()) or " " for a, b in zip(found, found[1:])]
+    keys = [(low[i - 1] if i else "", seps[i - 1] if i else "", low[i], seps[i] if i + 1 < len(low) else "",
+             low[i + 1] if i + 1 < len(low) else "") for i in range(len(low))]
+    return words, keys
+
+
+def casing_rows(docs: list[Document]) -> list[list[str]]:
+    """The CASING features of each document: for every run of two or more letters that holds a capital in some
+    document, in a context (the run before and after, compared in small letters) that at least three documents
+    hold, a shape a document gives it that fewer documents give than another shape is a departure, named by the two
+    shapes (``casing x>X``: one word put in capitals in the middle of a paragraph that the unmarked original and
+    the look-alikes also hold; ``casing X>x``: a capital taken away). A builder's casing marker anywhere in the
+    text is one such feature on every marked candidate, while the text's own capitals (``PEP``, ``OR``, a heading)
+    are the same in every candidate that holds the text. Counted over candidates, never over labels."""
+    runs = [_runs(d) for d in docs]
+    wanted = {keys[i] for words, keys in runs for i, w in enumerate(words) if len(w) >= 2 and not w.islower()}
+    middle = {k[2] for k in wanted}
+    held: list[dict[tuple[str, ...], set[str]]] = []
+    for words, keys in runs:
+        found: dict[tuple[str, ...], set[str]] = {}
+        for w, key in zip(words, keys):
+            if key[2] in middle and key in wanted:
+                found.setdefault(key, set()).add(_shape(w) or "x")
+        held.append(found)
+    support: dict[tuple[str, ...], dict[str, int]] = {}
+    for found in held:
+        for key, shapes in found.items():
+            count = support.setdefault(key, {})
+            for shape in shapes:
+                count[shape] = count.get(shape, 0) + 1
+    holders = {key: 0 for key in support}
+    for found in held:
+        for key in found:
+            holders[key] += 1
+    out = []
+    for found in held:
+        marks = set()
+        for key, shapes in found.items():
+            if holders[key] < 3:
+                continue
+            count = support[key]
+            top = max(SHAPES, key=lambda s: (count.get(s, 0), -SHAPES.index(s)))
+            marks.update(f"casing {top}>{shape}" for shape in shapes if shape != top and count[top] > count[shape])
+        out.append(sorted(marks))
+    return out
+
+
 def _kind(item) -> str:
     return str(item.meta.get("difficulty") or item.subset)
 
@@ -111,9 +187,12 @@ def text_matrix(ps, items: list[int]):
     cands = ps.candidate_by_id()
     ids = sorted({c for i in items for c in ps.pools[i].candidate_ids})
     where = {c: k for k, c in enumerate(ids)}
-    unique = shared_columns(_Vectoriser()([cands[c] for c in ids]), [_record(cands[c]) for c in ids])
+    vec = _Vectoriser()
+    docs = [cands[c] for c in ids]
+    unique = shared_columns(vec(docs), *_holdings(vec, docs))
     kinds = sorted({_kind(ps.pools[i]) for i in items})
-    order, labels, owner, kind = [], [], [], []
+    casing = dict(zip(ids, casing_rows([cands[c] for c in ids])))
+    order, labels, owner, kind, marks = [], [], [], [], []
     for i in items:
         item = ps.pools[i]
         rel = set(item.relevant_ids)
@@ -122,7 +201,11 @@ def text_matrix(ps, items: list[int]):
             labels.append(float(c in rel))
             owner.append(i)
             kind.append(kinds.index(_kind(item)))
-    alone = unique[np.asarray(order, dtype=np.int64)]
+            marks.extend((len(order) - 1, CASING.index(f)) for f in casing[c])
+    rows, cols = (np.asarray(x, dtype=np.int64) for x in (zip(*marks) if marks else ((), ())))
+    alone = sparse.hstack([unique[np.asarray(order, dtype=np.int64)],
+                           sparse.csr_matrix((np.full(len(rows), CASING_VALUE), (rows, cols)), shape=(len(order), len(CASING)))])
+    alone = alone.tocsr()
     width = alone.shape[1]
     crossed = alone.tocoo()
     crossed = sparse.csr_matrix((crossed.data, (crossed.row, crossed.col + width * np.asarray(kind)[crossed.row])),
@@ -136,16 +219,58 @@ def _record(doc: Document) -> str:
     return f"{doc.meta.get('dataset')}:{rec}" if rec is not None else "id:" + doc.id
 
 
-def shared_columns(X, records: list[str]):
-    """X with every column zeroed that fewer than MIN_RECORDS distinct source records' candidates hold: an n-gram of
-    one record's text names that record (a distractor relevant elsewhere would be found by its identity), a marker a
-    builder leaves on many records' candidates does not."""
+def _origins(doc: Document) -> list[str]:
+    """Each segment's source record: the record its provenance unit names (``govreport:R#p3`` -> ``govreport:R``),
+    else the candidate's own (`_record`; filler, pages drawn for padding and a document without unit provenance
+    are the candidate's own). A Logical Summarization Hard variant holds paragraphs of its BM25 look-alike reports,
+    a Multi-Source Reasoning one passages of other records: that text is the look-alike's, not the variant's."""
+    own = _record(doc)
+    units = (doc.meta.get("provenance") or {}).get("units") or []
+    if len(units) != len(doc.segments):
+        return [own] * len(doc.segments)
+    out = []
+    for unit in units:
+        source = str(unit[1]) if len(unit) > 1 else ""
+        out.append(source.split("#", 1)[0] if "#" in source else own)
+    return out
+
+
+def _holdings(vec: "_Vectoriser", docs: list[Document]):
+    """(rows, the source record of each row): what each source record's text holds. A candidate gives one row per
+    source record its segments come from (`_origins`): the text of its borrowed segments is held by the record they
+    were borrowed from; its own segments, and every n-gram of the whole candidate no borrowed part explains (a word
+    pair across a seam, the document's ends in shapes), by its own record."""
     from scipy import sparse
 
-    names = sorted(set(records))
-    onehot = sparse.csr_matrix((np.ones(len(records)), (np.arange(len(records)), [names.index(r) for r in records])),
+    whole = vec(docs)
+    pieces, owners, rows = [], [], []
+    for k, doc in enumerate(docs):
+        origins = _origins(doc)
+        for origin in dict.fromkeys(origins):
+            pieces.append(Document(id=doc.id, segments=[s for s, o in zip(doc.segments, origins) if o == origin],
+                                   meta=doc.meta))
+            owners.append(origin)
+            rows.append(k)
+    held = (vec(pieces) > 0).astype(np.float64).tocsr()
+    lent = np.asarray([o != _record(docs[k]) for o, k in zip(owners, rows)], dtype=np.float64)
+    borrowed = sparse.csr_matrix((lent, (np.asarray(rows, dtype=np.int64), np.arange(len(rows)))),
+                                 shape=(len(docs), len(rows))) @ held
+    rest = ((whole > 0).astype(np.float64) - (borrowed > 0).astype(np.float64)) > 0
+    return sparse.vstack([held, rest.astype(np.float64)]).tocsr(), owners + [_record(d) for d in docs]
+
+
+def shared_columns(X, holdings, records: list[str]):
+    """X with every column zeroed that fewer than MIN_RECORDS distinct source records' text holds (`_holdings`): an
+    n-gram of one record's text names that record (a distractor relevant elsewhere would be found by its identity,
+    a look-alike by a paragraph it borrowed from a record whose candidates were trained on), a marker a builder
+    leaves on many records' candidates does not."""
+    from scipy import sparse
+
+    number = {r: k for k, r in enumerate(sorted(set(records)))}
+    names = list(number)
+    onehot = sparse.csr_matrix((np.ones(len(records)), (np.arange(len(records)), [number[r] for r in records])),
                                shape=(len(records), len(names)))
-    held = ((onehot.T @ (X > 0).astype(np.float64)) > 0).sum(axis=0).A1
+    held = ((onehot.T @ (holdings > 0).astype(np.float64)) > 0).sum(axis=0).A1
     return (X @ sparse.diags((held >= MIN_RECORDS).astype(np.float64))).tocsr()
 
 
@@ -190,10 +315,10 @@ def name_terms(ps, items: list[int], terms: tuple[tuple[str, float], ...]) -> tu
     first found; a column no relevant n-gram reaches keeps its number)."""
     from sklearn.utils import murmurhash3_32
 
-    width = BLOCKS * HASH_FEATURES
+    width = WIDTH
     wanted = {int(t.split(":")[1]) % width for t, _ in terms}
     vec, cands = _Vectoriser(), ps.candidate_by_id()
-    found: dict[int, str] = {}
+    found: dict[int, str] = {BLOCKS * HASH_FEATURES + k: name for k, name in enumerate(CASING)}
     for i in items:
         for c in ps.pools[i].relevant_ids:
             for offset, kind, analyzer, text in vec.views():
@@ -201,6 +326,6 @@ def name_terms(ps, items: list[int], terms: tuple[tuple[str, float], ...]) -> tu
                     col = offset + abs(int(murmurhash3_32(gram, seed=0))) % HASH_FEATURES
                     if col in wanted:
                         found.setdefault(col, f"{kind} {gram!r}")
-        if len(found) == len(wanted):
+        if wanted <= set(found):
             break
     return tuple((found.get(int(t.split(":")[1]) % width, t), v) for t, v in terms)
