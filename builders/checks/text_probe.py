@@ -106,62 +106,71 @@ class _Vectoriser:
         return sparse.hstack([vec.transform([text(d) for d in docs]) for _, _, vec, text in self.views()]).tocsr()
 
 
-def _shape(word: str) -> str | None:
-    letters = "".join(ch for ch in word if ch.isalpha())
-    if len(letters) < 2:
-        return None
-    if letters.isupper():
+def _shape(run: str) -> str:
+    """A run of letters' shape (one of SHAPES)."""
+    if run.isupper():
         return "X"
-    if letters.islower():
+    if run.islower():
         return "x"
-    return "Xx" if letters[0].isupper() and letters[1:].islower() else "m"
+    return "Xx" if run[0].isupper() and run[1:].islower() else "m"
 
 
-_LETTERS = re.compile(r"[^\W\d_]+")
+_LETTERS = re.compile(r"([^\W\d_]+)")
 
 
-def _runs(doc: Document) -> tuple[list[str], list[tuple[str, ...]]]:
-    """The document's runs of letters (``round(Decimal`` holds ``round`` and ``Decimal``) as written, and each
-    one's context: the run before and after in small letters, with what separates them (white space as one space),
-    so ``attribute. The left`` and ``attribute the left`` are two contexts."""
-    text = _words(doc)
-    found = list(_LETTERS.finditer(text))
-    words = [m.group() for m in found]
-    low = [w.lower() for w in words]
-    seps = [" ".join(text[a.end():b.start()].split()) or " " for a, b in zip(found, found[1:])]
-    keys = [(low[i - 1] if i else "", seps[i - 1] if i else "", low[i], seps[i] if i + 1 < len(low) else "",
-             low[i + 1] if i + 1 < len(low) else "") for i in range(len(low))]
-    return words, keys
+class _Runs:
+    """The document's runs of letters (``round(Decimal`` holds ``round`` and ``Decimal``) as written and in small
+    letters, and each one's context on demand (`key`)."""
+
+    def __init__(self, doc: Document) -> None:
+        parts = _LETTERS.split(_words(doc))       # what lies before the first run, a run, what follows it, ...
+        self.words = parts[1::2]
+        self.between = parts[2::2]
+        self.low = _words_lower(self.words)
+
+    def _sep(self, i: int) -> str:
+        return " ".join(self.between[i].split()) or " "
+
+    def key(self, i: int) -> tuple[str, ...]:
+        """The run before and after in small letters, with what separates them (white space as one space), so
+        ``attribute. The left`` and ``attribute the left`` are two contexts."""
+        last = len(self.low) - 1
+        return (self.low[i - 1] if i else "", self._sep(i - 1) if i else "", self.low[i],
+                self._sep(i) if i < last else "", self.low[i + 1] if i < last else "")
+
+
+def _words_lower(words: list[str]) -> list[str]:
+    return "\x00".join(words).lower().split("\x00") if words else []
 
 
 def casing_rows(docs: list[Document]) -> list[list[str]]:
     """The CASING features of each document: for every run of two or more letters that holds a capital in some
-    document, in a context (the run before and after, compared in small letters) that at least three documents
-    hold, a shape a document gives it that fewer documents give than another shape is a departure, named by the two
-    shapes (``casing x>X``: one word put in capitals in the middle of a paragraph that the unmarked original and
-    the look-alikes also hold; ``casing X>x``: a capital taken away). A builder's casing marker anywhere in the
-    text is one such feature on every marked candidate, while the text's own capitals (``PEP``, ``OR``, a heading)
-    are the same in every candidate that holds the text. Counted over candidates, never over labels."""
-    runs = [_runs(d) for d in docs]
-    wanted = {keys[i] for words, keys in runs for i, w in enumerate(words) if len(w) >= 2 and not w.islower()}
+    document, in a context (`_Runs.key`) that at least three documents hold, a shape a document gives it that
+    fewer documents give than another shape is a departure, named by the two shapes (``casing x>X``: one word put
+    in capitals in the middle of a paragraph that the unmarked original and the look-alikes also hold; ``casing
+    X>x``: a capital taken away). A builder's casing marker anywhere in the text is one such feature on every marked
+    candidate, while the text's own capitals (``PEP``, ``OR``, a heading) are the same in every candidate that holds
+    the text. Counted over candidates, never over labels."""
+    runs = [_Runs(d) for d in docs]
+    wanted = {r.key(i) for r in runs for i, (w, lw) in enumerate(zip(r.words, r.low)) if w != lw and len(w) >= 2}
     middle = {k[2] for k in wanted}
+    near = {(k[0], k[2], k[4]) for k in wanted}      # the words alone: a cheap first look
     held: list[dict[tuple[str, ...], set[str]]] = []
-    for words, keys in runs:
+    for r in runs:
         found: dict[tuple[str, ...], set[str]] = {}
-        for w, key in zip(words, keys):
-            if key[2] in middle and key in wanted:
-                found.setdefault(key, set()).add(_shape(w) or "x")
+        low, last = r.low, len(r.low) - 1
+        for i in (i for i, lw in enumerate(low) if lw in middle):
+            if (low[i - 1] if i else "", low[i], low[i + 1] if i < last else "") in near and (key := r.key(i)) in wanted:
+                found.setdefault(key, set()).add(_shape(r.words[i]))
         held.append(found)
     support: dict[tuple[str, ...], dict[str, int]] = {}
+    holders: dict[tuple[str, ...], int] = {}
     for found in held:
         for key, shapes in found.items():
+            holders[key] = holders.get(key, 0) + 1
             count = support.setdefault(key, {})
             for shape in shapes:
                 count[shape] = count.get(shape, 0) + 1
-    holders = {key: 0 for key in support}
-    for found in held:
-        for key in found:
-            holders[key] += 1
     out = []
     for found in held:
         marks = set()
@@ -189,7 +198,8 @@ def text_matrix(ps, items: list[int]):
     where = {c: k for k, c in enumerate(ids)}
     vec = _Vectoriser()
     docs = [cands[c] for c in ids]
-    unique = shared_columns(vec(docs), *_holdings(vec, docs))
+    whole = vec(docs)
+    unique = shared_columns(whole, *_holdings(vec, docs, whole))
     kinds = sorted({_kind(ps.pools[i]) for i in items})
     casing = dict(zip(ids, casing_rows([cands[c] for c in ids])))
     order, labels, owner, kind, marks = [], [], [], [], []
@@ -235,28 +245,31 @@ def _origins(doc: Document) -> list[str]:
     return out
 
 
-def _holdings(vec: "_Vectoriser", docs: list[Document]):
+def _holdings(vec: "_Vectoriser", docs: list[Document], whole):
     """(rows, the source record of each row): what each source record's text holds. A candidate gives one row per
     source record its segments come from (`_origins`): the text of its borrowed segments is held by the record they
-    were borrowed from; its own segments, and every n-gram of the whole candidate no borrowed part explains (a word
-    pair across a seam, the document's ends in shapes), by its own record."""
+    were borrowed from; its own segments, and every n-gram of the whole candidate (`whole`, its row) that no
+    borrowed part explains (a word pair across a seam, the document's ends in shapes), by its own record."""
     from scipy import sparse
 
-    whole = vec(docs)
     pieces, owners, rows = [], [], []
     for k, doc in enumerate(docs):
-        origins = _origins(doc)
-        for origin in dict.fromkeys(origins):
+        own, origins = _record(doc), _origins(doc)
+        for origin in dict.fromkeys(o for o in origins if o != own):
             pieces.append(Document(id=doc.id, segments=[s for s, o in zip(doc.segments, origins) if o == origin],
                                    meta=doc.meta))
             owners.append(origin)
             rows.append(k)
-    held = (vec(pieces) > 0).astype(np.float64).tocsr()
-    lent = np.asarray([o != _record(docs[k]) for o, k in zip(owners, rows)], dtype=np.float64)
-    borrowed = sparse.csr_matrix((lent, (np.asarray(rows, dtype=np.int64), np.arange(len(rows)))),
-                                 shape=(len(docs), len(rows))) @ held
-    rest = ((whole > 0).astype(np.float64) - (borrowed > 0).astype(np.float64)) > 0
-    return sparse.vstack([held, rest.astype(np.float64)]).tocsr(), owners + [_record(d) for d in docs]
+    present = (whole > 0).astype(np.float64).tocsr()
+    if not pieces:
+        return present, [_record(d) for d in docs]
+    lent = (vec(pieces) > 0).astype(np.float64).tocsr()
+    borrowed = sparse.csr_matrix((np.ones(len(rows)), (np.asarray(rows, dtype=np.int64), np.arange(len(rows)))),
+                                 shape=(len(docs), len(rows))) @ lent
+    # a candidate's own row: its n-grams that none of its borrowed parts holds (its own segments' n-grams that a
+    # borrowed part holds too count for the lender alone: shared phrasing, not a marker of the candidate's own)
+    rest = (present - (borrowed > 0).astype(np.float64)) > 0
+    return sparse.vstack([lent, rest.astype(np.float64)]).tocsr(), owners + [_record(d) for d in docs]
 
 
 def shared_columns(X, holdings, records: list[str]):
