@@ -173,7 +173,7 @@ def casing_rows(docs: list[Document]) -> list[list[str]]:
                 count[shape] = count.get(shape, 0) + 1
     out = []
     for found in held:
-        marks = set()
+        marks: set[str] = set()
         for key, shapes in found.items():
             if holders[key] < 3:
                 continue
@@ -202,7 +202,8 @@ def text_matrix(ps, items: list[int]):
     unique = shared_columns(whole, *_holdings(vec, docs, whole))
     kinds = sorted({_kind(ps.pools[i]) for i in items})
     casing = dict(zip(ids, casing_rows([cands[c] for c in ids])))
-    order, labels, owner, kind, marks = [], [], [], [], []
+    order, labels, owner, kind = [], [], [], []
+    marks: list[tuple[int, int]] = []
     for i in items:
         item = ps.pools[i]
         rel = set(item.relevant_ids)
