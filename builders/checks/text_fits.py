@@ -32,7 +32,7 @@ import numpy as np
 
 from mmbench.builders.checks.fits import HeldOut, group_folds, run
 
-K_BEST = 64
+K_BEST = 256
 C_REG = 0.1
 
 

@@ -26,7 +26,6 @@ so nothing depends on Python's string hash.
 """
 from __future__ import annotations
 
-import re
 import string
 
 import numpy as np
@@ -41,15 +40,9 @@ __all__ = ["BLOCKS", "C_REG", "EDGE", "HASH_FEATURES", "K_BEST", "MIN_RECORDS", 
 EDGE = 64
 HASH_FEATURES = 2 ** 17
 BLOCKS = 3                       # word, char and shape features, HASH_FEATURES columns each
-SHAPES = ("X", "Xx", "x", "m")    # a word's letters: all capitals, capitalised, all small, mixed
-# the casing block (`casing_rows`): a word whose casing departs from the pool's majority for the same word in the
-# same context, by (the majority's shape, its own)
-CASING = tuple(f"casing {a}>{b}" for a in SHAPES for b in SHAPES if a != b)
-CASING_VALUE = 1.0
-WIDTH = BLOCKS * HASH_FEATURES + len(CASING)     # one candidate's columns before the crossing with its pool kind
 MIN_RECORDS = 3
-MODEL = (f"logistic regression over the {K_BEST} chi-square-screened hashed word 1-2-grams, segment-edge character "
-         "1-3-grams and their shape 2-4-grams, and casing against the pool's majority, folds by source record")
+MODEL = ("logistic regression over the 256 chi-square-screened hashed word 1-2-grams, segment-edge character "
+         "1-3-grams and their shape 2-4-grams, folds by source record")
 
 
 def _word_parts(doc: Document) -> list[str]:
@@ -122,84 +115,6 @@ class _Vectoriser:
                               hashed_union(self.shapes, [[_shapes(d)] for d in docs], no_seams)]).tocsr()
 
 
-def _shape(run: str) -> str:
-    """A run of letters' shape (one of SHAPES)."""
-    if run.isupper():
-        return "X"
-    if run.islower():
-        return "x"
-    return "Xx" if run[0].isupper() and run[1:].islower() else "m"
-
-
-_LETTERS = re.compile(r"([^\W\d_]+)")
-
-
-class _Runs:
-    """The document's runs of letters (``round(Decimal`` holds ``round`` and ``Decimal``) as written and in small
-    letters, and each one's context on demand (`key`)."""
-
-    def __init__(self, doc: Document) -> None:
-        parts = _LETTERS.split(_words(doc))       # what lies before the first run, a run, what follows it, ...
-        self.words = parts[1::2]
-        self.between = parts[2::2]
-        self.low = _words_lower(self.words)
-
-    def _sep(self, i: int) -> str:
-        return " ".join(self.between[i].split()) or " "
-
-    def key(self, i: int) -> tuple[str, ...]:
-        """The run before and after in small letters, with what separates them (white space as one space), so
-        ``attribute. The left`` and ``attribute the left`` are two contexts."""
-        last = len(self.low) - 1
-        return (self.low[i - 1] if i else "", self._sep(i - 1) if i else "", self.low[i],
-                self._sep(i) if i < last else "", self.low[i + 1] if i < last else "")
-
-
-def _words_lower(words: list[str]) -> list[str]:
-    return "\x00".join(words).lower().split("\x00") if words else []
-
-
-def casing_rows(docs: list[Document]) -> list[list[str]]:
-    """The CASING features of each document: for every run of two or more letters that holds a capital in some
-    document, in a context (`_Runs.key`) that at least three documents hold, a shape a document gives it that
-    fewer documents give than another shape is a departure, named by the two shapes (``casing x>X``: one word put
-    in capitals in the middle of a paragraph that the unmarked original and the look-alikes also hold; ``casing
-    X>x``: a capital taken away). A builder's casing marker anywhere in the text is one such feature on every marked
-    candidate, while the text's own capitals (``PEP``, ``OR``, a heading) are the same in every candidate that holds
-    the text. Counted over candidates, never over labels."""
-    runs = [_Runs(d) for d in docs]
-    wanted = {r.key(i) for r in runs for i, (w, lw) in enumerate(zip(r.words, r.low)) if w != lw and len(w) >= 2}
-    middle = {k[2] for k in wanted}
-    near = {(k[0], k[2], k[4]) for k in wanted}      # the words alone: a cheap first look
-    held: list[dict[tuple[str, ...], set[str]]] = []
-    for r in runs:
-        found: dict[tuple[str, ...], set[str]] = {}
-        low, last = r.low, len(r.low) - 1
-        for i in (i for i, lw in enumerate(low) if lw in middle):
-            if (low[i - 1] if i else "", low[i], low[i + 1] if i < last else "") in near and (key := r.key(i)) in wanted:
-                found.setdefault(key, set()).add(_shape(r.words[i]))
-        held.append(found)
-    support: dict[tuple[str, ...], dict[str, int]] = {}
-    holders: dict[tuple[str, ...], int] = {}
-    for found in held:
-        for key, shapes in found.items():
-            holders[key] = holders.get(key, 0) + 1
-            count = support.setdefault(key, {})
-            for shape in shapes:
-                count[shape] = count.get(shape, 0) + 1
-    out = []
-    for found in held:
-        marks: set[str] = set()
-        for key, shapes in found.items():
-            if holders[key] < 3:
-                continue
-            count = support[key]
-            top = max(SHAPES, key=lambda s: (count.get(s, 0), -SHAPES.index(s)))
-            marks.update(f"casing {top}>{shape}" for shape in shapes if shape != top and count[top] > count[shape])
-        out.append(sorted(marks))
-    return out
-
-
 def _kind(item) -> str:
     return str(item.meta.get("difficulty") or item.subset)
 
@@ -213,12 +128,8 @@ def text_matrix(ps, items: list[int]):
     cands = ps.candidate_by_id()
     ids = sorted({c for i in items for c in ps.pools[i].candidate_ids})
     where = {c: k for k, c in enumerate(ids)}
-    vec = _Vectoriser()
-    docs = [cands[c] for c in ids]
-    whole = vec(docs)
-    unique = shared_columns(whole, *_holdings(vec, docs, whole))
+    unique = shared_columns(_Vectoriser()([cands[c] for c in ids]), [_record(cands[c]) for c in ids])
     kinds = sorted({_kind(ps.pools[i]) for i in items})
-    casing = dict(zip(ids, casing_rows(docs)))
     pairs: dict[tuple[int, int], int] = {}     # (candidate, pool kind) -> its distinct row
     row_of, labels, owner = [], [], []
     for i in items:
@@ -230,11 +141,7 @@ def text_matrix(ps, items: list[int]):
             labels.append(float(c in rel))
             owner.append(i)
     distinct = np.asarray(list(pairs), dtype=np.int64).reshape(-1, 2)
-    marks = [(r, CASING.index(f)) for r, k in enumerate(distinct[:, 0]) for f in casing[ids[k]]]
-    rows_, cols_ = (np.asarray(x, dtype=np.int64) for x in (zip(*marks) if marks else ((), ())))
-    alone = sparse.hstack([unique[distinct[:, 0]],
-                           sparse.csr_matrix((np.full(len(rows_), CASING_VALUE), (rows_, cols_)),
-                                             shape=(len(distinct), len(CASING)))]).tocsr()
+    alone = unique[distinct[:, 0]]
     width = alone.shape[1]
     crossed = alone.tocoo()
     crossed = sparse.csr_matrix((crossed.data, (crossed.row, crossed.col + width * distinct[crossed.row, 1])),
@@ -250,61 +157,16 @@ def _record(doc: Document) -> str:
     return f"{doc.meta.get('dataset')}:{rec}" if rec is not None else "id:" + doc.id
 
 
-def _origins(doc: Document) -> list[str]:
-    """Each segment's source record: the record its provenance unit names (``govreport:R#p3`` -> ``govreport:R``),
-    else the candidate's own (`_record`; filler, pages drawn for padding and a document without unit provenance
-    are the candidate's own). A Logical Summarization Hard variant holds paragraphs of its BM25 look-alike reports,
-    a Multi-Source Reasoning one passages of other records: that text is the look-alike's, not the variant's."""
-    own = _record(doc)
-    units = (doc.meta.get("provenance") or {}).get("units") or []
-    if len(units) != len(doc.segments):
-        return [own] * len(doc.segments)
-    out = []
-    for unit in units:
-        source = str(unit[1]) if len(unit) > 1 else ""
-        out.append(source.split("#", 1)[0] if "#" in source else own)
-    return out
-
-
-def _holdings(vec: "_Vectoriser", docs: list[Document], whole):
-    """(rows, the source record of each row): what each source record's text holds. A candidate gives one row per
-    source record its segments come from (`_origins`): the text of its borrowed segments is held by the record they
-    were borrowed from; its own segments, and every n-gram of the whole candidate (`whole`, its row) that no
-    borrowed part explains (a word pair across a seam, the document's ends in shapes), by its own record."""
+def shared_columns(X, records: list[str]):
+    """X with every column zeroed that fewer than MIN_RECORDS distinct source records' candidates hold: an n-gram of
+    one record's text names that record (a distractor relevant elsewhere would be found by its identity), a marker a
+    builder leaves on many records' candidates does not."""
     from scipy import sparse
 
-    pieces, owners, rows = [], [], []
-    for k, doc in enumerate(docs):
-        own, origins = _record(doc), _origins(doc)
-        for origin in dict.fromkeys(o for o in origins if o != own):
-            pieces.append(Document(id=doc.id, segments=[s for s, o in zip(doc.segments, origins) if o == origin],
-                                   meta=doc.meta))
-            owners.append(origin)
-            rows.append(k)
-    present = (whole > 0).astype(np.float64).tocsr()
-    if not pieces:
-        return present, [_record(d) for d in docs]
-    lent = (vec(pieces) > 0).astype(np.float64).tocsr()
-    borrowed = sparse.csr_matrix((np.ones(len(rows)), (np.asarray(rows, dtype=np.int64), np.arange(len(rows)))),
-                                 shape=(len(docs), len(rows))) @ lent
-    # a candidate's own row: its n-grams that none of its borrowed parts holds (its own segments' n-grams that a
-    # borrowed part holds too count for the lender alone: shared phrasing, not a marker of the candidate's own)
-    rest = (present - (borrowed > 0).astype(np.float64)) > 0
-    return sparse.vstack([lent, rest.astype(np.float64)]).tocsr(), owners + [_record(d) for d in docs]
-
-
-def shared_columns(X, holdings, records: list[str]):
-    """X with every column zeroed that fewer than MIN_RECORDS distinct source records' text holds (`_holdings`): an
-    n-gram of one record's text names that record (a distractor relevant elsewhere would be found by its identity,
-    a look-alike by a paragraph it borrowed from a record whose candidates were trained on), a marker a builder
-    leaves on many records' candidates does not."""
-    from scipy import sparse
-
-    number = {r: k for k, r in enumerate(sorted(set(records)))}
-    names = list(number)
-    onehot = sparse.csr_matrix((np.ones(len(records)), (np.arange(len(records)), [number[r] for r in records])),
+    names = sorted(set(records))
+    onehot = sparse.csr_matrix((np.ones(len(records)), (np.arange(len(records)), [names.index(r) for r in records])),
                                shape=(len(records), len(names)))
-    held = ((onehot.T @ (holdings > 0).astype(np.float64)) > 0).sum(axis=0).A1
+    held = ((onehot.T @ (X > 0).astype(np.float64)) > 0).sum(axis=0).A1
     return (X @ sparse.diags((held >= MIN_RECORDS).astype(np.float64))).tocsr()
 
 
@@ -315,11 +177,11 @@ def name_terms(ps, items: list[int], terms: tuple[tuple[str, float], ...],
     row holds none of the columns is not read (no n-gram of it hashes there)."""
     from sklearn.utils import murmurhash3_32
 
-    width = WIDTH
+    width = BLOCKS * HASH_FEATURES
     wanted = {int(t.split(":")[1]) % width for t, _ in terms}
     vec, cands = _Vectoriser(), ps.candidate_by_id()
     holds = _holding(rows, wanted)
-    found: dict[int, str] = {BLOCKS * HASH_FEATURES + k: name for k, name in enumerate(CASING)}
+    found: dict[int, str] = {}
     for i in items:
         for c in ps.pools[i].relevant_ids:
             if holds is not None and c not in holds:
@@ -329,7 +191,7 @@ def name_terms(ps, items: list[int], terms: tuple[tuple[str, float], ...],
                     col = offset + abs(int(murmurhash3_32(gram, seed=0))) % HASH_FEATURES
                     if col in wanted:
                         found.setdefault(col, f"{kind} {gram!r}")
-        if wanted <= set(found):
+        if len(found) == len(wanted):
             break
     return tuple((found.get(int(t.split(":")[1]) % width, t), v) for t, v in terms)
 
